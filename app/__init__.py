@@ -1,0 +1,1 @@
+"""MemLens application layer: the command line now, the web server later."""

@@ -1,0 +1,1 @@
+"""MemLens inference core: models, hook points, traces, interventions, decoding, checkpoints. Torch only."""

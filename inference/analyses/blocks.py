@@ -1,0 +1,72 @@
+"""Attention mass in the four blocks of Memory Transformer, Figure 3.
+
+With the query on the left and the key on top:
+update  = sequence query on sequence key,
+write   = memory query on sequence key (the sequence is written into memory),
+read    = sequence query on memory key,
+process = memory query on memory key.
+Blocks come from the roles of the trace, never from position offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from inference.trace import MEMORY_ROLES, Trace
+
+BLOCKS = ("update", "write", "read", "process")
+_PATTERN_NAME = re.compile(r"^(?P<stack>.+)\.layers\.(?P<layer>\d+)\.(?P<module>.+)\.pattern$")
+
+
+@dataclass
+class HeadBlocks:
+    stack: str  # e.g. "encoder.attn", "encoder.mem.attn", "decoder.cross_attn"
+    layer: int
+    head: int
+    update: float  # mean over real query rows of the mass in each block;
+    write: float  # the four sum to 1 where every query sees some key
+    read: float
+    process: float
+    memory_queries: int  # query rows counted, by kind, over the batch
+    sequence_queries: int
+
+
+def block_rows(pattern: torch.Tensor, query_roles: list[str], key_roles: list[str]) -> torch.Tensor:
+    """pattern [h, q, k] of one example -> block mass per row [h, q, 4]
+    (update, write, read, process); pad queries and keys get zero."""
+    key_memory = torch.tensor([r in MEMORY_ROLES for r in key_roles])  # [k]
+    key_sequence = torch.tensor([r not in MEMORY_ROLES and r != "pad" for r in key_roles])
+    query_memory = torch.tensor([r in MEMORY_ROLES for r in query_roles])  # [q]
+    query_sequence = torch.tensor([r not in MEMORY_ROLES and r != "pad" for r in query_roles])
+    to_memory = (pattern * key_memory).sum(-1)  # [h, q]
+    to_sequence = (pattern * key_sequence).sum(-1)
+    return torch.stack(
+        [to_sequence * query_sequence, to_sequence * query_memory, to_memory * query_sequence, to_memory * query_memory],
+        dim=-1,
+    )  # [h, q, 4]
+
+
+def attention_blocks(trace: Trace) -> list[HeadBlocks]:
+    """Block mass for every captured attention pattern, layer and head."""
+    results = []
+    for name, pattern in trace.tensors.items():
+        match = _PATTERN_NAME.match(name)
+        if not match:
+            continue
+        query_axis, key_axis = trace.axes[name]
+        per_head = torch.zeros(pattern.shape[1], 4)  # [h, 4] summed over rows
+        memory_queries = sequence_queries = 0
+        for example in range(pattern.shape[0]):
+            query_roles = trace.axis_roles(query_axis, example)
+            key_roles = trace.axis_roles(key_axis, example)
+            per_head += block_rows(pattern[example].float(), query_roles, key_roles).sum(dim=1)
+            memory_queries += sum(r in MEMORY_ROLES for r in query_roles)
+            sequence_queries += sum(r not in MEMORY_ROLES and r != "pad" for r in query_roles)
+        rows = max(memory_queries + sequence_queries, 1)
+        stack = f"{match['stack']}.{match['module']}"
+        for head, mass in enumerate((per_head / rows).tolist()):
+            results.append(HeadBlocks(stack, int(match["layer"]), head, *mass, memory_queries, sequence_queries))
+    return results

@@ -1,0 +1,161 @@
+"""Lesions as data.
+
+An `Interventions` value describes what to change in one run; it is a plain
+pydantic model, so the app and the JSON API accept it as a request field
+unchanged. `applied_interventions` turns it into hooks on the model's hook
+points (or, for the memory size, into the model's input) for the length of
+one call. Model code is never forked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
+
+from inference.hooks import HookFn, HookPoint, hook_points, registered_hooks
+
+
+class InterventionError(ValueError):
+    """An intervention that does not fit the model (out-of-range value, unknown name)."""
+
+
+class HeadRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    attn: str = Field(description="attention module name, e.g. 'encoder.layers.2.attn.attn'")
+    head: int = Field(ge=0)
+
+
+class FFKeyScale(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    ff: str = Field(description="feed-forward module name, e.g. 'decoder.layers.1.ff.ff'")
+    keys: tuple[int, ...] = Field(min_length=1)
+    scale: float = Field(0.0, description="0 zeroes the keys, 2 doubles their coefficients")
+
+
+class Interventions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory_size: int | None = Field(None, ge=0, description="[mem] slots at inference; None = as trained; up to 3x trained")
+    knockout_slots: tuple[int, ...] = Field((), description="memory slots no query may attend")
+    block_memory_reads: Literal["none", "encoder", "decoder", "both"] = Field(
+        "none", description="sequence queries may not attend memory keys (encoder self-attention, decoder cross-attention, or both)"
+    )
+    ablate_heads: tuple[HeadRef, ...] = Field((), description="heads whose output is zeroed")
+    scale_ff_keys: tuple[FFKeyScale, ...] = Field((), description="feed-forward key coefficients to zero or scale")
+
+    def is_noop(self) -> bool:
+        return self == Interventions()
+
+
+NO_INTERVENTIONS = Interventions()
+
+
+@contextmanager
+def applied_interventions(model: nn.Module, interventions: Interventions | None) -> Iterator[int]:
+    """Register the hooks of `interventions` on `model`; yield the memory size
+    to run with. Raises InterventionError before touching the model when the
+    interventions do not fit it."""
+    interventions = interventions or NO_INTERVENTIONS
+    memory_size = effective_memory_size(model, interventions)
+    hooks = intervention_hooks(model, interventions, memory_size)
+    with registered_hooks(model, hooks):
+        yield memory_size
+
+
+def effective_memory_size(model: nn.Module, interventions: Interventions) -> int:
+    config = model.config
+    if interventions.memory_size is None:
+        return config.memory_size
+    if interventions.memory_size > config.max_memory_size:
+        raise InterventionError(
+            f"memory_size {interventions.memory_size} is out of range: this model allows 0 to {config.max_memory_size} "
+            f"(3 x its trained {config.memory_size})"
+        )
+    return interventions.memory_size
+
+
+def intervention_hooks(model: nn.Module, interventions: Interventions, memory_size: int) -> list[tuple[str, HookFn]]:
+    """Validate `interventions` against the model and return its hooks."""
+    points = hook_points(model)
+    hooks: list[tuple[str, HookFn]] = []
+
+    for slot in interventions.knockout_slots:
+        if not 0 <= slot < memory_size:
+            raise InterventionError(f"memory slot {slot} is out of range: the run has {memory_size} slots (0 to {memory_size - 1})")
+    if interventions.knockout_slots:
+        slots = list(interventions.knockout_slots)
+        for name, point in points.items():
+            if name.endswith(".mask") and point.axes[1] == "enc":
+                hooks.append((name, _knockout_keys(slots)))
+
+    blocked_stacks = {"none": (), "encoder": ("encoder.",), "decoder": ("decoder.",), "both": ("encoder.", "decoder.")}
+    for name, point in points.items():
+        if name.endswith(".mask") and point.axes[1] == "enc" and name.startswith(blocked_stacks[interventions.block_memory_reads]):
+            _, sequence_rows = model.memory_rows(point.axes[0], memory_size)
+            memory_keys, _ = model.memory_rows(point.axes[1], memory_size)
+            hooks.append((name, _block_rows_from_keys(sequence_rows, memory_keys)))
+
+    for ref in interventions.ablate_heads:
+        point = points.get(f"{ref.attn}.z")
+        if point is None:
+            raise InterventionError(f"unknown attention module {ref.attn!r}; names end in '.attn', e.g. {_example(points, '.z')}")
+        n_heads = model.get_submodule(ref.attn).n_heads
+        if ref.head >= n_heads:
+            raise InterventionError(f"head {ref.head} is out of range for {ref.attn} (heads 0 to {n_heads - 1})")
+        hooks.append((point.name, _zero_head(ref.head)))
+
+    for edit in interventions.scale_ff_keys:
+        point = points.get(f"{edit.ff}.keys")
+        if point is None:
+            raise InterventionError(f"unknown feed-forward module {edit.ff!r}; names end in '.ff', e.g. {_example(points, '.keys')}")
+        d_ff = model.get_submodule(edit.ff).w_in.out_features
+        bad = [k for k in edit.keys if not 0 <= k < d_ff]
+        if bad:
+            raise InterventionError(f"keys {bad} are out of range for {edit.ff} (0 to {d_ff - 1})")
+        hooks.append((point.name, _scale_keys(list(edit.keys), edit.scale)))
+    return hooks
+
+
+def _example(points: dict[str, HookPoint], suffix: str) -> str:
+    return next((repr(n.removesuffix(suffix)) for n in points if n.endswith(suffix)), "none in this model")
+
+
+def _knockout_keys(slots: list[int]) -> HookFn:
+    def hook(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]
+        mask = mask.clone()
+        mask[..., slots] = False
+        return mask
+
+    return hook
+
+
+def _block_rows_from_keys(rows: slice, keys: slice) -> HookFn:
+    def hook(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]
+        mask = mask.clone()
+        mask[..., rows, keys] = False
+        return mask
+
+    return hook
+
+
+def _zero_head(head: int) -> HookFn:
+    def hook(z: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, h, q, d_head]
+        z = z.clone()
+        z[:, head] = 0
+        return z
+
+    return hook
+
+
+def _scale_keys(keys: list[int], scale: float) -> HookFn:
+    def hook(coefficients: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, t, d_ff]
+        coefficients = coefficients.clone()
+        coefficients[..., keys] *= scale
+        return coefficients
+
+    return hook

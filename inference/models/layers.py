@@ -1,0 +1,168 @@
+"""Building blocks shared by the model families: attention, feed-forward,
+post-LN sub-layers, embeddings. Every quantity worth seeing passes through a
+HookPoint declared here with its shape."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from inference.hooks import HookPoint
+
+# Per-layer decoding cache: {"k": [b, h, t, d_head], "v": [b, h, t, d_head]}.
+LayerCache = dict[str, torch.Tensor]
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with hook points for mask, pattern and head outputs.
+
+    The fast path uses PyTorch's fused scaled_dot_product_attention. When the
+    pattern hook is active (a capture or an edit is registered) the weights
+    are computed explicitly so they can be recorded; both paths give the
+    same outputs to float precision.
+
+    A query row with no visible key (e.g. all memory keys blocked in a
+    bottleneck layer) gets zero attention weight and zero output, so the
+    sub-layer leaves that position to its residual.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float, axes: tuple[str, str]):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
+        self.n_heads = n_heads
+        self.d_head = d_model // n_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.mask = HookPoint("b 1 q k  bool, True where the query may attend the key", axes)
+        self.pattern = HookPoint("b h q k  attention weights", axes)
+        self.z = HookPoint("b h q d_head  per-head outputs before the output projection", (axes[0], "d_head"))
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # [b, h, t, d_head]
+
+    def forward(
+        self,
+        query: torch.Tensor,  # [b, q, d]
+        key_value: torch.Tensor,  # [b, k, d]
+        mask: torch.Tensor,  # [b, 1, q, k] bool
+        cache: LayerCache | None = None,
+        static_kv: bool = False,
+    ) -> torch.Tensor:  # [b, q, d]
+        q = self._split_heads(self.q_proj(query))  # [b, h, q, d_head]
+        if cache is not None and static_kv and "k" in cache:
+            k, v = cache["k"], cache["v"]
+        else:
+            k = self._split_heads(self.k_proj(key_value))  # [b, h, k_new, d_head]
+            v = self._split_heads(self.v_proj(key_value))
+            if cache is not None and not static_kv and "k" in cache:
+                k = torch.cat([cache["k"], k], dim=2)  # [b, h, k, d_head]
+                v = torch.cat([cache["v"], v], dim=2)
+        if cache is not None:
+            cache["k"], cache["v"] = k, v
+
+        mask = self.mask(mask)
+        visible = mask.any(dim=-1, keepdim=True)  # [b, 1, q, 1]
+        all_visible = bool(visible.all())
+        safe_mask = mask if all_visible else mask | ~visible  # rows without keys attend everything, then get zeroed
+        dropout_p = self.dropout if self.training else 0.0
+        if self.pattern.active:
+            scores = (q / math.sqrt(self.d_head)) @ k.transpose(-2, -1)  # [b, h, q, k]
+            weights = scores.masked_fill_(~safe_mask, float("-inf")).softmax(dim=-1)
+            weights = self.pattern(weights if all_visible else weights * visible)
+            z = F.dropout(weights, dropout_p, self.training) @ v  # [b, h, q, d_head]
+        else:
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=safe_mask, dropout_p=dropout_p)
+            z = z if all_visible else z * visible
+        z = self.z(z)
+        b, h, t, d_head = z.shape
+        return self.out_proj(z.transpose(1, 2).reshape(b, t, h * d_head))
+
+
+class FeedForward(nn.Module):
+    """Position-wise ReLU feed-forward layer, read as a key-value memory:
+    rows of w_in are keys, columns of w_out are values, and the activations
+    after the ReLU are the key coefficients m_i."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float):
+        super().__init__()
+        self.w_in = nn.Linear(d_model, d_ff)
+        self.w_out = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.keys = HookPoint("b t d_ff  key coefficients after the ReLU")
+        self.out = HookPoint("b t d  feed-forward output")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [b, t, d] -> [b, t, d]
+        coefficients = self.keys(F.relu(self.w_in(x)))  # [b, t, d_ff]
+        return self.out(self.w_out(self.dropout(coefficients)))
+
+
+def add_and_norm(norm: nn.LayerNorm, dropout: nn.Dropout, x: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+    """Post-LN residual step of the paper's backbone: LN(x + Dropout(update))."""
+    return norm(x + dropout(update))
+
+
+class AttentionFeedForward(nn.Module):
+    """One post-LN Transformer layer body: attention of x over kv, then FF.
+
+    Hook names below it: attn.{mask,pattern,z}, resid_mid, ff.{keys,out}.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, axes: tuple[str, str]):
+        super().__init__()
+        self.attn = MultiHeadAttention(d_model, n_heads, dropout, axes)
+        self.attn_norm = nn.LayerNorm(d_model)
+        self.resid_mid = HookPoint("b t d  residual stream entering the feed-forward layer")
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.ff_norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # x [b, q, d] -> [b, q, d]
+        x = self.resid_mid(add_and_norm(self.attn_norm, self.dropout, x, self.attn(x, kv, mask)))
+        return add_and_norm(self.ff_norm, self.dropout, x, self.ff(x))
+
+
+def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:  # [n_positions, d]
+    position = torch.arange(n_positions, dtype=torch.float32).unsqueeze(1)
+    rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(n_positions, d_model)
+    table[:, 0::2] = torch.sin(position * rate)
+    table[:, 1::2] = torch.cos(position * rate)
+    return table
+
+
+class TokenEmbedding(nn.Module):
+    """Token embedding x sqrt(d) plus sinusoidal positions, then dropout."""
+
+    def __init__(self, vocab_size: int, d_model: int, max_positions: int, dropout: float, pad_id: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(vocab_size, d_model) * d_model**-0.5)
+        self.scale = math.sqrt(d_model)
+        self.pad_id = pad_id
+        self.register_buffer("positions", sinusoidal_positions(max_positions, d_model), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:  # [b, t] -> [b, t, d]
+        if offset + ids.shape[1] > self.positions.shape[0]:
+            raise ValueError(f"sequence of {offset + ids.shape[1]} tokens exceeds max_positions {self.positions.shape[0]}")
+        x = F.embedding(ids, self.weight, padding_idx=self.pad_id) * self.scale
+        return self.dropout(x + self.positions[offset : offset + ids.shape[1]])
+
+
+def tie_parameters(target: nn.Module, source: nn.Module) -> None:
+    """Make every parameter of `target` the very tensor of `source`.
+
+    Used for shared sub-networks: each user keeps its own hook points (and so
+    its own names), while the weights are one set.
+    """
+    for name, parameter in source.named_parameters():
+        owner_path, _, attribute = name.rpartition(".")
+        owner = target.get_submodule(owner_path) if owner_path else target
+        setattr(owner, attribute, parameter)

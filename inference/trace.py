@@ -1,0 +1,132 @@
+"""The capture API: run a model on inputs and record its hook points.
+
+`run_with_trace` returns a `Trace` holding detached CPU tensors by hook
+name, a display token and a role for every position of every axis, the
+output, and the configuration it ran with. Captures are hooks registered for
+the one call and removed afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from inference.checkpoint import LoadedModel
+from inference.decoding import greedy_decode, pad_batch, strip_after_eos
+from inference.hooks import HookPoint, hook_points, registered_hooks, select_hook_names
+from inference.interventions import Interventions, applied_interventions
+
+# Roles of positions that hold memory rather than text; every other role
+# except "pad" counts as sequence.
+MEMORY_ROLES = frozenset({"mem", "read_mem", "write_mem", "wm"})
+
+
+@dataclass
+class Trace:
+    tensors: dict[str, torch.Tensor]  # hook name -> detached CPU tensor, shapes as declared by the hook point
+    axes: dict[str, tuple[str, str] | None]  # hook name -> (query axis, key axis) of attention-shaped tensors
+    tokens: dict[str, list[list[str]]]  # axis ("enc", "dec") -> display token per position, per example
+    roles: dict[str, list[list[str]]]  # axis -> role per position, per example
+    sources: list[str]
+    target_ids: list[list[int]]  # the target the decoder was forced on (given or the model's own output)
+    translations: list[str]  # detokenized target text
+    logits: torch.Tensor  # [b, t, vocab] teacher-forced logits on target_ids
+    config: dict  # model name, model config, interventions, memory size used
+    decoded: bool  # True when the target is the model's own greedy output
+    hook_shapes: dict[str, str] = field(default_factory=dict)  # hook name -> declared shape in words
+
+    def axis_roles(self, axis: str, example: int) -> list[str]:
+        """Roles along an axis; "enc.mem" / "enc.seq" select the memory /
+        non-memory positions of "enc", in order."""
+        base, _, part = axis.partition(".")
+        roles = self.roles[base][example]
+        if part == "mem":
+            return [r for r in roles if r in MEMORY_ROLES]
+        if part == "seq":
+            return [r for r in roles if r not in MEMORY_ROLES]
+        return roles
+
+    def axis_tokens(self, axis: str, example: int) -> list[str]:
+        base, _, part = axis.partition(".")
+        pairs = list(zip(self.tokens[base][example], self.roles[base][example]))
+        if part == "mem":
+            return [t for t, r in pairs if r in MEMORY_ROLES]
+        if part == "seq":
+            return [t for t, r in pairs if r not in MEMORY_ROLES]
+        return [t for t, _ in pairs]
+
+
+def encode_sources(loaded: LoadedModel, sources: list[str]) -> torch.Tensor:  # [b, n]
+    """Source texts -> padded ids with EOS; raises ValueError on empty or overlong input."""
+    tokenizer, config = loaded.tokenizer, loaded.config
+    rows = []
+    for text in sources:
+        ids = tokenizer.encode(text)
+        if not ids:
+            raise ValueError("empty source text")
+        if len(ids) + 1 > config.max_positions:
+            raise ValueError(f"source has {len(ids)} tokens; the model accepts at most {config.max_positions - 1}")
+        rows.append(ids + [config.eos_id])
+    return pad_batch(rows, config.pad_id, loaded.device)
+
+
+def run_with_trace(
+    loaded: LoadedModel,
+    sources: str | list[str],
+    targets: str | list[str] | None = None,
+    names: list[str] | None = None,
+    interventions: Interventions | None = None,
+    max_new_tokens: int = 128,
+) -> Trace:
+    """Run teacher-forced on `targets`, or on the model's own greedy output
+    when no targets are given, recording the hook points `names` (exact
+    names or glob patterns; None = all)."""
+    model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+    sources = [sources] if isinstance(sources, str) else list(sources)
+    if not sources:
+        raise ValueError("no source text given")
+    interventions = interventions or Interventions()
+    src_ids = encode_sources(loaded, sources)  # [b, n]
+    if targets is None:
+        generated = greedy_decode(model, src_ids, interventions, max_new_tokens)
+        target_ids = strip_after_eos(generated.cpu(), config.eos_id)
+    else:
+        targets = [targets] if isinstance(targets, str) else list(targets)
+        if len(targets) != len(sources):
+            raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+        target_ids = tokenizer.encode_batch(targets)
+        if max(len(ids) for ids in target_ids) + 1 > config.max_positions:
+            raise ValueError(f"a target is longer than the model's {config.max_positions - 1} tokens")
+    tgt_in = pad_batch([[config.bos_id] + ids for ids in target_ids], config.pad_id, loaded.device)  # [b, t]
+
+    selected = select_hook_names(model, names)
+    points = hook_points(model)
+    captured: dict[str, torch.Tensor] = {}
+
+    def capture(tensor: torch.Tensor, point: HookPoint) -> None:
+        captured[point.name] = tensor.detach().cpu()
+
+    with torch.no_grad(), applied_interventions(model, interventions) as memory_size:
+        with registered_hooks(model, [(name, capture) for name in selected]):
+            logits = model(src_ids, tgt_in, memory_size)  # [b, t, vocab]
+
+    roles = model.position_roles(src_ids.cpu(), tgt_in.cpu(), memory_size)
+    memory_tokens = [f"[mem{j}]" for j in range(memory_size)]
+    tokens = {
+        "enc": [memory_tokens + tokenizer.display_tokens(row) for row in src_ids.tolist()],
+        "dec": [tokenizer.display_tokens(row) for row in tgt_in.tolist()],
+    }
+    return Trace(
+        tensors=captured,
+        axes={name: points[name].axes for name in selected},
+        tokens=tokens,
+        roles=roles,
+        sources=sources,
+        target_ids=target_ids,
+        translations=[tokenizer.decode(ids) for ids in target_ids],
+        logits=logits.detach().cpu(),
+        config={"model": loaded.name, **asdict(config), "interventions": interventions.model_dump(), "run_memory_size": memory_size},
+        decoded=targets is None,
+        hook_shapes={name: points[name].shape for name in selected},
+    )

@@ -1,0 +1,62 @@
+"""Shared fixtures: tiny seeded models of every family on a tiny BPE vocabulary."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from inference.checkpoint import LoadedModel
+from inference.models import build_model
+from inference.models.memory_transformer import FAMILIES, MemoryTransformerConfig
+from inference.tokenizer import TextTokenizer, train_bpe
+
+TINY_CORPUS = [
+    "ein Hund läuft durch den Park",
+    "a dog runs through the park",
+    "zwei Männer spielen Fußball auf der Wiese",
+    "two men play football on the meadow",
+    "eine Frau liest ein Buch",
+    "a woman reads a book",
+    "Kinder spielen im Wasser",
+    "children play in the water",
+]
+SOURCES = ["ein Hund spielt im Park", "zwei Frauen lesen"]
+TINY_MEMORY = 3
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer() -> TextTokenizer:
+    return train_bpe(TINY_CORPUS * 4, vocab_size=80)
+
+
+def tiny_config(family: str, vocab_size: int) -> MemoryTransformerConfig:
+    return MemoryTransformerConfig(
+        family=family,
+        vocab_size=vocab_size,
+        d_model=16,
+        d_ff=32,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        memory_size=0 if family == "transformer" else TINY_MEMORY,
+        max_positions=64,
+    )
+
+
+def make_tiny(family: str, tokenizer: TextTokenizer, seed: int = 0) -> LoadedModel:
+    torch.manual_seed(seed)
+    model = build_model(tiny_config(family, tokenizer.vocab_size)).eval()
+    return LoadedModel(f"tiny-{family}", model, tokenizer)
+
+
+@pytest.fixture(params=FAMILIES)
+def tiny(request, tiny_tokenizer) -> LoadedModel:
+    return make_tiny(request.param, tiny_tokenizer)
+
+
+MEMORY_FAMILIES = [f for f in FAMILIES if f != "transformer"]
+
+
+@pytest.fixture(params=MEMORY_FAMILIES)
+def tiny_memory(request, tiny_tokenizer) -> LoadedModel:
+    return make_tiny(request.param, tiny_tokenizer)

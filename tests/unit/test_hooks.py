@@ -1,0 +1,37 @@
+"""Hook names are stable: the list of every family matches a golden file."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from inference.hooks import hook_points, select_hook_names
+from inference.models import build_model
+from inference.models.memory_transformer import FAMILIES
+from tests.conftest import tiny_config
+
+GOLDEN = Path(__file__).parent.parent / "golden" / "hook_names.txt"
+
+
+def hook_listing() -> str:
+    lines = []
+    for family in FAMILIES:
+        model = build_model(tiny_config(family, vocab_size=40))
+        for name, point in hook_points(model).items():
+            axes = f"  axes={point.axes[0]},{point.axes[1]}" if point.axes else ""
+            lines.append(f"{family}  {name}  [{point.shape.split('  ')[0]}]{axes}")
+    return "\n".join(lines) + "\n"
+
+
+def test_hook_names_match_golden_file():
+    listing = hook_listing()
+    if os.environ.get("MEMLENS_UPDATE_GOLDEN"):
+        GOLDEN.write_text(listing)
+    assert listing == GOLDEN.read_text(), "hook names changed; if intended, rerun with MEMLENS_UPDATE_GOLDEN=1 and review the diff"
+
+
+def test_unknown_hook_name_is_refused():
+    model = build_model(tiny_config("memtransformer", vocab_size=40))
+    with pytest.raises(ValueError, match="no hook point matches"):
+        select_hook_names(model, ["encoder.layers.0.attn.patern"])
+    assert select_hook_names(model, ["*.cross_attn.pattern"]) == ["decoder.layers.0.cross_attn.pattern", "decoder.layers.1.cross_attn.pattern"]
