@@ -103,3 +103,12 @@ def test_loading_never_unpickles(tiny_tokenizer, tmp_path, monkeypatch):
     monkeypatch.setattr("pickle.load", refuse)
     monkeypatch.setattr("pickle.loads", refuse)
     load_checkpoint(folder, "cpu")
+
+
+def test_device_setting(monkeypatch):
+    from inference.checkpoint import select_device
+
+    monkeypatch.setenv("MEMLENS_DEVICE", "cpu")
+    assert select_device() == torch.device("cpu")
+    monkeypatch.delenv("MEMLENS_DEVICE")
+    assert select_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
