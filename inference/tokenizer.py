@@ -45,6 +45,11 @@ class TextTokenizer:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
+    def encode_sources(self, texts: list[str]) -> list[list[int]]:
+        """Encoder input ids: the tokens, then EOS. Training and inference
+        both encode sources here, so the model always sees the same input."""
+        return [ids + [self.eos_id] for ids in self.encode_batch(texts)]
+
     def decode(self, ids: Iterable[int]) -> str:
         """Detokenized text; special tokens are dropped."""
         return self.tokenizer.decode([i for i in ids if i >= len(SPECIAL_TOKENS)])

@@ -59,15 +59,13 @@ class Trace:
 
 def encode_sources(loaded: LoadedModel, sources: list[str]) -> torch.Tensor:  # [b, n]
     """Source texts -> padded ids with EOS; raises ValueError on empty or overlong input."""
-    tokenizer, config = loaded.tokenizer, loaded.config
-    rows = []
-    for text in sources:
-        ids = tokenizer.encode(text)
-        if not ids:
+    config = loaded.config
+    rows = loaded.tokenizer.encode_sources(sources)
+    for ids in rows:
+        if len(ids) == 1:
             raise ValueError("empty source text")
-        if len(ids) + 1 > config.max_positions:
-            raise ValueError(f"source has {len(ids)} tokens; the model accepts at most {config.max_positions - 1}")
-        rows.append(ids + [config.eos_id])
+        if len(ids) > config.max_positions:
+            raise ValueError(f"source has {len(ids) - 1} tokens; the model accepts at most {config.max_positions - 1}")
     return pad_batch(rows, config.pad_id, loaded.device)
 
 

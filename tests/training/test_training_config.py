@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from training import REPO_ROOT
+from training.config import ConfigError, config_from_dict, load_config
+
+SHIPPED = sorted((REPO_ROOT / "training" / "configs").glob("*.json"))
+MINIMAL = {"name": "x", "model": {"family": "memtransformer", "memory_size": 4}, "data": {}, "train": {}}
+
+
+def with_changes(**sections: dict) -> dict:
+    config = json.loads(json.dumps(MINIMAL))
+    for section, values in sections.items():
+        if isinstance(config.get(section), dict):
+            config[section].update(values)
+        else:
+            config[section] = values
+    return config
+
+
+def test_minimal_config_takes_the_paper_defaults():
+    config = config_from_dict(MINIMAL)
+    assert (config.train.batch_size, config.train.warmup_steps, config.train.epochs) == (64, 4000, 20)
+    assert config.train.label_smoothing == 0.1
+
+
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [
+        ({"learning_rate": 0.1}, "learning_rate"),
+        ({"train": {"epoch": 3}}, "train.epoch"),
+        ({"data": {"vocab": 100}}, "data.vocab"),
+        ({"model": {"d_modle": 64}}, "model.d_modle"),
+    ],
+)
+def test_unknown_keys_are_errors_that_name_the_key(changes, key):
+    with pytest.raises(ConfigError, match=f"unknown key '{key}'"):
+        config_from_dict(with_changes(**changes))
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"model": {"vocab_size": 100}}, "comes from the tokenizer"),
+        ({"model": {"family": "lstm"}}, "unknown family"),
+        ({"train": {"epochs": 0}}, "train.epochs"),
+        ({"grow_memory_to": 8}, "needs init_from"),
+        ({"init_from": "checkpoints/x"}, "remove the 'model' section"),
+    ],
+)
+def test_invalid_values_are_errors(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(with_changes(**changes))
+
+
+def test_load_config_names_the_file(tmp_path: Path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(with_changes(train={"lr": 1})))
+    with pytest.raises(ConfigError, match="bad.json: unknown key 'train.lr'"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_configs_load_and_are_named_after_their_file(path: Path):
+    assert load_config(path).name == path.stem
+
+
+def test_all_shipped_models_have_a_config():
+    expected = {
+        "transformer", "memtransformer_5", "memtransformer_10", "memtransformer_20", "memctrl_20", "memctrl_shared_20",
+        "membottleneck_10", "membottleneck_20", "membottleneck_skip_20", "memtransformer_5_to_10",
+        "memtransformer_10_to_15", "memtransformer_15_to_20", "tiny",
+    }  # fmt: skip
+    assert {path.stem for path in SHIPPED} == expected
+
+
+def test_memory_extension_stages_chain():
+    """Each stage starts from the previous stage's checkpoint and grows by 5."""
+    stages = [load_config(REPO_ROOT / "training" / "configs" / f"memtransformer_{a}_to_{b}.json") for a, b in ((5, 10), (10, 15), (15, 20))]
+    assert [s.init_from for s in stages] == ["checkpoints/memtransformer_5", "checkpoints/memtransformer_5_to_10", "checkpoints/memtransformer_10_to_15"]
+    assert [s.grow_memory_to for s in stages] == [10, 15, 20]
+    assert all(s.train.epochs == 5 for s in stages)

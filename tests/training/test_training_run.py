@@ -1,0 +1,103 @@
+"""End to end on generated data: a tiny model trains, its loss falls, its
+checkpoint folder serves through the app's registry, and an interrupted
+run resumes exactly where it stopped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from inference.checkpoint import CheckpointRegistry
+from training.config import config_from_dict
+from training.run import run_training
+from training.rundir import RunDirError
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, synthetic_data_dir, tiny_config):
+    """A 3-epoch run of the tiny config: (checkpoint root, checkpoint folder, run dir)."""
+    root = tmp_path_factory.mktemp("trained")
+    folder = run_training(tiny_config(), synthetic_data_dir, root / "checkpoints" / "tiny_test", root / "run", device="cpu")
+    return root / "checkpoints", folder, root / "run"
+
+
+def test_loss_falls_and_metrics_are_complete(trained):
+    _, folder, _ = trained
+    metrics = json.loads((folder / "metrics.json").read_text())
+    train = metrics["train"]
+    assert train["epochs"] == 3 and train["steps"] == 3 * 16  # 256 pairs / batch 16
+    assert len(train["loss_curve"]) == len(train["val_loss"]) == 3
+    assert train["loss_curve"][-1] < train["loss_curve"][0] - 0.5
+    assert train["val_loss"][-1] < train["val_loss"][0]
+    assert train["device"] == "cpu" and train["seconds"] > 0
+    assert set(metrics["bleu"]) == set(metrics["chrf"]) == {"val", "test_2016_flickr"}
+    # Paper sizes up to 3x the trained 2 slots; the trained size is among them.
+    assert metrics["lesion"]["memory_size"] == [0, 2, 5]
+    assert len(metrics["lesion"]["bleu"]) == 3
+
+
+def test_checkpoint_serves_through_the_registry(trained):
+    root, folder, _ = trained
+    registry = CheckpointRegistry(root, device="cpu")
+    entry = registry.entries["tiny_test"]
+    assert entry.ok, entry.error
+    assert entry.meta["family"] == "memtransformer" and entry.meta["memory_size"] == 2
+    assert entry.meta["training_data"] == "Multi30k de-en train (29,000 pairs)"
+    loaded = registry.get("tiny_test")
+    assert loaded.config.memory_size == 2
+    assert loaded.config.vocab_size == loaded.tokenizer.vocab_size
+    assert loaded.tokenizer.encode("hund") and loaded.tokenizer.encode("dog")  # one vocabulary for both languages
+
+
+def test_rerun_of_a_finished_run_trains_no_more(trained, synthetic_data_dir, tiny_config):
+    _, folder, run_dir = trained
+    run_training(tiny_config(), synthetic_data_dir, folder, run_dir, device="cpu")
+    assert json.loads((folder / "metrics.json").read_text())["train"]["steps"] == 48
+
+
+def test_resume_continues_the_same_run(tmp_path, synthetic_data_dir, tiny_config):
+    """6 steps, stop, rerun to 10 steps == 10 steps at once: same weights,
+    so position in the epoch, optimiser and dropout RNG were all restored."""
+    config = tiny_config()
+    straight = run_training(config, synthetic_data_dir, tmp_path / "straight", tmp_path / "run_straight", device="cpu", max_steps=10)
+    run_training(config, synthetic_data_dir, tmp_path / "resumed", tmp_path / "run_resumed", device="cpu", max_steps=6)
+    state = torch.load(tmp_path / "run_resumed" / "state.pt", weights_only=True)
+    assert state["progress"]["step"] == 6
+    resumed = run_training(config, synthetic_data_dir, tmp_path / "resumed", tmp_path / "run_resumed", device="cpu", max_steps=10)
+
+    assert json.loads((resumed / "metrics.json").read_text())["train"]["steps"] == 10
+    assert "resume at step 6" in (tmp_path / "run_resumed" / "train.log").read_text()
+    expected, found = load_file(straight / "model.safetensors"), load_file(resumed / "model.safetensors")
+    assert expected.keys() == found.keys()
+    for name in expected:
+        torch.testing.assert_close(found[name], expected[name], rtol=0, atol=0, msg=name)
+
+
+def test_run_dir_refuses_a_different_config(tmp_path, synthetic_data_dir, tiny_config):
+    run_training(tiny_config(), synthetic_data_dir, tmp_path / "out", tmp_path / "run", device="cpu", max_steps=1)
+    with pytest.raises(RunDirError, match="train"):
+        run_training(tiny_config(epochs=5), synthetic_data_dir, tmp_path / "out", tmp_path / "run", device="cpu", max_steps=1)
+
+
+def test_memory_extension_run_continues_from_a_checkpoint(tmp_path, trained, synthetic_data_dir):
+    _, source, _ = trained
+    config = config_from_dict(
+        {
+            "name": "tiny_grown",
+            "init_from": str(source),  # absolute: used as is
+            "grow_memory_to": 4,
+            "data": {"dataset": "multi30k", "max_len": 24},
+            "train": {"epochs": 1, "batch_size": 16, "warmup_steps": 20, "seed": 0},
+        }
+    )
+    folder = run_training(config, synthetic_data_dir, tmp_path / "tiny_grown", tmp_path / "run", device="cpu")
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["train"]["steps"] == 16
+    assert metrics["train"]["schedule_steps"] == 48 + 16  # the source's lr schedule continued
+    assert metrics["lesion"]["memory_size"] == [0, 2, 4, 5, 10]
+    registry = CheckpointRegistry(tmp_path, device="cpu")
+    assert registry.get("tiny_grown").config.memory_size == 4
+    assert registry.entries["tiny_grown"].meta["memory_size"] == 4

@@ -1,0 +1,60 @@
+"""Command line: `python -m training train CONFIG.json` and
+`python -m training lesion CHECKPOINT_DIR`. `main(argv)` is the entry point,
+so the project's `memlens` command can delegate to it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from inference.checkpoint import CheckpointError
+from training.config import ConfigError, load_config
+from training.data import DATA_DIR_ENV, DataError
+from training.rundir import RunDirError
+from training.run import recompute_lesion, run_training
+
+# Problems the user can fix (a path, a config key): reported in one line, no traceback.
+USER_ERRORS = (ConfigError, DataError, CheckpointError, RunDirError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m training", description="Train and evaluate Memory Transformer models on Multi30k de-en.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train (or resume) a model from a JSON config and write its checkpoint folder")
+    train.add_argument("config", help="training config, e.g. training/configs/memtransformer_10.json")
+    train.add_argument("--data-dir", help=f"shared data folder holding multi30k/ (default: ${DATA_DIR_ENV}, else ../shared/data)")
+    train.add_argument("--out", help="checkpoint folder to write (default: checkpoints/<name>)")
+    train.add_argument("--run-dir", help="folder for resumable state and the log (default: runs/<name>)")
+    train.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
+    train.add_argument("--max-steps", type=int, help="stop after this many optimiser steps in the run (smoke runs); rerun with more to continue")
+    train.set_defaults(handler=train_command)
+
+    lesion = commands.add_parser("lesion", help="recompute a checkpoint's memory-size lesion table on test_2016_flickr into its metrics.json")
+    lesion.add_argument("checkpoint", help="checkpoint folder, e.g. checkpoints/memtransformer_10")
+    lesion.add_argument("--data-dir", help=f"shared data folder holding multi30k/ (default: ${DATA_DIR_ENV}, else ../shared/data)")
+    lesion.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
+    lesion.set_defaults(handler=lesion_command)
+    return parser
+
+
+def train_command(args: argparse.Namespace) -> None:
+    config = load_config(args.config)
+    folder = run_training(config, args.data_dir, args.out, args.run_dir, args.device, args.max_steps)
+    print(folder)
+
+
+def lesion_command(args: argparse.Namespace) -> None:
+    table = recompute_lesion(args.checkpoint, args.data_dir, args.device)
+    print(json.dumps(table))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except USER_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,144 @@
+"""TrainConfig: one training run, read from a JSON file (training/configs/).
+
+    {
+      "name": "memtransformer_10",                 # default run and checkpoint folder name
+      "model": {...},                              # MemoryTransformerConfig fields (not the tokenizer's)
+      "data": {"dataset": "multi30k", "vocab_size": 8000, "max_len": 100},
+      "train": {"epochs": 20, "batch_size": 64, "warmup_steps": 4000, "label_smoothing": 0.1,
+                "clip_norm": 1.0, "seed": 1, "eval_every_epochs": 1, "save_every_steps": 500},
+      "init_from": "checkpoints/memtransformer_5",  # optional: start from a trained checkpoint
+      "grow_memory_to": 10                          # optional, with init_from: extend its memory
+    }
+
+Defaults are the paper's small configuration. Every key is checked: an
+unknown or misspelt key is an error, not a silently ignored setting.
+
+A run with `init_from` takes its architecture and its tokenizer from that
+checkpoint (the weights only make sense with both), so it has no "model"
+section and no data.vocab_size.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError
+from pydantic.dataclasses import dataclass
+
+from inference.models.memory_transformer import MemoryTransformerConfig
+from inference.tokenizer import TextTokenizer
+from training import REPO_ROOT
+
+STRICT = ConfigDict(extra="forbid")
+
+# The tokenizer decides these; a config that set them could contradict it.
+TOKENIZER_FIELDS = ("vocab_size", "pad_id", "bos_id", "eos_id")
+MODEL_FIELDS = tuple(f.name for f in fields(MemoryTransformerConfig) if f.name not in TOKENIZER_FIELDS)
+
+
+class ConfigError(ValueError):
+    """A training config that cannot be used; the message says which key."""
+
+
+@dataclass(config=STRICT)
+class DataConfig:
+    dataset: Literal["multi30k"] = "multi30k"
+    vocab_size: int | None = Field(None, ge=8)  # shared BPE vocabulary; None: training.vocabulary.DEFAULT_VOCAB_SIZE
+    max_len: int = Field(100, ge=1)  # pairs with more tokens on either side are left out of training
+
+
+@dataclass(config=STRICT)
+class LoopConfig:
+    epochs: int = Field(20, ge=1)
+    batch_size: int = Field(64, ge=1)  # sentence pairs per batch
+    warmup_steps: int = Field(4000, ge=1)  # Noam schedule
+    label_smoothing: float = Field(0.1, ge=0, lt=1)
+    clip_norm: float = Field(1.0, gt=0)  # max global gradient norm
+    seed: int = 1
+    eval_every_epochs: int = Field(1, ge=1)  # validation BLEU (greedy decoding) this often; val loss every epoch
+    save_every_steps: int = Field(500, ge=1)  # resumable state also at every epoch end
+
+
+@dataclass(config=STRICT)
+class TrainConfig:
+    name: str
+    data: DataConfig
+    train: LoopConfig
+    model: dict[str, Any] | None = None
+    init_from: str | None = None  # checkpoint folder; a relative path is relative to the repository root
+    grow_memory_to: int | None = Field(None, ge=1)
+
+    def model_config(self, tokenizer: TextTokenizer) -> MemoryTransformerConfig:
+        """The architecture of a new model (runs without init_from)."""
+        return MemoryTransformerConfig(
+            **self.model, vocab_size=tokenizer.vocab_size, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id
+        )
+
+    @property
+    def init_from_folder(self) -> Path | None:
+        return None if self.init_from is None else REPO_ROOT / self.init_from
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    path = Path(path)
+    try:
+        values = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} not found") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path} is not valid JSON: {error}") from None
+    try:
+        return config_from_dict(values)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def config_from_dict(values: Any) -> TrainConfig:
+    if not isinstance(values, dict):
+        raise ConfigError("a training config must be a JSON object")
+    try:
+        config = TrainConfig(**values)
+    except ValidationError as error:
+        raise ConfigError("; ".join(_describe(problem) for problem in error.errors())) from None
+    _check_model_source(config)
+    return config
+
+
+def _describe(problem: dict) -> str:
+    where = ".".join(str(part) for part in problem["loc"])
+    if problem["type"] == "unexpected_keyword_argument":
+        section = {"data": DataConfig, "train": LoopConfig}[problem["loc"][0]] if len(problem["loc"]) > 1 else TrainConfig
+        return f"unknown key {where!r} (allowed here: {', '.join(f.name for f in fields(section))})"
+    return f"{where or 'config'}: {problem['msg']}"
+
+
+def _check_model_source(config: TrainConfig) -> None:
+    """Exactly one source for the architecture: a "model" section, or init_from."""
+    if config.init_from is not None:
+        if config.model is not None:
+            raise ConfigError("a run with init_from takes its architecture from that checkpoint: remove the 'model' section")
+        if config.data.vocab_size is not None:
+            raise ConfigError("a run with init_from keeps that checkpoint's tokenizer: remove data.vocab_size")
+        return
+    if config.grow_memory_to is not None:
+        raise ConfigError("grow_memory_to needs init_from: the checkpoint whose memory to grow")
+    if config.model is None:
+        raise ConfigError("missing 'model' section (or init_from)")
+    for key in config.model:
+        if key in TOKENIZER_FIELDS:
+            hint = " (set data.vocab_size instead)" if key == "vocab_size" else ""
+            raise ConfigError(f"'model.{key}' comes from the tokenizer{hint}")
+        if key not in MODEL_FIELDS:
+            raise ConfigError(f"unknown key 'model.{key}' (allowed here: {', '.join(MODEL_FIELDS)})")
+    try:
+        model = MemoryTransformerConfig(**config.model)  # family and memory size checks
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"model: {error}") from None
+    if config.data.max_len > model.max_positions:
+        raise ConfigError(f"data.max_len {config.data.max_len} exceeds model.max_positions {model.max_positions}")

@@ -1,0 +1,185 @@
+"""The training loop: Adam with the Noam schedule, label-smoothed
+cross-entropy over target tokens, gradient clipping; resumable at any step.
+
+Hyper-parameters follow the paper's backbone (REFERENCE.md, Memory
+Transformer): Adam betas 0.9/0.98, eps 1e-9, lr = d_model^-0.5 *
+min(step^-0.5, step * warmup^-1.5).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from inference.models.memory_transformer import MemoryTransformer
+from inference.tokenizer import TextTokenizer
+from training.config import LoopConfig
+from training.data import Batch, Example, Pair, bucketed_batches, make_batch
+from training.evaluate import bleu_and_chrf
+from training.rundir import Progress, RunDir
+
+LOG_EVERY_STEPS = 100
+
+
+@dataclass
+class TrainingData:
+    train: list[Example]
+    val: list[Example]  # for the validation loss
+    val_pairs: list[Pair]  # raw text, for the validation BLEU
+
+
+def noam_lr(step: int, d_model: int, warmup_steps: int) -> float:
+    """Learning rate of optimiser step `step` (1-based): linear warmup, then step^-0.5 decay."""
+    return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+def make_optimizer(model: MemoryTransformer) -> torch.optim.Adam:
+    # lr is set before every step from the schedule.
+    return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+
+
+def token_loss(model: MemoryTransformer, batch: Batch, label_smoothing: float) -> torch.Tensor:
+    """Mean label-smoothed cross-entropy over the non-pad target tokens."""
+    logits = model(batch.src_ids, batch.tgt_in)  # [b, t, vocab]
+    return F.cross_entropy(
+        logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id, label_smoothing=label_smoothing
+    )
+
+
+@torch.no_grad()
+def validation_loss(model: MemoryTransformer, tokenizer: TextTokenizer, examples: list[Example], settings: LoopConfig) -> float:
+    """Token-weighted mean of the training objective on `examples`, without
+    dropout; the same label smoothing keeps it comparable with the train curve."""
+    model.eval()
+    device = next(model.parameters()).device
+    total, tokens = 0.0, 0
+    for indices in bucketed_batches(examples, settings.batch_size, seed=0):
+        batch = make_batch([examples[i] for i in indices], tokenizer).to(device)
+        n = int((batch.tgt_out != tokenizer.pad_id).sum())
+        total += token_loss(model, batch, settings.label_smoothing).item() * n
+        tokens += n
+    return total / tokens
+
+
+def train(
+    model: MemoryTransformer,
+    tokenizer: TextTokenizer,
+    settings: LoopConfig,
+    data: TrainingData,
+    run: RunDir,
+    max_steps: int | None = None,
+    schedule_offset: int = 0,
+) -> Progress:
+    """Train until settings.epochs are done or the run has taken max_steps
+    steps, resuming from the run directory's state if it holds one.
+
+    schedule_offset: steps the model was already trained in the run it was
+    initialised from; the Noam schedule continues from there instead of
+    warming up a trained model a second time.
+    """
+    optimizer = make_optimizer(model)
+    progress = run.load_state(model, optimizer)
+    if progress is None:
+        progress = Progress()
+        run.log(f"start: {sum(p.numel() for p in model.parameters())} parameters; epochs: {settings.epochs}")
+    else:
+        run.log(f"resume at step {progress.step}: {progress.epoch} epochs done, {progress.batch_in_epoch} batches into the next")
+    session = Session(progress)
+    while progress.epoch < settings.epochs:
+        # Each epoch's batch order follows from the seed and the epoch number
+        # alone, so a resumed run continues the very same sequence of batches.
+        batches = bucketed_batches(data.train, settings.batch_size, seed=settings.seed + progress.epoch)
+        finished = run_epoch(model, tokenizer, optimizer, settings, data.train, batches, run, session, max_steps, schedule_offset)
+        if not finished:
+            session.save(run, model, optimizer)
+            run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
+            return progress
+        end_epoch(model, tokenizer, settings, data, progress)
+        session.save(run, model, optimizer)
+        val_bleu = f", val BLEU {progress.val_bleu[-1]:.2f}" if progress.val_bleu_epochs[-1:] == [progress.epoch] else ""
+        run.log(
+            f"epoch {progress.epoch}: train loss {progress.loss_curve[-1]:.4f}, val loss {progress.val_loss[-1]:.4f}"
+            f"{val_bleu}, {session.seconds_per_step():.3f} s/step"
+        )
+    return progress
+
+
+class Session:
+    """Timing of this process's share of the run; the run's total training
+    time accumulates in Progress.seconds across resumed sessions."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.start_time = time.monotonic()
+        self.start_seconds = progress.seconds
+        self.start_step = progress.step
+
+    def seconds_per_step(self) -> float:
+        return (time.monotonic() - self.start_time) / max(self.progress.step - self.start_step, 1)
+
+    def save(self, run: RunDir, model: MemoryTransformer, optimizer: torch.optim.Optimizer) -> None:
+        self.progress.seconds = self.start_seconds + time.monotonic() - self.start_time
+        run.save_state(model, optimizer, self.progress)
+
+
+def run_epoch(
+    model: MemoryTransformer,
+    tokenizer: TextTokenizer,
+    optimizer: torch.optim.Optimizer,
+    settings: LoopConfig,
+    examples: list[Example],
+    batches: list[list[int]],
+    run: RunDir,
+    session: Session,
+    max_steps: int | None,
+    schedule_offset: int,
+) -> bool:
+    """Train on the batches of this epoch not yet trained; False if stopped by max_steps."""
+    progress = session.progress
+    device = next(model.parameters()).device
+    bar = tqdm(desc=f"epoch {progress.epoch + 1}/{settings.epochs}", initial=progress.batch_in_epoch, total=len(batches))
+    for indices in batches[progress.batch_in_epoch :]:
+        if max_steps is not None and progress.step >= max_steps:
+            bar.close()
+            return False
+        lr = noam_lr(schedule_offset + progress.step + 1, model.config.d_model, settings.warmup_steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batch = make_batch([examples[i] for i in indices], tokenizer).to(device)
+        model.train()  # dropout on
+        loss = token_loss(model, batch, settings.label_smoothing)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+        optimizer.step()
+
+        loss_value = loss.item()
+        n = int((batch.tgt_out != tokenizer.pad_id).sum())
+        progress.epoch_loss_sum += loss_value * n
+        progress.epoch_tokens += n
+        progress.step += 1
+        progress.batch_in_epoch += 1
+        bar.update()
+        bar.set_postfix(loss=f"{loss_value:.3f}", lr=f"{lr:.2e}")
+        if progress.step % LOG_EVERY_STEPS == 0:
+            run.log(f"step {progress.step}: loss {loss_value:.4f}, lr {lr:.3e}, {session.seconds_per_step():.3f} s/step")
+        if progress.step % settings.save_every_steps == 0:
+            session.save(run, model, optimizer)
+    bar.close()
+    return True
+
+
+def end_epoch(model: MemoryTransformer, tokenizer: TextTokenizer, settings: LoopConfig, data: TrainingData, progress: Progress) -> None:
+    """Close the epoch in `progress`: its mean train loss, validation loss and
+    (every settings.eval_every_epochs) validation BLEU."""
+    progress.loss_curve.append(progress.epoch_loss_sum / max(progress.epoch_tokens, 1))
+    progress.val_loss.append(validation_loss(model, tokenizer, data.val, settings))
+    progress.epoch += 1
+    progress.batch_in_epoch, progress.epoch_loss_sum, progress.epoch_tokens = 0, 0.0, 0
+    if progress.epoch % settings.eval_every_epochs == 0:
+        progress.val_bleu_epochs.append(progress.epoch)
+        progress.val_bleu.append(bleu_and_chrf(model, tokenizer, data.val_pairs)[0])

@@ -1,0 +1,40 @@
+"""Memory extension (the paper's Table 3): give a model trained with m
+memory slots m' > m slots, then fine-tune it.
+
+Slots 0..m-1 keep their trained vectors. A new slot j starts as trained slot
+j mod m -- exactly the vector the model already uses for slot j when a
+lesion runs it with more memory than trained (MemoryTransformer.memory_vectors),
+so growth starts from a model whose behaviour is known -- plus small
+N(0, 0.01^2) noise, so that copies of one slot can drift apart and
+specialise during fine-tuning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from inference.models import build_model
+from inference.models.memory_transformer import MemoryTransformer
+
+NEW_SLOT_NOISE_STD = 0.01
+
+
+def grow_memory(model: MemoryTransformer, memory_size: int, seed: int) -> MemoryTransformer:
+    """A new model with `memory_size` slots and all other weights of `model`."""
+    trained = model.config.memory_size
+    if trained == 0:
+        raise ValueError("the baseline transformer has no memory to grow")
+    if memory_size <= trained:
+        raise ValueError(f"grow_memory_to {memory_size} must exceed the trained memory size {trained}")
+    grown = build_model(replace(model.config, memory_size=memory_size))
+    state = model.state_dict()
+    with torch.no_grad():
+        memory = model.memory_vectors(memory_size).clone()  # [memory_size, d], slot j = trained slot j mod m
+        generator = torch.Generator().manual_seed(seed)
+        noise = torch.randn(memory_size - trained, memory.shape[1], generator=generator) * NEW_SLOT_NOISE_STD  # [new, d]
+        memory[trained:] += noise.to(memory.device)
+    state["memory"] = memory
+    grown.load_state_dict(state)
+    return grown.to(model.memory.device)
