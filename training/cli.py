@@ -1,5 +1,5 @@
-"""Command line: `python -m training train CONFIG.json` and
-`python -m training lesion CHECKPOINT_DIR`. `main(argv)` is the entry point,
+"""Command line: `python -m training train CONFIG.json`,
+`python -m training lesion CHECKPOINT_DIR` and `python -m training results`. `main(argv)` is the entry point,
 so the project's `memlens` command can delegate to it."""
 
 from __future__ import annotations
@@ -7,11 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from inference.checkpoint import CheckpointError
 from training.config import ConfigError, load_config
 from training.data import DATA_DIR_ENV, DataError
 from training.rundir import RunDirError
+from training import REPO_ROOT
+from training.results import write_results
 from training.run import recompute_lesion, run_training
 
 # Problems the user can fix (a path, a config key): reported in one line, no traceback.
@@ -36,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     lesion.add_argument("--data-dir", help=f"shared data folder holding multi30k/ (default: ${DATA_DIR_ENV}, else ../shared/data)")
     lesion.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     lesion.set_defaults(handler=lesion_command)
+
+    results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
+    results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
+    results.add_argument("--out", default=str(REPO_ROOT / "docs" / "results.md"))
+    results.add_argument("--reading", default=str(REPO_ROOT / "docs" / "results_reading.md"), help="the prose reading of the tables, kept by hand")
+    results.set_defaults(handler=results_command)
     return parser
 
 
@@ -48,6 +57,10 @@ def train_command(args: argparse.Namespace) -> None:
 def lesion_command(args: argparse.Namespace) -> None:
     table = recompute_lesion(args.checkpoint, args.data_dir, args.device)
     print(json.dumps(table))
+
+
+def results_command(args: argparse.Namespace) -> None:
+    print(write_results(Path(args.checkpoints), Path(args.out), Path(args.reading)))
 
 
 def main(argv: list[str] | None = None) -> int:
