@@ -50,6 +50,19 @@ def token_loss(model: MemoryTransformer, batch: Batch, label_smoothing: float) -
     )
 
 
+def optimizer_step(model: MemoryTransformer, optimizer: torch.optim.Optimizer, batch: Batch, settings: LoopConfig, lr: float) -> float:
+    """One training step on `batch` at learning rate `lr`; returns the loss."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    model.train()  # dropout on
+    loss = token_loss(model, batch, settings.label_smoothing)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+    optimizer.step()
+    return loss.item()
+
+
 @torch.no_grad()
 def validation_loss(model: MemoryTransformer, tokenizer: TextTokenizer, examples: list[Example], settings: LoopConfig) -> float:
     """Token-weighted mean of the training objective on `examples`, without
@@ -147,17 +160,8 @@ def run_epoch(
             bar.close()
             return False
         lr = noam_lr(schedule_offset + progress.step + 1, model.config.d_model, settings.warmup_steps)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
         batch = make_batch([examples[i] for i in indices], tokenizer).to(device)
-        model.train()  # dropout on
-        loss = token_loss(model, batch, settings.label_smoothing)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
-        optimizer.step()
-
-        loss_value = loss.item()
+        loss_value = optimizer_step(model, optimizer, batch, settings, lr)
         n = int((batch.tgt_out != tokenizer.pad_id).sum())
         progress.epoch_loss_sum += loss_value * n
         progress.epoch_tokens += n
