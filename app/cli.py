@@ -1,4 +1,4 @@
-"""`memlens` command line: list checkpoints, translate with lesions, list hook points, train."""
+"""`memlens` command line: serve the web app, list checkpoints, translate with lesions, list hook points, train."""
 
 from __future__ import annotations
 
@@ -50,6 +50,19 @@ def list_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    overrides = {"checkpoint_dir": checkpoint_dir(args.checkpoints)}
+    if args.device:
+        overrides["device"] = args.device
+    uvicorn.run(create_app(Settings(**overrides)), host=args.host, port=args.port)
+    return 0
+
+
 def train(args: argparse.Namespace) -> int:
     from training.cli import main as training_main
 
@@ -72,6 +85,10 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser("hooks", help="list a model's hook points with shapes")
     p.add_argument("--model", required=True)
     p.set_defaults(run=list_hooks)
+    p = commands.add_parser("serve", help="run the web app")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.set_defaults(run=serve)
     p = commands.add_parser("train", help="train or evaluate models (see `memlens train --help`)", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(run=train)

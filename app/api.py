@@ -1,0 +1,61 @@
+"""JSON API: every view's data, without a browser. OpenAPI at /docs."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import asdict
+
+import numpy as np
+from fastapi import APIRouter
+
+from app.deps import RunnerDep
+from app.figures import quantize_percent
+from app.runner import InputError
+from app.schemas import AttentionRequest, TextRequest
+from inference.analyses.attention import attention_stacks, layer_attention, pattern_hook_name
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+
+def binary_array(array: np.ndarray) -> dict:
+    """Plotly's binary array encoding: base64 of the raw little-endian bytes."""
+    return {"dtype": "u1", "shape": list(array.shape), "bdata": base64.b64encode(np.ascontiguousarray(array).tobytes()).decode()}
+
+
+@router.get("/models")
+def models(runner: RunnerDep) -> dict:
+    registry = runner.registry
+    available = []
+    for name in registry.available():
+        entry = registry.entries[name]
+        available.append({"name": name, "config": asdict(entry.config), "meta": entry.meta, "bleu": entry.metrics.get("bleu"),
+                          "chrf": entry.metrics.get("chrf"), "lesion": entry.metrics.get("lesion")})
+    return {"models": available, "broken": [{"name": n, "reason": r} for n, r in registry.broken().items()]}
+
+
+@router.post("/translate")
+def translate(request: TextRequest, runner: RunnerDep) -> dict:
+    return asdict(runner.translate(request.model, request.text, request.interventions))
+
+
+@router.post("/attention")
+def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
+    """One layer of one stack: weights [heads, q, k] as uint8 percent."""
+    stacks = attention_stacks(runner.model(request.model).model)
+    if request.stack not in stacks:
+        raise InputError(f"unknown stack {request.stack!r}; this model has {', '.join(stacks)}")
+    if request.layer >= stacks[request.stack]:
+        raise InputError(f"layer {request.layer} is out of range for {request.stack} (0 to {stacks[request.stack] - 1})")
+    trace = runner.trace(request.model, request.text, request.interventions, names=[pattern_hook_name(request.stack, request.layer)])
+    view = layer_attention(trace, request.stack, request.layer)
+    return {
+        "stack": view.stack, "layer": view.layer, "translation": trace.translations[0],
+        "query_tokens": view.query_tokens, "key_tokens": view.key_tokens,
+        "query_roles": view.query_roles, "key_roles": view.key_roles,
+        "weights": {**binary_array(quantize_percent(view.weights)), "unit": "percent"},
+    }
+
+
+@router.post("/blocks")
+def blocks(request: TextRequest, runner: RunnerDep) -> dict:
+    return {"blocks": [asdict(b) for b in runner.blocks(request.model, request.text, request.interventions)]}

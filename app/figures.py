@@ -1,0 +1,126 @@
+"""Plotly figures from analysis data. Nothing here computes an analysis.
+
+Heatmaps carry attention weights as uint8 whole percent (0-100): Plotly
+ships uint8 numpy arrays as base64 binary, about 1 byte per cell instead of
+~20 for a float in JSON text, which keeps a 256-token map responsive.
+Tokens are escaped before they reach Plotly, whose labels accept a little
+HTML.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from inference.analyses.attention import LayerAttention
+from inference.analyses.blocks import BLOCKS, HeadBlocks
+from inference.trace import MEMORY_ROLES
+
+COLORSCALE = "Blues"
+# Block of (query is memory, key is memory), as in Memory Transformer, Figure 3.
+BLOCK_NAMES = {(False, False): "update", (True, False): "write", (False, True): "read", (True, True): "process"}
+
+
+def quantize_percent(weights) -> np.ndarray:
+    """Attention weights in [0, 1] -> uint8 whole percent."""
+    return np.rint(np.asarray(weights, dtype=np.float32) * 100).clip(0, 100).astype(np.uint8)
+
+
+def axis_labels(tokens: list[str]) -> list[str]:
+    """Unique, escaped category labels: '3 Hund' (repeated tokens stay apart)."""
+    return [f"{i} {html.escape(token)}" for i, token in enumerate(tokens)]
+
+
+def memory_span(roles: list[str]) -> tuple[int, int] | None:
+    """(first, last) index of memory positions, if any."""
+    indices = [i for i, r in enumerate(roles) if r in MEMORY_ROLES]
+    return (indices[0], indices[-1]) if indices else None
+
+
+def block_overlays(attention: LayerAttention) -> tuple[list[dict], list[dict]]:
+    """Lines at memory/sequence boundaries and a label in every block."""
+    shapes, annotations = [], []
+    q_span, k_span = memory_span(attention.query_roles), memory_span(attention.key_roles)
+    n_q, n_k = len(attention.query_roles), len(attention.key_roles)
+    line = {"color": "#d62728", "width": 2}
+    if k_span and k_span[1] + 1 < n_k:
+        shapes.append({"type": "line", "x0": k_span[1] + 0.5, "x1": k_span[1] + 0.5, "y0": -0.5, "y1": n_q - 0.5, "line": line})
+    if q_span and q_span[1] + 1 < n_q:
+        shapes.append({"type": "line", "y0": q_span[1] + 0.5, "y1": q_span[1] + 0.5, "x0": -0.5, "x1": n_k - 0.5, "line": line})
+
+    def ranges(span, n):
+        if span is None:
+            return [(False, 0, n - 1)]
+        parts = [(True, span[0], span[1])]
+        if span[1] + 1 < n:
+            parts.append((False, span[1] + 1, n - 1))
+        return parts
+
+    for q_memory, q0, q1 in ranges(q_span, n_q):
+        for k_memory, k0, k1 in ranges(k_span, n_k):
+            annotations.append({
+                "x": (k0 + k1) / 2, "y": (q0 + q1) / 2, "text": BLOCK_NAMES[(q_memory, k_memory)], "showarrow": False,
+                "font": {"color": "#d62728", "size": 13}, "bgcolor": "rgba(255,255,255,0.6)",
+            })
+    return shapes, annotations
+
+
+def attention_heatmap(attention: LayerAttention, head: int) -> go.Figure:
+    """One head's map, large: query on the left, key on top. Shapes and
+    labels sit at category indices, which Plotly accepts on category axes."""
+    x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
+    shapes, annotations = block_overlays(attention)
+    figure = go.Figure(go.Heatmap(
+        z=quantize_percent(attention.weights[head]), x=x, y=y, zmin=0, zmax=100, colorscale=COLORSCALE,
+        colorbar={"title": {"text": "%"}}, hovertemplate="query %{y}<br>key %{x}<br>weight %{z}%<extra></extra>",
+    ))
+    figure.update_layout(
+        title=f"{attention.stack} layer {attention.layer} head {head}",
+        shapes=shapes, annotations=annotations, height=min(900, 240 + 16 * len(y)), margin={"l": 10, "r": 10, "t": 90, "b": 10},
+    )
+    figure.update_xaxes(side="top", type="category", tickangle=-60)
+    figure.update_yaxes(autorange="reversed", type="category")
+    return figure
+
+
+def head_grid(attention: LayerAttention, columns: int = 4) -> go.Figure:
+    """All heads of one layer as small multiples."""
+    heads = attention.weights.shape[0]
+    rows = -(-heads // columns)
+    figure = make_subplots(rows=rows, cols=columns, subplot_titles=[f"head {h}" for h in range(heads)],
+                           horizontal_spacing=0.03, vertical_spacing=0.08)
+    x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
+    for h in range(heads):
+        figure.add_trace(go.Heatmap(
+            z=quantize_percent(attention.weights[h]), x=x, y=y, zmin=0, zmax=100, colorscale=COLORSCALE, showscale=False,
+            hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
+        ), row=h // columns + 1, col=h % columns + 1)
+    figure.update_xaxes(showticklabels=False, type="category")
+    figure.update_yaxes(showticklabels=False, autorange="reversed", type="category")
+    figure.update_layout(title=f"{attention.stack} layer {attention.layer}: all heads", height=230 * rows + 60,
+                         margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    return figure
+
+
+def block_summary(blocks: list[HeadBlocks], stack: str) -> go.Figure:
+    """Layer x head mass in each block: which heads write, read and process."""
+    chosen = [b for b in blocks if b.stack == stack]
+    layers = max(b.layer for b in chosen) + 1
+    heads = max(b.head for b in chosen) + 1
+    figure = make_subplots(rows=1, cols=4, subplot_titles=list(BLOCKS), horizontal_spacing=0.04)
+    for column, block in enumerate(BLOCKS, start=1):
+        z = np.zeros((layers, heads), dtype=np.float32)
+        for b in chosen:
+            z[b.layer, b.head] = getattr(b, block)
+        figure.add_trace(go.Heatmap(
+            z=quantize_percent(z), x=[f"h{h}" for h in range(heads)], y=[f"L{layer}" for layer in range(layers)],
+            zmin=0, zmax=100, colorscale=COLORSCALE, showscale=column == 4,
+            hovertemplate=f"{block}<br>%{{y}} %{{x}}<br>mass %{{z}}%<extra></extra>",
+        ), row=1, col=column)
+    figure.update_yaxes(autorange="reversed")
+    figure.update_layout(title=f"{stack}: attention mass per block (share of all query rows)", height=120 + 28 * layers,
+                         margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    return figure

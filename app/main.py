@@ -1,0 +1,58 @@
+"""The MemLens web app: `create_app()` builds it; `memlens serve` runs it."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import jinja2
+import js_lib_htmx
+import plotly
+from fastapi import FastAPI, HTTPException
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from app import api, pages
+from app.errors import install_error_handlers
+from app.runner import Runner
+from app.settings import REPO_ROOT, Settings
+from inference.checkpoint import CheckpointRegistry
+
+# Served from the installed packages: the page works with the network off.
+VENDOR_FILES = {
+    "htmx.min.js": Path(js_lib_htmx.__file__).parent / "static" / "htmx" / "htmx.min.js",
+    "plotly.min.js": Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
+}
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        registry = CheckpointRegistry(settings.checkpoint_dir, settings.device)  # scans only; models load on first use
+        app.state.runner = Runner(registry, settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens)
+        yield
+
+    app = FastAPI(title="MemLens", description="Look inside memory-augmented transformers.", lifespan=lifespan)
+    app.state.settings = settings
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPO_ROOT / "templates"), autoescape=True)
+    app.state.templates = Jinja2Templates(env=environment)
+    app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
+
+    @app.get("/vendor/{name}", include_in_schema=False)
+    def vendor(name: str) -> FileResponse:
+        if name not in VENDOR_FILES:
+            raise HTTPException(404, f"no vendor file {name!r}")
+        return FileResponse(VENDOR_FILES[name], media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+
+    @app.get("/healthz", tags=["api"])
+    def healthz() -> dict:
+        registry = app.state.runner.registry
+        return {"status": "ok", "models": len(registry.available()), "broken": len(registry.broken()), "device": str(registry.device)}
+
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    install_error_handlers(app)
+    return app

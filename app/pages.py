@@ -1,0 +1,104 @@
+"""Full pages and the htmx fragments they swap in."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse
+
+from app.demo import demo_sentences
+from app.deps import RunnerDep
+from app.figures import attention_heatmap, block_summary, head_grid
+from app.runner import InputError, Runner
+from app.textdiff import word_diff
+from inference.analyses.attention import attention_stacks, layer_attention
+from inference.analyses.blocks import attention_blocks
+from inference.interventions import HeadRef, Interventions
+
+router = APIRouter(include_in_schema=False)
+
+
+def render(request: Request, template: str, **context) -> HTMLResponse:
+    return request.app.state.templates.TemplateResponse(request, template, context)
+
+
+def figure_json(figure) -> str:
+    """Figure JSON that is safe inside a <script> element."""
+    return figure.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+@router.get("/")
+def home(request: Request, runner: RunnerDep):
+    registry = runner.registry
+    models = [registry.entries[name] for name in registry.available()]
+    return render(request, "pages/home.html", models=models, broken=registry.broken())
+
+
+def parse_heads(text: str) -> tuple[HeadRef, ...]:
+    """'decoder.layers.1.cross_attn:3, encoder.layers.0.attn:5' -> head references."""
+    heads = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        attn, _, head = item.rpartition(":")
+        if not attn or not head.isdigit():
+            raise InputError(f"cannot read head {item!r}: write attention-module:head, e.g. decoder.layers.1.cross_attn:3")
+        heads.append(HeadRef(attn=attn, head=int(head)))
+    return tuple(heads)
+
+
+def explore_controls(runner: Runner, model: str) -> dict:
+    """What the lesion and view controls offer for one model."""
+    loaded = runner.model(model)
+    return {"config": loaded.config, "stacks": attention_stacks(loaded.model)}
+
+
+@router.get("/explore")
+def explore(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = ""):
+    available = runner.registry.available()
+    if not available:
+        raise InputError("no usable checkpoint: see the home page for the reasons")
+    model = model or available[0]
+    return render(request, "pages/explore.html", models=available, model=model, text=text, demos=demo_sentences(),
+                  **explore_controls(runner, model))
+
+
+@router.post("/explore/run")
+def explore_run(
+    request: Request,
+    runner: RunnerDep,
+    model: Annotated[str, Form()],
+    text: Annotated[str, Form()] = "",
+    memory_size: Annotated[int | None, Form()] = None,
+    knockout: Annotated[list[int], Form()] = [],
+    block_reads: Annotated[str, Form()] = "none",
+    ablate: Annotated[str, Form()] = "",
+    stack: Annotated[str, Form()] = "",
+    layer: Annotated[int, Form(ge=0)] = 0,
+    head: Annotated[int, Form(ge=0)] = 0,
+):
+    """Translate with and without the lesion; the attention views follow the lesioned run."""
+    stacks = explore_controls(runner, model)["stacks"]
+    stack = stack or next(iter(stacks))
+    if stack not in stacks:
+        raise InputError(f"unknown stack {stack!r}; this model has {', '.join(stacks)}")
+    if layer >= stacks[stack]:
+        raise InputError(f"layer {layer} is out of range (0 to {stacks[stack] - 1})")
+    lesion = Interventions.model_validate({
+        "memory_size": memory_size, "knockout_slots": tuple(knockout), "block_memory_reads": block_reads, "ablate_heads": parse_heads(ablate),
+    })
+    plain = runner.trace(model, text, Interventions(), names=["*.pattern"])
+    lesioned = plain if lesion.is_noop() or lesion == Interventions(memory_size=plain.config["memory_size"]) else runner.trace(model, text, lesion, names=["*.pattern"])
+    view = layer_attention(lesioned, stack, layer)
+    if head >= view.weights.shape[0]:
+        raise InputError(f"head {head} is out of range (0 to {view.weights.shape[0] - 1})")
+    figures = {
+        "heatmap": figure_json(attention_heatmap(view, head)),
+        "grid": figure_json(head_grid(view)),
+        "blocks": figure_json(block_summary(attention_blocks(lesioned), stack)),
+    }
+    return render(
+        request, "partials/explore_results.html",
+        plain=plain, lesioned=lesioned if lesioned is not plain else None,
+        diff=word_diff(plain.translations[0], lesioned.translations[0]), figures=figures,
+        stack=stack, layer=layer, head=head,
+    )

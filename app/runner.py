@@ -1,0 +1,87 @@
+"""The app's one door to the models: loads through the registry, runs one
+request at a time per device, and turns traces into analysis data.
+
+Inference is serialised with a lock: concurrent requests queue instead of
+fighting over the GPU (or the CPU threads) and interleaving hooks on a
+shared model.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from inference.analyses.blocks import HeadBlocks, attention_blocks
+from inference.checkpoint import CheckpointRegistry, LoadedModel
+from inference.interventions import Interventions
+from inference.trace import Trace, run_with_trace
+
+
+class InputError(ValueError):
+    """Input the user can fix; shown as a 4xx with this message."""
+
+
+class UnknownModel(LookupError):
+    pass
+
+
+@dataclass
+class Translation:
+    model: str
+    source: str
+    translation: str
+    tokens: dict[str, list[str]]  # axis -> display tokens
+    roles: dict[str, list[str]]  # axis -> roles
+    memory_size: int
+    interventions: dict
+
+
+class Runner:
+    def __init__(self, registry: CheckpointRegistry, max_text_chars: int, max_source_tokens: int, max_new_tokens: int):
+        self.registry = registry
+        self.max_text_chars = max_text_chars
+        self.max_source_tokens = max_source_tokens
+        self.max_new_tokens = max_new_tokens
+        self._lock = threading.Lock()
+
+    def model(self, name: str) -> LoadedModel:
+        if name not in self.registry.entries:
+            raise UnknownModel(f"unknown model {name!r}; available: {', '.join(self.registry.available()) or 'none'}")
+        return self.registry.get(name)
+
+    def check_text(self, loaded: LoadedModel, text: str) -> str:
+        text = text.strip()
+        if not text:
+            raise InputError("the text is empty: type a sentence to translate")
+        if len(text) > self.max_text_chars:
+            raise InputError(f"the text has {len(text)} characters; the limit is {self.max_text_chars}")
+        n_tokens = len(loaded.tokenizer.encode(text))
+        if n_tokens > self.max_source_tokens:
+            raise InputError(f"the text has {n_tokens} tokens; the limit is {self.max_source_tokens}")
+        return text
+
+    def trace(self, model: str, text: str, interventions: Interventions, names: list[str] | None) -> Trace:
+        """The model's own translation of `text` under `interventions`, traced."""
+        loaded = self.model(model)
+        text = self.check_text(loaded, text)
+        with self._lock:
+            return run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
+
+    def translate(self, model: str, text: str, interventions: Interventions) -> Translation:
+        trace = self.trace(model, text, interventions, names=["logits"])
+        return translation_of(trace)
+
+    def blocks(self, model: str, text: str, interventions: Interventions) -> list[HeadBlocks]:
+        return attention_blocks(self.trace(model, text, interventions, names=["*.pattern"]))
+
+
+def translation_of(trace: Trace) -> Translation:
+    return Translation(
+        model=trace.config["model"],
+        source=trace.sources[0],
+        translation=trace.translations[0],
+        tokens={axis: rows[0] for axis, rows in trace.tokens.items()},
+        roles={axis: rows[0] for axis, rows in trace.roles.items()},
+        memory_size=trace.config["run_memory_size"],
+        interventions=trace.config["interventions"],
+    )

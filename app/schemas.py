@@ -1,0 +1,19 @@
+"""Request bodies of the JSON API; interventions are the inference core's own model."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inference.interventions import Interventions
+
+
+class TextRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str = Field(description="checkpoint name, as listed by GET /api/models")
+    text: str = Field(description="German source sentence")
+    interventions: Interventions = Field(default_factory=Interventions)
+
+
+class AttentionRequest(TextRequest):
+    stack: str = Field(description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn")
+    layer: int = Field(ge=0)

@@ -1,0 +1,33 @@
+"""A server over a folder of tiny checkpoints (and one broken one)."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from inference.checkpoint import save_checkpoint
+from tests.conftest import make_tiny
+
+
+@pytest.fixture(scope="session")
+def checkpoint_dir(tmp_path_factory, tiny_tokenizer):
+    root = tmp_path_factory.mktemp("checkpoints")
+    for family in ("transformer", "memtransformer", "membottleneck"):
+        loaded = make_tiny(family, tiny_tokenizer)
+        save_checkpoint(root / f"tiny_{family}", loaded.model, loaded.tokenizer, meta={"training_data": "tiny test corpus"},
+                        metrics={"bleu": {"val": 1.5, "test_2016_flickr": 2.5}})
+    (root / "broken_model").mkdir()
+    (root / "broken_model" / "config.json").write_text("{oops")
+    return root
+
+
+@pytest.fixture(scope="session")
+def client(checkpoint_dir):
+    settings = Settings(checkpoint_dir=checkpoint_dir, device="cpu", max_text_chars=300, max_source_tokens=40, max_new_tokens=12)
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+HTMX = {"HX-Request": "true"}

@@ -1,0 +1,159 @@
+"""Every route through TestClient, with the bad inputs a user can send."""
+
+import base64
+
+import numpy as np
+import pytest
+
+from tests.app.conftest import HTMX
+
+MODEL = "tiny_memtransformer"
+TEXT = "ein Hund spielt im Park"
+
+
+def test_healthz(client):
+    assert client.get("/healthz").json() == {"status": "ok", "models": 3, "broken": 1, "device": "cpu"}
+
+
+def test_home_lists_models_and_broken_reasons(client):
+    page = client.get("/")
+    assert page.status_code == 200
+    for name in ("tiny_transformer", "tiny_memtransformer", "tiny_membottleneck"):
+        assert name in page.text
+    assert "broken_model" in page.text and "config.json is not valid JSON" in page.text
+    assert "2.50" in page.text and "tiny test corpus" in page.text
+
+
+def test_vendor_scripts_are_served_locally(client):
+    for name in ("htmx.min.js", "plotly.min.js"):
+        response = client.get(f"/vendor/{name}")
+        assert response.status_code == 200 and len(response.content) > 10_000
+    assert client.get("/vendor/../../etc/passwd").status_code == 404
+    assert client.get("/vendor/jquery.js").status_code == 404
+    page = client.get("/").text
+    assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page
+
+
+def test_explore_page_offers_model_controls(client):
+    page = client.get("/explore", params={"model": MODEL}).text
+    assert 'name="memory_size" min="0" max="9" value="3"' in page
+    assert page.count('name="knockout"') == 9
+    for stack in ("encoder.attn", "decoder.self_attn", "decoder.cross_attn"):
+        assert f'<option value="{stack}">' in page
+    bottleneck = client.get("/explore", params={"model": "tiny_membottleneck"}).text
+    assert '<option value="encoder.mem.attn">' in bottleneck and '<option value="encoder.seq.attn">' in bottleneck
+
+
+def test_explore_of_unknown_model_is_404(client):
+    response = client.get("/explore", params={"model": "nope"})
+    assert response.status_code == 404 and "unknown model 'nope'" in response.json()["detail"]
+
+
+def run(client, **fields):
+    data = {"model": MODEL, "text": TEXT, "stack": "encoder.attn", "layer": 1, "head": 0, **fields}
+    return client.post("/explore/run", data=data, headers=HTMX)
+
+
+def test_explore_run_renders_translation_and_figures(client):
+    response = run(client)
+    assert response.status_code == 200
+    assert 'id="translation-plain"' in response.text and 'id="translation-lesioned"' not in response.text
+    for name in ("heatmap", "grid", "blocks"):
+        assert f'id="figure-data-{name}"' in response.text
+
+
+def test_explore_run_with_lesion_shows_both_translations(client):
+    response = run(client, memory_size=0, block_reads="decoder")
+    assert response.status_code == 200
+    assert 'id="translation-lesioned"' in response.text and "memory size 0 (trained 3)" in response.text
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"text": "   "}, "the text is empty"),
+    ({"text": "x" * 301}, "301 characters; the limit is 300"),
+    ({"text": " ".join(["Hund"] * 60)}, "tokens; the limit is 40"),
+    ({"memory_size": 10}, "memory_size 10 is out of range"),
+    ({"memory_size": -1}, "memory_size"),
+    ({"memory_size": 2, "knockout": [2]}, "memory slot 2 is out of range"),
+    ({"block_reads": "sideways"}, "block_memory_reads"),
+    ({"ablate": "decoder.layers.0.self_attn:7"}, "head 7 is out of range"),
+    ({"ablate": "decoder.layers.0.self_attn"}, "cannot read head"),
+    ({"ablate": "decoder.layers.5.self_attn:0"}, "unknown attention module"),
+    ({"stack": "encoder.mem.attn"}, "unknown stack"),
+    ({"layer": 2}, "layer 2 is out of range"),
+    ({"head": 2}, "head 2 is out of range"),
+    ({"model": "nope"}, "unknown model"),
+])
+def test_explore_run_bad_input_gets_error_fragment(client, fields, message):
+    response = run(client, **fields)
+    assert 400 <= response.status_code < 500
+    assert response.headers["HX-Retarget"] == "#errors"
+    assert 'class="error"' in response.text and message in response.text
+
+
+def test_api_models(client):
+    body = client.get("/api/models").json()
+    assert [m["name"] for m in body["models"]] == ["tiny_membottleneck", "tiny_memtransformer", "tiny_transformer"]
+    assert body["models"][1]["config"]["memory_size"] == 3 and body["models"][1]["bleu"]["test_2016_flickr"] == 2.5
+    assert body["broken"][0]["name"] == "broken_model"
+
+
+def test_api_translate_with_interventions(client):
+    body = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "interventions": {"memory_size": 5, "knockout_slots": [4]}}).json()
+    assert body["memory_size"] == 5 and body["interventions"]["knockout_slots"] == [4]
+    assert body["roles"]["enc"][:5] == ["mem"] * 5 and body["roles"]["enc"][-1] == "special"
+    assert body["tokens"]["enc"][:2] == ["[mem0]", "[mem1]"]
+    assert isinstance(body["translation"], str)
+
+
+def test_api_attention_ships_uint8_layer(client):
+    body = client.post("/api/attention", json={"model": MODEL, "text": TEXT, "stack": "decoder.cross_attn", "layer": 1}).json()
+    weights = body["weights"]
+    assert weights["dtype"] == "u1" and weights["unit"] == "percent"
+    heads, q, k = weights["shape"]
+    assert (heads, q, k) == (2, len(body["query_tokens"]), len(body["key_tokens"]))
+    array = np.frombuffer(base64.b64decode(weights["bdata"]), dtype=np.uint8).reshape(heads, q, k)
+    assert array.max() <= 100 and abs(int(array.sum(-1).mean()) - 100) <= k  # rows sum to ~100% after rounding
+    assert body["key_roles"][:3] == ["mem"] * 3
+
+
+def test_api_blocks_sum_to_one(client):
+    blocks = client.post("/api/blocks", json={"model": MODEL, "text": TEXT}).json()["blocks"]
+    assert len(blocks) == 3 * 2 * 2  # stacks x layers x heads
+    for head in blocks:
+        assert abs(head["update"] + head["write"] + head["read"] + head["process"] - 1) < 1e-4
+
+
+@pytest.mark.parametrize("path, body, status, message", [
+    ("/api/translate", {"model": "nope", "text": TEXT}, 404, "unknown model"),
+    ("/api/translate", {"model": MODEL, "text": ""}, 400, "the text is empty"),
+    ("/api/translate", {"model": MODEL, "text": TEXT, "interventions": {"memory_size": 99}}, 400, "out of range"),
+    ("/api/translate", {"model": MODEL, "text": TEXT, "interventions": {"shrink": True}}, 422, "Extra inputs"),
+    ("/api/translate", {"model": "tiny_transformer", "text": TEXT, "interventions": {"memory_size": 1}}, 400, "out of range"),
+    ("/api/translate", {"model": "broken_model", "text": TEXT}, 409, "unavailable"),
+    ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "encoder.attn", "layer": 9}, 400, "layer 9 is out of range"),
+    ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "nowhere", "layer": 0}, 400, "unknown stack"),
+    ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "encoder.attn", "layer": -1}, 422, "layer"),
+    ("/api/blocks", {"model": MODEL}, 422, "text"),
+])
+def test_api_bad_input_is_4xx_with_detail(client, path, body, status, message):
+    response = client.post(path, json=body)
+    assert response.status_code == status
+    assert message in response.json()["detail"]
+
+
+def test_api_rejects_non_json_body(client):
+    response = client.post("/api/translate", content=b"\xff\xfe not json", headers={"Content-Type": "application/json"})
+    assert 400 <= response.status_code < 500 and response.json()["detail"]
+
+
+def test_tokens_are_escaped_in_the_page(client):
+    response = run(client, text="<img src=x onerror=alert(1)>")
+    assert response.status_code == 200
+    assert "<img" not in response.text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in response.text
+
+
+def test_openapi_lists_the_api(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/api/models", "/api/translate", "/api/attention", "/api/blocks", "/healthz"} <= set(paths)
