@@ -9,12 +9,16 @@ shared model.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.checkpoint import CheckpointRegistry, LoadedModel
 from inference.interventions import Interventions
 from inference.trace import Trace, run_with_trace
+
+
+RECENT_TRACES = 8  # a trace with every pattern of a 256-token input is tens of MB
 
 
 class InputError(ValueError):
@@ -37,12 +41,14 @@ class Translation:
 
 
 class Runner:
-    def __init__(self, registry: CheckpointRegistry, max_text_chars: int, max_source_tokens: int, max_new_tokens: int):
+    def __init__(self, registry: CheckpointRegistry, max_text_chars: int, max_source_tokens: int, max_new_tokens: int, recent_traces: int = RECENT_TRACES):
         self.registry = registry
+        self.recent_traces = recent_traces
         self.max_text_chars = max_text_chars
         self.max_source_tokens = max_source_tokens
         self.max_new_tokens = max_new_tokens
         self._lock = threading.Lock()
+        self._recent: OrderedDict[tuple, Trace] = OrderedDict()
 
     def model(self, name: str) -> LoadedModel:
         if name not in self.registry.entries:
@@ -61,11 +67,22 @@ class Runner:
         return text
 
     def trace(self, model: str, text: str, interventions: Interventions, names: list[str] | None) -> Trace:
-        """The model's own translation of `text` under `interventions`, traced."""
+        """The model's own translation of `text` under `interventions`, traced.
+
+        Recent traces are kept: toggling a lesion back and forth, or
+        switching the layer on view, re-runs nothing."""
         loaded = self.model(model)
         text = self.check_text(loaded, text)
+        key = (model, text, interventions, tuple(names) if names is not None else None)
         with self._lock:
-            return run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
+            if key in self._recent:
+                self._recent.move_to_end(key)
+                return self._recent[key]
+            trace = run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
+            self._recent[key] = trace
+            while len(self._recent) > self.recent_traces:
+                self._recent.popitem(last=False)
+            return trace
 
     def translate(self, model: str, text: str, interventions: Interventions) -> Translation:
         trace = self.trace(model, text, interventions, names=["logits"])

@@ -1,0 +1,68 @@
+"""Explore in a real browser: translate, see heatmaps, lesion live, stay safe."""
+
+from __future__ import annotations
+
+import json
+
+MODEL = "memtransformer_10"
+SENTENCE = "Ein Hund rennt mit einem Ball im Maul über die Wiese."
+
+
+def open_explore(page, server_url):
+    page.goto(f"{server_url}/explore?model={MODEL}")
+    page.fill("textarea[name=text]", SENTENCE)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#figure-heatmap .main-svg", timeout=30_000)
+
+
+def heatmap_keys(page) -> list[str]:
+    return json.loads(page.text_content("#figure-data-heatmap"))["data"][0]["x"]
+
+
+def test_translate_and_see_heatmaps(page, server_url):
+    open_explore(page, server_url)
+    translation = page.text_content("#translation-plain").strip()
+    assert translation and "dog" in translation.lower()
+    assert page.locator("#figure-grid .main-svg").count() >= 1
+    assert page.locator("#figure-blocks .main-svg").count() >= 1
+    assert page.locator("#figure-heatmap .heatmaplayer").count() == 1
+    assert any("[mem0]" in key for key in heatmap_keys(page))
+
+
+def test_memory_slider_changes_translation_and_heatmaps(page, server_url):
+    open_explore(page, server_url)
+    keys_before = heatmap_keys(page)
+    assert sum("[mem" in key for key in keys_before) == 10
+    slider = page.locator("input[name=memory_size]")
+    with page.expect_response(lambda response: response.url.endswith("/explore/run")):
+        slider.fill("0")  # fires input and change, as a released drag does
+    page.wait_for_selector("#translation-lesioned")
+    assert page.text_content("#memory-size-value") == "0"
+    keys_after = heatmap_keys(page)
+    assert not any("[mem" in key for key in keys_after)
+    assert len(keys_after) == len(keys_before) - 10
+    assert "memory size 0 (trained 10)" in page.text_content(".lesion-note")
+    assert page.locator("#figure-heatmap .main-svg").count() >= 1
+
+
+def test_script_in_input_shows_as_text(page, server_url):
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(f"{server_url}/explore?model={MODEL}")
+    attack = "<img src=x onerror=alert(1)>"
+    page.fill("textarea[name=text]", attack)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#figure-heatmap .main-svg", timeout=30_000)
+    assert page.text_content(".translations .source") == attack
+    assert page.locator(".translations img").count() == 0
+    page.hover("#figure-heatmap .nsewdrag")  # hover labels render tokens too
+    page.wait_for_timeout(300)
+    assert dialogs == []
+
+
+def test_bad_input_shows_an_error_in_the_page(page, server_url):
+    page.goto(f"{server_url}/explore?model={MODEL}")
+    page.fill("textarea[name=text]", "   ")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#errors .error")
+    assert "the text is empty" in page.text_content("#errors")
