@@ -22,7 +22,8 @@ from inference.checkpoint import load_checkpoint
 from inference.models import build_model
 from training.config import load_config
 from training.data import bucketed_batches, make_batch, read_multi30k, resolve_data_dir, tokenize_pairs
-from training.evaluate import LESION_MEMORY_SIZES, lesion_sweep, translate
+from inference.translate import translate_all
+from training.evaluate import LESION_MEMORY_SIZES, lesion_sweep
 from training.loop import make_optimizer, noam_lr, optimizer_step
 
 
@@ -62,7 +63,7 @@ def main() -> None:
     pairs = read_multi30k(data_dir, "test_2016_flickr")[: args.sentences]
     sources = [german for german, _ in pairs]
     start = time.perf_counter()
-    translate(loaded.model, loaded.tokenizer, sources)
+    translate_all(loaded.model, loaded.tokenizer, sources)
     plain = time.perf_counter() - start
     start = time.perf_counter()
     sweep = lesion_sweep(loaded.model, loaded.tokenizer, pairs, LESION_MEMORY_SIZES)

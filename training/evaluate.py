@@ -1,50 +1,26 @@
-"""Translation quality: greedy decoding (inference.decoding, the code the app
-runs), BLEU and chrF with sacrebleu, and the memory-size lesion sweep."""
+"""Translation quality: greedy decoding and BLEU/chrF (inference.translate and
+inference.analyses.quality, the code the app runs), and the memory-size lesion sweep."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sacrebleu
-
-from inference.decoding import greedy_decode, pad_batch, strip_after_eos
+from inference.analyses.quality import corpus_quality
 from inference.interventions import Interventions
 from inference.models.memory_transformer import MemoryTransformer
 from inference.tokenizer import TextTokenizer
+from inference.translate import BATCH_SIZE, translate_all
 from training.data import Pair
 
-EVAL_BATCH_SIZE = 128
-MAX_NEW_TOKENS = 100  # Multi30k captions are far shorter; this only bounds a model that never says EOS
+EVAL_BATCH_SIZE = BATCH_SIZE
 LESION_MEMORY_SIZES = (0, 2, 5, 10, 20, 30)  # inference memory sizes of the paper's Table 2
-
-
-def translate(
-    model: MemoryTransformer,
-    tokenizer: TextTokenizer,
-    sources: Sequence[str],
-    batch_size: int = EVAL_BATCH_SIZE,
-    interventions: Interventions | None = None,
-) -> list[str]:
-    """Greedy translations of `sources`, in their order."""
-    model.eval()
-    device = next(model.parameters()).device
-    ids = tokenizer.encode_sources(list(sources))
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths per batch: less padding
-    translations = [""] * len(ids)
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        src_ids = pad_batch([ids[i] for i in rows], tokenizer.pad_id, device)  # [b, n]
-        generated = greedy_decode(model, src_ids, interventions, MAX_NEW_TOKENS)  # [b, steps]
-        for row, tokens in zip(rows, strip_after_eos(generated, tokenizer.eos_id)):
-            translations[row] = tokenizer.decode(tokens)
-    return translations
 
 
 def bleu_and_chrf(model: MemoryTransformer, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE, interventions: Interventions | None = None) -> tuple[float, float]:
     """Corpus BLEU and chrF of greedy translations against the references."""
     sources, references = zip(*pairs)
-    hypotheses = translate(model, tokenizer, sources, batch_size, interventions)
-    return sacrebleu.corpus_bleu(hypotheses, [list(references)]).score, sacrebleu.corpus_chrf(hypotheses, [list(references)]).score
+    quality = corpus_quality(translate_all(model, tokenizer, sources, batch_size, interventions), references)
+    return quality.bleu, quality.chrf
 
 
 def score_splits(model: MemoryTransformer, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], batch_size: int = EVAL_BATCH_SIZE) -> dict:
