@@ -23,7 +23,8 @@ from inference.models import build_model
 from training.config import load_config
 from training.data import bucketed_batches, make_batch, read_multi30k, resolve_data_dir, tokenize_pairs
 from inference.translate import translate_all
-from training.evaluate import LESION_MEMORY_SIZES, lesion_sweep
+from inference.analyses.lesion import PAPER_MEMORY_SIZES
+from training.evaluate import lesion_sweep
 from training.loop import make_optimizer, noam_lr, optimizer_step
 
 
@@ -66,7 +67,7 @@ def main() -> None:
     translate_all(loaded.model, loaded.tokenizer, sources)
     plain = time.perf_counter() - start
     start = time.perf_counter()
-    sweep = lesion_sweep(loaded.model, loaded.tokenizer, pairs, LESION_MEMORY_SIZES)
+    sweep = lesion_sweep(loaded.model, loaded.tokenizer, pairs, PAPER_MEMORY_SIZES)
     sweep_seconds = time.perf_counter() - start
 
     print(f"threads {torch.get_num_threads()}; training config {args.config}, {args.steps} steps of real Multi30k batches")

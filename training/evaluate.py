@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
 from inference.analyses.quality import corpus_quality
 from inference.interventions import Interventions
 from inference.models.memory_transformer import MemoryTransformer
@@ -13,7 +14,6 @@ from inference.translate import BATCH_SIZE, translate_all
 from training.data import Pair
 
 EVAL_BATCH_SIZE = BATCH_SIZE
-LESION_MEMORY_SIZES = (0, 2, 5, 10, 20, 30)  # inference memory sizes of the paper's Table 2
 
 
 def bleu_and_chrf(model: MemoryTransformer, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE, interventions: Interventions | None = None) -> tuple[float, float]:
@@ -33,13 +33,13 @@ def lesion_sweep(model: MemoryTransformer, tokenizer: TextTokenizer, pairs: list
     """{"memory_size": [...], "bleu": [...]}: BLEU with the model run at each
     inference memory size, through the same Interventions the app applies.
     Sizes above 3x the trained size are skipped: the model allows no more."""
+    sources, references = zip(*pairs)
     sizes = [k for k in memory_sizes if k <= model.config.max_memory_size]
-    bleu = [bleu_and_chrf(model, tokenizer, pairs, batch_size, Interventions(memory_size=k))[0] for k in sizes]
+    bleu = [quality_at_memory_size(model, tokenizer, sources, references, k, batch_size).bleu for k in sizes]
     return {"memory_size": sizes, "bleu": bleu}
 
 
 def lesion_table(model: MemoryTransformer, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE) -> dict:
     """The lesion sweep stored in metrics.json: the paper's sizes plus the
     trained size, so the table always shows the unlesioned model too."""
-    sizes = sorted(set(LESION_MEMORY_SIZES) | {model.config.memory_size})
-    return lesion_sweep(model, tokenizer, pairs, sizes, batch_size)
+    return lesion_sweep(model, tokenizer, pairs, lesion_sizes(model.config.memory_size), batch_size)
