@@ -6,12 +6,16 @@ import base64
 from dataclasses import asdict
 
 import numpy as np
-from fastapi import APIRouter
+from typing import Annotated
 
-from app.deps import RunnerDep
+from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
+
+from app.deps import JobsDep, RunnerDep
 from app.figures import quantize_percent
 from app.runner import InputError
-from app.schemas import AttentionRequest, TextRequest
+from app.schemas import AttentionRequest, SweepRequest, TextRequest
+from app.store import Job
+from app.uploads import read_upload
 from inference.analyses.attention import attention_stacks, layer_attention, pattern_hook_name
 
 router = APIRouter(prefix="/api", tags=["api"])
@@ -54,6 +58,33 @@ def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
         "query_roles": view.query_roles, "key_roles": view.key_roles,
         "weights": {**binary_array(quantize_percent(view.weights)), "unit": "percent"},
     }
+
+
+@router.post("/uploads")
+async def upload(request: Request, jobs: JobsDep, model: Annotated[str, Form()], file: Annotated[UploadFile, File()]) -> dict:
+    """Translate a .txt or .tsv corpus in the background; poll /api/jobs/{id}."""
+    settings = request.app.state.settings
+    return job_json(jobs.submit_corpus(model, await read_upload(file, settings.max_upload_bytes, settings.max_upload_lines)))
+
+
+@router.post("/sweeps")
+def sweep(request: SweepRequest, jobs: JobsDep) -> dict:
+    """BLEU against inference memory size on "demo" or an uploaded .tsv corpus (its job id); cached."""
+    return job_json(jobs.submit_sweep(request.model, request.reference))
+
+
+@router.get("/jobs/{job_id}")
+def job(job_id: str, jobs: JobsDep) -> dict:
+    found = jobs.store.get(job_id)
+    if found is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    return job_json(found)
+
+
+def job_json(job: Job) -> dict:
+    params = {k: v for k, v in job.params.items() if k not in ("sources", "references")}
+    return {"id": job.id, "kind": job.kind, "status": job.status, "done": job.done, "total": job.total, "progress": job.progress,
+            "params": params, "result": job.result, "error": job.error, "url": f"/results/{job.id}"}
 
 
 @router.post("/blocks")

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.jobs import JobRunner
 from app.runner import Runner
 
 
@@ -13,4 +14,9 @@ def get_runner(request: Request) -> Runner:
     return request.app.state.runner
 
 
+def get_jobs(request: Request) -> JobRunner:
+    return request.app.state.jobs
+
+
 RunnerDep = Annotated[Runner, Depends(get_runner)]
+JobsDep = Annotated[JobRunner, Depends(get_jobs)]

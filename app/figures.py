@@ -124,3 +124,13 @@ def block_summary(blocks: list[HeadBlocks], stack: str) -> go.Figure:
     figure.update_layout(title=f"{stack}: attention mass per block (share of all query rows)", height=120 + 28 * layers,
                          margin={"l": 10, "r": 10, "t": 70, "b": 10})
     return figure
+
+
+def lesion_curve(memory_size: list[int], bleu: list[float], trained: int, title: str) -> go.Figure:
+    """BLEU against inference memory size; the trained size marked."""
+    figure = go.Figure(go.Scatter(x=memory_size, y=bleu, mode="lines+markers", name="BLEU",
+                                  hovertemplate="memory %{x}<br>BLEU %{y:.2f}<extra></extra>"))
+    figure.add_vline(x=trained, line_dash="dash", line_color="#d62728", annotation_text=f"trained: {trained}")
+    figure.update_layout(title=title, xaxis_title="memory size at inference", yaxis_title="BLEU", height=380,
+                         margin={"l": 10, "r": 10, "t": 60, "b": 10})
+    return figure

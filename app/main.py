@@ -13,9 +13,11 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from app import api, pages
+from app import api, job_pages, pages
 from app.errors import install_error_handlers
+from app.jobs import JobRunner
 from app.runner import Runner
+from app.store import JobStore
 from app.settings import REPO_ROOT, Settings
 from inference.checkpoint import CheckpointRegistry
 
@@ -33,7 +35,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         registry = CheckpointRegistry(settings.checkpoint_dir, settings.device)  # scans only; models load on first use
         app.state.runner = Runner(registry, settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens)
+        app.state.jobs = JobRunner(JobStore(settings.database), app.state.runner)
         yield
+        app.state.jobs.shutdown()
 
     app = FastAPI(title="MemLens", description="Look inside memory-augmented transformers.", lifespan=lifespan)
     app.state.settings = settings
@@ -54,5 +58,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(job_pages.router)
     install_error_handlers(app)
     return app

@@ -47,7 +47,7 @@ class Runner:
         self.max_text_chars = max_text_chars
         self.max_source_tokens = max_source_tokens
         self.max_new_tokens = max_new_tokens
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()  # held for every model run
         self._recent: OrderedDict[tuple, Trace] = OrderedDict()
 
     def model(self, name: str) -> LoadedModel:
@@ -74,7 +74,7 @@ class Runner:
         loaded = self.model(model)
         text = self.check_text(loaded, text)
         key = (model, text, interventions, tuple(names) if names is not None else None)
-        with self._lock:
+        with self.lock:
             if key in self._recent:
                 self._recent.move_to_end(key)
                 return self._recent[key]
@@ -83,6 +83,12 @@ class Runner:
             while len(self._recent) > self.recent_traces:
                 self._recent.popitem(last=False)
             return trace
+
+    def trace_many(self, model: str, texts: list[str], names: list[str] | None, interventions: Interventions | None = None) -> Trace:
+        """A batch of already checked texts, traced; not kept."""
+        loaded = self.model(model)
+        with self.lock:
+            return run_with_trace(loaded, texts, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
 
     def translate(self, model: str, text: str, interventions: Interventions) -> Translation:
         trace = self.trace(model, text, interventions, names=["logits"])

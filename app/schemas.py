@@ -17,3 +17,9 @@ class TextRequest(BaseModel):
 class AttentionRequest(TextRequest):
     stack: str = Field(description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn")
     layer: int = Field(ge=0)
+
+
+class SweepRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    reference: str = Field("demo", description='"demo" or the job id of an uploaded .tsv corpus')

@@ -19,3 +19,6 @@ class Settings(BaseSettings):
     max_text_chars: int = Field(2000, description="longest input text accepted")
     max_source_tokens: int = Field(256, description="longest input in tokens")
     max_new_tokens: int = Field(128, description="longest translation decoded")
+    max_upload_bytes: int = Field(1_000_000, description="largest uploaded corpus file")
+    max_upload_lines: int = Field(2000, description="most sentences in an uploaded corpus")
+    database: Path = Field(REPO_ROOT / "runs" / "memlens.sqlite3", description="SQLite file of jobs and results")

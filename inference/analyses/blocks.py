@@ -70,3 +70,26 @@ def attention_blocks(trace: Trace) -> list[HeadBlocks]:
         for head, mass in enumerate((per_head / rows).tolist()):
             results.append(HeadBlocks(stack, int(match["layer"]), head, *mass, memory_queries, sequence_queries))
     return results
+
+
+def merge_blocks(batches: list[list[HeadBlocks]]) -> list[HeadBlocks]:
+    """Block mass over a corpus traced in batches: each head's mass averaged
+    over all query rows of all batches (batches weighted by their rows)."""
+    merged: dict[tuple[str, int, int], HeadBlocks] = {}
+    for blocks in batches:
+        for b in blocks:
+            key = (b.stack, b.layer, b.head)
+            rows = b.memory_queries + b.sequence_queries
+            if key not in merged:
+                merged[key] = HeadBlocks(b.stack, b.layer, b.head, *(getattr(b, name) * rows for name in BLOCKS), b.memory_queries, b.sequence_queries)
+                continue
+            into = merged[key]
+            for name in BLOCKS:
+                setattr(into, name, getattr(into, name) + getattr(b, name) * rows)
+            into.memory_queries += b.memory_queries
+            into.sequence_queries += b.sequence_queries
+    for b in merged.values():
+        rows = max(b.memory_queries + b.sequence_queries, 1)
+        for name in BLOCKS:
+            setattr(b, name, getattr(b, name) / rows)
+    return list(merged.values())

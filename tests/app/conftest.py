@@ -24,8 +24,13 @@ def checkpoint_dir(tmp_path_factory, tiny_tokenizer):
 
 
 @pytest.fixture(scope="session")
-def client(checkpoint_dir):
-    settings = Settings(checkpoint_dir=checkpoint_dir, device="cpu", max_text_chars=300, max_source_tokens=40, max_new_tokens=12)
+def settings(checkpoint_dir, tmp_path_factory) -> Settings:
+    return Settings(checkpoint_dir=checkpoint_dir, device="cpu", max_text_chars=300, max_source_tokens=40, max_new_tokens=12,
+                    max_upload_bytes=2000, max_upload_lines=20, database=tmp_path_factory.mktemp("db") / "memlens.sqlite3")
+
+
+@pytest.fixture(scope="session")
+def client(settings):
     with TestClient(create_app(settings)) as client:
         yield client
 

@@ -92,3 +92,17 @@ def test_attention_blocks_cover_every_head(tiny_memory):
     assert cross and all(h.write == 0 and h.process == 0 for h in cross)  # decoder queries are sequence
     memory_stack = [h for h in blocks if h.stack in ("encoder.attn", "encoder.mem.attn")]
     assert any(h.write > 0 and h.process > 0 for h in memory_stack)
+
+
+def test_merged_blocks_equal_blocks_of_the_whole_batch(tiny_memory):
+    from inference.analyses.blocks import merge_blocks
+
+    whole = attention_blocks(run_with_trace(tiny_memory, SOURCES, TARGETS, names=["*.pattern"]))
+    parts = [attention_blocks(run_with_trace(tiny_memory, [s], [t], names=["*.pattern"])) for s, t in zip(SOURCES, TARGETS)]
+    merged = merge_blocks(parts)
+    assert len(merged) == len(whole)
+    for a, b in zip(whole, merged):
+        assert (a.stack, a.layer, a.head) == (b.stack, b.layer, b.head)
+        assert (a.memory_queries, a.sequence_queries) == (b.memory_queries, b.sequence_queries)
+        for name in ("update", "write", "read", "process"):
+            assert abs(getattr(a, name) - getattr(b, name)) < 1e-5

@@ -1,0 +1,103 @@
+"""Background jobs: translating an uploaded corpus, and lesion sweeps.
+
+One worker thread runs jobs in order; each batch takes the runner's
+inference lock, so interactive requests still get their turn between
+batches. Progress and results go to the JobStore.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+
+from app.demo import demo_sentences
+from app.runner import InputError, Runner
+from app.store import Job, JobStore
+from app.uploads import Corpus
+from inference.analyses.blocks import attention_blocks, merge_blocks
+from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
+from inference.analyses.quality import corpus_quality
+
+TRACE_BATCH = 16
+
+
+class JobRunner:
+    def __init__(self, store: JobStore, runner: Runner):
+        self.store = store
+        self.runner = runner
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-job")
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def submit_corpus(self, model: str, corpus: Corpus) -> Job:
+        loaded = self.runner.model(model)
+        for number, source in enumerate(corpus.sources, start=1):
+            try:
+                self.runner.check_text(loaded, source)
+            except InputError as error:
+                raise InputError(f"{corpus.filename}, line {number}: {error}") from None
+        params = {"model": model, "filename": corpus.filename, "sources": corpus.sources, "references": corpus.references}
+        job = self.store.create("corpus", params, total=len(corpus.sources))
+        self._pool.submit(self._run, job.id, self._corpus)
+        return job
+
+    def submit_sweep(self, model: str, reference: str) -> Job:
+        """BLEU against inference memory size on a reference set: "demo" or
+        the id of an uploaded .tsv corpus. A finished identical sweep is reused."""
+        loaded = self.runner.model(model)
+        if not loaded.config.memory_size:
+            raise InputError(f"{model} has no memory to lesion")
+        self.reference_set(reference)  # refuse an unusable reference before queueing
+        params = {"model": model, "reference": reference, "sizes": lesion_sizes(loaded.config.memory_size)}
+        cached = self.store.find_done("sweep", params)
+        if cached:
+            return cached
+        job = self.store.create("sweep", params, total=len(params["sizes"]))
+        self._pool.submit(self._run, job.id, self._sweep)
+        return job
+
+    def reference_set(self, reference: str) -> tuple[list[str], list[str]]:
+        if reference == "demo":
+            demos = demo_sentences()
+            return [d.source for d in demos], [d.reference for d in demos]
+        job = self.store.get(reference)
+        if job is None or job.kind != "corpus":
+            raise InputError(f"no uploaded corpus {reference!r}")
+        if not job.params.get("references"):
+            raise InputError(f"corpus {reference} has no references: upload a .tsv (source<TAB>reference)")
+        return job.params["sources"], job.params["references"]
+
+    def _run(self, job_id: str, work) -> None:
+        job = self.store.get(job_id)
+        self.store.update(job_id, status="running")
+        try:
+            result = work(job)
+        except Exception as error:  # a job's failure is reported on its page, never lost
+            self.store.update(job_id, status="failed", error=f"{type(error).__name__}: {error}")
+            return
+        self.store.update(job_id, status="done", done=job.total, result=result)
+
+    def _corpus(self, job: Job) -> dict:
+        model, sources, references = job.params["model"], job.params["sources"], job.params["references"]
+        translations, blocks = [], []
+        for start in range(0, len(sources), TRACE_BATCH):
+            trace = self.runner.trace_many(model, sources[start : start + TRACE_BATCH], names=["*.pattern"])
+            translations += trace.translations
+            blocks.append(attention_blocks(trace))
+            self.store.update(job.id, done=len(translations))
+        quality = asdict(corpus_quality(translations, references)) if references else None
+        return {"translations": translations, "quality": quality, "blocks": [asdict(b) for b in merge_blocks(blocks)]}
+
+    def _sweep(self, job: Job) -> dict:
+        loaded = self.runner.model(job.params["model"])
+        sources, references = self.reference_set(job.params["reference"])
+        bleu, chrf = [], []
+        for size in job.params["sizes"]:
+            with self.runner.lock:
+                quality = quality_at_memory_size(loaded.model, loaded.tokenizer, sources, references, size)
+            bleu.append(quality.bleu)
+            chrf.append(quality.chrf)
+            self.store.update(job.id, done=len(bleu))
+        return {"memory_size": job.params["sizes"], "bleu": bleu, "chrf": chrf, "trained": loaded.config.memory_size,
+                "sentences": len(sources)}
