@@ -13,10 +13,12 @@ from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from app.deps import JobsDep, RunnerDep
 from app.figures import quantize_percent
 from app.runner import InputError
-from app.schemas import AttentionRequest, SweepRequest, TextRequest
+from app.schemas import AttentionRequest, AttributionRequest, CompareRequest, SweepRequest, TextRequest
 from app.store import Job
 from app.uploads import read_upload
 from inference.analyses.attention import attention_stacks, layer_attention, pattern_hook_name
+from inference.analyses.blocks import attention_blocks
+from inference.interventions import Interventions
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -58,6 +60,22 @@ def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
         "query_roles": view.query_roles, "key_roles": view.key_roles,
         "weights": {**binary_array(quantize_percent(view.weights)), "unit": "percent"},
     }
+
+
+@router.post("/attribution")
+def attribution(request: AttributionRequest, runner: RunnerDep) -> dict:
+    """Integrated gradients and saliency of one output token onto source tokens and memory slots."""
+    return asdict(runner.attribution(request.model, request.text, request.position, request.interventions))
+
+
+@router.post("/compare")
+def compare(request: CompareRequest, runner: RunnerDep) -> dict:
+    """One sentence through several models: translations and block mass, aligned."""
+    rows = []
+    for model in dict.fromkeys(request.models):
+        trace = runner.trace(model, request.text, Interventions(), names=["*.pattern"])
+        rows.append({"model": model, "translation": trace.translations[0], "blocks": [asdict(b) for b in attention_blocks(trace)]})
+    return {"text": request.text, "models": rows}
 
 
 @router.post("/uploads")

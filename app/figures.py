@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from inference.analyses.attention import LayerAttention
+from inference.analyses.attribution import Attribution
 from inference.analyses.blocks import BLOCKS, HeadBlocks
 from inference.trace import MEMORY_ROLES
 
@@ -133,4 +134,42 @@ def lesion_curve(memory_size: list[int], bleu: list[float], trained: int, title:
     figure.add_vline(x=trained, line_dash="dash", line_color="#d62728", annotation_text=f"trained: {trained}")
     figure.update_layout(title=title, xaxis_title="memory size at inference", yaxis_title="BLEU", height=380,
                          margin={"l": 10, "r": 10, "t": 60, "b": 10})
+    return figure
+
+
+def attribution_chart(attribution: Attribution) -> go.Figure:
+    """Integrated gradients (signed) and saliency (gradient norm) per source token and memory slot."""
+    figure = make_subplots(rows=2, cols=2, column_widths=[0.65, 0.35], shared_yaxes=False, horizontal_spacing=0.06, vertical_spacing=0.18,
+                           subplot_titles=["integrated gradients: source", "integrated gradients: memory", "saliency: source", "saliency: memory"])
+    source = axis_labels(attribution.source_tokens)
+    memory = axis_labels(attribution.memory_slots)
+    panels = [(attribution.integrated_gradients_source, source, 1, 1), (attribution.integrated_gradients_memory, memory, 1, 2),
+              (attribution.saliency_source, source, 2, 1), (attribution.saliency_memory, memory, 2, 2)]
+    for values, labels, row, column in panels:
+        figure.add_trace(go.Bar(x=labels, y=values, showlegend=False, marker_color="#1f77b4" if row == 1 else "#ff7f0e",
+                                hovertemplate="%{x}<br>%{y:.4f}<extra></extra>"), row=row, col=column)
+    figure.update_xaxes(type="category", tickangle=-60)
+    figure.update_layout(title=f"output token {attribution.position}: {html.escape(attribution.token)} "
+                               f"(IG completeness error {attribution.convergence_delta:.3g})",
+                         height=560, margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    return figure
+
+
+def compare_blocks(per_model: dict[str, list[HeadBlocks]]) -> go.Figure:
+    """For each model, the mean over heads of each block's mass, per stack
+    and layer, as stacked bars on one shared scale."""
+    colors = {"update": "#1f77b4", "write": "#2ca02c", "read": "#d62728", "process": "#9467bd"}
+    figure = make_subplots(rows=1, cols=len(per_model), subplot_titles=[html.escape(m) for m in per_model], shared_yaxes=True,
+                           horizontal_spacing=0.03)
+    for column, blocks in enumerate(per_model.values(), start=1):
+        groups: dict[str, list[HeadBlocks]] = {}
+        for b in blocks:
+            groups.setdefault(f"{b.stack} L{b.layer}", []).append(b)
+        labels = list(groups)
+        for block in BLOCKS:
+            means = [float(np.mean([getattr(b, block) for b in groups[label]])) for label in labels]
+            figure.add_trace(go.Bar(x=labels, y=means, name=block, marker_color=colors[block], legendgroup=block, showlegend=column == 1,
+                                    hovertemplate=f"{block}<br>%{{x}}<br>%{{y:.2f}}<extra></extra>"), row=1, col=column)
+    figure.update_layout(barmode="stack", height=460, title="Attention mass per block, mean over heads", margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    figure.update_xaxes(tickangle=-60)
     return figure

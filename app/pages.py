@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse
 
 from app.demo import demo_sentences
 from app.deps import RunnerDep
-from app.figures import attention_heatmap, block_summary, head_grid
+from app.figures import attention_heatmap, attribution_chart, block_summary, compare_blocks, head_grid
 from app.runner import InputError, Runner
 from app.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, layer_attention
@@ -62,16 +62,28 @@ def explore(request: Request, runner: RunnerDep, model: Annotated[str | None, Qu
                   **explore_controls(runner, model))
 
 
-@router.post("/explore/run")
-def explore_run(
-    request: Request,
-    runner: RunnerDep,
-    model: Annotated[str, Form()],
-    text: Annotated[str, Form()] = "",
+def lesion_form(
     memory_size: Annotated[int | None, Form()] = None,
     knockout: Annotated[list[int], Form()] = [],
     block_reads: Annotated[str, Form()] = "none",
     ablate: Annotated[str, Form()] = "",
+) -> Interventions:
+    """The lesion controls of the Explore form as interventions."""
+    return Interventions.model_validate(
+        {"memory_size": memory_size, "knockout_slots": tuple(knockout), "block_memory_reads": block_reads, "ablate_heads": parse_heads(ablate)}
+    )
+
+
+LesionDep = Annotated[Interventions, Depends(lesion_form)]
+
+
+@router.post("/explore/run")
+def explore_run(
+    request: Request,
+    runner: RunnerDep,
+    lesion: LesionDep,
+    model: Annotated[str, Form()],
+    text: Annotated[str, Form()] = "",
     stack: Annotated[str, Form()] = "",
     layer: Annotated[int, Form(ge=0)] = 0,
     head: Annotated[int, Form(ge=0)] = 0,
@@ -83,9 +95,6 @@ def explore_run(
         raise InputError(f"unknown stack {stack!r}; this model has {', '.join(stacks)}")
     if layer >= stacks[stack]:
         raise InputError(f"layer {layer} is out of range (0 to {stacks[stack] - 1})")
-    lesion = Interventions.model_validate({
-        "memory_size": memory_size, "knockout_slots": tuple(knockout), "block_memory_reads": block_reads, "ablate_heads": parse_heads(ablate),
-    })
     plain = runner.trace(model, text, Interventions(), names=["*.pattern"])
     lesioned = plain if lesion.is_noop() or lesion == Interventions(memory_size=plain.config["memory_size"]) else runner.trace(model, text, lesion, names=["*.pattern"])
     view = layer_attention(lesioned, stack, layer)
@@ -100,5 +109,29 @@ def explore_run(
         request, "partials/explore_results.html",
         plain=plain, lesioned=lesioned if lesioned is not plain else None,
         diff=word_diff(plain.translations[0], lesioned.translations[0]), figures=figures,
-        stack=stack, layer=layer, head=head,
+        stack=stack, layer=layer, head=head, output_tokens=lesioned.tokens["dec"][0][1:] + ["<eos>"],
     )
+
+
+@router.post("/explore/attribution")
+def explore_attribution(
+    request: Request, runner: RunnerDep, lesion: LesionDep, model: Annotated[str, Form()], position: Annotated[int, Form(ge=0)],
+    text: Annotated[str, Form()] = "",
+):
+    attribution = runner.attribution(model, text, position, lesion)
+    return render(request, "partials/figures.html", figures={"attribution": figure_json(attribution_chart(attribution))})
+
+
+@router.get("/compare")
+def compare_page(request: Request, runner: RunnerDep, text: str = ""):
+    return render(request, "pages/compare.html", models=runner.registry.available(), text=text)
+
+
+@router.post("/compare/run")
+def compare_run(request: Request, runner: RunnerDep, models: Annotated[list[str], Form()] = [], text: Annotated[str, Form()] = ""):
+    if len(models) < 2:
+        raise InputError("choose at least two models to compare")
+    traces = {model: runner.trace(model, text, Interventions(), names=["*.pattern"]) for model in dict.fromkeys(models)}
+    blocks = {model: attention_blocks(trace) for model, trace in traces.items()}
+    return render(request, "partials/compare_results.html", traces=traces,
+                  figures={"compare": figure_json(compare_blocks(blocks))})

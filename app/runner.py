@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from inference.analyses.attribution import Attribution, attribute
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.checkpoint import CheckpointRegistry, LoadedModel
 from inference.interventions import Interventions
@@ -93,6 +94,15 @@ class Runner:
     def translate(self, model: str, text: str, interventions: Interventions) -> Translation:
         trace = self.trace(model, text, interventions, names=["logits"])
         return translation_of(trace)
+
+    def attribution(self, model: str, text: str, position: int, interventions: Interventions) -> Attribution:
+        loaded = self.model(model)
+        text = self.check_text(loaded, text)
+        with self.lock:
+            try:
+                return attribute(loaded, text, position, interventions)
+            except ValueError as error:  # an output position the translation does not have
+                raise InputError(str(error)) from None
 
     def blocks(self, model: str, text: str, interventions: Interventions) -> list[HeadBlocks]:
         return attention_blocks(self.trace(model, text, interventions, names=["*.pattern"]))

@@ -23,3 +23,13 @@ class SweepRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str
     reference: str = Field("demo", description='"demo" or the job id of an uploaded .tsv corpus')
+
+
+class AttributionRequest(TextRequest):
+    position: int = Field(ge=0, description="index of the output token in the model's translation (the final EOS included)")
+
+
+class CompareRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    models: list[str] = Field(min_length=1, max_length=6)
+    text: str

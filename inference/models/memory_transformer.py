@@ -202,10 +202,16 @@ class MemoryTransformer(nn.Module):
         """src_ids [b, n] -> states over [mem; seq]."""
         m = self.config.memory_size if memory_size is None else memory_size
         b = src_ids.shape[0]
-        x_seq = self.embed(src_ids)  # [b, n, d]
         x_mem = self.memory_in(self.memory_vectors(m).unsqueeze(0).expand(b, -1, -1))  # [b, m, d]
+        return self.encode_embedded(x_mem, self.embed(src_ids), src_ids != self.config.pad_id)
+
+    def encode_embedded(self, x_mem: torch.Tensor, x_seq: torch.Tensor, seq_key_mask: torch.Tensor) -> EncoderOutput:
+        """The encoder from its input vectors: memory [b, m, d], embedded
+        source [b, n, d] and its real positions [b, n]. Attribution methods
+        differentiate with respect to these vectors."""
+        b, m = x_mem.shape[:2]
         x = torch.cat([x_mem, x_seq], dim=1)  # [b, m+n, d]
-        key_mask = torch.cat([torch.ones(b, m, dtype=torch.bool, device=src_ids.device), src_ids != self.config.pad_id], dim=1)
+        key_mask = torch.cat([torch.ones(b, m, dtype=torch.bool, device=x.device), seq_key_mask], dim=1)  # [b, m+n]
         for layer in self.encoder.layers:
             x = layer(x, key_mask, m)
         return EncoderOutput(self.encoder.out(x), key_mask, m)

@@ -157,3 +157,33 @@ def test_tokens_are_escaped_in_the_page(client):
 def test_openapi_lists_the_api(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/models", "/api/translate", "/api/attention", "/api/blocks", "/healthz"} <= set(paths)
+
+
+def test_api_attribution(client):
+    body = client.post("/api/attribution", json={"model": MODEL, "text": TEXT, "position": 0}).json()
+    assert len(body["integrated_gradients_memory"]) == 3 and len(body["saliency_source"]) == len(body["source_tokens"])
+    response = client.post("/api/attribution", json={"model": MODEL, "text": TEXT, "position": 999})
+    assert response.status_code == 400 and "out of range" in response.json()["detail"]
+
+
+def test_explore_attribution_fragment(client):
+    response = client.post("/explore/attribution", data={"model": MODEL, "text": TEXT, "position": 0, "memory_size": 5}, headers=HTMX)
+    assert response.status_code == 200 and 'id="figure-data-attribution"' in response.text
+    assert "[mem4]" in response.text
+
+
+def test_api_compare(client):
+    body = client.post("/api/compare", json={"models": [MODEL, "tiny_membottleneck", "tiny_transformer"], "text": TEXT}).json()
+    assert [row["model"] for row in body["models"]] == [MODEL, "tiny_membottleneck", "tiny_transformer"]
+    assert {b["stack"] for b in body["models"][1]["blocks"]} == {"encoder.mem.attn", "encoder.seq.attn", "decoder.self_attn", "decoder.cross_attn"}
+    assert client.post("/api/compare", json={"models": ["nope", MODEL], "text": TEXT}).status_code == 404
+    assert client.post("/api/compare", json={"models": [], "text": TEXT}).status_code == 422
+
+
+def test_compare_page_and_fragment(client):
+    assert 'name="models"' in client.get("/compare").text
+    response = client.post("/compare/run", data={"models": [MODEL, "tiny_transformer"], "text": TEXT}, headers=HTMX)
+    assert response.status_code == 200 and response.text.count('class="compare-translation"') == 2
+    assert 'id="figure-data-compare"' in response.text
+    one = client.post("/compare/run", data={"models": [MODEL], "text": TEXT}, headers=HTMX)
+    assert one.status_code == 400 and "at least two models" in one.text
