@@ -80,7 +80,8 @@ def attention_heatmap(attention: LayerAttention, head: int) -> go.Figure:
     ))
     figure.update_layout(
         title=f"{attention.stack} layer {attention.layer} head {head}",
-        shapes=shapes, annotations=annotations, height=min(900, 240 + 16 * len(y)), margin={"l": 10, "r": 10, "t": 90, "b": 10},
+        shapes=shapes, annotations=annotations, height=min(1000, 300 + 16 * len(y)), margin={"l": 10, "r": 10, "t": 150, "b": 10},
+        title_y=0.99, title_yanchor="top",
     )
     figure.update_xaxes(side="top", type="category", tickangle=-60)
     figure.update_yaxes(autorange="reversed", type="category")

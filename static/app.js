@@ -17,12 +17,10 @@ function syncSlots() {
   });
 }
 
+// A successful swap elsewhere clears old errors; an error fragment swaps into #errors itself.
 document.addEventListener("htmx:afterSwap", (event) => {
-  document.getElementById("errors").replaceChildren();
+  if (event.detail.target.id !== "errors") document.getElementById("errors").replaceChildren();
   renderFigures(event.detail.target);
-});
-document.addEventListener("htmx:beforeSwap", (event) => {
-  if (event.detail.xhr.status >= 400) event.detail.shouldSwap = true;
 });
 document.addEventListener("input", (event) => {
   if (event.target.name === "memory_size") syncSlots();

@@ -29,9 +29,9 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def server_url():
+def server_url(tmp_path_factory):
     port = free_port()
-    settings = Settings(checkpoint_dir=REPO_ROOT / "checkpoints", device="cpu")
+    settings = Settings(checkpoint_dir=REPO_ROOT / "checkpoints", device="cpu", database=tmp_path_factory.mktemp("db") / "memlens.sqlite3")
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

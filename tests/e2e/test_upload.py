@@ -1,0 +1,36 @@
+"""Upload a .tsv corpus in the browser and see its BLEU on the result permalink."""
+
+from __future__ import annotations
+
+from app.demo import demo_sentences
+
+MODEL = "memtransformer_10"
+
+
+def test_upload_tsv_and_see_bleu(page, server_url, tmp_path):
+    corpus = tmp_path / "demo.tsv"
+    corpus.write_text("".join(f"{d.source}\t{d.reference}\n" for d in demo_sentences()[:6]), encoding="utf-8")
+    page.goto(f"{server_url}/upload")
+    page.select_option("select[name=model]", MODEL)
+    page.set_input_files("input[name=file]", str(corpus))
+    page.click("#upload button[type=submit]")
+    page.wait_for_url(f"{server_url}/results/*")
+    page.wait_for_selector("#bleu", timeout=60_000)
+    bleu = float(page.text_content("#bleu"))
+    assert 0 < bleu <= 100
+    assert page.locator("table.sentences tbody tr").count() == 6
+    page.wait_for_selector("#figure-encoder-attn .main-svg")
+    permalink = page.url
+    page.reload()
+    assert float(page.text_content("#bleu")) == bleu, "a reload must show the same stored result"
+    assert page.url == permalink
+
+
+def test_bad_upload_shows_error(page, server_url, tmp_path):
+    binary = tmp_path / "image.txt"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    page.goto(f"{server_url}/upload")
+    page.set_input_files("input[name=file]", str(binary))
+    page.click("#upload button[type=submit]")
+    page.wait_for_selector("#errors .error")
+    assert "binary" in page.text_content("#errors")
