@@ -34,6 +34,15 @@ def median_ms(send, repeats: int) -> float:
     return statistics.median(times) * 1e3
 
 
+def text_of_tokens(tokenizer, limit: int) -> str:
+    """The longest run of demo-set words that stays within `limit` tokens."""
+    words = " ".join(d.source for d in demo_sentences()).split() * 20
+    n = 1
+    while len(tokenizer.encode(" ".join(words[: n + 1]))) <= limit:
+        n += 1
+    return " ".join(words[:n])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="memtransformer_10")
@@ -55,10 +64,20 @@ def main() -> None:
 
         lesion_ms = median_ms(toggle, args.repeats)
         plain_ms = median_ms(translate, args.repeats)
+        # A long input: 256 source tokens, the server's limit.
+        loaded = client.app.state.runner.model(args.model)
+        long_text = text_of_tokens(loaded.tokenizer, 256)
+
+        def long_toggle(i: int):
+            form = {"model": args.model, "text": long_text, "memory_size": sizes[i % len(sizes)], "stack": "encoder.attn", "layer": 0, "head": 0}
+            return client.post("/explore/run", data=form, headers={"HX-Request": "true"})
+
+        long_ms = median_ms(long_toggle, max(3, args.repeats // 3))
     print(f"model {args.model}, sentence: {sentence!r}, {args.repeats} runs each, medians")
     print(f"lesion toggle (re-run with and without lesion + 3 figures): {lesion_ms:7.1f} ms")
     print(f"plain translate:                                           {plain_ms:7.1f} ms")
     print(f"lesion toggle / plain translate: {lesion_ms / plain_ms:.2f}")
+    print(f"lesion toggle on a 256-token input: {long_ms:7.1f} ms")
 
 
 if __name__ == "__main__":

@@ -187,3 +187,16 @@ def test_compare_page_and_fragment(client):
     assert 'id="figure-data-compare"' in response.text
     one = client.post("/compare/run", data={"models": [MODEL], "text": TEXT}, headers=HTMX)
     assert one.status_code == 400 and "at least two models" in one.text
+
+
+def test_concurrent_requests_queue_and_agree(client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    bodies = [{"model": MODEL, "text": f"{TEXT} {i}", "interventions": {"memory_size": i % 4, "block_memory_reads": ["none", "both"][i % 2]}}
+              for i in range(8)]
+    expected = [client.post("/api/translate", json=body).json() for body in bodies]
+    client.app.state.runner._recent.clear()  # make the parallel round compute again
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        responses = list(pool.map(lambda body: client.post("/api/translate", json=body), bodies))
+    assert [r.status_code for r in responses] == [200] * 8
+    assert [r.json() for r in responses] == expected
