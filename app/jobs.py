@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from pathlib import Path
 
 from app.demo import demo_sentences
 from app.runner import InputError, Runner
@@ -17,14 +18,17 @@ from app.uploads import Corpus
 from inference.analyses.blocks import attention_blocks, merge_blocks
 from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
 from inference.analyses.quality import corpus_quality
+from training.data import DataError, read_multi30k
 
 TRACE_BATCH = 16
+MULTI30K_TEST = "multi30k_test_2016"  # reference set read from the data directory
 
 
 class JobRunner:
-    def __init__(self, store: JobStore, runner: Runner):
+    def __init__(self, store: JobStore, runner: Runner, data_dir: Path):
         self.store = store
         self.runner = runner
+        self.data_dir = data_dir
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-job")
 
     def shutdown(self) -> None:
@@ -43,8 +47,9 @@ class JobRunner:
         return job
 
     def submit_sweep(self, model: str, reference: str) -> Job:
-        """BLEU against inference memory size on a reference set: "demo" or
-        the id of an uploaded .tsv corpus. A finished identical sweep is reused."""
+        """BLEU against inference memory size on a reference set: "demo",
+        "multi30k_test_2016" (from the data directory) or the id of an
+        uploaded .tsv corpus. A finished identical sweep is reused."""
         loaded = self.runner.model(model)
         if not loaded.config.memory_size:
             raise InputError(f"{model} has no memory to lesion")
@@ -61,6 +66,12 @@ class JobRunner:
         if reference == "demo":
             demos = demo_sentences()
             return [d.source for d in demos], [d.reference for d in demos]
+        if reference == MULTI30K_TEST:
+            try:
+                pairs = read_multi30k(self.data_dir, "test_2016_flickr")
+            except DataError as error:
+                raise InputError(str(error)) from None
+            return [de for de, _ in pairs], [en for _, en in pairs]
         job = self.store.get(reference)
         if job is None or job.kind != "corpus":
             raise InputError(f"no uploaded corpus {reference!r}")

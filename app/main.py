@@ -35,7 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         registry = CheckpointRegistry(settings.checkpoint_dir, settings.device)  # scans only; models load on first use
         app.state.runner = Runner(registry, settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens)
-        app.state.jobs = JobRunner(JobStore(settings.database), app.state.runner)
+        app.state.jobs = JobRunner(JobStore(settings.database), app.state.runner, settings.data_dir)
         yield
         app.state.jobs.shutdown()
 

@@ -22,7 +22,7 @@ class AttentionRequest(TextRequest):
 class SweepRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str
-    reference: str = Field("demo", description='"demo" or the job id of an uploaded .tsv corpus')
+    reference: str = Field("demo", description='"demo", "multi30k_test_2016" (read from the data directory) or the job id of an uploaded .tsv corpus')
 
 
 class AttributionRequest(TextRequest):

@@ -117,3 +117,16 @@ def test_sweep_needs_references(client):
 def test_unknown_job_is_404(client):
     assert client.get("/api/jobs/nope").status_code == 404
     assert client.get("/results/nope").status_code == 404
+
+
+def test_sweep_on_multi30k_needs_the_data_directory(client, settings, tmp_path):
+    settings_without_data = settings.model_copy(update={"data_dir": tmp_path / "no-data"})
+    with TestClient(create_app(settings_without_data)) as other:
+        response = other.post("/api/sweeps", json={"model": MODEL, "reference": "multi30k_test_2016"})
+    assert response.status_code == 400 and "Multi30k folder" in response.json()["detail"]
+
+
+def test_multi30k_reference_set_reads_the_data_directory(client):
+    sources, references = client.app.state.jobs.reference_set("multi30k_test_2016")
+    assert len(sources) == len(references) == 1000
+    assert sources[0] and references[0]
