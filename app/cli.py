@@ -66,7 +66,7 @@ def serve(args: argparse.Namespace) -> int:
 def train(args: argparse.Namespace) -> int:
     from training.cli import main as training_main
 
-    return training_main(args.rest)
+    return training_main(["train", *args.rest])
 
 
 def parser() -> argparse.ArgumentParser:
@@ -89,14 +89,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.set_defaults(run=serve)
-    p = commands.add_parser("train", help="train or evaluate models (see `memlens train --help`)", add_help=False)
+    p = commands.add_parser("train", help="train a model from a config (same as `python -m training train`; see `memlens train --help`)", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(run=train)
     return root
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    root = parser()
+    args, unknown = root.parse_known_args(argv)
+    if args.command == "train":
+        args.rest = [*unknown, *args.rest]  # options such as --help belong to the training command
+    elif unknown:
+        root.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.run(args)
     except (CheckpointError, InterventionError, ValueError) as error:
