@@ -96,7 +96,9 @@ def explore_run(
     if layer >= stacks[stack]:
         raise InputError(f"layer {layer} is out of range (0 to {stacks[stack] - 1})")
     plain = runner.trace(model, text, Interventions(), names=["*.pattern"])
-    lesioned = plain if lesion.is_noop() or lesion == Interventions(memory_size=plain.config["memory_size"]) else runner.trace(model, text, lesion, names=["*.pattern"])
+    if lesion.memory_size == plain.config["memory_size"]:  # the slider always sends a size; the trained one is no lesion
+        lesion = lesion.model_copy(update={"memory_size": None})
+    lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=["*.pattern"])
     view = layer_attention(lesioned, stack, layer)
     if head >= view.weights.shape[0]:
         raise InputError(f"head {head} is out of range (0 to {view.weights.shape[0] - 1})")
