@@ -143,7 +143,7 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     tokenizer = load_tokenizer(folder, config)
     metrics = read_json_object(folder / "metrics.json")
     model = build_model(config)
-    load_model(model, str(folder / "model.safetensors"), strict=True)
+    load_model(model, str(folder / "model.safetensors"), strict=True)  # names, shapes and size were checked above
     model.to(select_device(str(device)) if device is not None else select_device()).eval()
     return LoadedModel(folder.name, model, tokenizer, meta, metrics)
 

@@ -112,3 +112,13 @@ def test_device_setting(monkeypatch):
     assert select_device() == torch.device("cpu")
     monkeypatch.delenv("MEMLENS_DEVICE")
     assert select_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_weights_gone_after_the_scan_are_reported_on_load(tiny_tokenizer, tmp_path):
+    folder = write(tmp_path / "vanishing", make_tiny("memtransformer", tiny_tokenizer))
+    registry = CheckpointRegistry(tmp_path, device="cpu")
+    assert registry.entries["vanishing"].ok
+    (folder / "model.safetensors").write_bytes(b"")  # replaced between the scan and the first use
+    with pytest.raises(CheckpointError):
+        registry.get("vanishing")
+    assert not registry.entries["vanishing"].ok
