@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from inference.models.memory_transformer import FAMILIES as MEMORY_TRANSFORMER_FAMILIES
 from inference.models.memory_transformer import MemoryTransformer, MemoryTransformerConfig
+from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
+from inference.models.working_memory import WorkingMemoryConfig, WorkingMemoryTransformer
+
+ModelConfig = MemoryTransformerConfig | WorkingMemoryConfig
+Model = MemoryTransformer | WorkingMemoryTransformer
 
 
-def config_from_dict(values: dict) -> MemoryTransformerConfig:
+def config_from_dict(values: dict) -> ModelConfig:
     """Config from its JSON form; unknown or missing fields raise TypeError/ValueError."""
     family = values.get("family")
     if family in MEMORY_TRANSFORMER_FAMILIES:
         return MemoryTransformerConfig(**values)
+    if family == WORKING_MEMORY_FAMILY:
+        return WorkingMemoryConfig(**values)
     raise ValueError(f"unknown model family {family!r}")
 
 
-def build_model(config: MemoryTransformerConfig) -> MemoryTransformer:
+def build_model(config: ModelConfig) -> Model:
+    if isinstance(config, WorkingMemoryConfig):
+        return WorkingMemoryTransformer(config)
     return MemoryTransformer(config)

@@ -1,0 +1,253 @@
+"""The working-memory decoder (Sagirova & Burtsev, paper 004): a baseline
+post-LN encoder-decoder Transformer whose decoder writes vocabulary tokens
+into its own input stream as working memory, each flagged by a type bit.
+
+The decoder stream interleaves memory tokens with target tokens, e.g.
+
+    ids   = [BOS, y1, m1, y2, m2, m3, y3, EOS]
+    types = [1,   1,  0,  1,  0,  0,  1,  1]      0 = memory, 1 = target
+
+Every decoder position predicts the next element twice: a token (tied
+vocabulary logits) and its type (a 2-way type head; together the paper's
+"vocab + 2" output layer). Generation, the teacher-forced training step of
+Algorithm 1 and the lesions live in `inference.wm_decoding`; this module is
+the network.
+
+Open choices of the paper, decided here:
+
+- Decoder input = token embedding x sqrt(d) + sinusoidal position of the
+  element in the interleaved stream (memory and target tokens share one
+  position count, as in the released code) + a learned type embedding;
+  dropout is applied once to the sum. A memory-size lesion therefore shifts
+  the positions of later target tokens: that is part of the lesion.
+- BOS is a target-type element (type 1), the start type T_1 of Algorithm 1.
+- The type head is a separate nn.Linear(d, 2) next to the tied vocabulary
+  projection (source, target and output embeddings share one matrix, as in
+  the Memory Transformer family). Index 0 = memory, 1 = target, the same
+  coding as the type embedding.
+- How the type head learns (the released code puts no loss on it) is
+  decided in `inference.wm_decoding.type_labels`: a self-supervised
+  "write memory where the next target token is hard" rule, see there and
+  docs/working_memory.md.
+- The encoder and decoder layers are the Memory Transformer family's
+  `EncoderLayer` and `DecoderLayer`, built from a baseline ("transformer")
+  config with the same sizes; no layer logic is repeated here.
+
+Hook points (besides those of the reused layers):
+
+    encoder.out          [b n d]    encoder states (no memory on the encoder axis)
+    decoder.wm.types     [b k]      type of every decoder key position so far (long)
+    decoder.out          [b t d]    final decoder states
+    decoder.wm.choice    [b 7]      one record per generation / build step (CHOICE_COLUMNS)
+    logits               [b t vocab]  token logits (tied output embedding)
+    type_logits          [b t 2]    type logits: 0 memory, 1 target
+
+Attention axes: encoder self-attention ("enc", "enc"), decoder
+self-attention ("dec", "dec"), cross-attention ("dec", "enc"). On "dec",
+the role of a position is "wm" for memory-type tokens (`position_roles`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from inference.hooks import HookPoint, name_hook_points
+from inference.models.memory_transformer import DecoderLayer, EncoderLayer, EncoderOutput, MemoryTransformerConfig
+from inference.models.layers import LayerCache, TokenEmbedding
+
+FAMILY = "working_memory"
+MEMORY_TYPE, TARGET_TYPE = 0, 1
+
+# Columns of the `decoder.wm.choice` record, one row per example per step.
+# Integers are stored exactly in float32 (token ids < 2**24).
+CHOICE_COLUMNS = (
+    "p_memory",  # type-head probability of "memory" for the next element
+    "p_target",  # type-head probability of "target"
+    "type",  # the chosen type after the memory cap: 0 memory, 1 target
+    "token",  # the chosen token id (pad for a finished example)
+    "nucleus_size",  # tokens in the top-p nucleus the memory token was sampled from; 0 for a target token
+    "overridden",  # 1 when the type head asked for memory but the memory was full, so the type became target
+    "active",  # 0 once the example has finished (its row then holds pad, type target)
+)
+
+
+@dataclass
+class WorkingMemoryConfig:
+    family: str = FAMILY
+    vocab_size: int = 8000
+    d_model: int = 128  # paper: 4 layers, d 128, d_ff 512, 8 heads
+    d_ff: int = 512
+    n_heads: int = 8
+    n_encoder_layers: int = 4
+    n_decoder_layers: int = 4
+    dropout: float = 0.1
+    max_positions: int = 512  # per axis: source tokens; decoder stream = BOS + memory + target tokens
+    pad_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+    memory_size: int = 10  # M: working-memory tokens the decoder may write per sentence
+    top_p: float = 0.9  # nucleus sampling parameter for memory tokens
+
+    def __post_init__(self):
+        if self.family != FAMILY:
+            raise ValueError(f"WorkingMemoryConfig has family {FAMILY!r}, not {self.family!r}")
+        if self.memory_size < 1:
+            raise ValueError(f"memory_size must be >= 1, got {self.memory_size}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
+        if self.d_model % 2 or self.d_model % self.n_heads:
+            raise ValueError(f"d_model {self.d_model} must be even and divisible by n_heads {self.n_heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if min(self.vocab_size, self.d_ff, self.n_encoder_layers, self.n_decoder_layers) < 1:
+            raise ValueError("vocab_size, d_ff and layer counts must be positive")
+        if self.max_positions < 2:
+            raise ValueError("max_positions must be at least 2")
+        if len({self.pad_id, self.bos_id, self.eos_id}) != 3 or max(self.pad_id, self.bos_id, self.eos_id) >= self.vocab_size:
+            raise ValueError("pad, bos and eos ids must be distinct and inside the vocabulary")
+
+    @property
+    def max_memory_size(self) -> int:
+        """Largest memory a lesion may allow at inference: twice the trained size."""
+        return 2 * self.memory_size
+
+    def layer_config(self) -> MemoryTransformerConfig:
+        """The baseline config whose sizes build the reused encoder/decoder layers."""
+        return MemoryTransformerConfig(
+            family="transformer",
+            vocab_size=self.vocab_size,
+            d_model=self.d_model,
+            d_ff=self.d_ff,
+            n_heads=self.n_heads,
+            n_encoder_layers=self.n_encoder_layers,
+            n_decoder_layers=self.n_decoder_layers,
+            memory_size=0,
+            dropout=self.dropout,
+            max_positions=self.max_positions,
+            pad_id=self.pad_id,
+            bos_id=self.bos_id,
+            eos_id=self.eos_id,
+        )
+
+
+@dataclass
+class WMCache:
+    """Decoding cache: per-layer keys/values and the types of the positions
+    cached so far (the memory-mask lesion needs the key types)."""
+
+    layers: list[dict[str, LayerCache]]
+    types: torch.Tensor | None = None  # [b, offset]
+    key_mask: torch.Tensor | None = None  # [b, offset]
+
+    @property
+    def offset(self) -> int:
+        return 0 if self.types is None else self.types.shape[1]
+
+
+@dataclass
+class WMOutput:
+    token_logits: torch.Tensor  # [b, t, vocab]
+    type_logits: torch.Tensor  # [b, t, 2]
+    extras: dict = field(default_factory=dict)
+
+
+class WorkingMemoryTransformer(nn.Module):
+    def __init__(self, config: WorkingMemoryConfig):
+        super().__init__()
+        c = self.config = config
+        layers = c.layer_config()
+        self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.max_positions, c.dropout, c.pad_id)  # shared, tied
+        self.type_embed = nn.Embedding(2, c.d_model)  # [2, d]: 0 memory, 1 target
+        self.encoder = nn.Module()
+        self.encoder.layers = nn.ModuleList(EncoderLayer(layers) for _ in range(c.n_encoder_layers))
+        self.encoder.out = HookPoint("b n d  encoder output")
+        self.decoder = nn.Module()
+        self.decoder.wm = nn.Module()
+        self.decoder.wm.types = HookPoint("b k  type of every decoder key position so far: 0 memory, 1 target (long)")
+        self.decoder.layers = nn.ModuleList(DecoderLayer(layers) for _ in range(c.n_decoder_layers))
+        self.decoder.out = HookPoint("b t d  final decoder states")
+        self.decoder.wm.choice = HookPoint("b 7  per-step choice record, columns: " + ", ".join(CHOICE_COLUMNS))
+        self.type_head = nn.Linear(c.d_model, 2)
+        self.logits = HookPoint("b t vocab  token logits")
+        self.type_logits = HookPoint("b t 2  type logits: 0 memory, 1 target")
+        name_hook_points(self)
+
+    def encode(self, src_ids: torch.Tensor) -> EncoderOutput:
+        """src_ids [b, n] -> encoder states [b, n, d] (memory_size 0 on this axis)."""
+        key_mask = src_ids != self.config.pad_id  # [b, n]
+        x = self.embed(src_ids)  # [b, n, d]
+        for layer in self.encoder.layers:
+            x = layer(x, key_mask, 0)
+        return EncoderOutput(self.encoder.out(x), key_mask, 0)
+
+    def embed_stream(self, ids: torch.Tensor, types: torch.Tensor, offset: int = 0) -> torch.Tensor:  # [b, t] -> [b, t, d]
+        """Token x sqrt(d) + stream position + type embedding, then dropout."""
+        e = self.embed
+        t = ids.shape[1]
+        if offset + t > e.positions.shape[0]:
+            raise ValueError(f"decoder stream of {offset + t} elements exceeds max_positions {e.positions.shape[0]}")
+        x = F.embedding(ids, e.weight, padding_idx=e.pad_id) * e.scale + e.positions[offset : offset + t] + self.type_embed(types)
+        return e.dropout(x)
+
+    def decode(
+        self,
+        ids: torch.Tensor,  # [b, t] stream elements from position `cache.offset`
+        types: torch.Tensor,  # [b, t] their types (0 memory, 1 target)
+        encoded: EncoderOutput,
+        cache: WMCache | None = None,
+        key_mask: torch.Tensor | None = None,  # [b, t] real (non-pad) elements among the new ones; default all
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # token logits [b, t, vocab], type logits [b, t, 2]
+        offset = cache.offset if cache is not None else 0
+        b, t = ids.shape
+        if key_mask is None:
+            key_mask = torch.ones(b, t, dtype=torch.bool, device=ids.device)
+        all_types, all_keys = types, key_mask
+        if cache is not None:
+            if cache.types is not None:
+                all_types = torch.cat([cache.types, types], dim=1)  # [b, offset+t]
+                all_keys = torch.cat([cache.key_mask, key_mask], dim=1)
+            cache.types, cache.key_mask = all_types, all_keys
+        self.decoder.wm.types(all_types)  # lesions read the stream's types here
+        causal = torch.ones(t, offset + t, dtype=torch.bool, device=ids.device).tril(diagonal=offset)  # [t, offset+t]
+        self_mask = causal[None, None] & all_keys[:, None, None, :]  # [b, 1, t, offset+t]
+        cross_mask = encoded.key_mask[:, None, None, :].expand(-1, -1, t, -1)  # [b, 1, t, n]
+        y = self.embed_stream(ids, types, offset)  # [b, t, d]
+        for i, layer in enumerate(self.decoder.layers):
+            y = layer(y, self_mask, encoded.states, cross_mask, cache.layers[i] if cache is not None else None)
+        y = self.decoder.out(y)
+        token_logits = self.logits(F.linear(y, self.embed.weight))  # tied output embedding
+        return token_logits, self.type_logits(self.type_head(y))
+
+    def forward(
+        self, src_ids: torch.Tensor, ids: torch.Tensor, types: torch.Tensor, key_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Teacher-forced (token logits [b, t, vocab], type logits [b, t, 2])
+        over a given interleaved stream ids/types [b, t]."""
+        return self.decode(ids, types, self.encode(src_ids), key_mask=key_mask)
+
+    def new_cache(self) -> WMCache:
+        return WMCache([{} for _ in self.decoder.layers])
+
+    def position_roles(
+        self, src_ids: torch.Tensor, ids: torch.Tensor, types: torch.Tensor, key_mask: torch.Tensor | None = None
+    ) -> dict[str, list[list[str]]]:
+        """A role for every position: "enc" src/special/pad; "dec" wm (memory
+        tokens), tgt, special (BOS/EOS target elements), pad."""
+        c = self.config
+        special = {c.bos_id, c.eos_id}
+        enc = [["pad" if i == c.pad_id else "special" if i in special else "src" for i in row] for row in src_ids.tolist()]
+        if key_mask is None:
+            key_mask = torch.ones_like(ids, dtype=torch.bool)
+        dec = []
+        for row, row_types, row_real in zip(ids.tolist(), types.tolist(), key_mask.tolist()):
+            dec.append(
+                [
+                    "pad" if not real else "wm" if kind == MEMORY_TYPE else "special" if i in special else "tgt"
+                    for i, kind, real in zip(row, row_types, row_real)
+                ]
+            )
+        return {"enc": enc, "dec": dec}

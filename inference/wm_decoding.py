@@ -1,0 +1,411 @@
+"""Working-memory decoder (paper 004): generation, the teacher-forced
+training step of Algorithm 1, and the family's lesions.
+
+Generation (`wm_generate`). From BOS, every step runs the decoder (KV
+cache) on the last element and decides the next one:
+
+- type: argmax of the type head; forced to target when the example already
+  holds `memory_size` memory tokens (the inference memory size: trained M,
+  or a lesion's 0 .. 2M);
+- memory type: a token nucleus-sampled (p = config.top_p) from the token
+  logits with pad/BOS/EOS excluded, using one seeded torch.Generator per
+  call and exactly one uniform draw per example per step, so a fixed seed
+  and batch reproduce the same memory;
+- target type: the greedy token.
+An example stops at the first target-type EOS (or when max_new_tokens
+elements have been generated). Every step's decision passes through the
+hook point `decoder.wm.choice` (columns in `CHOICE_COLUMNS`), and the loop
+reads the type and token back from it, so hooks may edit decisions; the
+memory cap and finished examples are enforced again after the hooks.
+
+Training (`wm_training_forward`, Algorithm 1). The interleaved stream is
+built step by step without gradients: the type head chooses the type
+(forced to target once M memory tokens exist), a memory step appends a
+nucleus-sampled token, a target step appends the gold next target token;
+an example is complete once its gold target (ending in EOS) is in. Then one
+forward pass with gradients over the built stream gives
+
+- target loss: token cross-entropy only at positions whose next element is
+  a target token (memory predictions get no loss, as in the paper);
+- type loss: cross-entropy of the type head against self-supervised labels
+  (`type_labels`), the decision this module makes for a head that the
+  released code leaves without a loss:
+
+  At position s, p_s = the model's (detached) probability of the gold next
+  target token. Positions where memory is not yet full are eligible. The
+  eligible positions with p_s < threshold are candidates, their number is
+  clamped to [1, M - 1] (to [1, 1] when M = 1) and to the number of
+  eligible positions, and that many eligible positions with the lowest p_s
+  are labelled "memory"; every other position is labelled "target".
+
+  Justification: the model is taught to stop and write memory before the
+  target tokens it finds hardest, which is where extra computation in the
+  stream can help. The labels come from the token model, never from the
+  type head itself, and their count per sequence lies in [1, M - 1] by
+  construction, so the head cannot collapse to always 0 or always M memory
+  tokens by fitting its own choices. total loss = target_loss +
+  type_loss_weight x type_loss.
+
+Lesions (`WorkingMemoryInterventions`), applied through hooks or inputs:
+
+- memory_size: inference memory cap, 0 .. 2 x trained (an input of the loop);
+- mask_memory: memory is generated, but target-type queries may not attend
+  memory-type keys in any decoder self-attention (hooks on
+  `decoder.wm.types` and `decoder.layers.{i}.self_attn.mask`). Memory-type
+  queries still see everything causally visible;
+- forced_memory: token ids written as the 1st, 2nd, ... memory tokens of
+  every example instead of sampled ones (a hook on `decoder.wm.choice`);
+  types are still chosen by the type head;
+- ablate_heads / scale_ff_keys: as in `inference.interventions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, Field
+
+from inference.hooks import HookFn, HookPoint, hook_points, registered_hooks
+from inference.interventions import FFKeyScale, HeadRef, InterventionError, Interventions, intervention_hooks
+from inference.models.working_memory import CHOICE_COLUMNS, MEMORY_TYPE, TARGET_TYPE, WorkingMemoryTransformer
+
+COL = {name: i for i, name in enumerate(CHOICE_COLUMNS)}
+
+
+# ---------------------------------------------------------------- lesions
+
+
+class WorkingMemoryInterventions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory_size: int | None = Field(None, ge=0, description="memory tokens the decoder may write at inference; None = as trained; up to 2x trained")
+    mask_memory: bool = Field(False, description="target-type queries may not attend memory-type keys in decoder self-attention")
+    forced_memory: tuple[int, ...] = Field((), description="token ids written as the memory tokens, in order, instead of sampled ones")
+    ablate_heads: tuple[HeadRef, ...] = Field((), description="heads whose output is zeroed")
+    scale_ff_keys: tuple[FFKeyScale, ...] = Field((), description="feed-forward key coefficients to zero or scale")
+
+    def is_noop(self) -> bool:
+        return self == WorkingMemoryInterventions()
+
+
+@contextmanager
+def applied_wm_interventions(model: WorkingMemoryTransformer, interventions: WorkingMemoryInterventions | None) -> Iterator[int]:
+    """Register the lesion hooks for one call; yield the inference memory
+    size. Raises InterventionError before touching the model when the
+    interventions do not fit it."""
+    interventions = interventions or WorkingMemoryInterventions()
+    c = model.config
+    memory_size = c.memory_size if interventions.memory_size is None else interventions.memory_size
+    if memory_size > c.max_memory_size:
+        raise InterventionError(
+            f"memory_size {memory_size} is out of range: this model allows 0 to {c.max_memory_size} (2 x its trained {c.memory_size})"
+        )
+    bad = [t for t in interventions.forced_memory if not 0 <= t < c.vocab_size]
+    if bad:
+        raise InterventionError(f"forced memory tokens {bad} are outside the vocabulary (0 to {c.vocab_size - 1})")
+    if len(interventions.forced_memory) > memory_size:
+        raise InterventionError(f"{len(interventions.forced_memory)} forced memory tokens do not fit a memory of {memory_size}")
+    hooks = intervention_hooks(model, Interventions(ablate_heads=interventions.ablate_heads, scale_ff_keys=interventions.scale_ff_keys), 0)
+    if interventions.mask_memory:
+        hooks = _mask_memory_hooks(model) + hooks
+    if interventions.forced_memory:
+        hooks.insert(0, ("decoder.wm.choice", _force_memory(list(interventions.forced_memory))))
+    with registered_hooks(model, hooks):
+        yield memory_size
+
+
+def _mask_memory_hooks(model: WorkingMemoryTransformer) -> list[tuple[str, HookFn]]:
+    seen: dict[str, torch.Tensor] = {}
+
+    def remember_types(types: torch.Tensor, point: HookPoint) -> None:  # [b, k]
+        seen["types"] = types
+
+    def block(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]
+        types = seen["types"]  # [b, k] key types; the queries are the last q keys
+        q = mask.shape[2]
+        target_queries = types[:, -q:] == TARGET_TYPE  # [b, q]
+        memory_keys = types == MEMORY_TYPE  # [b, k]
+        return mask & ~(target_queries[:, None, :, None] & memory_keys[:, None, None, :])
+
+    hooks: list[tuple[str, HookFn]] = [("decoder.wm.types", remember_types)]
+    for name in hook_points(model):
+        if name.startswith("decoder.") and name.endswith(".self_attn.mask"):
+            hooks.append((name, block))
+    return hooks
+
+
+def _force_memory(tokens: list[int]) -> HookFn:
+    written: list[int] = []  # memory tokens written so far, per example
+
+    def hook(record: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 7]
+        if not written:
+            written.extend([0] * record.shape[0])
+        record = record.clone()
+        for row in ((record[:, COL["type"]] == MEMORY_TYPE) & (record[:, COL["active"]] == 1)).nonzero().flatten().tolist():
+            if written[row] < len(tokens):
+                record[row, COL["token"]] = tokens[written[row]]
+            written[row] += 1
+        return record
+
+    return hook
+
+
+# ---------------------------------------------------------------- one decision
+
+
+def nucleus_sample(
+    logits: torch.Tensor,  # [b, vocab]
+    top_p: float,
+    generator: torch.Generator,
+    banned: tuple[int, ...] = (),
+) -> tuple[torch.Tensor, torch.Tensor]:  # tokens [b], nucleus sizes [b]
+    """Sample from the smallest set of most likely tokens whose mass reaches
+    top_p (Holtzman et al.), one uniform draw per row (inverse CDF)."""
+    logits = logits.float().clone()
+    if banned:
+        logits[:, list(banned)] = float("-inf")
+    probs = logits.softmax(dim=-1)
+    sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)  # [b, vocab]
+    keep = (sorted_p.cumsum(dim=-1) - sorted_p) < top_p  # the first token is always kept
+    sizes = keep.sum(dim=-1)  # [b]
+    kept = sorted_p * keep
+    u = torch.rand(logits.shape[0], generator=generator, device=logits.device) * kept.sum(dim=-1)  # [b]
+    index = (kept.cumsum(dim=-1) < u[:, None]).sum(dim=-1)
+    index = torch.minimum(index, sizes - 1)
+    return order.gather(-1, index[:, None]).squeeze(1), sizes
+
+
+def _choose(
+    model: WorkingMemoryTransformer,
+    token_logits: torch.Tensor,  # [b, vocab] at the last position
+    type_logits: torch.Tensor,  # [b, 2]
+    memory_count: torch.Tensor,  # [b] memory tokens written so far
+    memory_size: int,
+    active: torch.Tensor,  # [b] bool, not finished
+    generator: torch.Generator,
+    gold: torch.Tensor | None = None,  # [b] teacher-forced target tokens (training)
+) -> tuple[torch.Tensor, torch.Tensor]:  # types [b], tokens [b]
+    c = model.config
+    p = type_logits.float().softmax(dim=-1)  # [b, 2]
+    wants_memory = p[:, MEMORY_TYPE] > p[:, TARGET_TYPE]
+    room = memory_count < memory_size
+    is_memory = wants_memory & room & active
+    sampled, sizes = nucleus_sample(token_logits, c.top_p, generator, banned=(c.pad_id, c.bos_id, c.eos_id))
+    target = gold if gold is not None else token_logits.argmax(dim=-1)
+    token = torch.where(is_memory, sampled, target).masked_fill(~active, c.pad_id)
+    record = torch.stack(
+        [
+            p[:, MEMORY_TYPE],
+            p[:, TARGET_TYPE],
+            (~is_memory).float(),
+            token.float(),
+            torch.where(is_memory, sizes, 0).float(),
+            (wants_memory & ~room & active).float(),
+            active.float(),
+        ],
+        dim=-1,
+    )  # [b, 7]
+    record = model.decoder.wm.choice(record)
+    types = record[:, COL["type"]].round().long().clamp(0, 1)
+    tokens = record[:, COL["token"]].round().long()
+    types = torch.where(active & room, types, TARGET_TYPE)  # the cap and finished rows hold whatever hooks did
+    if gold is not None:
+        tokens = torch.where(types == TARGET_TYPE, gold, tokens)
+    return types, tokens.masked_fill(~active, c.pad_id)
+
+
+# ---------------------------------------------------------------- generation
+
+
+@dataclass
+class WMExample:
+    ids: list[int]  # generated interleaved stream (BOS excluded), up to and including the target EOS
+    types: list[int]  # 0 memory, 1 target, per element of ids
+    translation: list[int]  # target-type tokens, final EOS excluded
+    memory: list[int]  # memory-type tokens in order
+
+
+@dataclass
+class WMGeneration:
+    ids: torch.Tensor  # [b, 1 + steps] stream with BOS, pad after an example finished
+    types: torch.Tensor  # [b, 1 + steps]
+    key_mask: torch.Tensor  # [b, 1 + steps] True for real elements
+    examples: list[WMExample]
+    memory_size: int  # the inference memory cap used
+
+
+def _examples(ids: torch.Tensor, types: torch.Tensor, key_mask: torch.Tensor, eos_id: int) -> list[WMExample]:
+    examples = []
+    for row, row_types, row_real in zip(ids[:, 1:].tolist(), types[:, 1:].tolist(), key_mask[:, 1:].tolist()):
+        pairs = [(i, k) for i, k, real in zip(row, row_types, row_real) if real]
+        translation = [i for i, k in pairs if k == TARGET_TYPE]
+        if translation and translation[-1] == eos_id and pairs[-1] == (eos_id, TARGET_TYPE):
+            translation = translation[:-1]
+        examples.append(
+            WMExample(
+                ids=[i for i, _ in pairs],
+                types=[k for _, k in pairs],
+                translation=translation,
+                memory=[i for i, k in pairs if k == MEMORY_TYPE],
+            )
+        )
+    return examples
+
+
+@torch.no_grad()
+def wm_generate(
+    model: WorkingMemoryTransformer,
+    src_ids: torch.Tensor,  # [b, n]
+    interventions: WorkingMemoryInterventions | None = None,
+    seed: int = 0,
+    max_new_tokens: int = 128,
+    use_cache: bool = True,
+) -> WMGeneration:
+    """Generate memory and translation together (see the module doc)."""
+    c = model.config
+    device = src_ids.device
+    b = src_ids.shape[0]
+    max_new_tokens = min(max_new_tokens, c.max_positions - 1)  # BOS takes position 0
+    generator = torch.Generator(device=device).manual_seed(seed)
+    with applied_wm_interventions(model, interventions) as memory_size:
+        encoded = model.encode(src_ids)
+        ids = torch.full((b, 1), c.bos_id, dtype=torch.long, device=device)  # [b, 1 + steps]
+        types = torch.full((b, 1), TARGET_TYPE, dtype=torch.long, device=device)
+        key_mask = torch.ones(b, 1, dtype=torch.bool, device=device)
+        active = torch.ones(b, dtype=torch.bool, device=device)
+        memory_count = torch.zeros(b, dtype=torch.long, device=device)
+        cache = model.new_cache() if use_cache else None
+        for _ in range(max_new_tokens):
+            if use_cache:
+                token_logits, type_logits = model.decode(ids[:, -1:], types[:, -1:], encoded, cache)
+            else:
+                token_logits, type_logits = model.decode(ids, types, encoded)
+            next_type, next_token = _choose(model, token_logits[:, -1], type_logits[:, -1], memory_count, memory_size, active, generator)
+            ids = torch.cat([ids, next_token[:, None]], dim=1)
+            types = torch.cat([types, next_type[:, None]], dim=1)
+            key_mask = torch.cat([key_mask, active[:, None]], dim=1)
+            memory_count += (next_type == MEMORY_TYPE) & active
+            active = active & ~((next_type == TARGET_TYPE) & (next_token == c.eos_id))
+            if not active.any():
+                break
+    return WMGeneration(ids, types, key_mask, _examples(ids.cpu(), types.cpu(), key_mask.cpu(), c.eos_id), memory_size)
+
+
+# ---------------------------------------------------------------- training
+
+
+@dataclass
+class WMTrainingOutput:
+    loss: torch.Tensor  # scalar: target_loss + type_loss_weight * type_loss
+    target_loss: torch.Tensor  # scalar, mean over target-token predictions
+    type_loss: torch.Tensor  # scalar, mean over labelled positions
+    ids: torch.Tensor  # [b, L] built stream with BOS, pad after an example is complete
+    types: torch.Tensor  # [b, L]
+    key_mask: torch.Tensor  # [b, L] real elements
+    type_labels: torch.Tensor  # [b, L] label for the element after each position; -100 where none
+    gold_probs: torch.Tensor  # [b, L] detached probability of the gold next target token; nan where none
+
+
+def type_labels(
+    gold_probs: torch.Tensor,  # [L] probability of the gold next target token at each position
+    eligible: torch.Tensor,  # [L] bool: memory not full before the next element, and a next element exists
+    valid: torch.Tensor,  # [L] bool: a next element exists (the position gets a label)
+    memory_size: int,
+    threshold: float,
+) -> torch.Tensor:  # [L] 0 memory, 1 target, -100 unlabelled
+    """The type head's self-supervised labels for one sequence (module doc)."""
+    labels = torch.full_like(gold_probs, -100, dtype=torch.long)
+    labels[valid] = TARGET_TYPE
+    n_eligible = int(eligible.sum())
+    if n_eligible == 0:
+        return labels
+    below = int((eligible & (gold_probs < threshold)).sum())
+    k = min(max(below, 1), max(memory_size - 1, 1), n_eligible)
+    scores = torch.where(eligible, gold_probs, torch.full_like(gold_probs, float("inf")))
+    hardest = scores.sort(stable=True).indices[:k]
+    labels[hardest] = MEMORY_TYPE
+    return labels
+
+
+def wm_training_forward(
+    model: WorkingMemoryTransformer,
+    src_ids: torch.Tensor,  # [b, n]
+    targets: list[list[int]],  # gold target ids per example, without BOS, ending in EOS
+    seed: int | torch.Generator = 0,
+    type_threshold: float = 0.5,
+    type_loss_weight: float = 0.5,
+    memory_size: int | None = None,  # M for the build; default the config's
+) -> WMTrainingOutput:
+    """Algorithm 1: build the interleaved stream without gradients, then one
+    forward pass with gradients over it (see the module doc for the losses)."""
+    c = model.config
+    device = src_ids.device
+    b = src_ids.shape[0]
+    m = c.memory_size if memory_size is None else memory_size
+    if len(targets) != b or any(not t for t in targets):
+        raise ValueError("need one non-empty target per source")
+    longest = max(len(t) for t in targets) + m + 1
+    if longest > c.max_positions:
+        raise ValueError(f"a built stream may have {longest} elements; max_positions is {c.max_positions}")
+    lengths = torch.tensor([len(t) for t in targets], device=device)  # [b]
+    gold = torch.full((b, max(len(t) for t in targets) + 1), c.pad_id, dtype=torch.long, device=device)  # one spare column
+    for row, target in enumerate(targets):
+        gold[row, : len(target)] = torch.tensor(target, dtype=torch.long)
+    generator = seed if isinstance(seed, torch.Generator) else torch.Generator(device=device).manual_seed(seed)
+
+    with torch.no_grad():  # build the stream
+        encoded = model.encode(src_ids)
+        ids = torch.full((b, 1), c.bos_id, dtype=torch.long, device=device)
+        types = torch.full((b, 1), TARGET_TYPE, dtype=torch.long, device=device)
+        key_mask = torch.ones(b, 1, dtype=torch.bool, device=device)
+        appended = torch.zeros(b, dtype=torch.long, device=device)  # gold target tokens in the stream
+        memory_count = torch.zeros(b, dtype=torch.long, device=device)
+        cache = model.new_cache()
+        rows = torch.arange(b, device=device)
+        while True:
+            active = appended < lengths
+            if not active.any():
+                break
+            token_logits, type_logits = model.decode(ids[:, -1:], types[:, -1:], encoded, cache)
+            next_gold = gold[rows, appended.clamp(max=gold.shape[1] - 1)]
+            next_type, next_token = _choose(model, token_logits[:, -1], type_logits[:, -1], memory_count, m, active, generator, next_gold)
+            ids = torch.cat([ids, next_token[:, None]], dim=1)
+            types = torch.cat([types, next_type[:, None]], dim=1)
+            key_mask = torch.cat([key_mask, active[:, None]], dim=1)
+            memory_count += (next_type == MEMORY_TYPE) & active
+            appended += (next_type == TARGET_TYPE) & active
+
+    token_logits, type_logits = model(src_ids, ids, types, key_mask)  # with gradients
+    pred, type_pred = token_logits[:, :-1], type_logits[:, :-1]  # position s predicts element s + 1
+    next_ids, next_types, next_real = ids[:, 1:], types[:, 1:], key_mask[:, 1:]
+    is_target = next_real & (next_types == TARGET_TYPE)  # [b, L-1]
+    target_loss = F.cross_entropy(pred[is_target], next_ids[is_target])
+
+    # Self-supervised type labels (module doc).
+    targets_in = ((types == TARGET_TYPE) & key_mask).cumsum(dim=1) - 1  # [b, L] gold tokens in the stream up to s (BOS excluded)
+    memory_in = ((types == MEMORY_TYPE) & key_mask).cumsum(dim=1)  # [b, L]
+    gold_index = targets_in[:, :-1].clamp(max=gold.shape[1] - 1)
+    probs = pred.detach().float().softmax(dim=-1).gather(-1, gold[rows[:, None], gold_index][..., None]).squeeze(-1)  # [b, L-1]
+    gold_probs = torch.where(next_real, probs, torch.full_like(probs, float("nan")))
+    eligible = next_real & (memory_in[:, :-1] < m)
+    labels = torch.stack([type_labels(gold_probs[r], eligible[r], next_real[r], m, type_threshold) for r in range(b)])
+    labelled = labels != -100
+    type_loss = F.cross_entropy(type_pred[labelled], labels[labelled])
+
+    def pad_column(x: torch.Tensor, value: float) -> torch.Tensor:  # [b, L-1] -> [b, L]
+        return torch.cat([x, torch.full_like(x[:, :1], value)], dim=1)
+
+    return WMTrainingOutput(
+        loss=target_loss + type_loss_weight * type_loss,
+        target_loss=target_loss,
+        type_loss=type_loss,
+        ids=ids,
+        types=types,
+        key_mask=key_mask,
+        type_labels=pad_column(labels, -100),
+        gold_probs=pad_column(gold_probs, float("nan")),
+    )
