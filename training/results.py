@@ -70,7 +70,8 @@ def table_1(metrics: dict[str, dict]) -> list[str]:
 
 
 def table_2(metrics: dict[str, dict]) -> list[str]:
-    sizes = sorted({k for m in metrics.values() for k in m.get("lesion", {}).get("memory_size", [])} | set(PAPER_LESION_SIZES))
+    shown = [metrics[name] for name in PAPER_TABLE_1 if name in metrics]
+    sizes = sorted({k for m in shown for k in m.get("lesion", {}).get("memory_size", [])} | set(PAPER_LESION_SIZES))
     lines = ["| model | " + " | ".join(f"m={k}" for k in sizes) + " |", "|---|" + "---|" * len(sizes)]
     for name, (label, _) in PAPER_TABLE_1.items():
         lesion = metrics.get(name, {}).get("lesion")
@@ -90,12 +91,16 @@ def _lesion_cell(value, size: int, name: str) -> str:
 
 
 def table_3(metrics: dict[str, dict]) -> list[str]:
-    lines = ["| stage | memory | BLEU test_2016_flickr (ours) | paper (WMT-14) |", "|---|---|---|---|"]
+    lines = ["| stage | memory | epochs in total | BLEU test_2016_flickr (ours) | paper (WMT-14; 20 + 5 per stage epochs) |", "|---|---|---|---|---|"]
+    epochs = 0
     for stage, (name, paper) in enumerate(zip(EXTENSION_STAGES, PAPER_TABLE_3)):
         m = metrics.get(name)
-        ours = _number(m["bleu"].get(TEST_SPLIT)) if m else "not trained yet"
         label = "trained" if stage == 0 else f"+{stage} fine-tuning stage{'s' if stage > 1 else ''}"
-        lines.append(f"| {label} | {5 * (stage + 1)} | {ours} | {_number(paper)} |")
+        if m is None:
+            lines.append(f"| {label} | {5 * (stage + 1)} | | not trained yet | {_number(paper)} |")
+            continue
+        epochs += m.get("train", {}).get("epochs", 0)
+        lines.append(f"| {label} | {5 * (stage + 1)} | {epochs} | {_number(m['bleu'].get(TEST_SPLIT))} | {_number(paper)} |")
     return lines
 
 
