@@ -9,6 +9,8 @@ def test_results_tables_come_from_metrics(tmp_path):
     checkpoints = tmp_path / "checkpoints"
     for name, bleu, lesion in [
         ("transformer", 30.5, None),
+        ("memtransformer_5", 28.0, None),
+        ("memtransformer_5_finetuned", 29.5, None),
         ("memtransformer_10", 31.25, {"memory_size": [0, 2, 5, 10, 20, 30], "bleu": [10.0, 20.0, 25.0, 31.25, 28.0, 22.0]}),
     ]:
         (checkpoints / name).mkdir(parents=True)
@@ -20,7 +22,8 @@ def test_results_tables_come_from_metrics(tmp_path):
     reading.write_text("Shapes agree.")
     text = write_results(checkpoints, tmp_path / "results.md", reading).read_text()
     assert "| Transformer (baseline) | 31.50 | 30.50 | 50.00 | 4 | 10 | 19.01 |" in text
-    assert "| MemTransformer 5 | not trained yet |" in text
+    assert "| MemCtrl 20 | not trained yet |" in text
+    assert "| control: fine-tuned, memory not grown | 5 | 8 | 29.50 | - |" in text
     assert "| MemTransformer 10 (ours) | 10.00 | 20.00 | 25.00 | **31.25** | 28.00 | 22.00 |" in text
     assert "| MemTransformer 10 (paper, base) | 11.75 | 15.91 | 18.22 | 25.07 | 12.39 | 7.87 |" in text
     assert text.rstrip().endswith("Shapes agree.")
