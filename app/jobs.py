@@ -54,7 +54,7 @@ class JobRunner:
         if not loaded.config.memory_size:
             raise InputError(f"{model} has no memory to lesion")
         self.reference_set(reference)  # refuse an unusable reference before queueing
-        params = {"model": model, "reference": reference, "sizes": lesion_sizes(loaded.config.memory_size)}
+        params = {"model": model, "reference": reference, "sizes": lesion_sizes(loaded.config.memory_size, loaded.config.max_memory_size)}
         cached = self.store.find_done("sweep", params)
         if cached:
             return cached

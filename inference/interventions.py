@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from inference.hooks import HookFn, HookPoint, hook_points, registered_hooks
+from inference.models.working_memory import CHOICE_COLUMN, MEMORY_TYPE, TARGET_TYPE, WorkingMemoryTransformer
 
 
 class InterventionError(ValueError):
@@ -40,11 +41,15 @@ class FFKeyScale(BaseModel):
 class Interventions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    memory_size: int | None = Field(None, ge=0, description="[mem] slots at inference; None = as trained; up to 3x trained")
+    memory_size: int | None = Field(
+        None, ge=0, description="memory at inference ([mem] slots, or working-memory tokens); None = as trained; up to the model's max_memory_size"
+    )
     knockout_slots: tuple[int, ...] = Field((), description="memory slots no query may attend")
     block_memory_reads: Literal["none", "encoder", "decoder", "both"] = Field(
         "none", description="sequence queries may not attend memory keys (encoder self-attention, decoder cross-attention, or both)"
     )
+    mask_memory: bool = Field(False, description="working memory: target-type queries may not attend memory-type keys in decoder self-attention")
+    forced_memory: tuple[int, ...] = Field((), description="working memory: token ids written as the memory tokens, in order, instead of sampled ones")
     ablate_heads: tuple[HeadRef, ...] = Field((), description="heads whose output is zeroed")
     scale_ff_keys: tuple[FFKeyScale, ...] = Field((), description="feed-forward key coefficients to zero or scale")
 
@@ -72,9 +77,11 @@ def effective_memory_size(model: nn.Module, interventions: Interventions) -> int
     if interventions.memory_size is None:
         return config.memory_size
     if interventions.memory_size > config.max_memory_size:
+        if config.memory_size == 0:
+            raise InterventionError(f"memory_size {interventions.memory_size} is out of range: this model has no memory")
         raise InterventionError(
             f"memory_size {interventions.memory_size} is out of range: this model allows 0 to {config.max_memory_size} "
-            f"(3 x its trained {config.memory_size})"
+            f"({config.max_memory_size // config.memory_size} x its trained {config.memory_size})"
         )
     return interventions.memory_size
 
@@ -82,7 +89,7 @@ def effective_memory_size(model: nn.Module, interventions: Interventions) -> int
 def intervention_hooks(model: nn.Module, interventions: Interventions, memory_size: int) -> list[tuple[str, HookFn]]:
     """Validate `interventions` against the model and return its hooks."""
     points = hook_points(model)
-    hooks: list[tuple[str, HookFn]] = []
+    hooks = _working_memory_hooks(model, interventions, memory_size)
 
     for slot in interventions.knockout_slots:
         if not 0 <= slot < memory_size:
@@ -157,5 +164,68 @@ def _scale_keys(keys: list[int], scale: float) -> HookFn:
         coefficients = coefficients.clone()
         coefficients[..., keys] *= scale
         return coefficients
+
+    return hook
+
+
+# ---------------------------------------------------------------- working memory (paper 004)
+
+
+def _working_memory_hooks(model: nn.Module, interventions: Interventions, memory_size: int) -> list[tuple[str, HookFn]]:
+    """The hooks of mask_memory and forced_memory; checks that the lesions
+    asked for belong to the model's family."""
+    if not isinstance(model, WorkingMemoryTransformer):
+        if interventions.mask_memory or interventions.forced_memory:
+            raise InterventionError("mask_memory and forced_memory are lesions of working-memory models; this model has [mem] slots")
+        return []
+    if interventions.knockout_slots or interventions.block_memory_reads != "none":
+        raise InterventionError("knockout_slots and block_memory_reads act on [mem] slots; a working-memory model has none (use mask_memory)")
+    vocab_size = model.config.vocab_size
+    bad = [t for t in interventions.forced_memory if not 0 <= t < vocab_size]
+    if bad:
+        raise InterventionError(f"forced memory tokens {bad} are outside the vocabulary (0 to {vocab_size - 1})")
+    if len(interventions.forced_memory) > memory_size:
+        raise InterventionError(f"{len(interventions.forced_memory)} forced memory tokens do not fit a memory of {memory_size}")
+    hooks = _mask_memory_hooks(model) if interventions.mask_memory else []
+    if interventions.forced_memory:
+        hooks.insert(0, ("decoder.wm.choice", _force_memory(list(interventions.forced_memory))))
+    return hooks
+
+
+def _mask_memory_hooks(model: WorkingMemoryTransformer) -> list[tuple[str, HookFn]]:
+    """The paper's lesion: memory is generated, but target-type queries may
+    not attend memory-type keys in any decoder self-attention."""
+    seen: dict[str, torch.Tensor] = {}
+
+    def remember_types(types: torch.Tensor, point: HookPoint) -> None:  # [b, k]
+        seen["types"] = types
+
+    def block(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]
+        types = seen["types"]  # [b, k] key types; the queries are the last q keys
+        q = mask.shape[2]
+        target_queries = types[:, -q:] == TARGET_TYPE  # [b, q]
+        memory_keys = types == MEMORY_TYPE  # [b, k]
+        return mask & ~(target_queries[:, None, :, None] & memory_keys[:, None, None, :])
+
+    hooks: list[tuple[str, HookFn]] = [("decoder.wm.types", remember_types)]
+    for name in hook_points(model):
+        if name.startswith("decoder.") and name.endswith(".self_attn.mask"):
+            hooks.append((name, block))
+    return hooks
+
+
+def _force_memory(tokens: list[int]) -> HookFn:
+    written: list[int] = []  # memory tokens written so far, per example
+
+    def hook(record: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 7]
+        if not written:
+            written.extend([0] * record.shape[0])
+        record = record.clone()
+        is_memory = (record[:, CHOICE_COLUMN["type"]] == MEMORY_TYPE) & (record[:, CHOICE_COLUMN["active"]] == 1)
+        for row in is_memory.nonzero().flatten().tolist():
+            if written[row] < len(tokens):
+                record[row, CHOICE_COLUMN["token"]] = tokens[written[row]]
+            written[row] += 1
+        return record
 
     return hook

@@ -46,112 +46,22 @@ forward pass with gradients over the built stream gives
   tokens by fitting its own choices. total loss = target_loss +
   type_loss_weight x type_loss.
 
-Lesions (`WorkingMemoryInterventions`), applied through hooks or inputs:
-
-- memory_size: inference memory cap, 0 .. 2 x trained (an input of the loop);
-- mask_memory: memory is generated, but target-type queries may not attend
-  memory-type keys in any decoder self-attention (hooks on
-  `decoder.wm.types` and `decoder.layers.{i}.self_attn.mask`). Memory-type
-  queries still see everything causally visible;
-- forced_memory: token ids written as the 1st, 2nd, ... memory tokens of
-  every example instead of sampled ones (a hook on `decoder.wm.choice`);
-  types are still chosen by the type head;
-- ablate_heads / scale_ff_keys: as in `inference.interventions`.
+Lesions are `inference.interventions.Interventions` (memory_size as the
+inference memory cap 0 .. 2 x trained, mask_memory, forced_memory,
+ablate_heads, scale_ff_keys), applied by `applied_interventions`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 
-from inference.hooks import HookFn, HookPoint, hook_points, registered_hooks
-from inference.interventions import FFKeyScale, HeadRef, InterventionError, Interventions, intervention_hooks
-from inference.models.working_memory import CHOICE_COLUMNS, MEMORY_TYPE, TARGET_TYPE, WorkingMemoryTransformer
+from inference.interventions import Interventions, applied_interventions
+from inference.models.working_memory import CHOICE_COLUMN, MEMORY_TYPE, TARGET_TYPE, WorkingMemoryTransformer
 
-COL = {name: i for i, name in enumerate(CHOICE_COLUMNS)}
-
-
-# ---------------------------------------------------------------- lesions
-
-
-class WorkingMemoryInterventions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    memory_size: int | None = Field(None, ge=0, description="memory tokens the decoder may write at inference; None = as trained; up to 2x trained")
-    mask_memory: bool = Field(False, description="target-type queries may not attend memory-type keys in decoder self-attention")
-    forced_memory: tuple[int, ...] = Field((), description="token ids written as the memory tokens, in order, instead of sampled ones")
-    ablate_heads: tuple[HeadRef, ...] = Field((), description="heads whose output is zeroed")
-    scale_ff_keys: tuple[FFKeyScale, ...] = Field((), description="feed-forward key coefficients to zero or scale")
-
-    def is_noop(self) -> bool:
-        return self == WorkingMemoryInterventions()
-
-
-@contextmanager
-def applied_wm_interventions(model: WorkingMemoryTransformer, interventions: WorkingMemoryInterventions | None) -> Iterator[int]:
-    """Register the lesion hooks for one call; yield the inference memory
-    size. Raises InterventionError before touching the model when the
-    interventions do not fit it."""
-    interventions = interventions or WorkingMemoryInterventions()
-    c = model.config
-    memory_size = c.memory_size if interventions.memory_size is None else interventions.memory_size
-    if memory_size > c.max_memory_size:
-        raise InterventionError(
-            f"memory_size {memory_size} is out of range: this model allows 0 to {c.max_memory_size} (2 x its trained {c.memory_size})"
-        )
-    bad = [t for t in interventions.forced_memory if not 0 <= t < c.vocab_size]
-    if bad:
-        raise InterventionError(f"forced memory tokens {bad} are outside the vocabulary (0 to {c.vocab_size - 1})")
-    if len(interventions.forced_memory) > memory_size:
-        raise InterventionError(f"{len(interventions.forced_memory)} forced memory tokens do not fit a memory of {memory_size}")
-    hooks = intervention_hooks(model, Interventions(ablate_heads=interventions.ablate_heads, scale_ff_keys=interventions.scale_ff_keys), 0)
-    if interventions.mask_memory:
-        hooks = _mask_memory_hooks(model) + hooks
-    if interventions.forced_memory:
-        hooks.insert(0, ("decoder.wm.choice", _force_memory(list(interventions.forced_memory))))
-    with registered_hooks(model, hooks):
-        yield memory_size
-
-
-def _mask_memory_hooks(model: WorkingMemoryTransformer) -> list[tuple[str, HookFn]]:
-    seen: dict[str, torch.Tensor] = {}
-
-    def remember_types(types: torch.Tensor, point: HookPoint) -> None:  # [b, k]
-        seen["types"] = types
-
-    def block(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]
-        types = seen["types"]  # [b, k] key types; the queries are the last q keys
-        q = mask.shape[2]
-        target_queries = types[:, -q:] == TARGET_TYPE  # [b, q]
-        memory_keys = types == MEMORY_TYPE  # [b, k]
-        return mask & ~(target_queries[:, None, :, None] & memory_keys[:, None, None, :])
-
-    hooks: list[tuple[str, HookFn]] = [("decoder.wm.types", remember_types)]
-    for name in hook_points(model):
-        if name.startswith("decoder.") and name.endswith(".self_attn.mask"):
-            hooks.append((name, block))
-    return hooks
-
-
-def _force_memory(tokens: list[int]) -> HookFn:
-    written: list[int] = []  # memory tokens written so far, per example
-
-    def hook(record: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 7]
-        if not written:
-            written.extend([0] * record.shape[0])
-        record = record.clone()
-        for row in ((record[:, COL["type"]] == MEMORY_TYPE) & (record[:, COL["active"]] == 1)).nonzero().flatten().tolist():
-            if written[row] < len(tokens):
-                record[row, COL["token"]] = tokens[written[row]]
-            written[row] += 1
-        return record
-
-    return hook
+COL = CHOICE_COLUMN
 
 
 # ---------------------------------------------------------------- one decision
@@ -160,11 +70,11 @@ def _force_memory(tokens: list[int]) -> HookFn:
 def nucleus_sample(
     logits: torch.Tensor,  # [b, vocab]
     top_p: float,
-    generator: torch.Generator,
+    uniforms: torch.Tensor,  # [b] draws from U[0, 1), one per row
     banned: tuple[int, ...] = (),
 ) -> tuple[torch.Tensor, torch.Tensor]:  # tokens [b], nucleus sizes [b]
     """Sample from the smallest set of most likely tokens whose mass reaches
-    top_p (Holtzman et al.), one uniform draw per row (inverse CDF)."""
+    top_p (Holtzman et al.) by inverse CDF on the given uniform draws."""
     logits = logits.float().clone()
     if banned:
         logits[:, list(banned)] = float("-inf")
@@ -173,7 +83,7 @@ def nucleus_sample(
     keep = (sorted_p.cumsum(dim=-1) - sorted_p) < top_p  # the first token is always kept
     sizes = keep.sum(dim=-1)  # [b]
     kept = sorted_p * keep
-    u = torch.rand(logits.shape[0], generator=generator, device=logits.device) * kept.sum(dim=-1)  # [b]
+    u = uniforms * kept.sum(dim=-1)  # [b]
     index = (kept.cumsum(dim=-1) < u[:, None]).sum(dim=-1)
     index = torch.minimum(index, sizes - 1)
     return order.gather(-1, index[:, None]).squeeze(1), sizes
@@ -194,16 +104,23 @@ def _choose(
     wants_memory = p[:, MEMORY_TYPE] > p[:, TARGET_TYPE]
     room = memory_count < memory_size
     is_memory = wants_memory & room & active
-    sampled, sizes = nucleus_sample(token_logits, c.top_p, generator, banned=(c.pad_id, c.bos_id, c.eos_id))
-    target = gold if gold is not None else token_logits.argmax(dim=-1)
-    token = torch.where(is_memory, sampled, target).masked_fill(~active, c.pad_id)
+    # One draw per example per step whatever its type, so a seed fixes every
+    # memory token; the vocabulary sort runs only for the rows writing memory.
+    uniforms = torch.rand(token_logits.shape[0], generator=generator, device=token_logits.device)  # [b]
+    token = gold.clone() if gold is not None else token_logits.argmax(dim=-1)  # [b]
+    sizes = torch.zeros_like(token)
+    rows = is_memory.nonzero().flatten()
+    if len(rows):
+        banned = (c.pad_id, c.bos_id, c.eos_id)
+        token[rows], sizes[rows] = nucleus_sample(token_logits[rows], c.top_p, uniforms[rows], banned)
+    token = token.masked_fill(~active, c.pad_id)
     record = torch.stack(
         [
             p[:, MEMORY_TYPE],
             p[:, TARGET_TYPE],
             (~is_memory).float(),
             token.float(),
-            torch.where(is_memory, sizes, 0).float(),
+            sizes.float(),
             (wants_memory & ~room & active).float(),
             active.float(),
         ],
@@ -260,7 +177,7 @@ def _examples(ids: torch.Tensor, types: torch.Tensor, key_mask: torch.Tensor, eo
 def wm_generate(
     model: WorkingMemoryTransformer,
     src_ids: torch.Tensor,  # [b, n]
-    interventions: WorkingMemoryInterventions | None = None,
+    interventions: Interventions | None = None,
     seed: int = 0,
     max_new_tokens: int = 128,
     use_cache: bool = True,
@@ -271,7 +188,7 @@ def wm_generate(
     b = src_ids.shape[0]
     max_new_tokens = min(max_new_tokens, c.max_positions - 1)  # BOS takes position 0
     generator = torch.Generator(device=device).manual_seed(seed)
-    with applied_wm_interventions(model, interventions) as memory_size:
+    with applied_interventions(model, interventions) as memory_size:
         encoded = model.encode(src_ids)
         ids = torch.full((b, 1), c.bos_id, dtype=torch.long, device=device)  # [b, 1 + steps]
         types = torch.full((b, 1), TARGET_TYPE, dtype=torch.long, device=device)
@@ -339,6 +256,7 @@ def wm_training_forward(
     type_threshold: float = 0.5,
     type_loss_weight: float = 0.5,
     memory_size: int | None = None,  # M for the build; default the config's
+    label_smoothing: float = 0.0,  # of the target-token loss
 ) -> WMTrainingOutput:
     """Algorithm 1: build the interleaved stream without gradients, then one
     forward pass with gradients over it (see the module doc for the losses)."""
@@ -383,7 +301,7 @@ def wm_training_forward(
     pred, type_pred = token_logits[:, :-1], type_logits[:, :-1]  # position s predicts element s + 1
     next_ids, next_types, next_real = ids[:, 1:], types[:, 1:], key_mask[:, 1:]
     is_target = next_real & (next_types == TARGET_TYPE)  # [b, L-1]
-    target_loss = F.cross_entropy(pred[is_target], next_ids[is_target])
+    target_loss = F.cross_entropy(pred[is_target], next_ids[is_target], label_smoothing=label_smoothing)
 
     # Self-supervised type labels (module doc).
     targets_in = ((types == TARGET_TYPE) & key_mask).cumsum(dim=1) - 1  # [b, L] gold tokens in the stream up to s (BOS excluded)

@@ -7,7 +7,8 @@
       "train": {"epochs": 20, "batch_size": 64, "warmup_steps": 4000, "label_smoothing": 0.1,
                 "clip_norm": 1.0, "seed": 1, "eval_every_epochs": 1, "save_every_steps": 500},
       "init_from": "checkpoints/memtransformer_5",  # optional: start from a trained checkpoint
-      "grow_memory_to": 10                          # optional, with init_from: extend its memory
+      "grow_memory_to": 10,                         # optional, with init_from: extend its memory
+      "working_memory": {"plain_epochs": 2, "type_threshold": 0.25, "type_loss_weight": 0.5}
     }
 
 Defaults are the paper's small configuration. Every key is checked: an
@@ -15,7 +16,16 @@ unknown or misspelt key is an error, not a silently ignored setting.
 
 A run with `init_from` takes its architecture and its tokenizer from that
 checkpoint (the weights only make sense with both), so it has no "model"
-section and no data.vocab_size.
+section and no data.vocab_size. One exception: a working-memory model may
+start from a plain Transformer checkpoint (Algorithm 1's warm-up epochs,
+already trained); its "model" section then holds only the working-memory
+fields (family "working_memory", memory_size, top_p) and the sizes come
+from the checkpoint.
+
+The "working_memory" section (working-memory models only) sets Algorithm 1:
+plain_epochs epochs as a plain Transformer first (no memory written), then
+training with model-chosen memory; type_threshold and type_loss_weight are
+the type head's self-supervised labels (inference.wm_decoding.type_labels).
 """
 
 from __future__ import annotations
@@ -28,7 +38,11 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 
+from inference.models import ModelConfig
+from inference.models import config_from_dict as model_config_from_dict
 from inference.models.memory_transformer import MemoryTransformerConfig
+from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
+from inference.models.working_memory import WorkingMemoryConfig
 from inference.tokenizer import TextTokenizer
 from training import REPO_ROOT
 
@@ -36,7 +50,9 @@ STRICT = ConfigDict(extra="forbid")
 
 # The tokenizer decides these; a config that set them could contradict it.
 TOKENIZER_FIELDS = ("vocab_size", "pad_id", "bos_id", "eos_id")
-MODEL_FIELDS = tuple(f.name for f in fields(MemoryTransformerConfig) if f.name not in TOKENIZER_FIELDS)
+MODEL_FIELDS = tuple(dict.fromkeys(f.name for cls in (MemoryTransformerConfig, WorkingMemoryConfig) for f in fields(cls) if f.name not in TOKENIZER_FIELDS))
+# What a working-memory model started from a plain Transformer adds to it.
+WM_ONLY_FIELDS = ("family", "memory_size", "top_p")
 
 
 class ConfigError(ValueError):
@@ -45,7 +61,7 @@ class ConfigError(ValueError):
 
 @dataclass(config=STRICT)
 class DataConfig:
-    dataset: Literal["multi30k"] = "multi30k"
+    dataset: Literal["multi30k", "ru_en"] = "multi30k"  # training.corpora.CORPORA
     vocab_size: int | None = Field(None, ge=8)  # shared BPE vocabulary; None: training.vocabulary.DEFAULT_VOCAB_SIZE
     max_len: int = Field(100, ge=1)  # pairs with more tokens on either side are left out of training
 
@@ -63,6 +79,13 @@ class LoopConfig:
 
 
 @dataclass(config=STRICT)
+class WorkingMemoryTraining:
+    plain_epochs: int = Field(0, ge=0)  # first epochs as a plain Transformer: every element a target token
+    type_threshold: float = Field(0.25, gt=0, lt=1)  # gold-token probability below which a position is a memory candidate
+    type_loss_weight: float = Field(0.5, ge=0)  # loss = target loss + weight x type-head loss
+
+
+@dataclass(config=STRICT)
 class TrainConfig:
     name: str
     data: DataConfig
@@ -70,11 +93,16 @@ class TrainConfig:
     model: dict[str, Any] | None = None
     init_from: str | None = None  # checkpoint folder; a relative path is relative to the repository root
     grow_memory_to: int | None = Field(None, ge=1)
+    working_memory: WorkingMemoryTraining | None = None
 
-    def model_config(self, tokenizer: TextTokenizer) -> MemoryTransformerConfig:
+    @property
+    def is_working_memory(self) -> bool:
+        return self.model is not None and self.model.get("family") == WORKING_MEMORY_FAMILY
+
+    def model_config(self, tokenizer: TextTokenizer) -> ModelConfig:
         """The architecture of a new model (runs without init_from)."""
-        return MemoryTransformerConfig(
-            **self.model, vocab_size=tokenizer.vocab_size, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id
+        return model_config_from_dict(
+            {**self.model, "vocab_size": tokenizer.vocab_size, "pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
         )
 
     @property
@@ -120,8 +148,18 @@ def _describe(problem: dict) -> str:
 
 def _check_model_source(config: TrainConfig) -> None:
     """Exactly one source for the architecture: a "model" section, or init_from."""
+    if config.working_memory is not None and not config.is_working_memory:
+        raise ConfigError("the 'working_memory' section needs a model of family 'working_memory'")
+    if config.is_working_memory and config.working_memory is None:
+        raise ConfigError("a working-memory model needs the 'working_memory' section (plain_epochs, type_threshold, type_loss_weight)")
     if config.init_from is not None:
-        if config.model is not None:
+        if config.is_working_memory:
+            extra = sorted(set(config.model) - set(WM_ONLY_FIELDS))
+            if extra:
+                raise ConfigError(f"a working-memory model started from a Transformer checkpoint takes its sizes from it: remove model.{', model.'.join(extra)}")
+            if config.grow_memory_to is not None:
+                raise ConfigError("grow_memory_to applies to Memory Transformer slots, not to a working memory")
+        elif config.model is not None:
             raise ConfigError("a run with init_from takes its architecture from that checkpoint: remove the 'model' section")
         if config.data.vocab_size is not None:
             raise ConfigError("a run with init_from keeps that checkpoint's tokenizer: remove data.vocab_size")
@@ -137,7 +175,7 @@ def _check_model_source(config: TrainConfig) -> None:
         if key not in MODEL_FIELDS:
             raise ConfigError(f"unknown key 'model.{key}' (allowed here: {', '.join(MODEL_FIELDS)})")
     try:
-        model = MemoryTransformerConfig(**config.model)  # family and memory size checks
+        model = model_config_from_dict(config.model)  # family, sizes and memory size checks
     except (TypeError, ValueError) as error:
         raise ConfigError(f"model: {error}") from None
     if config.data.max_len > model.max_positions:

@@ -46,14 +46,14 @@ def read_multi30k(data_dir: Path, split: str) -> list[Pair]:
             f"Multi30k folder {folder} not found. Pass --data-dir or set {DATA_DIR_ENV} to the shared data folder "
             f"described in {DATA_README} (it holds multi30k/{{train,val,test_2016_flickr}}.{{de,en}}.gz)."
         )
-    german = _read_lines(folder / f"{split}.de.gz")
-    english = _read_lines(folder / f"{split}.en.gz")
+    german = read_lines(folder / f"{split}.de.gz")
+    english = read_lines(folder / f"{split}.en.gz")
     if len(german) != len(english):
         raise DataError(f"{folder}/{split}.de.gz has {len(german)} lines but {split}.en.gz has {len(english)}; the files must be parallel")
     return list(zip(german, english))
 
 
-def _read_lines(path: Path) -> list[str]:
+def read_lines(path: Path) -> list[str]:
     if not path.is_file():
         raise DataError(f"{path} is missing; see {DATA_README} for the expected files")
     with gzip.open(path, "rt", encoding="utf-8") as lines:

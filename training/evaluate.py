@@ -1,4 +1,4 @@
-"""Translation quality: greedy decoding and BLEU/chrF (inference.translate and
+"""Translation quality: decoding and BLEU/chrF (inference.translate and
 inference.analyses.quality, the code the app runs), and the memory-size lesion sweep."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
 from inference.analyses.quality import corpus_quality
 from inference.interventions import Interventions
-from inference.models.memory_transformer import MemoryTransformer
+from inference.models import Model
+from inference.models.working_memory import WorkingMemoryTransformer
 from inference.tokenizer import TextTokenizer
 from inference.translate import BATCH_SIZE, translate_all
 from training.data import Pair
@@ -16,30 +17,35 @@ from training.data import Pair
 EVAL_BATCH_SIZE = BATCH_SIZE
 
 
-def bleu_and_chrf(model: MemoryTransformer, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE, interventions: Interventions | None = None) -> tuple[float, float]:
+def bleu_and_chrf(model: Model, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE, interventions: Interventions | None = None) -> tuple[float, float]:
     """Corpus BLEU and chrF of greedy translations against the references."""
     sources, references = zip(*pairs)
     quality = corpus_quality(translate_all(model, tokenizer, sources, batch_size, interventions), references)
     return quality.bleu, quality.chrf
 
 
-def score_splits(model: MemoryTransformer, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], batch_size: int = EVAL_BATCH_SIZE) -> dict:
+def score_splits(model: Model, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], batch_size: int = EVAL_BATCH_SIZE) -> dict:
     """{"bleu": {split: ..}, "chrf": {split: ..}}, as metrics.json stores them."""
     scores = {split: bleu_and_chrf(model, tokenizer, pairs, batch_size) for split, pairs in splits.items()}
     return {"bleu": {split: bleu for split, (bleu, _) in scores.items()}, "chrf": {split: chrf for split, (_, chrf) in scores.items()}}
 
 
-def lesion_sweep(model: MemoryTransformer, tokenizer: TextTokenizer, pairs: list[Pair], memory_sizes: Sequence[int], batch_size: int = EVAL_BATCH_SIZE) -> dict:
+def lesion_sweep(model: Model, tokenizer: TextTokenizer, pairs: list[Pair], memory_sizes: Sequence[int], batch_size: int = EVAL_BATCH_SIZE) -> dict:
     """{"memory_size": [...], "bleu": [...]}: BLEU with the model run at each
-    inference memory size, through the same Interventions the app applies.
-    Sizes above 3x the trained size are skipped: the model allows no more."""
+    inference memory size, through the same interventions the app applies.
+    Sizes above the model's max_memory_size are skipped: it allows no more."""
     sources, references = zip(*pairs)
     sizes = [k for k in memory_sizes if k <= model.config.max_memory_size]
     bleu = [quality_at_memory_size(model, tokenizer, sources, references, k, batch_size).bleu for k in sizes]
     return {"memory_size": sizes, "bleu": bleu}
 
 
-def lesion_table(model: MemoryTransformer, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE) -> dict:
+def lesion_table(model: Model, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE) -> dict:
     """The lesion sweep stored in metrics.json: the paper's sizes plus the
-    trained size, so the table always shows the unlesioned model too."""
-    return lesion_sweep(model, tokenizer, pairs, lesion_sizes(model.config.memory_size), batch_size)
+    trained size, so the table always shows the unlesioned model too; for a
+    working-memory model also "masked_bleu", BLEU with the memory mask."""
+    table = lesion_sweep(model, tokenizer, pairs, lesion_sizes(model.config.memory_size, model.config.max_memory_size), batch_size)
+    if isinstance(model, WorkingMemoryTransformer):
+        sources, references = zip(*pairs)
+        table["masked_bleu"] = quality_at_memory_size(model, tokenizer, sources, references, None, batch_size, mask_memory=True).bleu
+    return table

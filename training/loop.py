@@ -12,14 +12,14 @@ import time
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
-from inference.models.memory_transformer import MemoryTransformer
+from inference.models import Model
 from inference.tokenizer import TextTokenizer
-from training.config import LoopConfig
+from training.config import LoopConfig, WorkingMemoryTraining
 from training.data import Batch, Example, Pair, bucketed_batches, make_batch
 from training.evaluate import bleu_and_chrf
+from training.objectives import Objective, objective_for_epoch
 from training.rundir import Progress, RunDir
 
 LOG_EVERY_STEPS = 100
@@ -37,25 +37,21 @@ def noam_lr(step: int, d_model: int, warmup_steps: int) -> float:
     return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-def make_optimizer(model: MemoryTransformer) -> torch.optim.Adam:
+def make_optimizer(model: Model) -> torch.optim.Adam:
     # lr is set before every step from the schedule.
     return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
 
 
-def token_loss(model: MemoryTransformer, batch: Batch, label_smoothing: float) -> torch.Tensor:
-    """Mean label-smoothed cross-entropy over the non-pad target tokens."""
-    logits = model(batch.src_ids, batch.tgt_in)  # [b, t, vocab]
-    return F.cross_entropy(
-        logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id, label_smoothing=label_smoothing
-    )
-
-
-def optimizer_step(model: MemoryTransformer, optimizer: torch.optim.Optimizer, batch: Batch, settings: LoopConfig, lr: float) -> float:
-    """One training step on `batch` at learning rate `lr`; returns the loss."""
+def optimizer_step(
+    model: Model, optimizer: torch.optim.Optimizer, batch: Batch, settings: LoopConfig, lr: float, objective: Objective | None = None, seed: int = 0
+) -> float:
+    """One training step on `batch` at learning rate `lr`; returns the loss.
+    objective: default the plain target-token loss."""
     for group in optimizer.param_groups:
         group["lr"] = lr
     model.train()  # dropout on
-    loss = token_loss(model, batch, settings.label_smoothing)
+    objective = objective or objective_for_epoch(model, settings.label_smoothing, None, 0)
+    loss = objective(model, batch, seed)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
@@ -64,7 +60,7 @@ def optimizer_step(model: MemoryTransformer, optimizer: torch.optim.Optimizer, b
 
 
 @torch.no_grad()
-def validation_loss(model: MemoryTransformer, tokenizer: TextTokenizer, examples: list[Example], settings: LoopConfig) -> float:
+def validation_loss(model: Model, tokenizer: TextTokenizer, examples: list[Example], settings: LoopConfig, objective: Objective) -> float:
     """Token-weighted mean of the training objective on `examples`, without
     dropout; the same label smoothing keeps it comparable with the train curve."""
     model.eval()
@@ -73,19 +69,20 @@ def validation_loss(model: MemoryTransformer, tokenizer: TextTokenizer, examples
     for indices in bucketed_batches(examples, settings.batch_size, seed=0):
         batch = make_batch([examples[i] for i in indices], tokenizer).to(device)
         n = int((batch.tgt_out != tokenizer.pad_id).sum())
-        total += token_loss(model, batch, settings.label_smoothing).item() * n
+        total += objective(model, batch, 0).item() * n
         tokens += n
     return total / tokens
 
 
 def train(
-    model: MemoryTransformer,
+    model: Model,
     tokenizer: TextTokenizer,
     settings: LoopConfig,
     data: TrainingData,
     run: RunDir,
     max_steps: int | None = None,
     schedule_offset: int = 0,
+    working_memory: WorkingMemoryTraining | None = None,
 ) -> Progress:
     """Train until settings.epochs are done or the run has taken max_steps
     steps, resuming from the run directory's state if it holds one.
@@ -93,6 +90,7 @@ def train(
     schedule_offset: steps the model was already trained in the run it was
     initialised from; the Noam schedule continues from there instead of
     warming up a trained model a second time.
+    working_memory: Algorithm 1's settings for a working-memory model.
     """
     optimizer = make_optimizer(model)
     progress = run.load_state(model, optimizer)
@@ -106,12 +104,13 @@ def train(
         # Each epoch's batch order follows from the seed and the epoch number
         # alone, so a resumed run continues the very same sequence of batches.
         batches = bucketed_batches(data.train, settings.batch_size, seed=settings.seed + progress.epoch)
-        finished = run_epoch(model, tokenizer, optimizer, settings, data.train, batches, run, session, max_steps, schedule_offset)
+        objective = objective_for_epoch(model, settings.label_smoothing, working_memory, progress.epoch)
+        finished = run_epoch(model, tokenizer, optimizer, settings, data.train, batches, run, session, max_steps, schedule_offset, objective)
         if not finished:
             session.save(run, model, optimizer)
             run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
             return progress
-        end_epoch(model, tokenizer, settings, data, progress)
+        end_epoch(model, tokenizer, settings, data, progress, objective)
         session.save(run, model, optimizer)
         val_bleu = f", val BLEU {progress.val_bleu[-1]:.2f}" if progress.val_bleu_epochs[-1:] == [progress.epoch] else ""
         run.log(
@@ -134,13 +133,13 @@ class Session:
     def seconds_per_step(self) -> float:
         return (time.monotonic() - self.start_time) / max(self.progress.step - self.start_step, 1)
 
-    def save(self, run: RunDir, model: MemoryTransformer, optimizer: torch.optim.Optimizer) -> None:
+    def save(self, run: RunDir, model: Model, optimizer: torch.optim.Optimizer) -> None:
         self.progress.seconds = self.start_seconds + time.monotonic() - self.start_time
         run.save_state(model, optimizer, self.progress)
 
 
 def run_epoch(
-    model: MemoryTransformer,
+    model: Model,
     tokenizer: TextTokenizer,
     optimizer: torch.optim.Optimizer,
     settings: LoopConfig,
@@ -150,6 +149,7 @@ def run_epoch(
     session: Session,
     max_steps: int | None,
     schedule_offset: int,
+    objective: Objective,
 ) -> bool:
     """Train on the batches of this epoch not yet trained; False if stopped by max_steps."""
     progress = session.progress
@@ -161,7 +161,8 @@ def run_epoch(
             return False
         lr = noam_lr(schedule_offset + progress.step + 1, model.config.d_model, settings.warmup_steps)
         batch = make_batch([examples[i] for i in indices], tokenizer).to(device)
-        loss_value = optimizer_step(model, optimizer, batch, settings, lr)
+        # The step number seeds the step's memory sampling: a resumed run draws the same.
+        loss_value = optimizer_step(model, optimizer, batch, settings, lr, objective, seed=settings.seed * 1_000_003 + progress.step)
         n = int((batch.tgt_out != tokenizer.pad_id).sum())
         progress.epoch_loss_sum += loss_value * n
         progress.epoch_tokens += n
@@ -177,11 +178,11 @@ def run_epoch(
     return True
 
 
-def end_epoch(model: MemoryTransformer, tokenizer: TextTokenizer, settings: LoopConfig, data: TrainingData, progress: Progress) -> None:
+def end_epoch(model: Model, tokenizer: TextTokenizer, settings: LoopConfig, data: TrainingData, progress: Progress, objective: Objective) -> None:
     """Close the epoch in `progress`: its mean train loss, validation loss and
     (every settings.eval_every_epochs) validation BLEU."""
     progress.loss_curve.append(progress.epoch_loss_sum / max(progress.epoch_tokens, 1))
-    progress.val_loss.append(validation_loss(model, tokenizer, data.val, settings))
+    progress.val_loss.append(validation_loss(model, tokenizer, data.val, settings, objective))
     progress.epoch += 1
     progress.batch_in_epoch, progress.epoch_loss_sum, progress.epoch_tokens = 0, 0.0, 0
     if progress.epoch % settings.eval_every_epochs == 0:

@@ -4,25 +4,27 @@ folder, and recomputing a checkpoint's lesion table."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from inference.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, select_device
-from inference.models import build_model
-from inference.models.memory_transformer import MemoryTransformer, MemoryTransformerConfig
+from inference.models import Model, ModelConfig, build_model
+from inference.models.working_memory import WorkingMemoryConfig, WorkingMemoryTransformer
 from inference.tokenizer import TextTokenizer
 from training import REPO_ROOT
-from training.config import TrainConfig
-from training.data import SPLITS, Pair, read_multi30k, resolve_data_dir, tokenize_pairs
+from training.config import ConfigError, TrainConfig
+from training.corpora import CORPORA, Corpus
+from training.data import Pair, resolve_data_dir, tokenize_pairs
 from training.evaluate import lesion_table, score_splits
 from training.loop import TrainingData, train
 from training.memory_growth import grow_memory
 from training.rundir import Progress, RunDir
 from training.vocabulary import DEFAULT_VOCAB_SIZE, load_or_train_vocabulary
 
-TRAINING_DATA = "Multi30k de-en train (29,000 pairs)"
 FAMILY_NAMES = {
+    "working_memory": "Working-memory decoder",
     "transformer": "Transformer baseline",
     "memtransformer": "MemTransformer",
     "memctrl": "MemCtrl",
@@ -43,8 +45,8 @@ def run_training(
     """Train (or resume) the run of `config`, evaluate it and write its
     checkpoint folder; returns that folder."""
     device = select_device(device)
-    data_dir = resolve_data_dir(data_dir)
-    splits = {split: read_multi30k(data_dir, split) for split in SPLITS}
+    corpus = CORPORA[config.data.dataset]
+    splits = corpus.read(resolve_data_dir(data_dir))
     run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
     torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
     model, tokenizer, schedule_offset = initial_model(config, splits["train"], run)
@@ -52,19 +54,21 @@ def run_training(
     max_len = config.data.max_len
     data = TrainingData(tokenize_pairs(tokenizer, splits["train"], max_len), tokenize_pairs(tokenizer, splits["val"], max_len), splits["val"])
     run.log(f"vocabulary of {tokenizer.vocab_size}; {len(data.train)} of {len(splits['train'])} training pairs within max_len {max_len}")
-    progress = train(model, tokenizer, config.train, data, run, max_steps, schedule_offset)
+    progress = train(model, tokenizer, config.train, data, run, max_steps, schedule_offset, config.working_memory)
 
-    run.log("evaluating on val and test_2016_flickr")
-    metrics = final_metrics(model, tokenizer, splits, progress, device, schedule_offset)
-    folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, checkpoint_meta(config, model.config), metrics)
+    run.log(f"evaluating on val and {', '.join(corpus.test_splits)}")
+    metrics = final_metrics(model, tokenizer, corpus, splits, progress, device, schedule_offset)
+    meta = checkpoint_meta(config, model.config, len(splits["train"]))
+    folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
     run.log(f"BLEU {metrics['bleu']}, chrF {metrics['chrf']}; checkpoint written to {folder}")
     return folder
 
 
-def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> tuple[MemoryTransformer, TextTokenizer, int]:
+def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> tuple[Model, TextTokenizer, int]:
     """(model, tokenizer, schedule offset) before training: a new model on
-    the shared vocabulary, or the init_from checkpoint, its memory grown if
-    asked, continuing that checkpoint's learning-rate schedule."""
+    the shared vocabulary, or the init_from checkpoint (its memory grown, or
+    turned into a working-memory model, if asked), continuing that
+    checkpoint's learning-rate schedule."""
     if config.init_from_folder is None:
         tokenizer = load_or_train_vocabulary(run.tokenizer_path, train_pairs, config.data.vocab_size or DEFAULT_VOCAB_SIZE)
         return build_model(config.model_config(tokenizer)), tokenizer, 0
@@ -72,13 +76,29 @@ def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> 
     schedule_steps = source.metrics.get("train", {}).get("schedule_steps")
     if schedule_steps is None:
         raise CheckpointError(f"{config.init_from_folder}/metrics.json lacks train.schedule_steps, the learning-rate schedule position to continue from")
+    if config.is_working_memory:
+        return working_memory_from_transformer(source.model, config.model), source.tokenizer, schedule_steps
     model = source.model if config.grow_memory_to is None else grow_memory(source.model, config.grow_memory_to, config.train.seed)
     return model, source.tokenizer, schedule_steps
 
 
-def final_metrics(model: MemoryTransformer, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], progress: Progress, device: torch.device, schedule_offset: int) -> dict:
+def working_memory_from_transformer(transformer: Model, working_memory_fields: dict) -> WorkingMemoryTransformer:
+    """A working-memory model with a plain Transformer's sizes and weights
+    (Algorithm 1's warm-up, done): only the type embedding (zero) and the
+    type head are new."""
+    if transformer.config.family != "transformer":
+        raise ConfigError(f"a working-memory model can start from a plain Transformer checkpoint, not from family {transformer.config.family!r}")
+    sizes = {k: v for k, v in asdict(transformer.config).items() if k not in ("family", "memory_size")}
+    model = WorkingMemoryTransformer(WorkingMemoryConfig(**{**sizes, **working_memory_fields}))
+    missing, unexpected = model.load_state_dict(transformer.state_dict(), strict=False)
+    if set(missing) != {"type_embed.weight", "type_head.weight", "type_head.bias"} or any(p.numel() for n, p in transformer.state_dict().items() if n in unexpected):
+        raise ConfigError(f"the Transformer checkpoint does not fit a working-memory model: missing {missing}, unexpected {unexpected}")
+    return model
+
+
+def final_metrics(model: Model, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]], progress: Progress, device: torch.device, schedule_offset: int) -> dict:
     """metrics.json of a finished run."""
-    metrics = score_splits(model, tokenizer, {split: splits[split] for split in ("val", "test_2016_flickr")})
+    metrics = score_splits(model, tokenizer, {split: splits[split] for split in ("val", *corpus.test_splits)})
     metrics["train"] = {
         "epochs": progress.epoch,
         "steps": progress.step,
@@ -90,29 +110,44 @@ def final_metrics(model: MemoryTransformer, tokenizer: TextTokenizer, splits: di
         "val_bleu": {"epoch": progress.val_bleu_epochs, "bleu": progress.val_bleu},
     }
     if model.config.memory_size:
-        metrics["lesion"] = lesion_table(model, tokenizer, splits["test_2016_flickr"])
+        metrics["lesion"] = lesion_table(model, tokenizer, splits[corpus.headline])
+        metrics["lesion"]["split"] = corpus.headline
     return metrics
 
 
-def checkpoint_meta(config: TrainConfig, model_config: MemoryTransformerConfig) -> dict:
+def checkpoint_meta(config: TrainConfig, model_config: ModelConfig, train_pairs: int) -> dict:
     c = model_config
-    memory = f"{c.memory_size} memory slots" if c.memory_size else "no memory"
+    corpus = CORPORA[config.data.dataset]
+    if isinstance(c, WorkingMemoryConfig):
+        memory = f"working memory of {c.memory_size} tokens"
+    else:
+        memory = f"{c.memory_size} memory slots" if c.memory_size else "no memory"
     origin = f", fine-tuned from {config.init_from}" if config.init_from else ""
+    plain = f" ({config.working_memory.plain_epochs} of them without memory)" if config.working_memory and config.working_memory.plain_epochs else ""
     description = (
         f"{FAMILY_NAMES[c.family]}, {memory}; d_model {c.d_model}, {c.n_encoder_layers}+{c.n_decoder_layers} layers; "
-        f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''} on Multi30k de-en{origin}"
+        f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}{plain} on {corpus.description}{origin}"
     )
-    return {"family": c.family, "memory_size": c.memory_size, "training_data": TRAINING_DATA, "description": description}
+    return {
+        "family": c.family,
+        "memory_size": c.memory_size,
+        "corpus": corpus.name,
+        "source_language": corpus.source_language,
+        "training_data": f"{corpus.description}, train ({train_pairs:,} pairs)",
+        "description": description,
+    }
 
 
 def recompute_lesion(folder: str | Path, data_dir: str | Path | None = None, device: str = "auto") -> dict:
-    """Rerun the lesion sweep of a checkpoint on test_2016_flickr and store it
-    in its metrics.json; returns the new table."""
+    """Rerun the lesion sweep of a checkpoint on its corpus's headline test
+    split and store it in its metrics.json; returns the new table."""
     folder = Path(folder)
     loaded = load_checkpoint(folder, device)
     if loaded.config.memory_size == 0:
         raise CheckpointError(f"{folder} is a model without memory: there is no memory size to lesion")
-    table = lesion_table(loaded.model, loaded.tokenizer, read_multi30k(resolve_data_dir(data_dir), "test_2016_flickr"))
+    corpus = CORPORA[loaded.meta.get("corpus", "multi30k")]
+    table = lesion_table(loaded.model, loaded.tokenizer, corpus.read(resolve_data_dir(data_dir))[corpus.headline])
+    table["split"] = corpus.headline
     metrics = {**loaded.metrics, "lesion": table}
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")  # the layout save_checkpoint writes
     return table

@@ -1,5 +1,7 @@
 """Memory-size lesions over a corpus: translation quality when the model runs
-with a different number of [mem] slots than it was trained with."""
+with a different number of memory slots ([mem] tokens, or working-memory
+tokens the decoder may write) than it was trained with, and the working
+memory's mask lesion."""
 
 from __future__ import annotations
 
@@ -7,21 +9,28 @@ from collections.abc import Sequence
 
 from inference.analyses.quality import Quality, corpus_quality
 from inference.interventions import Interventions
-from inference.models.memory_transformer import MemoryTransformer
+from inference.models import Model
 from inference.tokenizer import TextTokenizer
 from inference.translate import BATCH_SIZE, translate_all
 
 PAPER_MEMORY_SIZES = (0, 2, 5, 10, 20, 30)  # inference memory sizes of Memory Transformer, Table 2
 
 
-def lesion_sizes(trained: int, sizes: Sequence[int] = PAPER_MEMORY_SIZES) -> list[int]:
+def lesion_sizes(trained: int, largest: int, sizes: Sequence[int] = PAPER_MEMORY_SIZES) -> list[int]:
     """The paper's sizes plus the trained one (so the curve shows the
-    unlesioned model), up to the 3x trained that a model allows."""
-    return sorted(k for k in set(sizes) | {trained} if k <= 3 * trained)
+    unlesioned model), up to the largest size the model allows."""
+    return sorted(k for k in set(sizes) | {trained} if k <= largest)
 
 
 def quality_at_memory_size(
-    model: MemoryTransformer, tokenizer: TextTokenizer, sources: Sequence[str], references: Sequence[str], memory_size: int, batch_size: int = BATCH_SIZE
+    model: Model,
+    tokenizer: TextTokenizer,
+    sources: Sequence[str],
+    references: Sequence[str],
+    memory_size: int | None,
+    batch_size: int = BATCH_SIZE,
+    mask_memory: bool = False,
 ) -> Quality:
-    translations = translate_all(model, tokenizer, sources, batch_size, Interventions(memory_size=memory_size))
+    """Quality with `memory_size` memory (None: as trained), the working memory masked if asked."""
+    translations = translate_all(model, tokenizer, sources, batch_size, Interventions(memory_size=memory_size, mask_memory=mask_memory))
     return corpus_quality(translations, references)

@@ -18,7 +18,8 @@ def config_from_dict(values: dict) -> ModelConfig:
         return MemoryTransformerConfig(**values)
     if family == WORKING_MEMORY_FAMILY:
         return WorkingMemoryConfig(**values)
-    raise ValueError(f"unknown model family {family!r}")
+    known = ", ".join([*MEMORY_TRANSFORMER_FAMILIES, WORKING_MEMORY_FAMILY])
+    raise ValueError(f"unknown family {family!r}; known: {known}")
 
 
 def build_model(config: ModelConfig) -> Model:

@@ -73,6 +73,7 @@ CHOICE_COLUMNS = (
     "overridden",  # 1 when the type head asked for memory but the memory was full, so the type became target
     "active",  # 0 once the example has finished (its row then holds pad, type target)
 )
+CHOICE_COLUMN = {name: i for i, name in enumerate(CHOICE_COLUMNS)}
 
 
 @dataclass
@@ -162,6 +163,9 @@ class WorkingMemoryTransformer(nn.Module):
         layers = c.layer_config()
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.max_positions, c.dropout, c.pad_id)  # shared, tied
         self.type_embed = nn.Embedding(2, c.d_model)  # [2, d]: 0 memory, 1 target
+        # Zero at the start, so a model whose other weights come from a plain
+        # Transformer (the warm-up of Algorithm 1) begins as exactly that Transformer.
+        nn.init.zeros_(self.type_embed.weight)
         self.encoder = nn.Module()
         self.encoder.layers = nn.ModuleList(EncoderLayer(layers) for _ in range(c.n_encoder_layers))
         self.encoder.out = HookPoint("b n d  encoder output")

@@ -74,6 +74,7 @@ def test_all_shipped_models_have_a_config():
         "transformer", "memtransformer_5", "memtransformer_10", "memtransformer_20", "memctrl_20", "memctrl_shared_20",
         "membottleneck_10", "membottleneck_20", "membottleneck_skip_20", "memtransformer_5_to_10",
         "memtransformer_10_to_15", "memtransformer_15_to_20", "memtransformer_5_finetuned", "tiny",
+        "working_memory_de_en", "working_memory_ru_en", "transformer_finetuned", "tiny_working_memory",
     }  # fmt: skip
     assert {path.stem for path in SHIPPED} == expected
 

@@ -6,7 +6,8 @@ import torch
 from inference.models import build_model
 from inference.models.memory_transformer import FAMILIES, MemoryTransformerConfig
 from training.data import make_batch, read_multi30k, tokenize_pairs
-from training.loop import make_optimizer, noam_lr, token_loss
+from training.loop import make_optimizer, noam_lr
+from training.objectives import token_loss
 from training.rundir import Progress, RunDir
 from training.vocabulary import train_shared_vocabulary
 

@@ -45,7 +45,7 @@ def test_checkpoint_serves_through_the_registry(trained):
     entry = registry.entries["tiny_test"]
     assert entry.ok, entry.error
     assert entry.meta["family"] == "memtransformer" and entry.meta["memory_size"] == 2
-    assert entry.meta["training_data"] == "Multi30k de-en train (29,000 pairs)"
+    assert entry.meta["training_data"] == "Multi30k de-en, train (256 pairs)" and entry.meta["corpus"] == "multi30k"
     loaded = registry.get("tiny_test")
     assert loaded.config.memory_size == 2
     assert loaded.config.vocab_size == loaded.tokenizer.vocab_size

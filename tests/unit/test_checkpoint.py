@@ -74,7 +74,7 @@ def test_registry_reports_broken_checkpoints_with_reasons(registry_root):
     assert "config.json is not valid JSON" in reasons["bad_json"]
     assert "metrics.json is not valid JSON" in reasons["bad_metrics"]
     assert "shape mismatch" in reasons["shape_mismatch"] and "d_ff" not in reasons["shape_mismatch"]
-    assert "unknown model family 'lstm'" in reasons["unknown_family"]
+    assert "unknown family 'lstm'" in reasons["unknown_family"]
     assert "cannot be read" in reasons["truncated_weights"]
     assert registry.get("good").config.memory_size == 3
     with pytest.raises(CheckpointError, match="unavailable"):

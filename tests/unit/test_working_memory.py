@@ -10,16 +10,10 @@ import torch.nn.functional as F
 from inference.checkpoint import load_checkpoint, save_checkpoint
 from inference.decoding import pad_batch
 from inference.hooks import HookPoint, registered_hooks
-from inference.interventions import InterventionError
+from inference.interventions import InterventionError, Interventions, applied_interventions
 from inference.models import build_model, config_from_dict
 from inference.models.working_memory import CHOICE_COLUMNS, WorkingMemoryConfig, WorkingMemoryTransformer
-from inference.wm_decoding import (
-    WorkingMemoryInterventions,
-    applied_wm_interventions,
-    type_labels,
-    wm_generate,
-    wm_training_forward,
-)
+from inference.wm_decoding import type_labels, wm_generate, wm_training_forward
 from tests.conftest import SOURCES, TINY_MEMORY
 
 TARGETS = ["a dog plays in the park", "two women read"]
@@ -87,7 +81,7 @@ def test_config_validates_and_round_trips_through_dispatch():
 @pytest.mark.parametrize("size", [None, 0, 1, 2 * TINY_MEMORY])
 def test_memory_never_exceeds_its_size(wm, hungry, src, size):
     cap = TINY_MEMORY if size is None else size
-    lesion = WorkingMemoryInterventions(memory_size=size)
+    lesion = Interventions(memory_size=size)
     out = wm_generate(hungry, src, lesion, max_new_tokens=STEPS)
     assert out.memory_size == cap
     for example in out.examples:
@@ -99,7 +93,7 @@ def test_memory_cap_holds_when_the_type_head_decides(keen, src):
     written = []
     for size in (0, 1, TINY_MEMORY, 2 * TINY_MEMORY):
         for seed in range(3):
-            out = wm_generate(keen, src, WorkingMemoryInterventions(memory_size=size), seed=seed, max_new_tokens=STEPS)
+            out = wm_generate(keen, src, Interventions(memory_size=size), seed=seed, max_new_tokens=STEPS)
             assert all(len(e.memory) <= size for e in out.examples)
             written += [len(e.memory) for e in out.examples]
     assert max(written) > 0
@@ -107,7 +101,7 @@ def test_memory_cap_holds_when_the_type_head_decides(keen, src):
 
 def test_memory_size_past_twice_trained_is_refused(wm, src):
     with pytest.raises(InterventionError, match="out of range"):
-        wm_generate(wm, src, WorkingMemoryInterventions(memory_size=2 * TINY_MEMORY + 1))
+        wm_generate(wm, src, Interventions(memory_size=2 * TINY_MEMORY + 1))
 
 
 def test_translation_is_the_target_type_tokens(keen, src):
@@ -126,7 +120,7 @@ def test_translation_is_the_target_type_tokens(keen, src):
 
 
 def test_cached_generation_equals_uncached(keen, src):
-    for model_lesion in (None, WorkingMemoryInterventions(mask_memory=True), WorkingMemoryInterventions(memory_size=2 * TINY_MEMORY)):
+    for model_lesion in (None, Interventions(mask_memory=True), Interventions(memory_size=2 * TINY_MEMORY)):
         cached = wm_generate(keen, src, model_lesion, seed=3, max_new_tokens=STEPS)
         uncached = wm_generate(keen, src, model_lesion, seed=3, max_new_tokens=STEPS, use_cache=False)
         assert cached.types.eq(0).any()
@@ -146,16 +140,16 @@ def test_fixed_seed_reproduces_memory_and_seeds_differ(hungry, src):
 
 def test_forced_memory_contents_are_the_memory_tokens(hungry, wm, src):
     forced = (5, 6, 7)
-    out = wm_generate(hungry, src, WorkingMemoryInterventions(forced_memory=forced), max_new_tokens=STEPS)
+    out = wm_generate(hungry, src, Interventions(forced_memory=forced), max_new_tokens=STEPS)
     assert [e.memory for e in out.examples] == [list(forced)] * len(SOURCES)
     plain = wm_generate(hungry, src, max_new_tokens=STEPS)
     assert [e.memory for e in plain.examples] != [list(forced)] * len(SOURCES)
     # Types still come from the type head: with the unbiased model the forced list is a prefix.
-    out = wm_generate(wm, src, WorkingMemoryInterventions(forced_memory=forced[:2]), max_new_tokens=STEPS)
+    out = wm_generate(wm, src, Interventions(forced_memory=forced[:2]), max_new_tokens=STEPS)
     for example in out.examples:
         assert example.memory[:2] == list(forced[: len(example.memory)])[:2]
     with pytest.raises(InterventionError):
-        wm_generate(wm, src, WorkingMemoryInterventions(forced_memory=(1, 2, 3, 4), memory_size=3))
+        wm_generate(wm, src, Interventions(forced_memory=(1, 2, 3, 4), memory_size=3))
 
 
 def _patterns_during_generation(model, src, lesion):
@@ -187,7 +181,7 @@ def _mass_target_queries_on_memory(calls) -> tuple[float, float]:
 
 
 def test_masking_memory_blocks_target_queries_from_memory_keys(hungry, src):
-    out, calls = _patterns_during_generation(hungry, src, WorkingMemoryInterventions(mask_memory=True))
+    out, calls = _patterns_during_generation(hungry, src, Interventions(mask_memory=True))
     assert all(len(e.memory) == TINY_MEMORY for e in out.examples)  # memory is still generated
     assert len(calls) == (out.ids.shape[1] - 1) * hungry.config.n_decoder_layers
     target_mass, memory_mass = _mass_target_queries_on_memory(calls)
@@ -207,8 +201,8 @@ def test_masking_memory_in_a_teacher_forced_pass(hungry, src):
         captured[point.name] = p
 
     names = [f"decoder.layers.{i}.self_attn.pattern" for i in range(2)]
-    lesion = WorkingMemoryInterventions(mask_memory=True)
-    with torch.no_grad(), applied_wm_interventions(hungry, lesion), registered_hooks(hungry, [(n, capture) for n in names]):
+    lesion = Interventions(mask_memory=True)
+    with torch.no_grad(), applied_interventions(hungry, lesion), registered_hooks(hungry, [(n, capture) for n in names]):
         hungry(src, out.ids, out.types, out.key_mask)
     blocked = (out.types == 1)[:, None, :, None] & (out.types == 0)[:, None, None, :]  # [b, 1, q, k]
     for name in names:

@@ -1,0 +1,104 @@
+"""Training the working-memory decoder (Algorithm 1) end to end on generated
+data: config rules, the warm start from a plain Transformer, the plain
+epochs, the memory epochs, and the checkpoint's lesion table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from inference.checkpoint import CheckpointRegistry, load_checkpoint
+from inference.decoding import pad_batch
+from inference.models.working_memory import TARGET_TYPE, WorkingMemoryTransformer
+from training.config import ConfigError, config_from_dict
+from training.data import make_batch
+from training.objectives import objective_for_epoch, token_loss
+from training.run import run_training, working_memory_from_transformer
+
+WM_MODEL = {"family": "working_memory", "d_model": 16, "d_ff": 32, "n_heads": 2, "n_encoder_layers": 1, "n_decoder_layers": 1, "memory_size": 2}
+WM_SECTION = {"plain_epochs": 1, "type_threshold": 0.5, "type_loss_weight": 0.5}
+DATA = {"dataset": "multi30k", "vocab_size": 60, "max_len": 24}
+TRAIN = {"epochs": 2, "batch_size": 16, "warmup_steps": 20, "seed": 0, "save_every_steps": 4}
+
+
+def wm_config(**changes):
+    return config_from_dict({"name": "tiny_wm", "model": WM_MODEL, "working_memory": WM_SECTION, "data": DATA, "train": TRAIN, **changes})
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"working_memory": None}, "needs the 'working_memory' section"),
+        ({"model": {**WM_MODEL, "family": "transformer", "memory_size": 0}}, "needs a model of family 'working_memory'"),
+        ({"model": {**WM_MODEL, "top_p": 1.5}}, "top_p"),
+        ({"init_from": "checkpoints/transformer", "data": {"dataset": "multi30k"}}, "takes its sizes from it: remove model.d_ff"),
+        ({"working_memory": {**WM_SECTION, "type_threshold": 1.0}}, "type_threshold"),
+    ],
+)
+def test_working_memory_config_rules(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        wm_config(**changes)
+
+
+@pytest.fixture(scope="module")
+def trained_wm(tmp_path_factory, synthetic_data_dir):
+    root = tmp_path_factory.mktemp("wm")
+    folder = run_training(wm_config(), synthetic_data_dir, root / "checkpoints" / "tiny_wm", root / "run", device="cpu")
+    return root / "checkpoints", folder
+
+
+def test_plain_then_memory_epochs_train_a_checkpoint_with_the_mask_lesion(trained_wm):
+    root, folder = trained_wm
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["train"]["epochs"] == 2 and len(metrics["train"]["loss_curve"]) == 2
+    assert metrics["lesion"]["memory_size"] == [0, 2]  # paper sizes up to 2 x trained 2
+    assert 0 <= metrics["lesion"]["masked_bleu"] <= 100 and metrics["lesion"]["split"] == "test_2016_flickr"
+    entry = CheckpointRegistry(root, device="cpu").entries["tiny_wm"]
+    assert entry.ok, entry.error
+    assert entry.meta["family"] == "working_memory" and "1 of them without memory" in entry.meta["description"]
+    assert isinstance(load_checkpoint(folder, "cpu").model, WorkingMemoryTransformer)
+
+
+def test_plain_epoch_is_the_token_loss_and_memory_epoch_adds_the_type_loss(trained_wm):
+    _, folder = trained_wm
+    loaded = load_checkpoint(folder, "cpu")
+    model, tokenizer = loaded.model, loaded.tokenizer
+    batch = make_batch([(tokenizer.encode_sources(["hund läuft"])[0], tokenizer.encode("runs dog"))] * 4, tokenizer)
+    settings = wm_config().working_memory
+    model.eval()
+    plain = objective_for_epoch(model, 0.1, settings, 0)(model, batch, 0)
+    assert torch.allclose(plain, token_loss(model, batch, 0.1))
+    with_memory = objective_for_epoch(model, 0.1, settings, 1)
+    memory = with_memory(model, batch, 7)
+    assert torch.isfinite(memory) and not torch.allclose(memory, plain)  # the type loss is added
+    assert torch.equal(memory, with_memory(model, batch, 7))  # the step's seed fixes its sampled memory
+
+
+def test_warm_start_needs_a_plain_transformer(tmp_path, synthetic_data_dir, tiny_config):
+    folder = run_training(tiny_config("tiny_plain", epochs=1), synthetic_data_dir, tmp_path / "tiny_plain", tmp_path / "run", device="cpu")
+    transformer = load_checkpoint(folder, "cpu").model
+    with pytest.raises(ConfigError, match="not from family 'memtransformer'"):
+        working_memory_from_transformer(transformer, {"family": "working_memory", "memory_size": 2})
+
+
+def test_warm_start_reproduces_the_plain_transformer(tmp_path, synthetic_data_dir):
+    config = config_from_dict(
+        {
+            "name": "tiny_base",
+            "model": {**WM_MODEL, "family": "transformer", "memory_size": 0},
+            "data": DATA,
+            "train": {**TRAIN, "epochs": 1},
+        }
+    )
+    transformer = load_checkpoint(run_training(config, synthetic_data_dir, tmp_path / "base", tmp_path / "run", device="cpu"), "cpu")
+    model = working_memory_from_transformer(transformer.model, {"family": "working_memory", "memory_size": 2}).eval()
+    tokenizer = transformer.tokenizer
+    src = pad_batch(tokenizer.encode_sources(["hund läuft", "katze"]), tokenizer.pad_id)
+    tgt_in = pad_batch([[tokenizer.bos_id] + tokenizer.encode("runs dog"), [tokenizer.bos_id] + tokenizer.encode("cat")], tokenizer.pad_id)
+    with torch.no_grad():
+        expected = transformer.model.eval()(src, tgt_in)
+        real = tgt_in != tokenizer.pad_id  # [b, t]
+        logits, _ = model(src, tgt_in, torch.full_like(tgt_in, TARGET_TYPE), key_mask=real)
+    assert torch.allclose(logits[real], expected[real], atol=1e-5)

@@ -1,0 +1,57 @@
+"""What a training step minimises, per model family and epoch.
+
+- Memory Transformer families: label-smoothed cross-entropy of the target
+  tokens, teacher-forced.
+- Working memory (paper 004, Algorithm 1): during the first `plain_epochs`
+  the decoder stream is the target alone (every element target-type), so the
+  model trains as a plain Transformer; afterwards the stream is built with
+  model-chosen memory tokens and the loss is
+  `inference.wm_decoding.wm_training_forward`'s (target tokens plus the
+  type head's self-supervised labels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from inference.models import Model
+from inference.models.working_memory import TARGET_TYPE, WorkingMemoryTransformer
+from inference.wm_decoding import wm_training_forward
+from training.config import WorkingMemoryTraining
+from training.data import Batch
+
+# (model, batch, seed) -> scalar loss; the seed makes the step's sampling reproducible.
+Objective = Callable[[Model, Batch, int], torch.Tensor]
+
+
+def token_loss(model: Model, batch: Batch, label_smoothing: float) -> torch.Tensor:
+    """Mean label-smoothed cross-entropy over the non-pad target tokens."""
+    if isinstance(model, WorkingMemoryTransformer):
+        logits, _ = model(batch.src_ids, batch.tgt_in, torch.full_like(batch.tgt_in, TARGET_TYPE))  # no memory in the stream
+    else:
+        logits = model(batch.src_ids, batch.tgt_in)  # [b, t, vocab]
+    return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id, label_smoothing=label_smoothing)
+
+
+def objective_for_epoch(model: Model, label_smoothing: float, working_memory: WorkingMemoryTraining | None, epoch: int) -> Objective:
+    """The objective of 0-based epoch `epoch`."""
+    if working_memory is None or epoch < working_memory.plain_epochs:
+        return lambda model, batch, seed: token_loss(model, batch, label_smoothing)
+
+    def with_memory(model: WorkingMemoryTransformer, batch: Batch, seed: int) -> torch.Tensor:
+        pad = model.config.pad_id
+        targets = [[t for t in row if t != pad] for row in batch.tgt_out.tolist()]  # target + EOS per example
+        return wm_training_forward(
+            model,
+            batch.src_ids,
+            targets,
+            seed=seed,
+            type_threshold=working_memory.type_threshold,
+            type_loss_weight=working_memory.type_loss_weight,
+            label_smoothing=label_smoothing,
+        ).loss
+
+    return with_memory
