@@ -13,7 +13,7 @@ from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from app.deps import JobsDep, RunnerDep
 from app.figures import quantize_percent
 from app.runner import InputError
-from app.schemas import AttentionRequest, AttributionRequest, CompareRequest, SweepRequest, TextRequest
+from app.schemas import AttentionRequest, AttributionRequest, CompareRequest, MemoryRequest, SweepRequest, TextRequest
 from app.store import Job
 from app.uploads import read_upload
 from inference.analyses.attention import attention_stacks, layer_attention, pattern_hook_name
@@ -108,3 +108,20 @@ def job_json(job: Job) -> dict:
 @router.post("/blocks")
 def blocks(request: TextRequest, runner: RunnerDep) -> dict:
     return {"blocks": [asdict(b) for b in runner.blocks(request.model, request.text, request.interventions)]}
+
+
+@router.post("/memory")
+def memory(request: MemoryRequest, runner: RunnerDep) -> dict:
+    """A working-memory model's stream (memory and translation), every step's
+    decision, and target-to-memory attention of one decoder layer
+    (weights [heads, target queries, memory keys] as uint8 percent)."""
+    view = runner.memory_view(request.model, request.text, request.interventions, request.seed, request.layer)
+    trace = view.trace
+    return {
+        "translation": trace.translations[0], "seed": request.seed, "memory_size": trace.config["run_memory_size"],
+        "interventions": trace.config["interventions"],
+        "stream": [asdict(t) for t in view.stream], "memory": [t.token for t in view.stream if t.kind == "memory"],
+        "steps": [asdict(s) for s in view.steps],
+        "attention": {"layer": view.attention.layer, "query_tokens": view.attention.query_tokens, "key_tokens": view.attention.key_tokens,
+                      "weights": {**binary_array(quantize_percent(view.attention.weights)), "unit": "percent"}},
+    }

@@ -9,6 +9,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from app.deps import JobsDep, RunnerDep
 from app.figures import block_summary, lesion_curve
+from app.memory_figures import memory_summary_figures
 from app.pages import figure_json, render
 from app.store import Job
 from app.uploads import read_upload
@@ -54,7 +55,12 @@ def job_context(job: Job) -> dict:
     context: dict = {"job": job, "figures": {}}
     if job.status != "done":
         return context
-    if job.kind == "sweep":
+    if job.result.get("working_memory"):
+        for name, figure in memory_summary_figures(job.result["summary"]).items():
+            context["figures"][name] = figure_json(figure)
+        references = job.params["references"] or [None] * len(job.params["sources"])
+        context["memory_rows"] = list(zip(job.params["sources"], references, job.result["translations"], job.result["memory"]))
+    elif job.kind == "sweep":
         result = job.result
         title = f"{job.params['model']}: BLEU against memory size ({result['sentences']} sentences, {job.params['reference']} set)"
         context["figures"]["sweep"] = figure_json(lesion_curve(result["memory_size"], result["bleu"], result["trained"], title))

@@ -1,4 +1,5 @@
-"""Background jobs: translating an uploaded corpus, and lesion sweeps.
+"""Background jobs: translating an uploaded corpus (for a working-memory
+model: its memory and the memory-content analyses), and lesion sweeps.
 
 One worker thread runs jobs in order; each batch takes the runner's
 inference lock, so interactive requests still get their turn between
@@ -17,10 +18,14 @@ from app.store import Job, JobStore
 from app.uploads import Corpus
 from inference.analyses.blocks import attention_blocks, merge_blocks
 from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
+from inference.analyses.memory_corpus import generate_memory_corpus, summarise_memory_corpus
+from inference.checkpoint import LoadedModel
+from inference.models.working_memory import WorkingMemoryTransformer
 from inference.analyses.quality import corpus_quality
 from training.data import DataError, read_multi30k
 
 TRACE_BATCH = 16
+MEMORY_CHUNK = 64  # sentences a working-memory corpus job generates per hold of the model
 MULTI30K_TEST = "multi30k_test_2016"  # reference set read from the data directory
 
 
@@ -91,6 +96,9 @@ class JobRunner:
 
     def _corpus(self, job: Job) -> dict:
         model, sources, references = job.params["model"], job.params["sources"], job.params["references"]
+        loaded = self.runner.model(model)
+        if isinstance(loaded.model, WorkingMemoryTransformer):
+            return self._memory_corpus(job, loaded, sources, references)
         translations, blocks = [], []
         for start in range(0, len(sources), TRACE_BATCH):
             trace = self.runner.trace_many(model, sources[start : start + TRACE_BATCH], names=["*.pattern"])
@@ -99,6 +107,16 @@ class JobRunner:
             self.store.update(job.id, done=len(translations))
         quality = asdict(corpus_quality(translations, references)) if references else None
         return {"translations": translations, "quality": quality, "blocks": [asdict(b) for b in merge_blocks(blocks)]}
+
+    def _memory_corpus(self, job: Job, loaded: LoadedModel, sources: list[str], references: list[str] | None) -> dict:
+        """Memory and translations chunk by chunk (interactive requests get the
+        model in between), then the memory-content analyses and BLEU lesions."""
+        runs = []
+        for start in range(0, len(sources), MEMORY_CHUNK):
+            with self.runner.lock:
+                runs.append(generate_memory_corpus(loaded, sources[start : start + MEMORY_CHUNK], with_lesions=bool(references)))
+            self.store.update(job.id, done=min(start + MEMORY_CHUNK, len(sources)))
+        return {"working_memory": True, **summarise_memory_corpus(runs, references or None)}
 
     def _sweep(self, job: Job) -> dict:
         loaded = self.runner.model(job.params["model"])

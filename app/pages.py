@@ -54,9 +54,9 @@ def explore_controls(runner: Runner, model: str) -> dict:
 
 @router.get("/explore")
 def explore(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = ""):
-    available = runner.registry.available()
+    available = runner.available(working_memory=False)
     if not available:
-        raise InputError("no usable checkpoint: see the home page for the reasons")
+        raise InputError("no usable checkpoint with attention-memory slots: see the home page (working-memory models have their own page)")
     model = model or available[0]
     return render(request, "pages/explore.html", models=available, model=model, text=text, demos=demo_sentences(),
                   **explore_controls(runner, model))
@@ -126,7 +126,7 @@ def explore_attribution(
 
 @router.get("/compare")
 def compare_page(request: Request, runner: RunnerDep, text: str = ""):
-    return render(request, "pages/compare.html", models=runner.registry.available(), text=text)
+    return render(request, "pages/compare.html", models=runner.available(working_memory=False), text=text)
 
 
 @router.post("/compare/run")

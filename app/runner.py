@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 from inference.analyses.attribution import Attribution, attribute
 from inference.analyses.blocks import HeadBlocks, attention_blocks
+from inference.analyses.working_memory import MemoryAttention, StepDecision, StreamToken, step_decisions, stream_tokens, target_to_memory_attention
 from inference.checkpoint import CheckpointRegistry, LoadedModel
 from inference.interventions import Interventions
+from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
 from inference.trace import Trace, run_with_trace
 
 
@@ -41,6 +43,16 @@ class Translation:
     interventions: dict
 
 
+@dataclass
+class MemoryView:
+    """One sentence through a working-memory model: what the Working memory page and /api/memory show."""
+
+    trace: Trace
+    stream: list[StreamToken]
+    steps: list[StepDecision]
+    attention: MemoryAttention
+
+
 class Runner:
     def __init__(self, registry: CheckpointRegistry, max_text_chars: int, max_source_tokens: int, max_new_tokens: int, recent_traces: int = RECENT_TRACES):
         self.registry = registry
@@ -50,6 +62,11 @@ class Runner:
         self.max_new_tokens = max_new_tokens
         self.lock = threading.Lock()  # held for every model run
         self._recent: OrderedDict[tuple, Trace] = OrderedDict()
+
+    def available(self, working_memory: bool) -> list[str]:
+        """Usable models of the working-memory family, or of the others (they have different pages)."""
+        registry = self.registry
+        return [name for name in registry.available() if (registry.entries[name].config.family == WORKING_MEMORY_FAMILY) == working_memory]
 
     def model(self, name: str) -> LoadedModel:
         if name not in self.registry.entries:
@@ -67,19 +84,20 @@ class Runner:
             raise InputError(f"the text has {n_tokens} tokens; the limit is {self.max_source_tokens}")
         return text
 
-    def trace(self, model: str, text: str, interventions: Interventions, names: list[str] | None) -> Trace:
-        """The model's own translation of `text` under `interventions`, traced.
+    def trace(self, model: str, text: str, interventions: Interventions, names: list[str] | None, seed: int = 0) -> Trace:
+        """The model's own translation of `text` under `interventions`, traced
+        (`seed`: the working memory's sampling seed).
 
         Recent traces are kept: toggling a lesion back and forth, or
         switching the layer on view, re-runs nothing."""
         loaded = self.model(model)
         text = self.check_text(loaded, text)
-        key = (model, text, interventions, tuple(names) if names is not None else None)
+        key = (model, text, interventions, tuple(names) if names is not None else None, seed)
         with self.lock:
             if key in self._recent:
                 self._recent.move_to_end(key)
                 return self._recent[key]
-            trace = run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
+            trace = run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens, seed=seed)
             self._recent[key] = trace
             while len(self._recent) > self.recent_traces:
                 self._recent.popitem(last=False)
@@ -90,6 +108,15 @@ class Runner:
         loaded = self.model(model)
         with self.lock:
             return run_with_trace(loaded, texts, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
+
+    def memory_view(self, model: str, text: str, interventions: Interventions, seed: int, layer: int) -> MemoryView:
+        loaded = self.model(model)
+        if loaded.config.family != WORKING_MEMORY_FAMILY:
+            raise InputError(f"{model} has no working memory; working-memory models: {', '.join(self.available(True)) or 'none'}")
+        if not 0 <= layer < loaded.config.n_decoder_layers:
+            raise InputError(f"layer {layer} is out of range (0 to {loaded.config.n_decoder_layers - 1})")
+        trace = self.trace(model, text, interventions, ["decoder.layers.*.self_attn.pattern"], seed)
+        return MemoryView(trace, stream_tokens(trace), step_decisions(trace, loaded.tokenizer), target_to_memory_attention(trace, layer))
 
     def translate(self, model: str, text: str, interventions: Interventions) -> Translation:
         trace = self.trace(model, text, interventions, names=["logits"])

@@ -10,7 +10,7 @@ from inference.interventions import Interventions
 class TextRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str = Field(description="checkpoint name, as listed by GET /api/models")
-    text: str = Field(description="German source sentence")
+    text: str = Field(description="source sentence, in the model's source language (German or Russian)")
     interventions: Interventions = Field(default_factory=Interventions)
 
 
@@ -33,3 +33,8 @@ class CompareRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     models: list[str] = Field(min_length=1, max_length=6)
     text: str
+
+
+class MemoryRequest(TextRequest):
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the working memory's nucleus sampling")
+    layer: int = Field(0, ge=0, description="decoder layer whose target-to-memory attention is returned")

@@ -54,6 +54,10 @@ class TextTokenizer:
         """Detokenized text; special tokens are dropped."""
         return self.tokenizer.decode([i for i in ids if i >= len(SPECIAL_TOKENS)])
 
+    def pieces(self, ids: Iterable[int]) -> list[str]:
+        """The raw vocabulary piece of each id ("▁Hund", "chen"); "" for an unknown id."""
+        return [self.tokenizer.id_to_token(i) or "" for i in ids]
+
     def display_tokens(self, ids: Iterable[int]) -> list[str]:
         """One readable string per id: "Hund", "##chen", "<eos>"."""
         shown = []

@@ -4,18 +4,29 @@
 name, a display token and a role for every position of every axis, the
 output, and the configuration it ran with. Captures are hooks registered for
 the one call and removed afterwards.
+
+A working-memory model is traced on its own generation (it chooses its
+memory while it writes, so a given reference cannot stand in): memory and
+translation are generated with a seed, every step's decision is kept
+(`Trace.choices`), then one teacher-forced pass over the generated stream
+records the hook points. On the "dec" axis memory tokens have the role "wm".
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 import torch
+from torch import nn
 
 from inference.checkpoint import LoadedModel
 from inference.decoding import greedy_decode, pad_batch, strip_after_eos
 from inference.hooks import HookPoint, hook_points, registered_hooks, select_hook_names
 from inference.interventions import Interventions, applied_interventions
+from inference.models.working_memory import TARGET_TYPE, WorkingMemoryTransformer
+from inference.wm_decoding import wm_generate
 
 # Roles of positions that hold memory rather than text; every other role
 # except "pad" counts as sequence.
@@ -29,12 +40,13 @@ class Trace:
     tokens: dict[str, list[list[str]]]  # axis ("enc", "dec") -> display token per position, per example
     roles: dict[str, list[list[str]]]  # axis -> role per position, per example
     sources: list[str]
-    target_ids: list[list[int]]  # the target the decoder was forced on (given or the model's own output)
+    target_ids: list[list[int]]  # the target the decoder was forced on (given or the model's own output; working memory: the stream)
     translations: list[str]  # detokenized target text
     logits: torch.Tensor  # [b, t, vocab] teacher-forced logits on target_ids
     config: dict  # model name, model config, interventions, memory size used
-    decoded: bool  # True when the target is the model's own greedy output
+    decoded: bool  # True when the target is the model's own output
     hook_shapes: dict[str, str] = field(default_factory=dict)  # hook name -> declared shape in words
+    choices: torch.Tensor | None = None  # working memory: [b, steps, 7] decoder.wm.choice records (CHOICE_COLUMNS)
 
     def axis_roles(self, axis: str, example: int) -> list[str]:
         """Roles along an axis; "enc.mem" / "enc.seq" select the memory /
@@ -76,16 +88,22 @@ def run_with_trace(
     names: list[str] | None = None,
     interventions: Interventions | None = None,
     max_new_tokens: int = 128,
+    seed: int = 0,
 ) -> Trace:
     """Run teacher-forced on `targets`, or on the model's own greedy output
     when no targets are given, recording the hook points `names` (exact
-    names or glob patterns; None = all)."""
+    names or glob patterns; None = all). `seed`: the working memory's
+    sampling seed (other models decode greedily and ignore it)."""
     model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
     sources = [sources] if isinstance(sources, str) else list(sources)
     if not sources:
         raise ValueError("no source text given")
     interventions = interventions or Interventions()
     src_ids = encode_sources(loaded, sources)  # [b, n]
+    if isinstance(model, WorkingMemoryTransformer):
+        if targets is not None:
+            raise ValueError("a working-memory model is traced on its own output: it chooses its memory while it writes, so leave the target out")
+        return _trace_working_memory(loaded, sources, src_ids, names, interventions, max_new_tokens, seed)
     if targets is None:
         generated = greedy_decode(model, src_ids, interventions, max_new_tokens)
         target_ids = strip_after_eos(generated.cpu(), config.eos_id)
@@ -100,14 +118,8 @@ def run_with_trace(
 
     selected = select_hook_names(model, names)
     points = hook_points(model)
-    captured: dict[str, torch.Tensor] = {}
-
-    def capture(tensor: torch.Tensor, point: HookPoint) -> None:
-        captured[point.name] = tensor.detach().cpu()
-
-    with torch.no_grad(), applied_interventions(model, interventions) as memory_size:
-        with registered_hooks(model, [(name, capture) for name in selected]):
-            logits = model(src_ids, tgt_in, memory_size)  # [b, t, vocab]
+    with _captured(model, selected, interventions) as (captured, memory_size):
+        logits = model(src_ids, tgt_in, memory_size)  # [b, t, vocab]
 
     roles = model.position_roles(src_ids.cpu(), tgt_in.cpu(), memory_size)
     memory_tokens = [f"[mem{j}]" for j in range(memory_size)]
@@ -127,4 +139,49 @@ def run_with_trace(
         config={"model": loaded.name, **asdict(config), "interventions": interventions.model_dump(), "run_memory_size": memory_size},
         decoded=targets is None,
         hook_shapes={name: points[name].shape for name in selected},
+    )
+
+
+@contextmanager
+def _captured(model: nn.Module, names: list[str], interventions: Interventions) -> Iterator[tuple[dict[str, torch.Tensor], int]]:
+    """For one run: (name -> captured tensor, filled as the model runs; the memory size in force)."""
+    captured: dict[str, torch.Tensor] = {}
+
+    def capture(tensor: torch.Tensor, point: HookPoint) -> None:
+        captured[point.name] = tensor.detach().cpu()
+
+    with torch.no_grad(), applied_interventions(model, interventions) as memory_size:
+        with registered_hooks(model, [(name, capture) for name in names]):
+            yield captured, memory_size
+
+
+def _trace_working_memory(
+    loaded: LoadedModel, sources: list[str], src_ids: torch.Tensor, names: list[str] | None, interventions: Interventions, max_new_tokens: int, seed: int
+) -> Trace:
+    """Generate memory and translation, then record the hook points in one
+    teacher-forced pass over the generated stream (BOS + elements before
+    the final EOS, as a decoder input)."""
+    model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+    generation = wm_generate(model, src_ids, interventions, seed=seed, max_new_tokens=max_new_tokens)
+    streams = [example.ids[:-1] if example.ids[-1:] == [config.eos_id] else example.ids for example in generation.examples]
+    ids = pad_batch([[config.bos_id] + stream for stream in streams], config.pad_id, loaded.device)  # [b, t]
+    types = pad_batch([[TARGET_TYPE] + example.types[: len(stream)] for stream, example in zip(streams, generation.examples)], TARGET_TYPE, loaded.device)
+    key_mask = pad_batch([[1] * (1 + len(stream)) for stream in streams], 0, loaded.device).bool()  # [b, t]
+    selected = select_hook_names(model, names)
+    points = hook_points(model)
+    with _captured(model, selected, interventions) as (captured, memory_size):
+        logits, _ = model(src_ids, ids, types, key_mask)  # [b, t, vocab]
+    return Trace(
+        tensors=captured,
+        axes={name: points[name].axes for name in selected},
+        tokens={"enc": [tokenizer.display_tokens(row) for row in src_ids.tolist()], "dec": [tokenizer.display_tokens(row) for row in ids.tolist()]},
+        roles=model.position_roles(src_ids.cpu(), ids.cpu(), types.cpu(), key_mask.cpu()),
+        sources=sources,
+        target_ids=streams,
+        translations=[tokenizer.decode(example.translation) for example in generation.examples],
+        logits=logits.detach().cpu(),
+        config={"model": loaded.name, **asdict(config), "interventions": interventions.model_dump(), "run_memory_size": memory_size, "seed": seed},
+        decoded=True,
+        hook_shapes={name: points[name].shape for name in selected},
+        choices=generation.choices,
     )

@@ -98,7 +98,7 @@ def _choose(
     active: torch.Tensor,  # [b] bool, not finished
     generator: torch.Generator,
     gold: torch.Tensor | None = None,  # [b] teacher-forced target tokens (training)
-) -> tuple[torch.Tensor, torch.Tensor]:  # types [b], tokens [b]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # types [b], tokens [b], the step's final record [b, 7]
     c = model.config
     p = type_logits.float().softmax(dim=-1)  # [b, 2]
     wants_memory = p[:, MEMORY_TYPE] > p[:, TARGET_TYPE]
@@ -132,7 +132,10 @@ def _choose(
     types = torch.where(active & room, types, TARGET_TYPE)  # the cap and finished rows hold whatever hooks did
     if gold is not None:
         tokens = torch.where(types == TARGET_TYPE, gold, tokens)
-    return types, tokens.masked_fill(~active, c.pad_id)
+    tokens = tokens.masked_fill(~active, c.pad_id)
+    record = record.clone()
+    record[:, COL["type"]], record[:, COL["token"]] = types.float(), tokens.float()  # what was written, after hooks and cap
+    return types, tokens, record
 
 
 # ---------------------------------------------------------------- generation
@@ -153,6 +156,7 @@ class WMGeneration:
     key_mask: torch.Tensor  # [b, 1 + steps] True for real elements
     examples: list[WMExample]
     memory_size: int  # the inference memory cap used
+    choices: torch.Tensor  # [b, steps, 7] every step's decision as written (CHOICE_COLUMNS), on the CPU
 
 
 def _examples(ids: torch.Tensor, types: torch.Tensor, key_mask: torch.Tensor, eos_id: int) -> list[WMExample]:
@@ -196,12 +200,14 @@ def wm_generate(
         active = torch.ones(b, dtype=torch.bool, device=device)
         memory_count = torch.zeros(b, dtype=torch.long, device=device)
         cache = model.new_cache() if use_cache else None
+        choices = []
         for _ in range(max_new_tokens):
             if use_cache:
                 token_logits, type_logits = model.decode(ids[:, -1:], types[:, -1:], encoded, cache)
             else:
                 token_logits, type_logits = model.decode(ids, types, encoded)
-            next_type, next_token = _choose(model, token_logits[:, -1], type_logits[:, -1], memory_count, memory_size, active, generator)
+            next_type, next_token, record = _choose(model, token_logits[:, -1], type_logits[:, -1], memory_count, memory_size, active, generator)
+            choices.append(record.cpu())
             ids = torch.cat([ids, next_token[:, None]], dim=1)
             types = torch.cat([types, next_type[:, None]], dim=1)
             key_mask = torch.cat([key_mask, active[:, None]], dim=1)
@@ -209,7 +215,8 @@ def wm_generate(
             active = active & ~((next_type == TARGET_TYPE) & (next_token == c.eos_id))
             if not active.any():
                 break
-    return WMGeneration(ids, types, key_mask, _examples(ids.cpu(), types.cpu(), key_mask.cpu(), c.eos_id), memory_size)
+    examples = _examples(ids.cpu(), types.cpu(), key_mask.cpu(), c.eos_id)
+    return WMGeneration(ids, types, key_mask, examples, memory_size, torch.stack(choices, dim=1))
 
 
 # ---------------------------------------------------------------- training
@@ -290,7 +297,7 @@ def wm_training_forward(
                 break
             token_logits, type_logits = model.decode(ids[:, -1:], types[:, -1:], encoded, cache)
             next_gold = gold[rows, appended.clamp(max=gold.shape[1] - 1)]
-            next_type, next_token = _choose(model, token_logits[:, -1], type_logits[:, -1], memory_count, m, active, generator, next_gold)
+            next_type, next_token, _ = _choose(model, token_logits[:, -1], type_logits[:, -1], memory_count, m, active, generator, next_gold)
             ids = torch.cat([ids, next_token[:, None]], dim=1)
             types = torch.cat([types, next_type[:, None]], dim=1)
             key_mask = torch.cat([key_mask, active[:, None]], dim=1)

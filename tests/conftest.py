@@ -8,6 +8,7 @@ import torch
 from inference.checkpoint import LoadedModel
 from inference.models import build_model
 from inference.models.memory_transformer import FAMILIES, MemoryTransformerConfig
+from inference.models.working_memory import WorkingMemoryConfig
 from inference.tokenizer import TextTokenizer, train_bpe
 
 TINY_CORPUS = [
@@ -41,6 +42,18 @@ def tiny_config(family: str, vocab_size: int) -> MemoryTransformerConfig:
         memory_size=0 if family == "transformer" else TINY_MEMORY,
         max_positions=64,
     )
+
+
+def make_tiny_working_memory(tokenizer: TextTokenizer, memory_bias: float = 1.0, seed: int = 0) -> LoadedModel:
+    """A tiny working-memory model whose type head leans towards memory by
+    `memory_bias` logits, so that it writes some memory before translating."""
+    torch.manual_seed(seed)
+    config = WorkingMemoryConfig(vocab_size=tokenizer.vocab_size, d_model=16, d_ff=32, n_heads=2, n_encoder_layers=2, n_decoder_layers=2,
+                                 memory_size=TINY_MEMORY, max_positions=64)
+    model = build_model(config).eval()
+    with torch.no_grad():
+        model.type_head.bias.copy_(torch.tensor([memory_bias, 0.0]))
+    return LoadedModel("tiny-working-memory", model, tokenizer)
 
 
 def make_tiny(family: str, tokenizer: TextTokenizer, seed: int = 0) -> LoadedModel:

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from inference.checkpoint import save_checkpoint
-from tests.conftest import make_tiny
+from tests.conftest import make_tiny, make_tiny_working_memory
 
 
 @pytest.fixture(scope="session")
@@ -18,6 +18,9 @@ def checkpoint_dir(tmp_path_factory, tiny_tokenizer):
         loaded = make_tiny(family, tiny_tokenizer)
         save_checkpoint(root / f"tiny_{family}", loaded.model, loaded.tokenizer, meta={"training_data": "tiny test corpus"},
                         metrics={"bleu": {"val": 1.5, "test_2016_flickr": 2.5}})
+    wm = make_tiny_working_memory(tiny_tokenizer)
+    save_checkpoint(root / "tiny_working_memory", wm.model, wm.tokenizer, meta={"training_data": "tiny test corpus", "source_language": "Russian"},
+                    metrics={"bleu": {"val": 1.0, "test_tatoeba": 2.0}})
     (root / "broken_model").mkdir()
     (root / "broken_model" / "config.json").write_text("{oops")
     return root

@@ -1,0 +1,64 @@
+"""A working-memory model over a corpus: its memory and translations, the
+memory-content analyses, and BLEU with memory, with the memory masked and
+without memory (the paper's Table 3 lesions).
+
+`generate_memory_corpus` runs the model (a caller may run it chunk by chunk,
+e.g. to let other requests use the model in between); `summarise_memory_corpus`
+turns the runs into the analyses without running the model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from inference.analyses.memory_content import MemoryRecord, memory_content_summary
+from inference.analyses.quality import corpus_quality
+from inference.checkpoint import LoadedModel
+from inference.interventions import Interventions
+from inference.models.working_memory import WorkingMemoryTransformer
+from inference.translate import BATCH_SIZE, translate_all, wm_generate_all
+
+# The lesions scored against references: name -> interventions.
+LESIONS = {"masked": Interventions(mask_memory=True), "no_memory": Interventions(memory_size=0)}
+
+
+@dataclass
+class MemoryCorpusRun:
+    translations: list[str]
+    memory_pieces: list[list[str]]  # vocabulary pieces ("▁dog", "s"), per sentence
+    memory_tokens: list[list[str]]  # display form ("dog", "##s"), per sentence
+    lesioned: dict[str, list[str]] = field(default_factory=dict)  # LESIONS name -> translations
+
+
+def generate_memory_corpus(loaded: LoadedModel, sources: Sequence[str], with_lesions: bool, batch_size: int = BATCH_SIZE) -> MemoryCorpusRun:
+    model, tokenizer = loaded.model, loaded.tokenizer
+    if not isinstance(model, WorkingMemoryTransformer):
+        raise ValueError(f"{loaded.name} has no working memory to analyse")
+    examples = wm_generate_all(model, tokenizer, sources, batch_size)
+    run = MemoryCorpusRun(
+        translations=[tokenizer.decode(e.translation) for e in examples],
+        memory_pieces=[tokenizer.pieces(e.memory) for e in examples],
+        memory_tokens=[tokenizer.display_tokens(e.memory) for e in examples],
+    )
+    if with_lesions:
+        run.lesioned = {name: translate_all(model, tokenizer, sources, batch_size, lesion) for name, lesion in LESIONS.items()}
+    return run
+
+
+def summarise_memory_corpus(runs: Sequence[MemoryCorpusRun], references: Sequence[str] | None) -> dict:
+    """{"translations", "memory" (display tokens per sentence), "summary"
+    (memory_content_summary), "bleu": {"memory", "masked", "no_memory"} or
+    None without references} over the runs, in order."""
+    translations = [t for run in runs for t in run.translations]
+    records = [MemoryRecord(t, pieces) for run in runs for t, pieces in zip(run.translations, run.memory_pieces)]
+    bleu = None
+    if references is not None:
+        bleu = {"memory": corpus_quality(translations, references).bleu}
+        for name in LESIONS:
+            bleu[name] = corpus_quality([t for run in runs for t in run.lesioned[name]], references).bleu
+    return {"translations": translations, "memory": [m for run in runs for m in run.memory_tokens], "summary": memory_content_summary(records), "bleu": bleu}
+
+
+def analyse_memory_corpus(loaded: LoadedModel, sources: Sequence[str], references: Sequence[str] | None = None, batch_size: int = BATCH_SIZE) -> dict:
+    """Both steps in one call (see the module doc)."""
+    return summarise_memory_corpus([generate_memory_corpus(loaded, sources, references is not None, batch_size)], references)

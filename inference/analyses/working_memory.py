@@ -1,0 +1,110 @@
+"""Views of one working-memory trace (paper 004): the generated stream with
+its memory tokens, every step's decision, and how target tokens attend to
+the memory. Pure functions of a `Trace` from `run_with_trace`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from inference.analyses.attention import layer_attention
+from inference.analyses.memory_content import MemoryRecord
+from inference.models.working_memory import CHOICE_COLUMN, MEMORY_TYPE
+from inference.tokenizer import TextTokenizer
+from inference.trace import Trace
+
+MEMORY_ROLE = "wm"
+
+
+@dataclass
+class StreamToken:
+    token: str  # display form
+    kind: str  # "memory" or "target"
+
+
+@dataclass
+class StepDecision:
+    step: int  # 1-based element of the stream (BOS is element 0)
+    p_memory: float  # type-head probability of writing memory next
+    kind: str  # "memory" or "target": what was written
+    token: str  # display form of the written token
+    token_id: int
+    nucleus_size: int  # tokens in the top-p nucleus the memory token was drawn from; 0 for target tokens
+    overridden: bool  # the head asked for memory but the memory was full
+
+
+@dataclass
+class MemoryAttention:
+    layer: int
+    weights: torch.Tensor  # [heads, target queries, memory keys] of decoder self-attention
+    query_tokens: list[str]  # the target-type positions (BOS included: it predicts the first element)
+    key_tokens: list[str]  # the memory tokens, in writing order
+
+    @property
+    def mass(self) -> torch.Tensor:  # [heads]: mean attention of a target query on all memory keys together
+        return self.weights.sum(dim=-1).mean(dim=-1)
+
+
+def require_working_memory(trace: Trace) -> torch.Tensor:  # [b, steps, 7]
+    if trace.choices is None:
+        raise ValueError(f"{trace.config['model']} is not a working-memory model: its trace has no memory decisions")
+    return trace.choices
+
+
+def stream_tokens(trace: Trace, example: int = 0) -> list[StreamToken]:
+    """The generated stream after BOS: every element, memory or target, in order."""
+    require_working_memory(trace)
+    pairs = zip(trace.tokens["dec"][example], trace.roles["dec"][example])
+    return [StreamToken(token, "memory" if role == MEMORY_ROLE else "target") for token, role in list(pairs)[1:] if role != "pad"]
+
+
+def memory_tokens(trace: Trace, example: int = 0) -> list[str]:
+    return [t.token for t in stream_tokens(trace, example) if t.kind == "memory"]
+
+
+def step_decisions(trace: Trace, tokenizer: TextTokenizer, example: int = 0) -> list[StepDecision]:
+    """One row per generated element, up to the example's end."""
+    records = require_working_memory(trace)[example]  # [steps, 7]
+    active = records[:, CHOICE_COLUMN["active"]] == 1
+    records = records[active]
+    ids = records[:, CHOICE_COLUMN["token"]].round().long().tolist()
+    shown = tokenizer.display_tokens(ids)
+    return [
+        StepDecision(
+            step=i + 1,
+            p_memory=float(row[CHOICE_COLUMN["p_memory"]]),
+            kind="memory" if int(row[CHOICE_COLUMN["type"]]) == MEMORY_TYPE else "target",
+            token=shown[i],
+            token_id=ids[i],
+            nucleus_size=int(row[CHOICE_COLUMN["nucleus_size"]]),
+            overridden=bool(row[CHOICE_COLUMN["overridden"]]),
+        )
+        for i, row in enumerate(records)
+    ]
+
+
+def target_to_memory_attention(trace: Trace, layer: int, example: int = 0) -> MemoryAttention:
+    """Decoder self-attention of layer `layer` from target-type queries onto memory keys."""
+    require_working_memory(trace)
+    view = layer_attention(trace, "decoder.self_attn", layer, example)
+    queries = [i for i, role in enumerate(view.query_roles) if role != MEMORY_ROLE]
+    keys = [i for i, role in enumerate(view.key_roles) if role == MEMORY_ROLE]
+    return MemoryAttention(
+        layer=layer,
+        weights=view.weights[:, queries][:, :, keys],
+        query_tokens=[view.query_tokens[i] for i in queries],
+        key_tokens=[view.key_tokens[i] for i in keys],
+    )
+
+
+def memory_records(trace: Trace, tokenizer: TextTokenizer) -> list[MemoryRecord]:
+    """Every example's translation and memory pieces, for the corpus analyses
+    of `inference.analyses.memory_content`."""
+    require_working_memory(trace)
+    records = []
+    for example, stream in enumerate(trace.target_ids):
+        roles = trace.roles["dec"][example][1 : 1 + len(stream)]  # after BOS
+        memory = [token for token, role in zip(stream, roles) if role == MEMORY_ROLE]
+        records.append(MemoryRecord(trace.translations[example], tokenizer.pieces(memory)))
+    return records

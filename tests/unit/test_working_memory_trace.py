@@ -1,0 +1,46 @@
+"""Tracing a working-memory model: its own generation, every decision, the
+stream's roles, and the views built on the trace."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from inference.analyses.working_memory import memory_records, memory_tokens, step_decisions, stream_tokens, target_to_memory_attention
+from inference.interventions import Interventions
+from inference.trace import run_with_trace
+from tests.conftest import SOURCES, TINY_MEMORY, make_tiny_working_memory
+
+
+@pytest.fixture
+def keen(tiny_tokenizer):
+    return make_tiny_working_memory(tiny_tokenizer, memory_bias=1.0)
+
+
+def test_trace_holds_the_generation_and_its_decisions(keen):
+    trace = run_with_trace(keen, SOURCES, seed=2)
+    assert trace.choices.shape[0] == 2 and trace.choices.shape[2] == 7
+    for example, stream in enumerate(trace.target_ids):
+        kinds = [t.kind for t in stream_tokens(trace, example)]
+        assert len(kinds) == len(stream) and 0 < kinds.count("memory") <= TINY_MEMORY
+        decisions = step_decisions(trace, keen.tokenizer, example)
+        assert [d.kind for d in decisions][: len(kinds)] == kinds  # the last decision may be the final EOS
+        assert all(0 <= d.p_memory <= 1 for d in decisions)
+    records = memory_records(trace, keen.tokenizer)
+    assert [len(r.memory_pieces) for r in records] == [len(memory_tokens(trace, e)) for e in range(2)]
+    assert records[0].translation == trace.translations[0]
+
+
+def test_masked_run_puts_no_target_attention_on_memory(keen):
+    trace = run_with_trace(keen, SOURCES[0], interventions=Interventions(mask_memory=True), seed=2)
+    for layer in range(2):
+        attention = target_to_memory_attention(trace, layer)
+        assert attention.weights.shape[2] == len(memory_tokens(trace)) > 0
+        assert torch.all(attention.weights == 0)
+    unmasked = target_to_memory_attention(run_with_trace(keen, SOURCES[0], seed=2), 0)
+    assert unmasked.weights.sum() > 0
+
+
+def test_a_given_target_is_refused(keen):
+    with pytest.raises(ValueError, match="traced on its own output"):
+        run_with_trace(keen, SOURCES[0], targets="a dog")
