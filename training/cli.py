@@ -14,6 +14,7 @@ from training.config import ConfigError, load_config
 from training.data import DATA_DIR_ENV, DataError
 from training.rundir import RunDirError
 from training import REPO_ROOT
+from training.memory_analysis import analyse_checkpoint
 from training.results import write_results
 from training.run import recompute_lesion, run_training
 
@@ -22,7 +23,7 @@ USER_ERRORS = (ConfigError, DataError, CheckpointError, RunDirError)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m training", description="Train and evaluate Memory Transformer models on Multi30k de-en.")
+    parser = argparse.ArgumentParser(prog="python -m training", description="Train and evaluate the memory models (Multi30k de-en, OPUS-MT ru-en).")
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train (or resume) a model from a JSON config and write its checkpoint folder")
@@ -39,6 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     lesion.add_argument("--data-dir", help=f"shared data folder holding multi30k/ (default: ${DATA_DIR_ENV}, else ../shared/data)")
     lesion.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     lesion.set_defaults(handler=lesion_command)
+
+    memory = commands.add_parser("memory-analysis", help="the memory-content study of a working-memory checkpoint, per domain, into its memory_analysis.json")
+    memory.add_argument("checkpoint", help="checkpoint folder, e.g. checkpoints/working_memory_ru_en")
+    memory.add_argument("--data-dir", help=f"shared data folder (default: ${DATA_DIR_ENV}, else ../shared/data)")
+    memory.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
+    memory.add_argument("--max-sentences", type=int, default=1000, help="sentences per domain (the first ones of each test set)")
+    memory.set_defaults(handler=memory_command)
 
     results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
     results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
@@ -57,6 +65,10 @@ def train_command(args: argparse.Namespace) -> None:
 def lesion_command(args: argparse.Namespace) -> None:
     table = recompute_lesion(args.checkpoint, args.data_dir, args.device)
     print(json.dumps(table))
+
+
+def memory_command(args: argparse.Namespace) -> None:
+    print(analyse_checkpoint(args.checkpoint, args.data_dir, args.device, args.max_sentences))
 
 
 def results_command(args: argparse.Namespace) -> None:
