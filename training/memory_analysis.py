@@ -35,6 +35,12 @@ def domain_sets(corpus: str, data_dir: Path) -> dict[str, tuple[str, list[Pair]]
     return sets
 
 
+def memory_length_counts(lengths: list[int], memory_size: int) -> list[int]:
+    """[k] sentences whose memory holds exactly k tokens, k = 0 .. memory_size: shows
+    whether the model writes memory, and whether it always fills it."""
+    return [lengths.count(k) for k in range(memory_size + 1)]
+
+
 def analyse_checkpoint(folder: str | Path, data_dir: str | Path | None = None, device: str = "auto", max_sentences: int = 1000) -> Path:
     """Run the study on every domain (the first `max_sentences` pairs of each) and write the JSON; returns its path."""
     folder = Path(folder)
@@ -52,6 +58,7 @@ def analyse_checkpoint(folder: str | Path, data_dir: str | Path | None = None, d
             "sentences": len(pairs),
             "mean_source_words": sum(len(s.split()) for s in sources) / len(sources),
             "bleu": result["bleu"],
+            "memory_length_counts": memory_length_counts([len(m) for m in result["memory"]], loaded.config.memory_size),
             "summary": result["summary"],
             "examples": [
                 {"source": s, "memory": m, "translation": t, "reference": r}

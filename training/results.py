@@ -146,9 +146,10 @@ def working_memory_bleu(metrics: dict[str, dict], analyses: dict[str, dict]) -> 
 
 def memory_content_table(analyses: dict[str, dict]) -> list[str]:
     lines = [
-        "| model | domain | sentences | source words | memory length | unique tokens (mean / median) | Spearman(length, unique) "
-        "| P(keyword in memory) own / rotated | P(content word in memory) own / rotated | sub-word pieces | top parts of speech |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | domain | sentences | source words | memory length | no memory / full memory | unique tokens (mean / median) "
+        "| Spearman(length, unique) | P(keyword in memory) own / rotated | P(content word in memory) own / rotated | sub-word pieces "
+        "| top parts of speech |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in WM_MODELS:
         for domain in analyses.get(name, {}).get("domains", {}).values():
@@ -157,10 +158,16 @@ def memory_content_table(analyses: dict[str, dict]) -> list[str]:
             top = ", ".join(f"{tag} {share:.2f}" for tag, share in list(pos["fractions"].items())[:3])
             lines.append(
                 f"| {name} | {domain['domain']} | {domain['sentences']} | {domain['mean_source_words']:.1f} | {unique['mean_memory_length']:.2f} "
-                f"| {unique['mean_unique']:.2f} / {unique['median_unique']:.0f} | {_number(s['diversity_by_length']['spearman_length_unique'])} "
+                f"| {_extremes(domain['memory_length_counts'])} | {unique['mean_unique']:.2f} / {unique['median_unique']:.0f} | {_number(s['diversity_by_length']['spearman_length_unique'])} "
                 f"| {_rates(keywords)} | {_rates(content)} | {pos['subword_share']:.2f} | {top} |"
             )
     return lines
+
+
+def _extremes(counts: list[int]) -> str:
+    """Share of sentences with an empty memory / a full one."""
+    total = sum(counts) or 1
+    return f"{counts[0] / total:.2f} / {counts[-1] / total:.2f}"
 
 
 def _rates(found: dict) -> str:

@@ -42,12 +42,13 @@ def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
         "max_sentences": 2,
         "domains": {
             "test_2016_flickr": {"domain": "Multi30k captions", "sentences": 2, "mean_source_words": 3.0,
-                                 "bleu": {"memory": 31.0, "masked": 29.5, "no_memory": 12.25}, "summary": summary},
+                                 "bleu": {"memory": 31.0, "masked": 29.5, "no_memory": 12.25}, "summary": summary,
+                                 "memory_length_counts": [0, 1, 1]},
         },
     }
     (checkpoints / "working_memory_de_en" / "memory_analysis.json").write_text(json.dumps(analysis))
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
     assert "| Transformer, 4 epochs (the warm start) | 30.00 |" in text
     assert "| working memory | 31.00 |" in text and "| working memory, masked | 29.50 |" in text and "| working memory, size 0 at inference | 12.25 |" in text
-    assert "| working_memory_de_en | Multi30k captions | 2 | 3.0 | 1.50 | 1.00 / 1 |" in text
+    assert "| working_memory_de_en | Multi30k captions | 2 | 3.0 | 1.50 | 0.00 / 0.50 | 1.00 / 1 |" in text
     assert "working_memory_ru_en: not trained or not analysed yet." in text
