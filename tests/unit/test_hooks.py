@@ -8,23 +8,24 @@ import pytest
 from inference.hooks import hook_points, select_hook_names
 from inference.models import build_model
 from inference.models.memory_transformer import FAMILIES
-from tests.conftest import tiny_config
+from tests.conftest import make_tiny_working_memory, tiny_config
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "hook_names.txt"
 
 
-def hook_listing() -> str:
+def hook_listing(tokenizer) -> str:
+    models = {family: build_model(tiny_config(family, vocab_size=40)) for family in FAMILIES}
+    models["working_memory"] = make_tiny_working_memory(tokenizer).model
     lines = []
-    for family in FAMILIES:
-        model = build_model(tiny_config(family, vocab_size=40))
+    for family, model in models.items():
         for name, point in hook_points(model).items():
             axes = f"  axes={point.axes[0]},{point.axes[1]}" if point.axes else ""
             lines.append(f"{family}  {name}  [{point.shape.split('  ')[0]}]{axes}")
     return "\n".join(lines) + "\n"
 
 
-def test_hook_names_match_golden_file():
-    listing = hook_listing()
+def test_hook_names_match_golden_file(tiny_tokenizer):
+    listing = hook_listing(tiny_tokenizer)
     if os.environ.get("MEMLENS_UPDATE_GOLDEN"):
         GOLDEN.write_text(listing)
     assert listing == GOLDEN.read_text(), "hook names changed; if intended, rerun with MEMLENS_UPDATE_GOLDEN=1 and review the diff"
