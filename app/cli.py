@@ -10,6 +10,7 @@ from pathlib import Path
 from inference.checkpoint import CheckpointError, CheckpointRegistry
 from inference.hooks import hook_points
 from inference.interventions import InterventionError, Interventions
+from inference.analyses.working_memory import memory_tokens
 from inference.trace import run_with_trace
 
 DEFAULT_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
@@ -25,8 +26,8 @@ def list_models(args: argparse.Namespace) -> int:
         print(f"no checkpoints under {registry.root}")
     for name, entry in registry.entries.items():
         if entry.ok:
-            bleu = entry.metrics.get("bleu", {}).get("test_2016_flickr")
-            bleu_text = f"BLEU {bleu:.2f}" if isinstance(bleu, (int, float)) else "BLEU -"
+            tests = {split: bleu for split, bleu in entry.metrics.get("bleu", {}).items() if split != "val"}
+            bleu_text = " ".join(f"BLEU {split} {bleu:.2f}" for split, bleu in tests.items()) or "BLEU -"
             print(f"{name:28s} {entry.config.family:20s} memory {entry.config.memory_size:3d}  {bleu_text}")
         else:
             print(f"{name:28s} BROKEN: {entry.error}")
@@ -35,11 +36,14 @@ def list_models(args: argparse.Namespace) -> int:
 
 def translate(args: argparse.Namespace) -> int:
     registry = CheckpointRegistry(checkpoint_dir(args.checkpoints), args.device)
-    interventions = Interventions(memory_size=args.memory_size, block_memory_reads=args.block_reads, knockout_slots=tuple(args.knockout))
+    interventions = Interventions(
+        memory_size=args.memory_size, block_memory_reads=args.block_reads, knockout_slots=tuple(args.knockout), mask_memory=args.mask_memory
+    )
     loaded = registry.get(args.model)
-    trace = run_with_trace(loaded, args.text, names=["logits"], interventions=interventions)
-    for source, translation in zip(trace.sources, trace.translations):
-        print(f"{source}\t{translation}")
+    trace = run_with_trace(loaded, args.text, names=["logits"], interventions=interventions, seed=args.seed)
+    for example, (source, translation) in enumerate(zip(trace.sources, trace.translations)):
+        memory = f"\t[memory: {' '.join(memory_tokens(trace, example))}]" if trace.choices is not None else ""
+        print(f"{source}\t{translation}{memory}")
     return 0
 
 
@@ -77,9 +81,11 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("models", help="list checkpoints and why broken ones are unavailable").set_defaults(run=list_models)
     p = commands.add_parser("translate", help="translate sentences, optionally with lesions")
     p.add_argument("--model", required=True)
-    p.add_argument("--memory-size", type=int, default=None, help="memory slots at inference (0 to 3x trained)")
+    p.add_argument("--memory-size", type=int, default=None, help="memory at inference (0 to 3x trained slots; working memory: 0 to 2x)")
     p.add_argument("--block-reads", choices=["none", "encoder", "decoder", "both"], default="none")
     p.add_argument("--knockout", type=int, nargs="*", default=[], help="memory slots to knock out")
+    p.add_argument("--mask-memory", action="store_true", help="working memory: target tokens may not attend to memory")
+    p.add_argument("--seed", type=int, default=0, help="working memory: seed of the memory sampling")
     p.add_argument("text", nargs="+")
     p.set_defaults(run=translate)
     p = commands.add_parser("hooks", help="list a model's hook points with shapes")

@@ -11,7 +11,7 @@ def test_models_lists_good_and_broken(tiny_tokenizer, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "models"]) == 0
     out = capsys.readouterr().out
-    assert "tiny_mem" in out and "memtransformer" in out and "BLEU 12.50" in out
+    assert "tiny_mem" in out and "memtransformer" in out and "BLEU test_2016_flickr 12.50" in out
     assert "empty" in out and "BROKEN: config.json is missing" in out
 
 
@@ -25,3 +25,18 @@ def test_translate_reports_bad_lesion_without_traceback(tiny_tokenizer, tmp_path
     assert "out of range" in capsys.readouterr().err
     assert main(["--checkpoints", str(tmp_path), "translate", "--model", "nope", "x"]) == 2
     assert "no checkpoint named 'nope'" in capsys.readouterr().err
+
+
+def test_translate_shows_working_memory_and_takes_its_lesions(tiny_tokenizer, tmp_path, capsys):
+    from tests.conftest import make_tiny_working_memory
+
+    loaded = make_tiny_working_memory(tiny_tokenizer)
+    save_checkpoint(tmp_path / "tiny_wm", loaded.model, loaded.tokenizer)
+    args = ["--checkpoints", str(tmp_path), "--device", "cpu", "translate", "--model", "tiny_wm", "--seed", "3"]
+    assert main(args + ["ein Hund"]) == 0
+    plain = capsys.readouterr().out
+    assert plain.startswith("ein Hund\t") and "\t[memory: " in plain
+    assert main(args + ["ein Hund"]) == 0 and capsys.readouterr().out == plain  # the seed fixes the memory
+    assert main(args + ["--mask-memory", "ein Hund"]) == 0
+    assert main(args + ["--knockout", "0", "--", "ein Hund"]) == 2
+    assert "working-memory model has none" in capsys.readouterr().err
