@@ -13,6 +13,7 @@ import pytest
 import uvicorn
 from playwright.sync_api import sync_playwright
 
+from app.demo import demo_sentences
 from app.main import create_app
 from app.settings import REPO_ROOT, Settings
 
@@ -66,3 +67,14 @@ def page(browser, request):
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def upload_demo_corpus(page, server_url: str, model: str, folder: Path, rows: int = 6) -> None:
+    """Upload the first `rows` demo pairs as a .tsv for `model` and land on the result permalink."""
+    corpus = folder / "demo.tsv"
+    corpus.write_text("".join(f"{d.source}\t{d.reference}\n" for d in demo_sentences()[:rows]), encoding="utf-8")
+    page.goto(f"{server_url}/upload")
+    page.select_option("select[name=model]", model)
+    page.set_input_files("input[name=file]", str(corpus))
+    page.click("#upload button[type=submit]")
+    page.wait_for_url(f"{server_url}/results/*")

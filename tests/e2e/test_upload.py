@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from app.demo import demo_sentences
+from tests.e2e.conftest import upload_demo_corpus
 
 MODEL = "memtransformer_10"
 
 
 def test_upload_tsv_and_see_bleu(page, server_url, tmp_path):
-    corpus = tmp_path / "demo.tsv"
-    corpus.write_text("".join(f"{d.source}\t{d.reference}\n" for d in demo_sentences()[:6]), encoding="utf-8")
-    page.goto(f"{server_url}/upload")
-    page.select_option("select[name=model]", MODEL)
-    page.set_input_files("input[name=file]", str(corpus))
-    page.click("#upload button[type=submit]")
-    page.wait_for_url(f"{server_url}/results/*")
+    upload_demo_corpus(page, server_url, MODEL, tmp_path)
     page.wait_for_selector("#bleu", timeout=60_000)
     bleu = float(page.text_content("#bleu"))
     assert 0 < bleu <= 100

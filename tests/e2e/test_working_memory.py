@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from app.demo import demo_sentences
+from tests.e2e.conftest import upload_demo_corpus
 
 GERMAN_MODEL = "working_memory_de_en"
 RUSSIAN_MODEL = "working_memory_ru_en"
@@ -51,13 +51,7 @@ def test_russian_input_and_cyrillic_display(page, server_url):
 
 
 def test_corpus_upload_shows_memory_analyses(page, server_url, tmp_path):
-    corpus = tmp_path / "demo.tsv"
-    corpus.write_text("".join(f"{d.source}\t{d.reference}\n" for d in demo_sentences()[:6]), encoding="utf-8")
-    page.goto(f"{server_url}/upload")
-    page.select_option("select[name=model]", GERMAN_MODEL)
-    page.set_input_files("input[name=file]", str(corpus))
-    page.click("#upload button[type=submit]")
-    page.wait_for_url(f"{server_url}/results/*")
+    upload_demo_corpus(page, server_url, GERMAN_MODEL, tmp_path)
     page.wait_for_selector("#bleu-masked", timeout=120_000)
     assert page.locator("#memory-sentences tbody tr").count() == 6
     for figure in ("unique-tokens", "diversity", "words-in-memory", "parts-of-speech"):
