@@ -33,7 +33,7 @@ class HeadRef(BaseModel):
 
 class FFKeyScale(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    ff: str = Field(description="feed-forward module name, e.g. 'decoder.layers.1.ff.ff'")
+    ff: str = Field(description="feed-forward module name, e.g. 'decoder.layers.1.ff'")
     keys: tuple[int, ...] = Field(min_length=1)
     scale: float = Field(0.0, description="0 zeroes the keys, 2 doubles their coefficients")
 

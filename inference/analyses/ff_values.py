@@ -1,0 +1,92 @@
+"""Feed-forward values as distributions over the vocabulary (Geva et al.,
+paper 003, Section 4): p_i = softmax(v_i · E^T) for every value v_i.
+
+`FFMemories` holds the few inputs that every FF-memory analysis needs from a
+model: which FF layers, their value vectors, the output embedding and how a
+layer combines its residual with its FF output. `decoder_ff_memories` builds
+it for the decoder of the translation models; a decoder-only language model
+adds its own constructor and reuses every analysis unchanged.
+
+Post-LN and the projection. What E reads in these models is the last
+decoder layer's LayerNorm output (logits = LN_L(...) · E^T, no final norm of
+its own). A value v_i reaches it only through its layer's norm,
+LN(r + sum_i m_i v_i + b), which centres the sum, divides it by one positive
+factor per position, multiplies it by the gain and adds the bias, and then
+through every later layer. We project v_i directly through E, as the paper
+does (its pre-LN language model also puts a final LayerNorm between the
+residual stream and E, which the paper ignores): the numbers stay
+comparable with the paper's, and folding in this layer's gain alone would
+be a partial correction that later layers undo anyway. The price: the
+centring and the gain can change which token is on top, so "the value's
+top token" reads the direction v_i writes, not what the layer's output
+finally shows; the aggregation analysis projects the layer output itself
+and so measures that directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from inference.models.memory_transformer import MemoryTransformer
+
+# (layer name, residual [..., d], FF output [..., d]) -> the layer's output [..., d]
+LayerOutputFn = Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass
+class FFMemories:
+    """What the FF-memory analyses read from a model; CPU float tensors."""
+
+    layers: list[str]  # FF module names in depth order, e.g. "decoder.layers.0.ff"
+    values: dict[str, torch.Tensor]  # layer -> [d_ff, d]: row i is value v_i (column i of w_out)
+    output_embedding: torch.Tensor  # [vocab, d] E; the logits of a vector h are h · E^T
+    layer_output: LayerOutputFn
+
+    @staticmethod
+    def residual_hook(layer: str) -> str:
+        """The hook of the residual entering an FF layer: its sibling `resid_mid`."""
+        return layer.rpartition(".")[0] + ".resid_mid"
+
+
+def decoder_ff_memories(model: MemoryTransformer) -> FFMemories:
+    """The decoder FF layers of a translation model. Layer output =
+    LN(residual + FF output): the post-LN step with dropout off (inference)."""
+    norms = {}
+    values = {}
+    for i, decoder_layer in enumerate(model.decoder.layers):
+        name = f"decoder.layers.{i}.ff"
+        values[name] = decoder_layer.ff.w_out.weight.detach().float().cpu().T.contiguous()  # [d_ff, d]
+        norm = decoder_layer.ff_norm
+        norms[name] = (norm.normalized_shape, norm.weight.detach().float().cpu(), norm.bias.detach().float().cpu(), norm.eps)
+
+    def layer_output(layer: str, residual: torch.Tensor, ff_out: torch.Tensor) -> torch.Tensor:
+        shape, weight, bias, eps = norms[layer]
+        return F.layer_norm(residual + ff_out, shape, weight, bias, eps)
+
+    return FFMemories(list(values), values, model.embed.weight.detach().float().cpu(), layer_output)
+
+
+def value_logits(memories: FFMemories, layer: str) -> torch.Tensor:  # [d_ff, vocab]
+    """v_i · E^T for every value of one layer."""
+    return memories.values[layer] @ memories.output_embedding.T
+
+
+@dataclass
+class ValueProjection:
+    layer: str
+    token_ids: torch.Tensor  # [d_ff, top_k] long, the most probable tokens of p_i, best first
+    probabilities: torch.Tensor  # [d_ff, top_k] their probabilities under p_i
+    value_norms: torch.Tensor  # [d_ff] ||v_i||: how hard a value pushes when its key fires
+
+
+def value_projections(memories: FFMemories, top_k: int = 10) -> list[ValueProjection]:
+    """The top-k tokens of p_i = softmax(v_i · E^T) for every value of every layer."""
+    projections = []
+    for layer in memories.layers:
+        probabilities, token_ids = value_logits(memories, layer).softmax(dim=-1).topk(top_k, dim=-1)  # [d_ff, top_k]
+        projections.append(ValueProjection(layer, token_ids, probabilities, memories.values[layer].norm(dim=-1)))
+    return projections
