@@ -32,18 +32,22 @@ def decisions_chart(steps: list[StepDecision]) -> go.Figure:
 
 
 def memory_attention_heatmap(attention: MemoryAttention) -> go.Figure:
-    """Head-averaged decoder self-attention from target queries onto memory keys."""
-    weights = attention.weights.mean(dim=0)  # [target queries, memory keys]
+    """Head-averaged decoder self-attention from target queries onto memory
+    keys. The colour scale ends at the largest weight, not at 100%: target
+    queries spend a few percent on memory, which a 0-100 scale would hide."""
+    percent = quantize_percent(attention.weights.mean(dim=0))  # [target queries, memory keys]
+    top = max(int(percent.max()) if percent.size else 0, 1)
     figure = go.Figure(go.Heatmap(
-        z=quantize_percent(weights), x=axis_labels(attention.key_tokens), y=axis_labels(attention.query_tokens),
-        zmin=0, zmax=100, colorscale=COLORSCALE, colorbar={"title": {"text": "%"}},
+        z=percent, x=axis_labels(attention.key_tokens), y=axis_labels(attention.query_tokens),
+        zmin=0, zmax=top, colorscale=COLORSCALE, colorbar={"title": {"text": "%"}},
         hovertemplate="target query %{y}<br>memory key %{x}<br>weight %{z}% (mean of heads)<extra></extra>",
     ))
     mass = ", ".join(f"{100 * m:.0f}" for m in attention.mass.tolist())
     figure.update_layout(
-        title=f"Decoder self-attention layer {attention.layer}: target tokens onto memory (mean of heads)<br>"
+        title=f"Decoder self-attention layer {attention.layer}: target tokens onto memory (mean of heads; scale to {top}%)<br>"
         f"<sub>% of each head's attention on memory, mean over target queries: {mass}</sub>",
-        height=min(900, 260 + 18 * len(attention.query_tokens)), margin={"l": 10, "r": 10, "t": 120, "b": 10},
+        title_y=0.99, title_yanchor="top",
+        height=min(1000, 320 + 16 * len(attention.query_tokens)), margin={"l": 10, "r": 10, "t": 200, "b": 10},
     )
     figure.update_xaxes(side="top", type="category", tickangle=-60)
     figure.update_yaxes(autorange="reversed", type="category")
