@@ -124,6 +124,8 @@ class Runner:
 
     def attribution(self, model: str, text: str, position: int, interventions: Interventions) -> Attribution:
         loaded = self.model(model)
+        if loaded.config.family == WORKING_MEMORY_FAMILY:
+            raise InputError(f"{model} is a working-memory model: attribution onto [mem] slots does not apply (see its Working memory page)")
         text = self.check_text(loaded, text)
         with self.lock:
             try:

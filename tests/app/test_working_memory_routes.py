@@ -99,3 +99,8 @@ def test_corpus_upload_gives_the_memory_analyses_and_bleu_lesions(client):
     assert result["summary"]["n_sentences"] == 2 and len(result["memory"]) == 2
     page = client.get(f"/results/{job['id']}").text
     assert 'id="memory-sentences"' in page and 'id="figure-unique-tokens"' in page and 'id="bleu-masked"' in page
+
+
+def test_attribution_onto_slots_is_refused_for_working_memory(client):
+    response = client.post("/api/attribution", json={"model": WM, "text": TEXT, "position": 0})
+    assert response.status_code == 400 and "working-memory model" in response.json()["detail"]
