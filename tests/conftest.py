@@ -7,6 +7,7 @@ import torch
 
 from inference.checkpoint import LoadedModel
 from inference.models import build_model
+from inference.models.language_model import LanguageModel, LanguageModelConfig
 from inference.models.memory_transformer import FAMILIES, MemoryTransformerConfig
 from inference.models.working_memory import WorkingMemoryConfig
 from inference.tokenizer import TextTokenizer, train_bpe
@@ -54,6 +55,12 @@ def make_tiny_working_memory(tokenizer: TextTokenizer, memory_bias: float = 1.0,
     with torch.no_grad():
         model.type_head.bias.copy_(torch.tensor([memory_bias, 0.0]))
     return LoadedModel("tiny-working-memory", model, tokenizer)
+
+
+def make_tiny_language_model(tokenizer: TextTokenizer, seed: int = 0) -> LanguageModel:
+    torch.manual_seed(seed)
+    config = LanguageModelConfig(vocab_size=tokenizer.vocab_size, d_model=16, d_ff=32, n_heads=2, n_layers=2, max_positions=64)
+    return build_model(config).eval()
 
 
 def make_tiny(family: str, tokenizer: TextTokenizer, seed: int = 0) -> LoadedModel:

@@ -23,12 +23,12 @@ USER_ERRORS = (ConfigError, DataError, CheckpointError, RunDirError)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m training", description="Train and evaluate the memory models (Multi30k de-en, OPUS-MT ru-en).")
+    parser = argparse.ArgumentParser(prog="python -m training", description="Train and evaluate the memory models (Multi30k de-en, OPUS-MT ru-en) and the language model (enwiki, WikiText).")
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train (or resume) a model from a JSON config and write its checkpoint folder")
     train.add_argument("config", help="training config, e.g. training/configs/memtransformer_10.json")
-    train.add_argument("--data-dir", help=f"shared data folder holding multi30k/ (default: ${DATA_DIR_ENV}, else ../shared/data)")
+    train.add_argument("--data-dir", help=f"shared data folder holding multi30k/, enwiki/, ... (default: ${DATA_DIR_ENV}, else ../shared/data)")
     train.add_argument("--out", help="checkpoint folder to write (default: checkpoints/<name>)")
     train.add_argument("--run-dir", help="folder for resumable state and the log (default: runs/<name>)")
     train.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")

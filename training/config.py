@@ -3,7 +3,7 @@
     {
       "name": "memtransformer_10",                 # default run and checkpoint folder name
       "model": {...},                              # MemoryTransformerConfig fields (not the tokenizer's)
-      "data": {"dataset": "multi30k", "vocab_size": 8000, "max_len": 100},
+      "data": {"dataset": "multi30k", "vocab_size": 8000, "max_len": 100},   # language model: + "max_articles"
       "train": {"epochs": 20, "batch_size": 64, "warmup_steps": 4000, "label_smoothing": 0.1,
                 "clip_norm": 1.0, "seed": 1, "eval_every_epochs": 1, "save_every_steps": 500},
       "init_from": "checkpoints/memtransformer_5",  # optional: start from a trained checkpoint
@@ -26,6 +26,11 @@ The "working_memory" section (working-memory models only) sets Algorithm 1:
 plain_epochs epochs as a plain Transformer first (no memory written), then
 training with model-chosen memory; type_threshold and type_loss_weight are
 the type head's self-supervised labels (inference.wm_decoding.type_labels).
+
+A language model (model family "language_model") trains on data.dataset
+"enwiki", and only there; for it data.max_len is the length of a training
+block (tokens per row) and train.batch_size counts blocks
+(docs/language_model.md).
 """
 
 from __future__ import annotations
@@ -40,17 +45,22 @@ from pydantic.dataclasses import dataclass
 
 from inference.models import ModelConfig
 from inference.models import config_from_dict as model_config_from_dict
+from inference.models.language_model import FAMILY as LANGUAGE_MODEL_FAMILY
+from inference.models.language_model import LanguageModelConfig
 from inference.models.memory_transformer import MemoryTransformerConfig
 from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
 from inference.models.working_memory import WorkingMemoryConfig
 from inference.tokenizer import TextTokenizer
 from training import REPO_ROOT
+from training.lm_corpora import ENWIKI
 
 STRICT = ConfigDict(extra="forbid")
 
 # The tokenizer decides these; a config that set them could contradict it.
 TOKENIZER_FIELDS = ("vocab_size", "pad_id", "bos_id", "eos_id")
-MODEL_FIELDS = tuple(dict.fromkeys(f.name for cls in (MemoryTransformerConfig, WorkingMemoryConfig) for f in fields(cls) if f.name not in TOKENIZER_FIELDS))
+MODEL_FIELDS = tuple(
+    dict.fromkeys(f.name for cls in (MemoryTransformerConfig, WorkingMemoryConfig, LanguageModelConfig) for f in fields(cls) if f.name not in TOKENIZER_FIELDS)
+)
 # What a working-memory model started from a plain Transformer adds to it.
 WM_ONLY_FIELDS = ("family", "memory_size", "top_p")
 
@@ -61,9 +71,10 @@ class ConfigError(ValueError):
 
 @dataclass(config=STRICT)
 class DataConfig:
-    dataset: Literal["multi30k", "ru_en"] = "multi30k"  # training.corpora.CORPORA
+    dataset: Literal["multi30k", "ru_en", "enwiki"] = "multi30k"  # training.corpora.CORPORA; "enwiki": training.lm_corpora
     vocab_size: int | None = Field(None, ge=8)  # shared BPE vocabulary; None: training.vocabulary.DEFAULT_VOCAB_SIZE
-    max_len: int = Field(100, ge=1)  # pairs with more tokens on either side are left out of training
+    max_len: int = Field(100, ge=1)  # pairs with more tokens on either side are left out of training; language model: block length
+    max_articles: int | None = Field(None, ge=1)  # language model only: train on the first N training articles (quick runs); None: all
 
 
 @dataclass(config=STRICT)
@@ -98,6 +109,10 @@ class TrainConfig:
     @property
     def is_working_memory(self) -> bool:
         return self.model is not None and self.model.get("family") == WORKING_MEMORY_FAMILY
+
+    @property
+    def is_language_model(self) -> bool:
+        return self.model is not None and self.model.get("family") == LANGUAGE_MODEL_FAMILY
 
     def model_config(self, tokenizer: TextTokenizer) -> ModelConfig:
         """The architecture of a new model (runs without init_from)."""
@@ -152,6 +167,12 @@ def _check_model_source(config: TrainConfig) -> None:
         raise ConfigError("the 'working_memory' section needs a model of family 'working_memory'")
     if config.is_working_memory and config.working_memory is None:
         raise ConfigError("a working-memory model needs the 'working_memory' section (plain_epochs, type_threshold, type_loss_weight)")
+    if config.is_language_model != (config.data.dataset == ENWIKI):
+        raise ConfigError(f"a language model trains on data.dataset {ENWIKI!r}, and a translation model on a parallel corpus")
+    if config.is_language_model and config.init_from is not None:
+        raise ConfigError("a language model starts from scratch: init_from is for translation models")
+    if config.data.max_articles is not None and not config.is_language_model:
+        raise ConfigError("data.max_articles applies to a language model's corpus")
     if config.init_from is not None:
         if config.is_working_memory:
             extra = sorted(set(config.model) - set(WM_ONLY_FIELDS))

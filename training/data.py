@@ -77,6 +77,9 @@ class Batch:
     def to(self, device: torch.device | str) -> Batch:
         return Batch(self.src_ids.to(device), self.tgt_in.to(device), self.tgt_out.to(device))
 
+    def n_targets(self, pad_id: int) -> int:
+        return int((self.tgt_out != pad_id).sum())
+
 
 def make_batch(examples: list[Example], tokenizer: TextTokenizer) -> Batch:
     return Batch(

@@ -4,12 +4,18 @@ cross-entropy over target tokens, gradient clipping; resumable at any step.
 Hyper-parameters follow the paper's backbone (REFERENCE.md, Memory
 Transformer): Adam betas 0.9/0.98, eps 1e-9, lr = d_model^-0.5 *
 min(step^-0.5, step * warmup^-1.5).
+
+The loop reads a task's data through `LoopData`: translation pairs
+(`TrainingData`, here) or a language-model corpus
+(`training.lm_data.LanguageModelData`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from tqdm import tqdm
@@ -19,17 +25,47 @@ from inference.tokenizer import TextTokenizer
 from training.config import LoopConfig, WorkingMemoryTraining
 from training.data import Batch, Example, Pair, bucketed_batches, make_batch
 from training.evaluate import bleu_and_chrf
+from training.lm_data import LMBatch
 from training.objectives import Objective, objective_for_epoch
 from training.rundir import Progress, RunDir
 
 LOG_EVERY_STEPS = 100
 
 
+class LoopData(Protocol):
+    """A task's training and validation data, as the loop reads it."""
+
+    def epoch_batches(self, batch_size: int, seed: int) -> list[list[int]]:
+        """The epoch's batches as lists of indices into the training data; the same for the same seed."""
+
+    def train_batch(self, indices: list[int], tokenizer: TextTokenizer) -> Batch | LMBatch: ...
+
+    def val_batches(self, batch_size: int, tokenizer: TextTokenizer) -> Iterator[Batch | LMBatch]: ...
+
+    def validation_bleu(self, model: Model, tokenizer: TextTokenizer) -> float | None:
+        """None for a task without translations."""
+
+
 @dataclass
 class TrainingData:
+    """Translation pairs."""
+
     train: list[Example]
     val: list[Example]  # for the validation loss
     val_pairs: list[Pair]  # raw text, for the validation BLEU
+
+    def epoch_batches(self, batch_size: int, seed: int) -> list[list[int]]:
+        return bucketed_batches(self.train, batch_size, seed)
+
+    def train_batch(self, indices: list[int], tokenizer: TextTokenizer) -> Batch:
+        return make_batch([self.train[i] for i in indices], tokenizer)
+
+    def val_batches(self, batch_size: int, tokenizer: TextTokenizer) -> Iterator[Batch]:
+        for indices in bucketed_batches(self.val, batch_size, seed=0):
+            yield make_batch([self.val[i] for i in indices], tokenizer)
+
+    def validation_bleu(self, model: Model, tokenizer: TextTokenizer) -> float:
+        return bleu_and_chrf(model, tokenizer, self.val_pairs)[0]
 
 
 def noam_lr(step: int, d_model: int, warmup_steps: int) -> float:
@@ -43,7 +79,7 @@ def make_optimizer(model: Model) -> torch.optim.Adam:
 
 
 def optimizer_step(
-    model: Model, optimizer: torch.optim.Optimizer, batch: Batch, settings: LoopConfig, lr: float, objective: Objective | None = None, seed: int = 0
+    model: Model, optimizer: torch.optim.Optimizer, batch: Batch | LMBatch, settings: LoopConfig, lr: float, objective: Objective | None = None, seed: int = 0
 ) -> float:
     """One training step on `batch` at learning rate `lr`; returns the loss.
     objective: default the plain target-token loss."""
@@ -60,15 +96,16 @@ def optimizer_step(
 
 
 @torch.no_grad()
-def validation_loss(model: Model, tokenizer: TextTokenizer, examples: list[Example], settings: LoopConfig, objective: Objective) -> float:
-    """Token-weighted mean of the training objective on `examples`, without
-    dropout; the same label smoothing keeps it comparable with the train curve."""
+def validation_loss(model: Model, tokenizer: TextTokenizer, data: LoopData, settings: LoopConfig, objective: Objective) -> float:
+    """Token-weighted mean of the training objective on the validation data,
+    without dropout; the same label smoothing keeps it comparable with the
+    train curve."""
     model.eval()
     device = next(model.parameters()).device
     total, tokens = 0.0, 0
-    for indices in bucketed_batches(examples, settings.batch_size, seed=0):
-        batch = make_batch([examples[i] for i in indices], tokenizer).to(device)
-        n = int((batch.tgt_out != tokenizer.pad_id).sum())
+    for batch in data.val_batches(settings.batch_size, tokenizer):
+        batch = batch.to(device)
+        n = batch.n_targets(tokenizer.pad_id)
         total += objective(model, batch, 0).item() * n
         tokens += n
     return total / tokens
@@ -78,7 +115,7 @@ def train(
     model: Model,
     tokenizer: TextTokenizer,
     settings: LoopConfig,
-    data: TrainingData,
+    data: LoopData,
     run: RunDir,
     max_steps: int | None = None,
     schedule_offset: int = 0,
@@ -103,9 +140,9 @@ def train(
     while progress.epoch < settings.epochs:
         # Each epoch's batch order follows from the seed and the epoch number
         # alone, so a resumed run continues the very same sequence of batches.
-        batches = bucketed_batches(data.train, settings.batch_size, seed=settings.seed + progress.epoch)
+        batches = data.epoch_batches(settings.batch_size, seed=settings.seed + progress.epoch)
         objective = objective_for_epoch(model, settings.label_smoothing, working_memory, progress.epoch)
-        finished = run_epoch(model, tokenizer, optimizer, settings, data.train, batches, run, session, max_steps, schedule_offset, objective)
+        finished = run_epoch(model, tokenizer, optimizer, settings, data, batches, run, session, max_steps, schedule_offset, objective)
         if not finished:
             session.save(run, model, optimizer)
             run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
@@ -143,7 +180,7 @@ def run_epoch(
     tokenizer: TextTokenizer,
     optimizer: torch.optim.Optimizer,
     settings: LoopConfig,
-    examples: list[Example],
+    data: LoopData,
     batches: list[list[int]],
     run: RunDir,
     session: Session,
@@ -160,10 +197,10 @@ def run_epoch(
             bar.close()
             return False
         lr = noam_lr(schedule_offset + progress.step + 1, model.config.d_model, settings.warmup_steps)
-        batch = make_batch([examples[i] for i in indices], tokenizer).to(device)
+        batch = data.train_batch(indices, tokenizer).to(device)
         # The step number seeds the step's memory sampling: a resumed run draws the same.
         loss_value = optimizer_step(model, optimizer, batch, settings, lr, objective, seed=settings.seed * 1_000_003 + progress.step)
-        n = int((batch.tgt_out != tokenizer.pad_id).sum())
+        n = batch.n_targets(tokenizer.pad_id)
         progress.epoch_loss_sum += loss_value * n
         progress.epoch_tokens += n
         progress.step += 1
@@ -178,13 +215,15 @@ def run_epoch(
     return True
 
 
-def end_epoch(model: Model, tokenizer: TextTokenizer, settings: LoopConfig, data: TrainingData, progress: Progress, objective: Objective) -> None:
+def end_epoch(model: Model, tokenizer: TextTokenizer, settings: LoopConfig, data: LoopData, progress: Progress, objective: Objective) -> None:
     """Close the epoch in `progress`: its mean train loss, validation loss and
-    (every settings.eval_every_epochs) validation BLEU."""
+    (every settings.eval_every_epochs, for a task with translations) validation BLEU."""
     progress.loss_curve.append(progress.epoch_loss_sum / max(progress.epoch_tokens, 1))
-    progress.val_loss.append(validation_loss(model, tokenizer, data.val, settings, objective))
+    progress.val_loss.append(validation_loss(model, tokenizer, data, settings, objective))
     progress.epoch += 1
     progress.batch_in_epoch, progress.epoch_loss_sum, progress.epoch_tokens = 0, 0.0, 0
     if progress.epoch % settings.eval_every_epochs == 0:
-        progress.val_bleu_epochs.append(progress.epoch)
-        progress.val_bleu.append(bleu_and_chrf(model, tokenizer, data.val_pairs)[0])
+        bleu = data.validation_bleu(model, tokenizer)
+        if bleu is not None:
+            progress.val_bleu_epochs.append(progress.epoch)
+            progress.val_bleu.append(bleu)

@@ -8,6 +8,9 @@
   model-chosen memory tokens and the loss is
   `inference.wm_decoding.wm_training_forward`'s (target tokens plus the
   type head's self-supervised labels).
+- Language model: next-token cross-entropy over every position of a block
+  (label smoothing as configured; the shipped language-model configs use 0,
+  so the loss is the log-perplexity).
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ import torch
 import torch.nn.functional as F
 
 from inference.models import Model
+from inference.models.language_model import LanguageModel
 from inference.models.working_memory import TARGET_TYPE, WorkingMemoryTransformer
 from inference.wm_decoding import wm_training_forward
 from training.config import WorkingMemoryTraining
 from training.data import Batch
+from training.lm_data import LMBatch
 
 # (model, batch, seed) -> scalar loss; the seed makes the step's sampling reproducible.
-Objective = Callable[[Model, Batch, int], torch.Tensor]
+Objective = Callable[[Model, Batch | LMBatch, int], torch.Tensor]
 
 
 def token_loss(model: Model, batch: Batch, label_smoothing: float) -> torch.Tensor:
@@ -36,8 +41,16 @@ def token_loss(model: Model, batch: Batch, label_smoothing: float) -> torch.Tens
     return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id, label_smoothing=label_smoothing)
 
 
+def next_token_loss(model: LanguageModel, batch: LMBatch, label_smoothing: float) -> torch.Tensor:
+    """Mean cross-entropy of the next token at every non-pad target."""
+    logits = model(batch.ids)  # [b, t, vocab]
+    return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=model.config.pad_id, label_smoothing=label_smoothing)
+
+
 def objective_for_epoch(model: Model, label_smoothing: float, working_memory: WorkingMemoryTraining | None, epoch: int) -> Objective:
     """The objective of 0-based epoch `epoch`."""
+    if isinstance(model, LanguageModel):
+        return lambda model, batch, seed: next_token_loss(model, batch, label_smoothing)
     if working_memory is None or epoch < working_memory.plain_epochs:
         return lambda model, batch, seed: token_loss(model, batch, label_smoothing)
 

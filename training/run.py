@@ -18,6 +18,7 @@ from training.config import ConfigError, TrainConfig
 from training.corpora import CORPORA, Corpus
 from training.data import Pair, resolve_data_dir, tokenize_pairs
 from training.evaluate import lesion_table, score_splits
+from training.lm_run import run_language_model_training
 from training.loop import TrainingData, train
 from training.memory_growth import grow_memory
 from training.rundir import Progress, RunDir
@@ -44,6 +45,8 @@ def run_training(
 ) -> Path:
     """Train (or resume) the run of `config`, evaluate it and write its
     checkpoint folder; returns that folder."""
+    if config.is_language_model:
+        return run_language_model_training(config, data_dir, out_dir, run_dir, device, max_steps)
     device = select_device(device)
     corpus = CORPORA[config.data.dataset]
     splits = corpus.read(resolve_data_dir(data_dir))
@@ -99,16 +102,7 @@ def working_memory_from_transformer(transformer: Model, working_memory_fields: d
 def final_metrics(model: Model, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]], progress: Progress, device: torch.device, schedule_offset: int) -> dict:
     """metrics.json of a finished run."""
     metrics = score_splits(model, tokenizer, {split: splits[split] for split in ("val", *corpus.test_splits)})
-    metrics["train"] = {
-        "epochs": progress.epoch,
-        "steps": progress.step,
-        "schedule_steps": schedule_offset + progress.step,  # where a run initialised from this checkpoint continues the lr schedule
-        "seconds": round(progress.seconds, 1),
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else device.type,
-        "loss_curve": progress.loss_curve,
-        "val_loss": progress.val_loss,
-        "val_bleu": {"epoch": progress.val_bleu_epochs, "bleu": progress.val_bleu},
-    }
+    metrics["train"] = {**progress.train_record(device, schedule_offset), "val_bleu": {"epoch": progress.val_bleu_epochs, "bleu": progress.val_bleu}}
     if model.config.memory_size:
         metrics["lesion"] = lesion_table(model, tokenizer, splits[corpus.headline])
         metrics["lesion"]["split"] = corpus.headline

@@ -44,6 +44,18 @@ class Progress:
     val_bleu_epochs: list[int] = field(default_factory=list)  # epochs (1-based) with a validation BLEU
     val_bleu: list[float] = field(default_factory=list)
 
+    def train_record(self, device: torch.device, schedule_offset: int) -> dict:
+        """metrics.json's "train" record: the run's length, time and loss curves."""
+        return {
+            "epochs": self.epoch,
+            "steps": self.step,
+            "schedule_steps": schedule_offset + self.step,  # where a run initialised from this checkpoint continues the lr schedule
+            "seconds": round(self.seconds, 1),
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else device.type,
+            "loss_curve": self.loss_curve,
+            "val_loss": self.val_loss,
+        }
+
 
 class RunDir:
     def __init__(self, path: str | Path, config: TrainConfig):

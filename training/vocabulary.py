@@ -1,4 +1,5 @@
-"""The vocabulary: ONE BPE vocabulary shared by German and English.
+"""The vocabulary: ONE BPE vocabulary shared by German and English (the
+language model's vocabulary is trained on English Wikipedia, training.lm_run).
 
 The model ties its source, target and output embeddings to one matrix, so
 both languages must be cut into pieces of the same vocabulary; it is
@@ -7,6 +8,7 @@ trained on the German and the English training sentences together.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from inference.tokenizer import TextTokenizer, train_bpe
@@ -20,10 +22,15 @@ def train_shared_vocabulary(pairs: list[Pair], vocab_size: int = DEFAULT_VOCAB_S
 
 
 def load_or_train_vocabulary(path: Path, pairs: list[Pair], vocab_size: int = DEFAULT_VOCAB_SIZE) -> TextTokenizer:
-    """The vocabulary saved at `path`, trained and saved there first if absent,
-    so that a resumed run keeps the ids its weights were trained with."""
+    return load_or_train(path, lambda: train_shared_vocabulary(pairs, vocab_size))
+
+
+def load_or_train(path: Path, train: Callable[[], TextTokenizer]) -> TextTokenizer:
+    """The vocabulary saved at `path`, trained by `train` and saved there
+    first if absent, so that a resumed run keeps the ids its weights were
+    trained with."""
     if path.exists():
         return TextTokenizer.load(path)
-    tokenizer = train_shared_vocabulary(pairs, vocab_size)
+    tokenizer = train()
     tokenizer.save(path)
     return tokenizer

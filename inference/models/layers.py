@@ -1,6 +1,6 @@
 """Building blocks shared by the model families: attention, feed-forward,
-post-LN sub-layers, embeddings. Every quantity worth seeing passes through a
-HookPoint declared here with its shape."""
+post-LN and pre-LN layer bodies, embeddings. Every quantity worth seeing
+passes through a HookPoint declared here with its shape."""
 
 from __future__ import annotations
 
@@ -127,6 +127,32 @@ class AttentionFeedForward(nn.Module):
     def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # x [b, q, d] -> [b, q, d]
         x = self.resid_mid(add_and_norm(self.attn_norm, self.dropout, x, self.attn(x, kv, mask)))
         return add_and_norm(self.ff_norm, self.dropout, x, self.ff(x))
+
+
+class PreNormAttentionFeedForward(nn.Module):
+    """One pre-LN Transformer layer body (GPT-2; Baevski & Auli's language
+    model, the one Geva et al. analyse): x + Attn(LN(x)), then + FF(LN(.)).
+
+    The residual stream is a plain sum of the sub-layers' outputs, so the
+    stream entering the FF layer (`resid_mid`), the FF output (`ff.out`) and
+    the layer output (their sum, dropout off) add up exactly. The FF keys
+    read LN(resid_mid). Hook names below it are AttentionFeedForward's:
+    attn.{mask,pattern,z}, resid_mid, ff.{keys,out}.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, axes: tuple[str, str]):
+        super().__init__()
+        self.attn_norm = nn.LayerNorm(d_model)
+        self.attn = MultiHeadAttention(d_model, n_heads, dropout, axes)
+        self.resid_mid = HookPoint("b t d  residual stream entering the feed-forward sub-layer (before its LayerNorm)")
+        self.ff_norm = nn.LayerNorm(d_model)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # x [b, t, d], mask [b, 1, t, t] -> [b, t, d]
+        h = self.attn_norm(x)
+        x = self.resid_mid(x + self.dropout(self.attn(h, h, mask)))
+        return x + self.dropout(self.ff(self.ff_norm(x)))
 
 
 def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:  # [n_positions, d]

@@ -58,3 +58,66 @@ def make_tiny_config(name: str = "tiny_test", **train: object) -> TrainConfig:
             "train": {"epochs": 3, "batch_size": 16, "warmup_steps": 20, "seed": 0, "save_every_steps": 4, **train},
         }
     )
+
+
+# A generated stand-in for enwiki (WikiExtractor <doc> blocks) and WikiText,
+# for the language model: sentences of a small grammar, so a tiny model's
+# loss falls within a few epochs.
+NOUNS = ["cat", "dog", "river", "city", "player", "album", "school", "church"]
+ADJECTIVES = ["red", "old", "large", "small", "famous"]
+VERBS = ["sees", "follows", "joins", "leaves", "describes"]
+ENWIKI_ARTICLES = 120  # one in four is an empty stub
+
+
+def grammar_sentence(rng: random.Random) -> str:
+    return f"The {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} {rng.choice(VERBS)} the {rng.choice(NOUNS)}."
+
+
+def write_synthetic_enwiki(root: Path, seed: int = 0) -> Path:
+    """root/enwiki/text/AA/wiki_00.gz and wiki_01.gz; returns root."""
+    rng = random.Random(seed)
+    folder = root / "enwiki" / "text" / "AA"
+    folder.mkdir(parents=True)
+    for part in range(2):
+        blocks = []
+        for i in range(ENWIKI_ARTICLES // 2):
+            title = f"Article {part}-{i}"
+            body = "" if i % 4 == 0 else "\n".join([" ".join(grammar_sentence(rng) for _ in range(3)), "Career.", grammar_sentence(rng)]) + "\n"
+            blocks.append(f'<doc id="{part}{i}" url="?curid={part}{i}" title="{title}">\n{title}\n\n{body}\n</doc>\n')
+        with gzip.open(folder / f"wiki_0{part}.gz", "wt", encoding="utf-8") as out:
+            out.write("".join(blocks))
+    return root
+
+
+def wikitext_article(rng: random.Random, title: str, unk: str) -> list[str]:
+    """Lines in WikiText's tokenized layout."""
+    sentence = lambda: grammar_sentence(rng)[:-1] + " ."  # noqa: E731
+    return [f" = {title} = \n", " \n", f" {sentence()} {sentence()} \n", " \n", " = = Career = = \n", " \n", f" The well @-@ known {unk} , 1 @,@ 000 . \n"]
+
+
+def write_synthetic_wikitext(root: Path, seed: int = 0) -> Path:
+    """root/wikitext/wikitext-2/{valid,test}.txt.gz and wikitext-103/wiki.{valid,test}.tokens.gz; returns root."""
+    rng = random.Random(seed)
+    for relative, unk in (("wikitext-2/valid.txt.gz", "<unk>"), ("wikitext-2/test.txt.gz", "<unk>"),
+                          ("wikitext-103/wiki.valid.tokens.gz", "dog"), ("wikitext-103/wiki.test.tokens.gz", "cat")):  # fmt: skip
+        path = root / "wikitext" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(path, "wt", encoding="utf-8") as out:
+            out.writelines(line for i in range(3) for line in wikitext_article(rng, f"Title {i}", unk))
+    return root
+
+
+@pytest.fixture(scope="session")
+def synthetic_lm_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_synthetic_wikitext(write_synthetic_enwiki(tmp_path_factory.mktemp("lm_data")))
+
+
+def make_tiny_lm_config(name: str = "tiny_lm_test", **train: object) -> TrainConfig:
+    return config_from_dict(
+        {
+            "name": name,
+            "model": {"family": "language_model", "d_model": 32, "d_ff": 64, "n_heads": 2, "n_layers": 2, "max_positions": 16},
+            "data": {"dataset": "enwiki", "vocab_size": 80, "max_len": 16},
+            "train": {"epochs": 3, "batch_size": 8, "warmup_steps": 20, "label_smoothing": 0.0, "seed": 0, "save_every_steps": 10, **train},
+        }
+    )

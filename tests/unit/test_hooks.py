@@ -8,7 +8,7 @@ import pytest
 from inference.hooks import hook_points, select_hook_names
 from inference.models import build_model
 from inference.models.memory_transformer import FAMILIES
-from tests.conftest import make_tiny_working_memory, tiny_config
+from tests.conftest import make_tiny_language_model, make_tiny_working_memory, tiny_config
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "hook_names.txt"
 
@@ -16,6 +16,7 @@ GOLDEN = Path(__file__).parent.parent / "golden" / "hook_names.txt"
 def hook_listing(tokenizer) -> str:
     models = {family: build_model(tiny_config(family, vocab_size=40)) for family in FAMILIES}
     models["working_memory"] = make_tiny_working_memory(tokenizer).model
+    models["language_model"] = make_tiny_language_model(tokenizer)
     lines = []
     for family, model in models.items():
         for name, point in hook_points(model).items():

@@ -1,0 +1,85 @@
+"""A language-model run (docs/language_model.md): enwiki -> BPE vocabulary
+-> token streams (cached in the run directory) -> training -> perplexity on
+the enwiki validation split and WikiText-2/-103 valid/test -> checkpoint
+folder. Resumes like every run: rerun the same command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from inference.checkpoint import save_checkpoint, select_device
+from inference.models import build_model
+from inference.models.language_model import LanguageModelConfig
+from inference.tokenizer import TextTokenizer, train_bpe
+from training import REPO_ROOT
+from training.config import TrainConfig
+from training.data import resolve_data_dir
+from training.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext
+from training.lm_data import LanguageModelData, evaluation_stream, load_or_tokenize, tokenize_documents
+from training.loop import train
+from training.perplexity import EvalText, perplexity_metrics
+from training.rundir import RunDir
+from training.vocabulary import DEFAULT_VOCAB_SIZE, load_or_train
+
+TRAIN_STREAM, VAL_STREAM = "train_tokens.safetensors", "val_tokens.safetensors"  # caches in the run directory
+
+
+def run_language_model_training(
+    config: TrainConfig,
+    data_dir: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    run_dir: str | Path | None = None,
+    device: str = "auto",
+    max_steps: int | None = None,
+) -> Path:
+    """training.run.run_training for a language-model config."""
+    device = select_device(device)
+    data_dir = resolve_data_dir(data_dir)
+    documents = read_enwiki(data_dir)
+    train_documents = documents["train"][: config.data.max_articles]  # None: all
+    run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
+    torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
+    vocab_size = config.data.vocab_size or DEFAULT_VOCAB_SIZE
+    tokenizer = load_or_train(run.tokenizer_path, lambda: train_bpe((s for document in train_documents for s in document), vocab_size))
+    model = build_model(config.model_config(tokenizer)).to(device)
+    data = LanguageModelData(
+        load_or_tokenize(run.path / TRAIN_STREAM, tokenizer, train_documents),
+        load_or_tokenize(run.path / VAL_STREAM, tokenizer, documents["val"]),
+        config.data.max_len,
+    )
+    run.log(
+        f"vocabulary of {tokenizer.vocab_size}; enwiki train {len(train_documents):,} articles, {data.train.sentences:,} sentences, "
+        f"{len(data.train.tokens):,} tokens; val {len(documents['val']):,} articles, {data.val.sentences:,} sentences, {len(data.val.tokens):,} tokens"
+    )
+    progress = train(model, tokenizer, config.train, data, run, max_steps)
+
+    run.log("evaluating perplexity on enwiki val and WikiText-2/-103 valid/test")
+    texts = evaluation_texts(tokenizer, data, documents["val"], data_dir)
+    metrics = {**perplexity_metrics(model, (tokenizer.eos_id, tokenizer.unk_id), texts, device), "train": progress.train_record(device, 0)}
+    meta = checkpoint_meta(config, model.config, len(train_documents), data)
+    folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
+    run.log(f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}")
+    return folder
+
+
+def evaluation_texts(tokenizer: TextTokenizer, data: LanguageModelData, val_documents: list[Document], data_dir: Path) -> dict[str, EvalText]:
+    """enwiki_val and the WikiText splits, as streams with their word counts."""
+    texts = {"enwiki_val": EvalText(evaluation_stream(data.val, tokenizer.eos_id), sum(len(s.split()) for document in val_documents for s in document))}
+    for split in WIKITEXT_FILES:
+        wikitext = read_wikitext(data_dir, split)
+        texts[split] = EvalText(evaluation_stream(tokenize_documents(tokenizer, wikitext.articles), tokenizer.eos_id), wikitext.words)
+    return texts
+
+
+def checkpoint_meta(config: TrainConfig, model_config: LanguageModelConfig, train_articles: int, data: LanguageModelData) -> dict:
+    c = model_config
+    epochs = f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}"
+    return {
+        "family": c.family,
+        "memory_size": 0,
+        "corpus": ENWIKI,
+        "training_data": f"{ENWIKI_DESCRIPTION}, train ({train_articles:,} articles, {data.train.sentences:,} sentences, {len(data.train.tokens):,} tokens)",
+        "description": f"Language model (pre-LN, ReLU FF); d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; {epochs} on enwiki, blocks of {data.block_len} tokens",
+    }
