@@ -11,7 +11,7 @@ from fastapi import APIRouter, Form, Query, Request
 from app.deps import RunnerDep
 from app.memory_figures import decisions_chart, memory_attention_heatmap
 from app.pages import figure_json, render
-from app.runner import InputError, Runner
+from app.runner import Runner
 from app.textdiff import word_diff
 from inference.interventions import Interventions
 
@@ -27,10 +27,7 @@ def forced_memory_ids(runner: Runner, model: str, text: str) -> tuple[int, ...]:
 
 @router.get("/memory")
 def memory_page(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = ""):
-    available = runner.available(working_memory=True)
-    if not available:
-        raise InputError("no usable working-memory checkpoint: see the home page")
-    model = model or available[0]
+    available, model = runner.page_models(model, working_memory=True)
     loaded = runner.model(model)
     return render(request, "pages/memory.html", models=available, model=model, text=text, config=loaded.config,
                   source_language=loaded.meta.get("source_language", "German"))

@@ -54,10 +54,7 @@ def explore_controls(runner: Runner, model: str) -> dict:
 
 @router.get("/explore")
 def explore(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = ""):
-    available = runner.available(working_memory=False)
-    if not available:
-        raise InputError("no usable checkpoint with attention-memory slots: see the home page (working-memory models have their own page)")
-    model = model or available[0]
+    available, model = runner.page_models(model, working_memory=False)
     return render(request, "pages/explore.html", models=available, model=model, text=text, demos=demo_sentences(),
                   **explore_controls(runner, model))
 

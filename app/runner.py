@@ -68,6 +68,14 @@ class Runner:
         registry = self.registry
         return [name for name in registry.available() if (registry.entries[name].config.family == WORKING_MEMORY_FAMILY) == working_memory]
 
+    def page_models(self, requested: str | None, working_memory: bool) -> tuple[list[str], str]:
+        """(the models a page offers, the one it shows: the requested one, else the first)."""
+        available = self.available(working_memory)
+        if not available:
+            kind = "working-memory" if working_memory else "[mem]-slot (or plain)"
+            raise InputError(f"no usable {kind} checkpoint: see the home page for the models and why any is unavailable")
+        return available, requested or available[0]
+
     def model(self, name: str) -> LoadedModel:
         if name not in self.registry.entries:
             raise UnknownModel(f"unknown model {name!r}; available: {', '.join(self.registry.available()) or 'none'}")
