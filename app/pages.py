@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.demo import demo_sentences
 from app.deps import RunnerDep
@@ -54,6 +55,8 @@ def explore_controls(runner: Runner, model: str) -> dict:
 
 @router.get("/explore")
 def explore(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = ""):
+    if model in runner.available(working_memory=True):  # its views are on the Working memory page
+        return RedirectResponse(f"/memory?{urlencode({'model': model, 'text': text})}", status_code=303)
     available, model = runner.page_models(model, working_memory=False)
     return render(request, "pages/explore.html", models=available, model=model, text=text, demos=demo_sentences(),
                   **explore_controls(runner, model))

@@ -104,3 +104,9 @@ def test_corpus_upload_gives_the_memory_analyses_and_bleu_lesions(client):
 def test_attribution_onto_slots_is_refused_for_working_memory(client):
     response = client.post("/api/attribution", json={"model": WM, "text": TEXT, "position": 0})
     assert response.status_code == 400 and "working-memory model" in response.json()["detail"]
+
+
+def test_explore_sends_a_working_memory_model_to_its_page(client):
+    response = client.get("/explore", params={"model": WM, "text": "Собака"}, follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/memory?model=tiny_working_memory&text=%D0%A1%D0%BE%D0%B1%D0%B0%D0%BA%D0%B0"
