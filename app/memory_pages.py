@@ -26,10 +26,13 @@ def forced_memory_ids(runner: Runner, model: str, text: str) -> tuple[int, ...]:
 
 
 @router.get("/memory")
-def memory_page(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = ""):
+def memory_page(
+    request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = "", seed: Annotated[int, Query(ge=0, le=MAX_SEED)] = 0
+):
+    """model, text and seed in the address reproduce a view."""
     available, model = runner.page_models(model, working_memory=True)
     loaded = runner.model(model)
-    return render(request, "pages/memory.html", models=available, model=model, text=text, config=loaded.config,
+    return render(request, "pages/memory.html", models=available, model=model, text=text, seed=seed, config=loaded.config,
                   source_language=loaded.meta.get("source_language", "German"))
 
 

@@ -110,3 +110,11 @@ def test_explore_sends_a_working_memory_model_to_its_page(client):
     response = client.get("/explore", params={"model": WM, "text": "Собака"}, follow_redirects=False)
     assert response.status_code == 303
     assert response.headers["location"] == "/memory?model=tiny_working_memory&text=%D0%A1%D0%BE%D0%B1%D0%B0%D0%BA%D0%B0"
+
+
+def test_address_with_a_seed_reproduces_the_view(client):
+    fragment = run(client, seed=4).text
+    link = re.search(r'<a id="permalink" href="([^"]+)"', fragment).group(1).replace("&amp;", "&")
+    page = client.get(link).text
+    assert 'name="seed" min="0" value="4"' in page and TEXT in page
+    assert client.get("/memory", params={"seed": -2}).status_code == 422
