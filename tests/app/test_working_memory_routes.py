@@ -118,3 +118,11 @@ def test_address_with_a_seed_reproduces_the_view(client):
     page = client.get(link).text
     assert 'name="seed" min="0" value="4"' in page and TEXT in page
     assert client.get("/memory", params={"seed": -2}).status_code == 422
+
+
+def test_russian_txt_upload_keeps_its_text(client):
+    job = upload(client, "ru.txt", "Собака бежит по парку\nЯ не знаю\n".encode(), model=WM).json()
+    done = wait_for(client, job["id"])
+    assert done["status"] == "done" and done["result"]["bleu"] is None
+    page = client.get(f"/results/{job['id']}").text
+    assert "Собака бежит по парку" in page and "No references" in page
