@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import torch
 
 from inference.analyses.attention import layer_attention
-from inference.analyses.memory_content import MemoryRecord
 from inference.models.working_memory import CHOICE_COLUMN, MEMORY_TYPE
 from inference.tokenizer import TextTokenizer
 from inference.trace import Trace
@@ -96,15 +95,3 @@ def target_to_memory_attention(trace: Trace, layer: int, example: int = 0) -> Me
         query_tokens=[view.query_tokens[i] for i in queries],
         key_tokens=[view.key_tokens[i] for i in keys],
     )
-
-
-def memory_records(trace: Trace, tokenizer: TextTokenizer) -> list[MemoryRecord]:
-    """Every example's translation and memory pieces, for the corpus analyses
-    of `inference.analyses.memory_content`."""
-    require_working_memory(trace)
-    records = []
-    for example, stream in enumerate(trace.target_ids):
-        roles = trace.roles["dec"][example][1 : 1 + len(stream)]  # after BOS
-        memory = [token for token, role in zip(stream, roles) if role == MEMORY_ROLE]
-        records.append(MemoryRecord(trace.translations[example], tokenizer.pieces(memory)))
-    return records
