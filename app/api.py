@@ -35,7 +35,8 @@ def models(runner: RunnerDep) -> dict:
     for name in registry.available():
         entry = registry.entries[name]
         available.append({"name": name, "config": asdict(entry.config), "meta": entry.meta, "bleu": entry.metrics.get("bleu"),
-                          "chrf": entry.metrics.get("chrf"), "lesion": entry.metrics.get("lesion")})
+                          "chrf": entry.metrics.get("chrf"), "lesion": entry.metrics.get("lesion"),
+                          "word_perplexity": entry.metrics.get("word_perplexity")})
     return {"models": available, "broken": [{"name": n, "reason": r} for n, r in registry.broken().items()]}
 
 
@@ -47,7 +48,7 @@ def translate(request: TextRequest, runner: RunnerDep) -> dict:
 @router.post("/attention")
 def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
     """One layer of one stack: weights [heads, q, k] as uint8 percent."""
-    stacks = attention_stacks(runner.model(request.model).model)
+    stacks = attention_stacks(runner.translator(request.model).model)
     if request.stack not in stacks:
         raise InputError(f"unknown stack {request.stack!r}; this model has {', '.join(stacks)}")
     if request.layer >= stacks[request.stack]:

@@ -11,6 +11,7 @@ from app.deps import JobsDep, RunnerDep
 from app.figures import block_summary, lesion_curve
 from app.memory_figures import memory_summary_figures
 from app.pages import figure_json, render
+from app.runner import TRANSLATORS
 from app.store import Job
 from app.uploads import read_upload
 from inference.analyses.blocks import HeadBlocks
@@ -27,7 +28,7 @@ def go_to(request: Request, url: str) -> Response:
 
 @router.get("/upload")
 def upload_page(request: Request, runner: RunnerDep, jobs: JobsDep):
-    return render(request, "pages/upload.html", models=runner.registry.available(), recent=jobs.store.recent())
+    return render(request, "pages/upload.html", models=runner.available(*TRANSLATORS), recent=jobs.store.recent())
 
 
 @router.post("/upload")

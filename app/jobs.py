@@ -40,7 +40,7 @@ class JobRunner:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def submit_corpus(self, model: str, corpus: Corpus) -> Job:
-        loaded = self.runner.model(model)
+        loaded = self.runner.translator(model)
         for number, source in enumerate(corpus.sources, start=1):
             try:
                 self.runner.check_text(loaded, source)

@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from app import api, job_pages, memory_pages, pages
+from app import api, ff_api, ff_pages, job_pages, memory_pages, pages
 from app.errors import install_error_handlers
 from app.jobs import JobRunner
 from app.runner import Runner
@@ -60,5 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(pages.router)
     app.include_router(job_pages.router)
     app.include_router(memory_pages.router)
+    app.include_router(ff_pages.router)
+    app.include_router(ff_api.router)
     install_error_handlers(app)
     return app

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Form, Query, Request
 from app.deps import RunnerDep
 from app.memory_figures import decisions_chart, memory_attention_heatmap
 from app.pages import figure_json, render
-from app.runner import Runner
+from app.runner import WORKING_MEMORY, Runner
 from app.textdiff import word_diff
 from inference.interventions import Interventions
 
@@ -30,7 +30,7 @@ def memory_page(
     request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = "", seed: Annotated[int, Query(ge=0, le=MAX_SEED)] = 0
 ):
     """model, text and seed in the address reproduce a view."""
-    available, model = runner.page_models(model, working_memory=True)
+    available, model = runner.page_models(model, WORKING_MEMORY)
     loaded = runner.model(model)
     return render(request, "pages/memory.html", models=available, model=model, text=text, seed=seed, config=loaded.config,
                   source_language=loaded.meta.get("source_language", "German"))

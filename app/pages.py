@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from app.demo import demo_sentences
 from app.deps import RunnerDep
 from app.figures import attention_heatmap, attribution_chart, block_summary, compare_blocks, head_grid
-from app.runner import InputError, Runner
+from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, InputError, Runner
 from app.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, layer_attention
 from inference.analyses.blocks import attention_blocks
@@ -49,15 +49,17 @@ def parse_heads(text: str) -> tuple[HeadRef, ...]:
 
 def explore_controls(runner: Runner, model: str) -> dict:
     """What the lesion and view controls offer for one model."""
-    loaded = runner.model(model)
+    loaded = runner.translator(model)
     return {"config": loaded.config, "stacks": attention_stacks(loaded.model)}
 
 
 @router.get("/explore")
 def explore(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = ""):
-    if model in runner.available(working_memory=True):  # its views are on the Working memory page
+    if model in runner.available(WORKING_MEMORY):  # its views are on the Working memory page
         return RedirectResponse(f"/memory?{urlencode({'model': model, 'text': text})}", status_code=303)
-    available, model = runner.page_models(model, working_memory=False)
+    if model in runner.available(LANGUAGE_MODEL):  # and the language model's on the FF memories page
+        return RedirectResponse(f"/ff?{urlencode({'model': model, 'text': text})}", status_code=303)
+    available, model = runner.page_models(model, TRANSLATION)
     return render(request, "pages/explore.html", models=available, model=model, text=text, demos=demo_sentences(),
                   **explore_controls(runner, model))
 
@@ -126,7 +128,7 @@ def explore_attribution(
 
 @router.get("/compare")
 def compare_page(request: Request, runner: RunnerDep, text: str = ""):
-    return render(request, "pages/compare.html", models=runner.available(working_memory=False), text=text)
+    return render(request, "pages/compare.html", models=runner.available(TRANSLATION), text=text)
 
 
 @router.post("/compare/run")

@@ -13,15 +13,29 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from inference.analyses.attribution import Attribution, attribute
+from inference.analyses.ff_mining import TriggerStore
+from inference.analyses.ff_values import FFMemories, ff_memories
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.analyses.working_memory import MemoryAttention, StepDecision, StreamToken, step_decisions, stream_tokens, target_to_memory_attention
-from inference.checkpoint import CheckpointRegistry, LoadedModel
+from inference.checkpoint import CheckpointRegistry, LoadedModel, read_json_object
 from inference.interventions import Interventions
+from inference.models.language_model import FAMILY as LANGUAGE_MODEL_FAMILY
 from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
 from inference.trace import Trace, run_with_trace
 
 
 RECENT_TRACES = 8  # a trace with every pattern of a 256-token input is tens of MB
+
+# Kinds of model, by the pages that show them: translation models with
+# [mem] slots or none (Explore, Compare), working-memory translation models
+# (Working memory), the language model (FF memories, which also reads the
+# translation models' decoders).
+TRANSLATION, WORKING_MEMORY, LANGUAGE_MODEL = "translation", "working-memory", "language"
+TRANSLATORS = (TRANSLATION, WORKING_MEMORY)
+
+
+def kind_of(family: str) -> str:
+    return {WORKING_MEMORY_FAMILY: WORKING_MEMORY, LANGUAGE_MODEL_FAMILY: LANGUAGE_MODEL}.get(family, TRANSLATION)
 
 
 class InputError(ValueError):
@@ -53,33 +67,53 @@ class MemoryView:
     attention: MemoryAttention
 
 
+@dataclass
+class FFStudy:
+    """The FF-memory study files beside a checkpoint (training/ff_study.py); None where not computed."""
+
+    triggers: TriggerStore | None
+    analysis: dict | None
+
+
+TRIGGERS_FILE, ANALYSIS_FILE = "ff_triggers.json", "ff_analysis.json"
+
+
 class Runner:
-    def __init__(self, registry: CheckpointRegistry, max_text_chars: int, max_source_tokens: int, max_new_tokens: int, recent_traces: int = RECENT_TRACES):
+    def __init__(self, registry: CheckpointRegistry, max_text_chars: int, max_source_tokens: int, max_new_tokens: int,
+                 continuation_tokens: int = 24, recent_traces: int = RECENT_TRACES):
         self.registry = registry
         self.recent_traces = recent_traces
         self.max_text_chars = max_text_chars
         self.max_source_tokens = max_source_tokens
         self.max_new_tokens = max_new_tokens
+        self.continuation_tokens = continuation_tokens  # the language model's greedy continuation on the FF memories page
         self.lock = threading.Lock()  # held for every model run
         self._recent: OrderedDict[tuple, Trace] = OrderedDict()
+        self._ff: dict[str, tuple[FFMemories, FFStudy]] = {}
 
-    def available(self, working_memory: bool) -> list[str]:
-        """Usable models of the working-memory family, or of the others (they have different pages)."""
+    def available(self, *kinds: str) -> list[str]:
+        """Usable models of the given kinds (they have different pages)."""
         registry = self.registry
-        return [name for name in registry.available() if (registry.entries[name].config.family == WORKING_MEMORY_FAMILY) == working_memory]
+        return [name for name in registry.available() if kind_of(registry.entries[name].config.family) in kinds]
 
-    def page_models(self, requested: str | None, working_memory: bool) -> tuple[list[str], str]:
+    def page_models(self, requested: str | None, *kinds: str) -> tuple[list[str], str]:
         """(the models a page offers, the one it shows: the requested one, else the first)."""
-        available = self.available(working_memory)
+        available = self.available(*kinds)
         if not available:
-            kind = "working-memory" if working_memory else "[mem]-slot (or plain)"
-            raise InputError(f"no usable {kind} checkpoint: see the home page for the models and why any is unavailable")
+            raise InputError(f"no usable {' or '.join(kinds)} checkpoint: see the home page for the models and why any is unavailable")
         return available, requested or available[0]
 
     def model(self, name: str) -> LoadedModel:
         if name not in self.registry.entries:
             raise UnknownModel(f"unknown model {name!r}; available: {', '.join(self.registry.available()) or 'none'}")
         return self.registry.get(name)
+
+    def translator(self, name: str) -> LoadedModel:
+        """A model that translates; the language model is refused with where its views are."""
+        loaded = self.model(name)
+        if kind_of(loaded.config.family) == LANGUAGE_MODEL:
+            raise InputError(f"{name} is a language model, not a translation model: its views are on the FF memories page (/ff)")
+        return loaded
 
     def check_text(self, loaded: LoadedModel, text: str) -> str:
         text = text.strip()
@@ -98,29 +132,60 @@ class Runner:
 
         Recent traces are kept: toggling a lesion back and forth, or
         switching the layer on view, re-runs nothing."""
-        loaded = self.model(model)
+        return self._recent_trace(self.translator(model), text, interventions, names, self.max_new_tokens, seed)
+
+    def _recent_trace(self, loaded: LoadedModel, text: str, interventions: Interventions, names: list[str] | None, max_new_tokens: int, seed: int) -> Trace:
         text = self.check_text(loaded, text)
-        key = (model, text, interventions, tuple(names) if names is not None else None, seed)
+        key = (loaded.name, text, interventions, tuple(names) if names is not None else None, max_new_tokens, seed)
         with self.lock:
             if key in self._recent:
                 self._recent.move_to_end(key)
                 return self._recent[key]
-            trace = run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens, seed=seed)
+            try:
+                trace = run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=max_new_tokens, seed=seed)
+            except ValueError as error:  # input the checks above cannot see, e.g. a text longer than the language model's window
+                raise InputError(str(error)) from None
             self._recent[key] = trace
             while len(self._recent) > self.recent_traces:
                 self._recent.popitem(last=False)
             return trace
 
+    def ff(self, model: str) -> tuple[FFMemories, FFStudy]:
+        """A model's FF memories and its stored study, read once."""
+        loaded = self.model(model)
+        if model not in self._ff:
+            folder = self.registry.entries[model].path
+            triggers = TriggerStore(read_json_object(folder / TRIGGERS_FILE)) if (folder / TRIGGERS_FILE).exists() else None
+            analysis = read_json_object(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).exists() else None
+            self._ff[model] = (ff_memories(loaded.model), FFStudy(triggers, analysis))
+        return self._ff[model]
+
+    def ff_layer(self, model: str, layer: int) -> str:
+        """FF layer index -> module name, or an InputError."""
+        layers = self.ff(model)[0].layers
+        if not 0 <= layer < len(layers):
+            raise InputError(f"layer {layer} is out of range (0 to {len(layers) - 1})")
+        return layers[layer]
+
+    def ff_trace(self, model: str, text: str, interventions: Interventions) -> Trace:
+        """What the FF memories page reads: the language model on the text and
+        its greedy continuation, or a translation model's decoder on its own
+        translation, with the hooks of the aggregation and the logit lens."""
+        loaded = self.model(model)
+        memories, _ = self.ff(model)
+        new_tokens = self.continuation_tokens if kind_of(loaded.config.family) == LANGUAGE_MODEL else self.max_new_tokens
+        return self._recent_trace(loaded, text, interventions, memories.capture_hooks(), new_tokens, 0)
+
     def trace_many(self, model: str, texts: list[str], names: list[str] | None, interventions: Interventions | None = None) -> Trace:
         """A batch of already checked texts, traced; not kept."""
-        loaded = self.model(model)
+        loaded = self.translator(model)
         with self.lock:
             return run_with_trace(loaded, texts, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
 
     def memory_view(self, model: str, text: str, interventions: Interventions, seed: int, layer: int) -> MemoryView:
         loaded = self.model(model)
         if loaded.config.family != WORKING_MEMORY_FAMILY:
-            raise InputError(f"{model} has no working memory; working-memory models: {', '.join(self.available(True)) or 'none'}")
+            raise InputError(f"{model} has no working memory; working-memory models: {', '.join(self.available(WORKING_MEMORY)) or 'none'}")
         if not 0 <= layer < loaded.config.n_decoder_layers:
             raise InputError(f"layer {layer} is out of range (0 to {loaded.config.n_decoder_layers - 1})")
         trace = self.trace(model, text, interventions, ["decoder.layers.*.self_attn.pattern"], seed)
@@ -131,7 +196,7 @@ class Runner:
         return translation_of(trace)
 
     def attribution(self, model: str, text: str, position: int, interventions: Interventions) -> Attribution:
-        loaded = self.model(model)
+        loaded = self.translator(model)
         if loaded.config.family == WORKING_MEMORY_FAMILY:
             raise InputError(f"{model} is a working-memory model: attribution onto [mem] slots does not apply (see its Working memory page)")
         text = self.check_text(loaded, text)

@@ -10,6 +10,11 @@ memory while it writes, so a given reference cannot stand in): memory and
 translation are generated with a seed, every step's decision is kept
 (`Trace.choices`), then one teacher-forced pass over the generated stream
 records the hook points. On the "dec" axis memory tokens have the role "wm".
+
+A language model is traced on [EOS] + the text + its greedy continuation
+(max_new_tokens, none for 0), one axis "tok"; continuation positions have
+the role "generated". `sources` hold the texts, `translations` the
+continuations.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from inference.checkpoint import LoadedModel
 from inference.decoding import greedy_decode, pad_batch, strip_after_eos
 from inference.hooks import HookPoint, hook_points, registered_hooks, select_hook_names
 from inference.interventions import Interventions, applied_interventions
+from inference.lm_decoding import greedy_continuation, prompt_ids
+from inference.models.language_model import AXIS, LanguageModel
 from inference.models.working_memory import TARGET_TYPE, WorkingMemoryTransformer
 from inference.wm_decoding import wm_generate
 
@@ -99,6 +106,10 @@ def run_with_trace(
     if not sources:
         raise ValueError("no source text given")
     interventions = interventions or Interventions()
+    if isinstance(model, LanguageModel):
+        if targets is not None:
+            raise ValueError("a language model reads one text: pass it as the source, without a target")
+        return _trace_language_model(loaded, sources, names, interventions, max_new_tokens)
     src_ids = encode_sources(loaded, sources)  # [b, n]
     if isinstance(model, WorkingMemoryTransformer):
         if targets is not None:
@@ -184,4 +195,39 @@ def _trace_working_memory(
         decoded=True,
         hook_shapes={name: points[name].shape for name in selected},
         choices=generation.choices,
+    )
+
+
+def _trace_language_model(loaded: LoadedModel, texts: list[str], names: list[str] | None, interventions: Interventions, max_new_tokens: int) -> Trace:
+    """Continue each text greedily, then record the hook points in one pass
+    over [EOS] + text + continuation."""
+    model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+    if not all(text.strip() for text in texts):
+        raise ValueError("empty text")
+    prompts = [prompt_ids(tokenizer, text) for text in texts]
+    for prompt in prompts:
+        if len(prompt) > config.max_positions:
+            raise ValueError(f"the text has {len(prompt) - 1} tokens; the model reads at most {config.max_positions - 1}")
+    continuations = [greedy_continuation(model, prompt, max_new_tokens, interventions) if max_new_tokens else [] for prompt in prompts]
+    streams = [prompt + continuation for prompt, continuation in zip(prompts, continuations)]
+    ids = pad_batch(streams, config.pad_id, loaded.device)  # [b, t]
+    selected = select_hook_names(model, names)
+    points = hook_points(model)
+    with _captured(model, selected, interventions) as (captured, memory_size):
+        logits = model(ids)  # [b, t, vocab]
+    roles = model.position_roles(ids.cpu())
+    for row, prompt in zip(roles[AXIS], prompts):
+        row[len(prompt) :] = ["generated" if role != "pad" else role for role in row[len(prompt) :]]
+    return Trace(
+        tensors=captured,
+        axes={name: points[name].axes for name in selected},
+        tokens={AXIS: [tokenizer.display_tokens(row) for row in ids.tolist()]},
+        roles=roles,
+        sources=texts,
+        target_ids=[stream[1:] for stream in streams],
+        translations=[tokenizer.decode(continuation) for continuation in continuations],
+        logits=logits.detach().cpu(),
+        config={"model": loaded.name, **asdict(config), "interventions": interventions.model_dump(), "run_memory_size": memory_size},
+        decoded=max_new_tokens > 0,
+        hook_shapes={name: points[name].shape for name in selected},
     )

@@ -1,14 +1,18 @@
 """How FF memories add up to predictions (Geva et al., paper 003, Section 5).
 
-top(h) = argmax(h · E^T) is the token a vector h points at. For every
-prediction (a real decoder position) and FF layer:
+top(h) is the token a vector h points at: argmax of its logits, where a
+residual-stream state (r, o) is read as the model reads its last layer
+(`FFMemories.stream_logits`: h · E^T in the post-LN translation decoders,
+final_norm(h) · E^T in the pre-LN language model) and an FF output y, like a
+value, is projected directly (y · E^T). For every prediction (a real
+position of the memories' axis) and FF layer:
 
-- r: the residual entering the FF layer (`resid_mid`). In these post-LN
-  models it is also the FF input; in the paper's pre-LN model the FF input
-  is LN(r).
+- r: the residual entering the FF layer (`resid_mid`). In the post-LN
+  translation decoders it is also the FF input; in the pre-LN language
+  model, as in the paper's, the FF input is LN(r).
 - y: the FF output, sum_i m_i v_i + b (`ff.out`).
-- o: the layer output, `FFMemories.layer_output` (LN(r + y) here, r + y in
-  the paper).
+- o: the layer output, `FFMemories.layer_output` (LN(r + y) post-LN, r + y
+  pre-LN as in the paper).
 
 Reported per prediction:
 - active memories: keys with m_i > 0 (Section 5.1, Figure 7);
@@ -34,8 +38,6 @@ import torch
 from inference.analyses.ff_values import FFMemories, value_logits
 from inference.trace import Trace
 
-# What to capture for the decoder of a translation model.
-DECODER_HOOKS = ["decoder.layers.*.resid_mid", "decoder.layers.*.ff.keys", "decoder.layers.*.ff.out"]
 CASES = ("residual_wins", "ff_wins", "all_agree", "composition")
 
 
@@ -56,7 +58,7 @@ class LayerPredictions:
 @dataclass
 class FFAggregation:
     examples: torch.Tensor  # [n] long, the example of each prediction
-    positions: torch.Tensor  # [n] long, its decoder position
+    positions: torch.Tensor  # [n] long, its position on the memories' axis
     final_top: torch.Tensor  # [n] long, the model's prediction (argmax of the logits)
     layers: list[LayerPredictions]  # in depth order
 
@@ -75,10 +77,6 @@ class LayerSummary:
     residual_agrees_with_final: float  # top(r) = the model's final prediction
 
 
-def top_token(vectors: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:  # [n, d], [vocab, d] -> [n]
-    return (vectors @ embedding.T).argmax(dim=-1)
-
-
 def prediction_cases(residual_top: torch.Tensor, ff_top: torch.Tensor, output_top: torch.Tensor) -> torch.Tensor:  # [n] each -> [n]
     """Index into CASES of every prediction."""
     residual_agrees = residual_top == output_top
@@ -91,14 +89,13 @@ def prediction_cases(residual_top: torch.Tensor, ff_top: torch.Tensor, output_to
 
 
 def ff_aggregation(trace: Trace, memories: FFMemories, top_memories: int | None = None) -> FFAggregation:
-    """Section 5's quantities for every real decoder position of a trace
-    captured with DECODER_HOOKS (or the same hooks of memories.layers)."""
-    examples, positions = _real_positions(trace)
-    embedding = memories.output_embedding
+    """Section 5's quantities for every real position of a trace captured
+    with memories.capture_hooks()."""
+    examples, positions = _real_positions(trace, memories.axis)
     layers = []
     for layer in memories.layers:
         m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
-        residual_top, ff_top, output_top = top_token(r, embedding), top_token(y, embedding), top_token(o, embedding)
+        residual_top, ff_top, output_top = (logits.argmax(dim=-1) for logits in _lens_logits(memories, r, y, o))
         value_top = value_logits(memories, layer).argmax(dim=-1)  # [d_ff]
         considered = _considered_memories(m, memories.values[layer].norm(dim=-1), top_memories)  # [n, d_ff]
         layers.append(LayerPredictions(
@@ -148,7 +145,7 @@ class LensLayer:
     key_scores: torch.Tensor  # [t, top_keys] m_i ||v_i||
     key_value_tokens: torch.Tensor  # [t, top_keys] long, top(v_i) of those keys
     residual_tokens: torch.Tensor  # [t, top_tokens] long, best first
-    residual_probabilities: torch.Tensor  # [t, top_tokens] under softmax(r · E^T)
+    residual_probabilities: torch.Tensor  # [t, top_tokens] under the softmax of r's logits
     ff_tokens: torch.Tensor
     ff_probabilities: torch.Tensor
     output_tokens: torch.Tensor
@@ -157,27 +154,31 @@ class LensLayer:
 
 @dataclass
 class LogitLens:
-    tokens: list[str]  # decoder input at each real position: the prefix predicted from ends with it
+    tokens: list[str]  # the input at each real position: the prefix predicted from ends with it
     layers: list[LensLayer]
 
 
 def logit_lens(trace: Trace, memories: FFMemories, example: int = 0, top_keys: int = 5, top_tokens: int = 5) -> LogitLens:
-    examples, positions = _real_positions(trace)
+    examples, positions = _real_positions(trace, memories.axis)
     positions = positions[examples == example]  # [t]
     examples = torch.full_like(positions, example)
-    embedding = memories.output_embedding
     layers = []
     for layer in memories.layers:
         m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
         key_scores, key_indices = (m * memories.values[layer].norm(dim=-1)).topk(top_keys, dim=-1)  # [t, top_keys]
         value_top = value_logits(memories, layer).argmax(dim=-1)  # [d_ff]
-        (rp, rt), (fp, ft), (op, ot) = ((h @ embedding.T).softmax(dim=-1).topk(top_tokens, dim=-1) for h in (r, y, o))
+        (rp, rt), (fp, ft), (op, ot) = (logits.softmax(dim=-1).topk(top_tokens, dim=-1) for logits in _lens_logits(memories, r, y, o))
         layers.append(LensLayer(layer, key_indices, key_scores, value_top[key_indices], rt, rp, ft, fp, ot, op))
-    return LogitLens([trace.tokens["dec"][example][p] for p in positions.tolist()], layers)
+    return LogitLens([trace.tokens[memories.axis][example][p] for p in positions.tolist()], layers)
 
 
-def _real_positions(trace: Trace) -> tuple[torch.Tensor, torch.Tensor]:  # ([n], [n]) long
-    rows = [(e, p) for e, roles in enumerate(trace.roles["dec"]) for p, role in enumerate(roles) if role != "pad"]
+def _lens_logits(memories: FFMemories, r: torch.Tensor, y: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor, ...]:  # 3 x [n, vocab]
+    """Logits of the residual, the FF output and the layer output (module doc)."""
+    return memories.stream_logits(r), y @ memories.output_embedding.T, memories.stream_logits(o)
+
+
+def _real_positions(trace: Trace, axis: str) -> tuple[torch.Tensor, torch.Tensor]:  # ([n], [n]) long
+    rows = [(e, p) for e, roles in enumerate(trace.roles[axis]) for p, role in enumerate(roles) if role != "pad"]
     return torch.tensor([e for e, _ in rows]), torch.tensor([p for _, p in rows])
 
 
@@ -186,7 +187,7 @@ def _layer_vectors(trace: Trace, memories: FFMemories, layer: str, examples: tor
     hooks = (f"{layer}.keys", memories.residual_hook(layer), f"{layer}.out")
     missing = [hook for hook in hooks if hook not in trace.tensors]
     if missing:
-        raise ValueError(f"the trace lacks {missing}; capture them, e.g. run_with_trace(..., names=DECODER_HOOKS)")
+        raise ValueError(f"the trace lacks {missing}; capture them: run_with_trace(..., names=memories.capture_hooks())")
     m, r, y = (trace.tensors[hook][examples, positions].float() for hook in hooks)
     return m, r, y, memories.layer_output(layer, r, y)
 

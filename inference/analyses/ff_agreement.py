@@ -63,8 +63,8 @@ def key_value_agreement(value_logits: Mapping[str, torch.Tensor], triggers: Mapp
         n = max(len(keys), 1)
         ranks = torch.full_like(top_token, -1)
         baseline_ranks = torch.full_like(top_token, -1)
-        ranks[keys] = _rank(logits[keys], w)
-        baseline_ranks[keys] = _rank(logits[keys], shuffled_w)
+        ranks[keys] = token_rank(logits[keys], w)
+        baseline_ranks[keys] = token_rank(logits[keys], shuffled_w)
         results.append(LayerAgreement(
             layer=layer,
             keys_with_triggers=len(keys),
@@ -78,6 +78,6 @@ def key_value_agreement(value_logits: Mapping[str, torch.Tensor], triggers: Mapp
     return results
 
 
-def _rank(logits: torch.Tensor, token: torch.Tensor) -> torch.Tensor:  # logits [n, vocab], token [n] -> [n]
+def token_rank(logits: torch.Tensor, token: torch.Tensor) -> torch.Tensor:  # logits [n, vocab], token [n] -> [n]
     """Tokens scored strictly above `token`: 0 when it is the top (ties count in its favour)."""
     return (logits > logits.gather(1, token[:, None])).sum(dim=1)

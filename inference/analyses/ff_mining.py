@@ -3,11 +3,13 @@ for every layer and key, the prefixes of a corpus with the largest key
 coefficient m_i, at most one per sentence (a sentence's prefix where m_i
 peaks), kept as a running top-k while the corpus streams through.
 
-For a translation decoder a prefix is a teacher-forced target prefix: the
-decoder input is [BOS] + target, the prefix ending at position p is
-input[:p+1] and its next token is the one the model predicts there (EOS
-after the last target token). A decoder-only language model reuses
-`add_batch` with its own capture of the key coefficients.
+A corpus is a list of texts, each read as a stream of tokens
+(`prefix_stream`): the prefix ending at position p is stream[:p+1] and its
+next token stream[p+1]. For a translation decoder a text is a target,
+teacher-forced after its source: the stream is [BOS] + target + [EOS], the
+decoder input its first len - 1 tokens. For the language model a text is a
+corpus sentence read as an article's start: [EOS] + sentence; its last
+token has no known next token, so no prefix ends there.
 
 `MiningState` is saved with torch.save and loads with weights_only=True, so
 a long corpus can be mined in sessions. `compact_triggers` turns a state
@@ -25,17 +27,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from inference.analyses.ff_values import ff_memories
 from inference.checkpoint import LoadedModel
-from inference.hooks import select_hook_names
-from inference.tokenizer import TextTokenizer
-from inference.trace import run_with_trace
+from inference.lm_decoding import prompt_ids
+from inference.models.language_model import LanguageModel
+from inference.trace import Trace, run_with_trace
 
-KEY_HOOKS = "decoder.layers.*.ff.keys"
 STATE_FORMAT = 1
 COMPACT_FORMAT = "memlens.ff_triggers.v1"
 NO_TOKEN = 0xFFFF  # left padding of a stored context shorter than context_tokens
-
-SentencePair = tuple[str, str]  # (source, target)
 
 
 @dataclass
@@ -104,45 +104,54 @@ def add_batch(state: MiningState, keys: dict[str, torch.Tensor], lengths: Sequen
 
 def mine_triggers(
     loaded: LoadedModel,
-    pairs: Sequence[SentencePair],
+    texts: Sequence[str],
+    sources: Sequence[str] | None = None,
     state: MiningState | None = None,
     batch_size: int = 32,
     top_k: int = 50,
     on_batch: Callable[[MiningState], None] | None = None,
 ) -> MiningState:
-    """Trigger examples of every decoder FF key over a corpus of (source,
-    target) pairs, teacher-forced on the targets.
+    """Trigger examples of every FF key (ff_values.ff_memories: the language
+    model's layers or a translation decoder's) over a corpus of texts;
+    `sources` (a translation model's, one per text) are what the decoder is
+    teacher-forced after.
 
-    Sentence indices are positions in `pairs`. To resume, pass the same
+    Sentence indices are positions in `texts`. To resume, pass the same
     corpus and a saved state: mining goes on from state.sentences_consumed
     (top_k only sizes a new state). on_batch sees the state after every
-    batch (e.g. to save it).
+    batch (e.g. to save it and report progress).
     """
+    layers = ff_memories(loaded.model).layers
     if state is None:
-        layers = [_layer(hook) for hook in select_hook_names(loaded.model, [KEY_HOOKS])]
         state = MiningState.empty({layer: loaded.model.get_submodule(layer).w_in.out_features for layer in layers}, top_k)
-    if state.sentences_consumed > len(pairs):
-        raise ValueError(f"the state has consumed {state.sentences_consumed} sentences; the corpus has {len(pairs)}")
-    for start in range(state.sentences_consumed, len(pairs), batch_size):
-        batch = pairs[start : start + batch_size]
-        trace = run_with_trace(loaded, [source for source, _ in batch], [target for _, target in batch], names=[KEY_HOOKS])
-        keys = {_layer(hook): tensor for hook, tensor in trace.tensors.items()}
-        if keys.keys() != state.coefficients.keys():
-            raise ValueError(f"the state holds layers {list(state.coefficients)}; the model has {list(keys)}")
-        state = add_batch(state, keys, [len(ids) + 1 for ids in trace.target_ids])  # BOS + target tokens
+    if list(state.coefficients) != layers:
+        raise ValueError(f"the state holds layers {list(state.coefficients)}; the model has {layers}")
+    if state.sentences_consumed > len(texts):
+        raise ValueError(f"the state has consumed {state.sentences_consumed} sentences; the corpus has {len(texts)}")
+    for start in range(state.sentences_consumed, len(texts), batch_size):
+        batch = slice(start, start + batch_size)
+        trace = _key_trace(loaded, list(texts[batch]), None if sources is None else list(sources[batch]), [f"{layer}.keys" for layer in layers])
+        keys = {layer: trace.tensors[f"{layer}.keys"] for layer in layers}
+        state = add_batch(state, keys, [len(prefix_stream(loaded, text)) - 1 for text in texts[batch]])
         if on_batch is not None:
             on_batch(state)
     return state
 
 
-def _layer(hook: str) -> str:
-    return hook.removesuffix(".keys")
+def _key_trace(loaded: LoadedModel, texts: list[str], sources: list[str] | None, hooks: list[str]) -> Trace:
+    if isinstance(loaded.model, LanguageModel):
+        return run_with_trace(loaded, texts, names=hooks, max_new_tokens=0)
+    if sources is None:
+        raise ValueError("a translation model's decoder is mined on (source, target) pairs: give the sources")
+    return run_with_trace(loaded, sources, texts, names=hooks)
 
 
-def decoder_stream(tokenizer: TextTokenizer, target: str) -> list[int]:
-    """[BOS] + target + [EOS]: the prefix ending at position p is
-    stream[:p+1], and stream[p+1] is its next token."""
-    return [tokenizer.bos_id, *tokenizer.encode(target), tokenizer.eos_id]
+def prefix_stream(loaded: LoadedModel, text: str) -> list[int]:
+    """The token stream of one corpus text (module doc)."""
+    tokenizer = loaded.tokenizer
+    if isinstance(loaded.model, LanguageModel):
+        return prompt_ids(tokenizer, text)
+    return [tokenizer.bos_id, *tokenizer.encode(text), tokenizer.eos_id]
 
 
 @dataclass
@@ -155,9 +164,9 @@ class TriggerTokens:
     next: torch.Tensor  # [d_ff, top_k] long, the token after the prefix; next[i, 0] is the paper's w_i
 
 
-def trigger_tokens(state: MiningState, tokenizer: TextTokenizer, pairs: Sequence[SentencePair]) -> dict[str, TriggerTokens]:
+def trigger_tokens(state: MiningState, loaded: LoadedModel, texts: Sequence[str]) -> dict[str, TriggerTokens]:
     """The tokens at and after every trigger prefix, read from the corpus."""
-    streams = _streams(state, tokenizer, pairs)
+    streams = _streams(state, loaded, texts)
     result = {}
     for layer, coefficients in state.coefficients.items():
         fired = coefficients > 0  # [d_ff, top_k]
@@ -171,10 +180,10 @@ def trigger_tokens(state: MiningState, tokenizer: TextTokenizer, pairs: Sequence
     return result
 
 
-def _streams(state: MiningState, tokenizer: TextTokenizer, pairs: Sequence[SentencePair]) -> dict[int, list[int]]:
-    """Decoder streams of the sentences some trigger refers to."""
+def _streams(state: MiningState, loaded: LoadedModel, texts: Sequence[str]) -> dict[int, list[int]]:
+    """Streams of the sentences some trigger refers to."""
     used = sorted({s for layer, sentences in state.sentences.items() for s in sentences[state.coefficients[layer] > 0].tolist()})
-    return {s: decoder_stream(tokenizer, pairs[s][1]) for s in used}
+    return {s: prefix_stream(loaded, texts[s]) for s in used}
 
 
 # ---------------------------------------------------------------- the stored record
@@ -202,9 +211,9 @@ def _streams(state: MiningState, tokenizer: TextTokenizer, pairs: Sequence[Sente
 # d_ff counts per layer. Keys that rarely fire store fewer entries.
 
 
-def compact_triggers(state: MiningState, tokenizer: TextTokenizer, pairs: Sequence[SentencePair], context_tokens: int = 8) -> dict:
+def compact_triggers(state: MiningState, loaded: LoadedModel, texts: Sequence[str], context_tokens: int = 8) -> dict:
     """The JSON-serialisable record described above."""
-    streams = _streams(state, tokenizer, pairs)
+    streams = _streams(state, loaded, texts)
     rows_by_layer = {}
     used_ids: set[int] = set()
     for layer, coefficients in state.coefficients.items():
@@ -237,7 +246,7 @@ def compact_triggers(state: MiningState, tokenizer: TextTokenizer, pairs: Sequen
         "top_k": state.top_k,
         "context_tokens": context_tokens,
         "sentences_consumed": state.sentences_consumed,
-        "vocabulary": {"ids": vocabulary_ids, "tokens": tokenizer.display_tokens(vocabulary_ids)},
+        "vocabulary": {"ids": vocabulary_ids, "tokens": loaded.tokenizer.display_tokens(vocabulary_ids)},
         "layers": layers,
     }
 
@@ -261,36 +270,60 @@ class StoredTrigger:
     truncated: bool  # the prefix is longer than the stored context
 
 
-def stored_triggers(compact: dict, layer: str, key: int) -> list[StoredTrigger]:
-    """The trigger examples of one key from a compact record, best first."""
-    record = compact["layers"][layer]
-    counts = decode_array(record["counts"]).astype(np.int64)
-    start = int(counts[:key].sum())
-    rows = slice(start, start + int(counts[key]))
-    vocabulary = compact["vocabulary"]["tokens"]
-    triggers = []
-    for tokens, coefficient, sentence, position in zip(
-        decode_array(record["tokens"])[rows], decode_array(record["coefficients"])[rows],
-        decode_array(record["sentences"])[rows], decode_array(record["positions"])[rows],
-    ):
-        context = [vocabulary[t] for t in tokens[:-1] if t != NO_TOKEN]
-        triggers.append(StoredTrigger(context, vocabulary[tokens[-1]], float(coefficient), int(sentence), int(position),
-                                      int(position) + 1 > compact["context_tokens"]))
-    return triggers
+class TriggerStore:
+    """A compact record, decoded once: the app reads it key by key."""
 
+    def __init__(self, compact: dict):
+        if compact.get("format") != COMPACT_FORMAT:
+            raise ValueError(f"trigger record format {compact.get('format')!r}, expected {COMPACT_FORMAT}")
+        self.top_k = compact["top_k"]
+        self.context_tokens = compact["context_tokens"]
+        self.sentences_consumed = compact["sentences_consumed"]
+        self.vocabulary_ids = torch.tensor(compact["vocabulary"]["ids"], dtype=torch.long)  # local index -> token id
+        self.vocabulary_tokens = compact["vocabulary"]["tokens"]
+        self.arrays = {layer: {name: decode_array(record[name]) for name in ("counts", "coefficients", "sentences", "positions", "tokens")}
+                       for layer, record in compact["layers"].items()}
 
-def compact_trigger_tokens(compact: dict) -> dict[str, TriggerTokens]:
-    """TriggerTokens from a compact record: the agreement without the corpus."""
-    ids = torch.tensor(compact["vocabulary"]["ids"], dtype=torch.long)  # local index -> token id
-    top_k = compact["top_k"]
-    result = {}
-    for layer, record in compact["layers"].items():
-        counts = torch.from_numpy(decode_array(record["counts"]).astype(np.int64))  # [d_ff]
-        tokens = torch.from_numpy(decode_array(record["tokens"]).astype(np.int64))  # [n, context_tokens + 1]
-        filled = torch.arange(top_k)[None, :] < counts[:, None]  # [d_ff, top_k]
-        trigger = torch.full(filled.shape, -1, dtype=torch.long)
-        following = torch.full(filled.shape, -1, dtype=torch.long)
-        trigger[filled] = ids[tokens[:, -2]]  # the trigger token: the context's last, never padding
-        following[filled] = ids[tokens[:, -1]]
-        result[layer] = TriggerTokens(trigger, following)
-    return result
+    @property
+    def layers(self) -> list[str]:
+        return list(self.arrays)
+
+    def _rows(self, layer: str) -> np.ndarray:  # [d_ff + 1] where each key's rows start
+        counts = self.arrays[layer]["counts"].astype(np.int64)
+        return np.concatenate([[0], np.cumsum(counts)])
+
+    def triggers(self, layer: str, key: int) -> list[StoredTrigger]:
+        """The trigger examples of one key, best first."""
+        arrays = self.arrays[layer]
+        starts = self._rows(layer)
+        rows = slice(int(starts[key]), int(starts[key + 1]))
+        return [
+            StoredTrigger([self.vocabulary_tokens[t] for t in tokens[:-1] if t != NO_TOKEN], self.vocabulary_tokens[tokens[-1]], float(coefficient),
+                          int(sentence), int(position), int(position) + 1 > self.context_tokens)
+            for tokens, coefficient, sentence, position in zip(
+                arrays["tokens"][rows], arrays["coefficients"][rows], arrays["sentences"][rows], arrays["positions"][rows])
+        ]
+
+    def top_coefficients(self, layer: str) -> torch.Tensor:  # [d_ff]
+        """Each key's largest coefficient on the corpus; -inf for a key that never fired."""
+        arrays = self.arrays[layer]
+        counts = torch.from_numpy(arrays["counts"].astype(np.int64))
+        first = torch.from_numpy(self._rows(layer)[:-1])
+        top = torch.full(counts.shape, float("-inf"))
+        fired = counts > 0
+        top[fired] = torch.from_numpy(arrays["coefficients"].astype(np.float32))[first[fired]]
+        return top
+
+    def trigger_tokens(self) -> dict[str, TriggerTokens]:
+        """TriggerTokens of every layer: the agreement without the corpus."""
+        result = {}
+        for layer, arrays in self.arrays.items():
+            counts = torch.from_numpy(arrays["counts"].astype(np.int64))  # [d_ff]
+            tokens = torch.from_numpy(arrays["tokens"].astype(np.int64))  # [n, context_tokens + 1]
+            filled = torch.arange(self.top_k)[None, :] < counts[:, None]  # [d_ff, top_k]
+            trigger = torch.full(filled.shape, -1, dtype=torch.long)
+            following = torch.full(filled.shape, -1, dtype=torch.long)
+            trigger[filled] = self.vocabulary_ids[tokens[:, -2]]  # the trigger token: the context's last, never padding
+            following[filled] = self.vocabulary_ids[tokens[:, -1]]
+            result[layer] = TriggerTokens(trigger, following)
+        return result

@@ -2,10 +2,11 @@
 paper 003, Section 4): p_i = softmax(v_i · E^T) for every value v_i.
 
 `FFMemories` holds the few inputs that every FF-memory analysis needs from a
-model: which FF layers, their value vectors, the output embedding and how a
-layer combines its residual with its FF output. `decoder_ff_memories` builds
-it for the decoder of the translation models; a decoder-only language model
-adds its own constructor and reuses every analysis unchanged.
+model: which FF layers, their value vectors, the output embedding, how a
+layer combines its residual with its FF output, and how E reads a vector of
+the residual stream. `decoder_ff_memories` builds it for the decoder of the
+translation models, `language_model_ff_memories` for the language model;
+`ff_memories` picks by family, and every analysis runs unchanged on either.
 
 Post-LN and the projection. What E reads in these models is the last
 decoder layer's LayerNorm output (logits = LN_L(...) · E^T, no final norm of
@@ -21,6 +22,12 @@ centring and the gain can change which token is on top, so "the value's
 top token" reads the direction v_i writes, not what the layer's output
 finally shows; the aggregation analysis projects the layer output itself
 and so measures that directly.
+
+The language model is pre-LN with a final LayerNorm: its residual stream r
+and layer output r + y are read as the model reads its last layer,
+final_norm(h) · E^T (`FFMemories.stream_logits`, the "logit lens"); values
+and FF outputs, which are not stream states but what a layer adds to one,
+are projected directly, as the paper does.
 """
 
 from __future__ import annotations
@@ -31,10 +38,20 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from inference.models import Model
+from inference.models.language_model import AXIS as LM_AXIS
+from inference.models.language_model import LanguageModel
 from inference.models.memory_transformer import MemoryTransformer
 
 # (layer name, residual [..., d], FF output [..., d]) -> the layer's output [..., d]
 LayerOutputFn = Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor]
+# a residual-stream vector [..., d] -> what the output embedding reads [..., d]
+ReadoutFn = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _as_read(h: torch.Tensor) -> torch.Tensor:
+    """Post-LN decoders: every stream state is already a LayerNorm output, as E reads it."""
+    return h
 
 
 @dataclass
@@ -45,11 +62,36 @@ class FFMemories:
     values: dict[str, torch.Tensor]  # layer -> [d_ff, d]: row i is value v_i (column i of w_out)
     output_embedding: torch.Tensor  # [vocab, d] E; the logits of a vector h are h · E^T
     layer_output: LayerOutputFn
+    axis: str = "dec"  # the trace axis whose positions are the predictions
+    readout: ReadoutFn = _as_read
 
     @staticmethod
     def residual_hook(layer: str) -> str:
         """The hook of the residual entering an FF layer: its sibling `resid_mid`."""
         return layer.rpartition(".")[0] + ".resid_mid"
+
+    def capture_hooks(self) -> list[str]:
+        """What a trace must record for the aggregation and the logit lens."""
+        return [hook for layer in self.layers for hook in (self.residual_hook(layer), f"{layer}.keys", f"{layer}.out")]
+
+    def key_hooks(self) -> list[str]:
+        return [f"{layer}.keys" for layer in self.layers]
+
+    def stream_logits(self, h: torch.Tensor) -> torch.Tensor:  # [..., d] -> [..., vocab]
+        """Logits of a residual-stream state, read as the model reads its last layer."""
+        return self.readout(h) @ self.output_embedding.T
+
+
+def ff_memories(model: Model) -> FFMemories:
+    """The FF memories of any shipped model: the language model's layers, or a translation model's decoder."""
+    if isinstance(model, LanguageModel):
+        return language_model_ff_memories(model)
+    return decoder_ff_memories(model)
+
+
+def _values(ff: torch.nn.Module) -> torch.Tensor:  # [d_ff, d]
+    """Value v_i is column i of the second matrix; row i here."""
+    return ff.w_out.weight.detach().float().cpu().T.contiguous()
 
 
 def decoder_ff_memories(model: MemoryTransformer) -> FFMemories:
@@ -59,7 +101,7 @@ def decoder_ff_memories(model: MemoryTransformer) -> FFMemories:
     values = {}
     for i, decoder_layer in enumerate(model.decoder.layers):
         name = f"decoder.layers.{i}.ff"
-        values[name] = decoder_layer.ff.w_out.weight.detach().float().cpu().T.contiguous()  # [d_ff, d]
+        values[name] = _values(decoder_layer.ff)
         norm = decoder_layer.ff_norm
         norms[name] = (norm.normalized_shape, norm.weight.detach().float().cpu(), norm.bias.detach().float().cpu(), norm.eps)
 
@@ -68,6 +110,22 @@ def decoder_ff_memories(model: MemoryTransformer) -> FFMemories:
         return F.layer_norm(residual + ff_out, shape, weight, bias, eps)
 
     return FFMemories(list(values), values, model.embed.weight.detach().float().cpu(), layer_output)
+
+
+def language_model_ff_memories(model: LanguageModel) -> FFMemories:
+    """The language model's FF layers. Pre-LN: layer output = residual + FF
+    output; stream states are read through the final LayerNorm."""
+    values = {f"layers.{i}.ff": _values(layer.ff) for i, layer in enumerate(model.layers)}
+    norm = model.final_norm
+    shape, weight, bias, eps = norm.normalized_shape, norm.weight.detach().float().cpu(), norm.bias.detach().float().cpu(), norm.eps
+
+    def layer_output(layer: str, residual: torch.Tensor, ff_out: torch.Tensor) -> torch.Tensor:
+        return residual + ff_out
+
+    def readout(h: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(h, shape, weight, bias, eps)
+
+    return FFMemories(list(values), values, model.embed.weight.detach().float().cpu(), layer_output, LM_AXIS, readout)
 
 
 def value_logits(memories: FFMemories, layer: str) -> torch.Tensor:  # [d_ff, vocab]

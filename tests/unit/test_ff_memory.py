@@ -7,7 +7,6 @@ import torch
 
 from inference.analyses.ff_aggregation import (
     CASES,
-    DECODER_HOOKS,
     ff_aggregation,
     logit_lens,
     prediction_cases,
@@ -18,11 +17,10 @@ from inference.analyses.ff_mining import (
     MiningState,
     TriggerTokens,
     add_batch,
-    compact_trigger_tokens,
     compact_triggers,
-    decoder_stream,
     mine_triggers,
-    stored_triggers,
+    prefix_stream,
+    TriggerStore,
     trigger_tokens,
 )
 from inference.analyses.ff_values import (
@@ -37,6 +35,8 @@ from tests.conftest import SOURCES, TINY_CORPUS, make_tiny
 
 TARGETS = ["a dog plays in the park", "two women read"]
 PAIRS = list(zip(TINY_CORPUS[0::2], TINY_CORPUS[1::2])) + list(zip(SOURCES, TARGETS))  # 6 (German, English) pairs
+CORPUS_SOURCES = [source for source, _ in PAIRS]
+CORPUS_TEXTS = [target for _, target in PAIRS]
 LAYER0 = "decoder.layers.0.ff"
 PLANTED_KEY = 5
 
@@ -64,18 +64,20 @@ def planted_model(tokenizer, token: int):
 
 def test_mining_finds_the_planted_key_one_prefix_per_sentence(tiny_tokenizer):
     token = tiny_tokenizer.encode("a")[0]
-    streams = [decoder_stream(tiny_tokenizer, target) for _, target in PAIRS]
+    planted = planted_model(tiny_tokenizer, token)
+    streams = [prefix_stream(planted, text) for text in CORPUS_TEXTS]
+    assert streams[0] == [tiny_tokenizer.bos_id, *tiny_tokenizer.encode(CORPUS_TEXTS[0]), tiny_tokenizer.eos_id]
     holding = {s: [p for p, t in enumerate(stream[:-1]) if t == token] for s, stream in enumerate(streams)}
     assert sorted(len(h) for h in holding.values()) == [0, 0, 0, 1, 1, 2]  # "a woman reads a book" has it twice
 
-    state = mine_triggers(planted_model(tiny_tokenizer, token), PAIRS, batch_size=4, top_k=4)
+    state = mine_triggers(planted, CORPUS_TEXTS, CORPUS_SOURCES, batch_size=4, top_k=4)
 
     fired = state.coefficients[LAYER0][PLANTED_KEY] > 0  # [top_k]
     sentences = state.sentences[LAYER0][PLANTED_KEY][fired].tolist()
     positions = state.positions[LAYER0][PLANTED_KEY][fired].tolist()
     assert sorted(sentences) == [s for s, h in holding.items() if h]  # every sentence with the token, once
     assert all(p in holding[s] for s, p in zip(sentences, positions))
-    tokens = trigger_tokens(state, tiny_tokenizer, PAIRS)[LAYER0]
+    tokens = trigger_tokens(state, planted, CORPUS_TEXTS)[LAYER0]
     assert tokens.trigger[PLANTED_KEY, : len(sentences)].tolist() == [token] * len(sentences)
     assert tokens.next[PLANTED_KEY, : len(sentences)].tolist() == [streams[s][p + 1] for s, p in zip(sentences, positions)]
     assert (tokens.next[PLANTED_KEY, len(sentences) :] == -1).all()
@@ -83,12 +85,14 @@ def test_mining_finds_the_planted_key_one_prefix_per_sentence(tiny_tokenizer):
 
 def test_compact_record_is_json_and_keeps_the_triggers(tiny_tokenizer):
     token = tiny_tokenizer.encode("a")[0]
-    state = mine_triggers(planted_model(tiny_tokenizer, token), PAIRS, batch_size=4, top_k=4)
+    planted = planted_model(tiny_tokenizer, token)
+    state = mine_triggers(planted, CORPUS_TEXTS, CORPUS_SOURCES, batch_size=4, top_k=4)
 
-    compact = json.loads(json.dumps(compact_triggers(state, tiny_tokenizer, PAIRS, context_tokens=3)))
+    compact = json.loads(json.dumps(compact_triggers(state, planted, CORPUS_TEXTS, context_tokens=3)))
 
-    triggers = stored_triggers(compact, LAYER0, PLANTED_KEY)
-    streams = [decoder_stream(tiny_tokenizer, target) for _, target in PAIRS]
+    store = TriggerStore(compact)
+    triggers = store.triggers(LAYER0, PLANTED_KEY)
+    streams = [prefix_stream(planted, text) for text in CORPUS_TEXTS]
     assert [t.sentence for t in triggers] == state.sentences[LAYER0][PLANTED_KEY][: len(triggers)].tolist()
     for t in triggers:
         stream = streams[t.sentence]
@@ -96,22 +100,23 @@ def test_compact_record_is_json_and_keeps_the_triggers(tiny_tokenizer):
         assert t.context[-1] == "a"
         assert t.next_token == tiny_tokenizer.display_tokens([stream[t.position + 1]])[0]
         assert t.truncated == (t.position >= 3)
-    from_corpus = trigger_tokens(state, tiny_tokenizer, PAIRS)
-    for layer, tokens in compact_trigger_tokens(compact).items():
+    from_corpus = trigger_tokens(state, planted, CORPUS_TEXTS)
+    assert store.top_coefficients(LAYER0)[PLANTED_KEY] == pytest.approx(state.coefficients[LAYER0][PLANTED_KEY, 0].item(), rel=1e-3)
+    for layer, tokens in store.trigger_tokens().items():
         assert torch.equal(tokens.trigger, from_corpus[layer].trigger)
         assert torch.equal(tokens.next, from_corpus[layer].next)
 
 
 def test_mining_state_round_trips_and_resumes(tiny_tokenizer, tmp_path):
     tiny = make_tiny("transformer", tiny_tokenizer)
-    whole = mine_triggers(tiny, PAIRS, batch_size=2, top_k=3)
+    whole = mine_triggers(tiny, CORPUS_TEXTS, CORPUS_SOURCES, batch_size=2, top_k=3)
 
     saved = []
-    first_half = mine_triggers(tiny, PAIRS[:4], batch_size=2, top_k=3, on_batch=saved.append)
+    first_half = mine_triggers(tiny, CORPUS_TEXTS[:4], CORPUS_SOURCES[:4], batch_size=2, top_k=3, on_batch=saved.append)
     assert [s.sentences_consumed for s in saved] == [2, 4]
     first_half.save(tmp_path / "state.pt")
     torch.load(tmp_path / "state.pt", weights_only=True)  # plain tensors and numbers only
-    resumed = mine_triggers(tiny, PAIRS, state=MiningState.load(tmp_path / "state.pt"), batch_size=2)
+    resumed = mine_triggers(tiny, CORPUS_TEXTS, CORPUS_SOURCES, state=MiningState.load(tmp_path / "state.pt"), batch_size=2)
 
     assert resumed.sentences_consumed == whole.sentences_consumed == len(PAIRS)
     for field in ("coefficients", "sentences", "positions"):
@@ -209,7 +214,7 @@ def test_value_projections_are_the_softmax_of_values_through_the_embedding(tiny_
 def test_aggregation_on_a_tiny_model(tiny_tokenizer):
     tiny = make_tiny("transformer", tiny_tokenizer)
     memories = decoder_ff_memories(tiny.model)
-    trace = run_with_trace(tiny, SOURCES, TARGETS, names=DECODER_HOOKS + ["decoder.out"])
+    trace = run_with_trace(tiny, SOURCES, TARGETS, names=memories.capture_hooks() + ["decoder.out"])
 
     aggregation = ff_aggregation(trace, memories)
 
@@ -261,7 +266,7 @@ def test_zero_agreement_compares_active_values_with_the_ff_output():
 def test_logit_lens_of_one_example(tiny_tokenizer):
     tiny = make_tiny("transformer", tiny_tokenizer)
     memories = decoder_ff_memories(tiny.model)
-    trace = run_with_trace(tiny, SOURCES, TARGETS, names=DECODER_HOOKS)
+    trace = run_with_trace(tiny, SOURCES, TARGETS, names=memories.capture_hooks())
 
     lens = logit_lens(trace, memories, example=1, top_keys=4, top_tokens=3)
 

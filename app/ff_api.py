@@ -1,0 +1,77 @@
+"""JSON API of the FF memories (paper 003): a checkpoint's stored study,
+key cards, and the logit lens of one input under key interventions."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.deps import RunnerDep
+from app.ff_views import KEY_ORDERS, ViewError, key_cards, lens_table, prediction_changes
+from app.runner import InputError
+from inference.analyses.ff_aggregation import logit_lens
+from inference.interventions import Interventions
+
+router = APIRouter(prefix="/api/ff", tags=["api"])
+
+
+class KeysRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    layer: int = Field(0, ge=0, description="FF layer index (the language model's layers, or a translation model's decoder layers)")
+    order: str = Field("agreement", description=f"one of {', '.join(KEY_ORDERS)}")
+    offset: int = Field(0, ge=0)
+    limit: int = Field(20, ge=1, le=200)
+    keys: list[int] | None = Field(None, description="these keys, in this order, instead of a page of the ordering")
+    triggers: int = Field(10, ge=0, le=50, description="trigger examples per key")
+
+
+class LensRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    text: str = Field(description="English text for the language model; a source sentence for a translation model")
+    interventions: Interventions = Field(default_factory=Interventions, description="e.g. scale_ff_keys to zero or boost keys")
+    top_keys: int = Field(5, ge=1, le=50)
+    top_tokens: int = Field(5, ge=1, le=50)
+
+
+@router.get("/{model}/study")
+def study(model: str, runner: RunnerDep) -> dict:
+    """ff_analysis.json: mining corpus, agreement and aggregation per layer."""
+    analysis = runner.ff(model)[1].analysis
+    if analysis is None:
+        raise HTTPException(404, f"no FF study is stored for {model}: run python -m training ff-memories checkpoints/{model}")
+    return analysis
+
+
+@router.post("/keys")
+def keys(request: KeysRequest, runner: RunnerDep) -> dict:
+    memories, stored = runner.ff(request.model)
+    layer = runner.ff_layer(request.model, request.layer)
+    try:
+        cards, total = key_cards(memories, runner.model(request.model).tokenizer, stored.triggers, layer, request.order, request.offset,
+                                 request.limit, request.keys, request.triggers)
+    except ViewError as error:
+        raise InputError(str(error)) from None
+    return {"layer": layer, "order": request.order, "total": total, "keys": [asdict(card) for card in cards]}
+
+
+@router.post("/lens")
+def lens(request: LensRequest, runner: RunnerDep) -> dict:
+    """Per position and layer: top keys by m_i ||v_i||, and the top tokens of
+    the residual, the FF output and the layer output, in the run with the
+    interventions; with interventions also the plain output and how every
+    shared position's prediction changed."""
+    memories, _ = runner.ff(request.model)
+    tokenizer = runner.model(request.model).tokenizer
+    edited = runner.ff_trace(request.model, request.text, request.interventions)
+    table = lens_table(logit_lens(edited, memories, top_keys=request.top_keys, top_tokens=request.top_tokens), tokenizer)
+    result = {"output": edited.translations[0], "interventions": request.interventions.model_dump(), "tokens": table.tokens,
+              "layers": [{"layer": layer, "positions": [asdict(cell) for cell in cells]} for layer, cells in zip(table.layers, table.cells)]}
+    if not request.interventions.is_noop():
+        plain = runner.ff_trace(request.model, request.text, Interventions())
+        result["plain_output"] = plain.translations[0]
+        result["prediction_changes"] = [asdict(change) for change in prediction_changes(plain, edited, memories.axis, tokenizer)]
+    return result

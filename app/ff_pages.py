@@ -1,0 +1,83 @@
+"""The FF memories page (paper 003): the study by layer, a key browser
+(trigger examples and value tokens), the logit lens of one input, and live
+key interventions. Works for the language model and for the decoder of
+every translation model."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+
+from app.deps import RunnerDep
+from app.ff_figures import study_figures
+from app.ff_views import EDIT_SYNTAX, KEY_ORDERS, ViewError, key_cards, lens_table, parse_key_edits, prediction_changes
+from app.pages import figure_json, render
+from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, InputError, kind_of
+from app.textdiff import word_diff
+from inference.analyses.ff_aggregation import logit_lens
+from inference.interventions import Interventions
+
+router = APIRouter(include_in_schema=False)
+KEYS_PER_PAGE = 12
+LENS_KEYS, LENS_TOKENS = 3, 3
+
+
+@router.get("/ff")
+def ff_page(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = "",
+            layer: Annotated[int, Query(ge=0)] = 0, edits: str = ""):
+    """model, text, layer and edits in the address reproduce a view."""
+    available, model = runner.page_models(model, LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY)
+    memories, study = runner.ff(model)
+    loaded = runner.model(model)
+    figures = {name: figure_json(figure) for name, figure in study_figures(study.analysis).items()} if study.analysis else {}
+    language_model = kind_of(loaded.config.family) == LANGUAGE_MODEL
+    return render(request, "pages/ff.html", models=available, model=model, text=text, layer=min(layer, len(memories.layers) - 1),
+                  edits=edits, layers=memories.layers, study=study, figures=figures, orders=KEY_ORDERS, language_model=language_model,
+                  input_language="English" if language_model else loaded.meta.get("source_language", "German"), edit_syntax=EDIT_SYNTAX)
+
+
+@router.get("/ff/keys")
+def ff_keys(request: Request, runner: RunnerDep, model: str, layer: Annotated[int, Query(ge=0)] = 0, order: str = "agreement",
+            page: Annotated[int, Query(ge=0)] = 0, key: Annotated[str, Query()] = ""):
+    """One page of keys of one layer in the chosen order, or the key(s) typed in."""
+    memories, study = runner.ff(model)
+    name = runner.ff_layer(model, layer)
+    typed = key.replace(",", " ").split()
+    if not all(k.isdigit() for k in typed):
+        raise InputError(f"cannot read key {key!r}: key numbers are whole numbers, e.g. 12 or 12, 40")
+    keys = [int(k) for k in typed] or None
+    try:
+        if study.triggers is None and keys is None:
+            order = "index"
+        cards, total = key_cards(memories, runner.model(model).tokenizer, study.triggers, name, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys)
+    except (ViewError, ValueError) as error:
+        raise InputError(str(error)) from None
+    return render(request, "partials/ff_keys.html", cards=cards, total=total, page=page, pages=-(-total // KEYS_PER_PAGE), order=order,
+                  picked=keys is not None, mined=study.triggers is not None)
+
+
+@router.post("/ff/run")
+def ff_run(
+    request: Request,
+    runner: RunnerDep,
+    model: Annotated[str, Form()],
+    text: Annotated[str, Form()] = "",
+    layer: Annotated[int, Form(ge=0)] = 0,
+    edits: Annotated[str, Form()] = "",
+):
+    """The plain run and, with key edits, the edited one; the lens follows the edited run."""
+    try:
+        interventions = Interventions(scale_ff_keys=parse_key_edits(edits))
+    except ViewError as error:
+        raise InputError(str(error)) from None
+    memories, _ = runner.ff(model)
+    runner.ff_layer(model, layer)
+    tokenizer = runner.model(model).tokenizer
+    plain = runner.ff_trace(model, text, Interventions())
+    edited = plain if interventions.is_noop() else runner.ff_trace(model, text, interventions)
+    lens = lens_table(logit_lens(edited, memories, top_keys=LENS_KEYS, top_tokens=LENS_TOKENS), tokenizer)
+    changes = prediction_changes(plain, edited, memories.axis, tokenizer) if edited is not plain else []
+    return render(request, "partials/ff_results.html", plain=plain, edited=edited if edited is not plain else None, interventions=interventions,
+                  diff=word_diff(plain.translations[0], edited.translations[0]), lens=lens, layer=layer, changes=changes,
+                  language_model=kind_of(runner.model(model).config.family) == LANGUAGE_MODEL, axis=memories.axis)
