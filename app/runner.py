@@ -22,6 +22,7 @@ from inference.interventions import Interventions
 from inference.models.language_model import FAMILY as LANGUAGE_MODEL_FAMILY
 from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
 from inference.trace import Trace, run_with_trace
+from training.ff_study import ANALYSIS_FILE, TRIGGERS_FILE
 
 
 RECENT_TRACES = 8  # a trace with every pattern of a 256-token input is tens of MB
@@ -73,9 +74,6 @@ class FFStudy:
 
     triggers: TriggerStore | None
     analysis: dict | None
-
-
-TRIGGERS_FILE, ANALYSIS_FILE = "ff_triggers.json", "ff_analysis.json"
 
 
 class Runner:

@@ -3,7 +3,8 @@
 A checkpoint is a folder:
 
     config.json        {"format_version": 1, "model": {...config...}, "meta": {...}}
-    model.safetensors  weights (shared weights stored once)
+    model.safetensors  weights (shared weights stored once; float32, or float16
+                       where meta says "weights_dtype": "float16")
     tokenizer.json     Hugging Face tokenizers format
     metrics.json       training curve, BLEU, lesion tables (free-form JSON object)
 
@@ -15,6 +16,7 @@ lists a broken entry with its reason instead of raising.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import threading
@@ -31,6 +33,10 @@ from inference.tokenizer import TextTokenizer
 
 FORMAT_VERSION = 1
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "metrics.json")
+# How model.safetensors may store the weights. float16 halves the file (the
+# repository's checkpoints/ has a size budget); loading always gives float32
+# parameters, since load_state_dict copies into the model's own tensors.
+WEIGHTS_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
 
 class CheckpointError(Exception):
@@ -64,15 +70,42 @@ def select_device(setting: str | None = None) -> torch.device:
     return torch.device(setting)
 
 
-def save_checkpoint(folder: str | Path, model: MemoryTransformer, tokenizer: TextTokenizer, meta: dict | None = None, metrics: dict | None = None) -> Path:
+def save_checkpoint(
+    folder: str | Path,
+    model: MemoryTransformer,
+    tokenizer: TextTokenizer,
+    meta: dict | None = None,
+    metrics: dict | None = None,
+    weights_dtype: str = "float32",
+) -> Path:
+    """Write the checkpoint folder. weights_dtype "float16" stores rounded
+    weights (the model itself is left as it is) and says so in meta; metrics
+    should then be measured on the rounded weights (`python -m training
+    store-half`)."""
+    if weights_dtype not in WEIGHTS_DTYPES:
+        raise ValueError(f"weights_dtype must be one of {', '.join(WEIGHTS_DTYPES)}, got {weights_dtype!r}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    config = {"format_version": FORMAT_VERSION, "model": asdict(model.config), "meta": meta or {}}
+    meta = {key: value for key, value in (meta or {}).items() if key != "weights_dtype"}
+    if weights_dtype != "float32":  # float32 is the default, left unsaid so existing config.json files stay as they are
+        meta["weights_dtype"] = weights_dtype
+    config = {"format_version": FORMAT_VERSION, "model": asdict(model.config), "meta": meta}
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    save_model(model, str(folder / "model.safetensors"))
+    save_model(model if weights_dtype == "float32" else cast_copy(model, WEIGHTS_DTYPES[weights_dtype]), str(folder / "model.safetensors"))
     tokenizer.save(folder / "tokenizer.json")
     (folder / "metrics.json").write_text(json.dumps(metrics or {}, indent=2) + "\n")
     return folder
+
+
+def cast_copy(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """A CPU copy of `model` in `dtype`; deepcopy keeps tied weights tied, so
+    save_model still stores them once. Refuses weights the dtype cannot hold
+    (they would turn into inf)."""
+    limit = torch.finfo(dtype).max
+    for name, parameter in model.named_parameters():
+        if parameter.numel() and parameter.detach().abs().max() > limit:  # a model without memory has an empty memory parameter
+            raise ValueError(f"{name} has values beyond {dtype}'s range (±{limit:g}); store it as float32")
+    return copy.deepcopy(model).to("cpu", dtype)
 
 
 def read_json_object(path: Path) -> dict:
@@ -143,7 +176,9 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     tokenizer = load_tokenizer(folder, config)
     metrics = read_json_object(folder / "metrics.json")
     model = build_model(config)
-    load_model(model, str(folder / "model.safetensors"), strict=True)  # names, shapes and size were checked above
+    # Names, shapes and size were checked above; float16 weights become
+    # float32 here, as load_state_dict casts into the float32 model.
+    load_model(model, str(folder / "model.safetensors"), strict=True)
     model.to(select_device(str(device)) if device is not None else select_device()).eval()
     return LoadedModel(folder.name, model, tokenizer, meta, metrics)
 

@@ -1,5 +1,6 @@
 """Command line: `python -m training train CONFIG.json`,
-`python -m training lesion CHECKPOINT_DIR` and `python -m training results`. `main(argv)` is the entry point,
+`python -m training lesion CHECKPOINT_DIR`, `python -m training store-half
+CHECKPOINT_DIR ...` and `python -m training results`. `main(argv)` is the entry point,
 so the project's `memlens` command can delegate to it."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from training.rundir import RunDirError
 from training import REPO_ROOT
 from training.memory_analysis import analyse_checkpoint
 from training.results import write_results
-from training.run import recompute_lesion, run_training
+from training.run import recompute_lesion, run_training, store_half
 
 # Problems the user can fix (a path, a config key): reported in one line, no traceback.
 USER_ERRORS = (ConfigError, DataError, CheckpointError, RunDirError)
@@ -48,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("--max-sentences", type=int, default=1000, help="sentences per domain (the first ones of each test set)")
     memory.set_defaults(handler=memory_command)
 
+    half = commands.add_parser("store-half", help="store checkpoints' weights in float16 and re-measure their metrics.json (all but train) on the stored weights")
+    half.add_argument("checkpoints", nargs="+", help="checkpoint folders, e.g. checkpoints/transformer; converted one after the other")
+    half.add_argument("--data-dir", help=f"shared data folder (default: ${DATA_DIR_ENV}, else ../shared/data)")
+    half.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
+    half.set_defaults(handler=store_half_command)
+
     results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
     results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
     results.add_argument("--out", default=str(REPO_ROOT / "docs" / "results.md"))
@@ -69,6 +76,25 @@ def lesion_command(args: argparse.Namespace) -> None:
 
 def memory_command(args: argparse.Namespace) -> None:
     print(analyse_checkpoint(args.checkpoint, args.data_dir, args.device, args.max_sentences))
+
+
+def store_half_command(args: argparse.Namespace) -> None:
+    for folder in args.checkpoints:
+        old, new = store_half(folder, args.data_dir, args.device)
+        print(f"{folder}: weights stored in float16; metrics re-measured on them")
+        old_numbers = dict(numbers(old))
+        for path, value in numbers(new):
+            if not path.startswith("train."):
+                print(f"  {path}: {old_numbers.get(path, '-')} -> {value}", flush=True)
+
+
+def numbers(value, path: str = "") -> list[tuple[str, float]]:
+    """(path, number) for every number in nested dicts and lists, e.g. ("lesion.bleu[2]", 25.1)."""
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in numbers(item, f"{path}.{key}" if path else key)]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in numbers(item, f"{path}[{i}]")]
+    return [(path, value)] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
 
 
 def results_command(args: argparse.Namespace) -> None:

@@ -148,20 +148,27 @@ def study_checkpoint(
     top_k: int = 50,
     run_dir: str | Path | None = None,
 ) -> tuple[Path, Path]:
-    """Mine, store the compact triggers, analyse; returns the two files written."""
+    """The study of a checkpoint on its corpus (module doc); returns the two files written."""
     folder = Path(folder)
     loaded = load_checkpoint(folder, device)
     run_dir = Path(run_dir or REPO_ROOT / "runs" / "ff_study" / folder.name)
-    run_dir.mkdir(parents=True, exist_ok=True)
     corpus = study_corpus(loaded, resolve_data_dir(data_dir), sentences, eval_sentences)
     print(f"{folder.name}: mining {corpus.description}; aggregating on {len(corpus.eval_texts):,} held-out sentences", flush=True)
+    paths = run_study(loaded, folder, corpus, run_dir, batch_size, top_k)
+    for record in json.loads(paths[1].read_text())["agreement"]:
+        print(f"{record['layer']}: agreement {record['agreement']:.3f} (random keys {record['baseline_agreement']:.3f}), "
+              f"median rank {record['median_rank']}", flush=True)
+    return paths
 
+
+def run_study(loaded: LoadedModel, folder: Path, corpus: StudyCorpus, run_dir: Path, batch_size: int = 64, top_k: int = 50) -> tuple[Path, Path]:
+    """Mine `corpus`, store the compact triggers and the analysis in `folder`."""
+    run_dir.mkdir(parents=True, exist_ok=True)
     with torch.inference_mode():
         state, rate = mine_corpus(loaded, corpus, run_dir, batch_size, top_k)
         compact = compact_triggers(state, loaded, corpus.texts)
         triggers_path = folder / TRIGGERS_FILE
         triggers_path.write_text(json.dumps(compact, separators=(",", ":")) + "\n")
-
         memories = ff_memories(loaded.model)
         agreements = key_value_agreement({layer: value_logits(memories, layer) for layer in memories.layers}, TriggerStore(compact).trigger_tokens())
         started = time.monotonic()
@@ -174,7 +181,4 @@ def study_checkpoint(
     }
     analysis_path = folder / ANALYSIS_FILE
     analysis_path.write_text(json.dumps(analysis, indent=1) + "\n")
-    for record in analysis["agreement"]:
-        print(f"{record['layer']}: agreement {record['agreement']:.3f} (random keys {record['baseline_agreement']:.3f}), "
-              f"median rank {record['median_rank']}", flush=True)
     return triggers_path, analysis_path

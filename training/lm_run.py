@@ -11,13 +11,13 @@ import torch
 
 from inference.checkpoint import save_checkpoint, select_device
 from inference.models import build_model
-from inference.models.language_model import LanguageModelConfig
+from inference.models.language_model import LanguageModel, LanguageModelConfig
 from inference.tokenizer import TextTokenizer, train_bpe
 from training import REPO_ROOT
 from training.config import TrainConfig
 from training.data import resolve_data_dir
 from training.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext
-from training.lm_data import LanguageModelData, evaluation_stream, load_or_tokenize, tokenize_documents
+from training.lm_data import LanguageModelData, TokenStream, evaluation_stream, load_or_tokenize, tokenize_documents
 from training.loop import train
 from training.perplexity import EvalText, perplexity_metrics
 from training.rundir import RunDir
@@ -56,21 +56,35 @@ def run_language_model_training(
     progress = train(model, tokenizer, config.train, data, run, max_steps)
 
     run.log("evaluating perplexity on enwiki val and WikiText-2/-103 valid/test")
-    texts = evaluation_texts(tokenizer, data, documents["val"], data_dir)
-    metrics = {**perplexity_metrics(model, (tokenizer.eos_id, tokenizer.unk_id), texts, device), "train": progress.train_record(device, 0)}
+    texts = evaluation_texts(tokenizer, data.val, documents["val"], data_dir)
+    metrics = {**evaluation_metrics(model, tokenizer, texts, device), "train": progress.train_record(device, 0)}
     meta = checkpoint_meta(config, model.config, len(train_documents), data)
     folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
     run.log(f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}")
     return folder
 
 
-def evaluation_texts(tokenizer: TextTokenizer, data: LanguageModelData, val_documents: list[Document], data_dir: Path) -> dict[str, EvalText]:
-    """enwiki_val and the WikiText splits, as streams with their word counts."""
-    texts = {"enwiki_val": EvalText(evaluation_stream(data.val, tokenizer.eos_id), sum(len(s.split()) for document in val_documents for s in document))}
+def evaluation_texts(tokenizer: TextTokenizer, val: TokenStream, val_documents: list[Document], data_dir: Path) -> dict[str, EvalText]:
+    """enwiki_val (`val`: the stream of `val_documents`) and the WikiText
+    splits, as streams with their word counts."""
+    texts = {"enwiki_val": EvalText(evaluation_stream(val, tokenizer.eos_id), sum(len(s.split()) for document in val_documents for s in document))}
     for split in WIKITEXT_FILES:
         wikitext = read_wikitext(data_dir, split)
         texts[split] = EvalText(evaluation_stream(tokenize_documents(tokenizer, wikitext.articles), tokenizer.eos_id), wikitext.words)
     return texts
+
+
+def evaluation_metrics(model: LanguageModel, tokenizer: TextTokenizer, texts: dict[str, EvalText], device: torch.device | str) -> dict:
+    """The measured part of a language model's metrics.json (all but "train")."""
+    return perplexity_metrics(model, (tokenizer.eos_id, tokenizer.unk_id), texts, device)
+
+
+def remeasure(model: LanguageModel, tokenizer: TextTokenizer, data_dir: str | Path | None, device: torch.device | str) -> dict:
+    """evaluation_metrics of a trained model, its texts rebuilt from the
+    data folder as the run built them (the run caches the same stream)."""
+    data_dir = resolve_data_dir(data_dir)
+    val_documents = read_enwiki(data_dir)["val"]
+    return evaluation_metrics(model, tokenizer, evaluation_texts(tokenizer, tokenize_documents(tokenizer, val_documents), val_documents, data_dir), device)
 
 
 def checkpoint_meta(config: TrainConfig, model_config: LanguageModelConfig, train_articles: int, data: LanguageModelData) -> dict:

@@ -1,15 +1,18 @@
 """Whole commands: a training run from its config to a finished checkpoint
-folder, and recomputing a checkpoint's lesion table."""
+folder, recomputing a checkpoint's lesion table, and storing a checkpoint's
+weights in float16 with its metrics re-measured on them."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from inference.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, select_device
+from inference.checkpoint import FILES, CheckpointError, LoadedModel, load_checkpoint, save_checkpoint, select_device
 from inference.models import Model, ModelConfig, build_model
 from inference.models.working_memory import WorkingMemoryConfig, WorkingMemoryTransformer
 from inference.tokenizer import TextTokenizer
@@ -18,6 +21,7 @@ from training.config import ConfigError, TrainConfig
 from training.corpora import CORPORA, Corpus
 from training.data import Pair, resolve_data_dir, tokenize_pairs
 from training.evaluate import lesion_table, score_splits
+from training.lm_run import remeasure as remeasure_language_model
 from training.lm_run import run_language_model_training
 from training.loop import TrainingData, train
 from training.memory_growth import grow_memory
@@ -101,8 +105,18 @@ def working_memory_from_transformer(transformer: Model, working_memory_fields: d
 
 def final_metrics(model: Model, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]], progress: Progress, device: torch.device, schedule_offset: int) -> dict:
     """metrics.json of a finished run."""
-    metrics = score_splits(model, tokenizer, {split: splits[split] for split in ("val", *corpus.test_splits)})
+    metrics = evaluation_metrics(model, tokenizer, corpus, splits)
     metrics["train"] = {**progress.train_record(device, schedule_offset), "val_bleu": {"epoch": progress.val_bleu_epochs, "bleu": progress.val_bleu}}
+    if "lesion" in metrics:
+        metrics["lesion"] = metrics.pop("lesion")  # after "train", where metrics.json has always had it
+    return metrics
+
+
+def evaluation_metrics(model: Model, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]]) -> dict:
+    """The measured part of a translation model's metrics.json (all but
+    "train"): BLEU and chrF on val and the corpus's test splits, and for a
+    model with memory the lesion table on the headline split."""
+    metrics = score_splits(model, tokenizer, {split: splits[split] for split in ("val", *corpus.test_splits)})
     if model.config.memory_size:
         metrics["lesion"] = lesion_table(model, tokenizer, splits[corpus.headline])
         metrics["lesion"]["split"] = corpus.headline
@@ -145,3 +159,62 @@ def recompute_lesion(folder: str | Path, data_dir: str | Path | None = None, dev
     metrics = {**loaded.metrics, "lesion": table}
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")  # the layout save_checkpoint writes
     return table
+
+
+def store_half(folder: str | Path, data_dir: str | Path | None = None, device: str = "auto") -> tuple[dict, dict]:
+    """Store a checkpoint's weights in float16 and re-measure every number of
+    its metrics.json but the "train" record on the stored weights, with the
+    code that measured them at training time; returns (old, new) metrics.
+
+    Everything is staged in a hidden sibling folder (the registry skips dot
+    folders) and moved in once measured, so an interrupted run leaves the
+    checkpoint as it was. Rerunning on a float16 checkpoint leaves its
+    weights as they are.
+
+    A folder holding other files (memory_analysis.json, mined FF triggers:
+    studies of the current weights that this does not redo) is refused."""
+    folder = Path(folder)
+    others = sorted(path.name for path in folder.iterdir() if path.name not in FILES) if folder.is_dir() else []
+    if others:
+        raise CheckpointError(f"{folder} holds {', '.join(others)}, made from its current weights and not re-measured by store-half; nothing was changed")
+    loaded = load_checkpoint(folder, "cpu")
+    staging = folder.parent / f".{folder.name}.float16"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        save_checkpoint(staging, loaded.model, loaded.tokenizer, loaded.meta, loaded.metrics, weights_dtype="float16")
+        measured = remeasure(load_checkpoint(staging, device), data_dir)  # the stored weights, read back as float32
+        unmeasured = missing_numbers({k: v for k, v in loaded.metrics.items() if k != "train"}, measured)
+        if unmeasured:
+            raise CheckpointError(f"{folder}/metrics.json holds numbers the training code does not measure, e.g. {unmeasured[0]}; nothing was changed")
+        metrics = {**loaded.metrics, **measured}
+        (staging / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")  # the layout save_checkpoint writes
+        for name in FILES:
+            shutil.copymode(folder / name, staging / name)  # the conversion changes contents, not permissions
+            os.replace(staging / name, folder / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return loaded.metrics, metrics
+
+
+def remeasure(loaded: LoadedModel, data_dir: str | Path | None = None) -> dict:
+    """The measured part of metrics.json (all but "train"), as the training run measures it."""
+    if loaded.config.family == "language_model":
+        return remeasure_language_model(loaded.model, loaded.tokenizer, data_dir, loaded.device)
+    corpus = CORPORA[loaded.meta.get("corpus", "multi30k")]  # checkpoints older than meta["corpus"] are all Multi30k
+    return evaluation_metrics(loaded.model, loaded.tokenizer, corpus, corpus.read(resolve_data_dir(data_dir)))
+
+
+def missing_numbers(old: dict | list, new: dict | list, path: str = "") -> list[str]:
+    """Paths of `old` (nested dicts and lists) that `new` lacks: numbers that
+    re-measuring would leave stale."""
+    if isinstance(old, dict):
+        if not isinstance(new, dict):
+            return [path]
+        missing = []
+        for key, value in old.items():
+            where = f"{path}.{key}" if path else key
+            missing += missing_numbers(value, new[key], where) if key in new else [where]
+        return missing
+    if isinstance(old, list):
+        return [] if isinstance(new, list) and len(new) == len(old) else [path]
+    return []

@@ -7,8 +7,9 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from inference.checkpoint import save_checkpoint
-from tests.conftest import make_tiny, make_tiny_working_memory
+from inference.checkpoint import LoadedModel, save_checkpoint
+from tests.conftest import TINY_CORPUS, make_tiny, make_tiny_language_model, make_tiny_working_memory
+from training.ff_study import StudyCorpus, run_study
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +22,14 @@ def checkpoint_dir(tmp_path_factory, tiny_tokenizer):
     wm = make_tiny_working_memory(tiny_tokenizer)
     save_checkpoint(root / "tiny_working_memory", wm.model, wm.tokenizer, meta={"training_data": "tiny test corpus", "source_language": "Russian"},
                     metrics={"bleu": {"val": 1.0, "test_tatoeba": 2.0}})
+    lm = LoadedModel("tiny_language_model", make_tiny_language_model(tiny_tokenizer), tiny_tokenizer)
+    save_checkpoint(root / lm.name, lm.model, lm.tokenizer, meta={"training_data": "tiny test corpus"},
+                    metrics={"word_perplexity": {"wikitext103_test": 900.0}})
+    english = TINY_CORPUS[1::2]
+    run_study(lm, root / lm.name, StudyCorpus("tiny English", english, None, english, None), tmp_path_factory.mktemp("lm_study"), batch_size=2, top_k=3)
+    translator = make_tiny("memtransformer", tiny_tokenizer)
+    run_study(translator, root / "tiny_memtransformer", StudyCorpus("tiny pairs", english, TINY_CORPUS[0::2], english, TINY_CORPUS[0::2]),
+              tmp_path_factory.mktemp("mt_study"), batch_size=2, top_k=3)
     (root / "broken_model").mkdir()
     (root / "broken_model" / "config.json").write_text("{oops")
     return root

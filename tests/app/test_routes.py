@@ -12,7 +12,7 @@ TEXT = "ein Hund spielt im Park"
 
 
 def test_healthz(client):
-    assert client.get("/healthz").json() == {"status": "ok", "models": 4, "broken": 1, "device": "cpu"}
+    assert client.get("/healthz").json() == {"status": "ok", "models": 5, "broken": 1, "device": "cpu"}
 
 
 def test_home_lists_models_and_broken_reasons(client):
@@ -93,7 +93,7 @@ def test_explore_run_bad_input_gets_error_fragment(client, fields, message):
 
 def test_api_models(client):
     body = client.get("/api/models").json()
-    assert [m["name"] for m in body["models"]] == ["tiny_membottleneck", "tiny_memtransformer", "tiny_transformer", "tiny_working_memory"]
+    assert [m["name"] for m in body["models"]] == ["tiny_language_model", "tiny_membottleneck", "tiny_memtransformer", "tiny_transformer", "tiny_working_memory"]
     assert body["models"][1]["config"]["memory_size"] == 3 and body["models"][1]["bleu"]["test_2016_flickr"] == 2.5
     assert body["broken"][0]["name"] == "broken_model"
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 import torch
 
-from inference.checkpoint import CheckpointRegistry
+from inference.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.models.language_model import LanguageModel
 from inference.tokenizer import train_bpe
 from tests.training.conftest import make_tiny_lm_config
@@ -18,7 +19,7 @@ from training.lm_corpora import WIKITEXT_FILES, detokenize_wikitext, read_enwiki
 from training.lm_data import block_batches, load_or_tokenize, make_lm_batch, tokenize_documents
 from training.lm_run import TRAIN_STREAM, VAL_STREAM
 from training.perplexity import perplexity, score_stream, scoring_windows
-from training.run import run_training
+from training.run import remeasure, run_training, store_half
 
 EVAL_SPLITS = {"enwiki_val", *WIKITEXT_FILES}
 
@@ -178,3 +179,15 @@ def test_language_model_configs_are_checked(changes, message):
 def test_max_articles_is_for_language_models_only():
     with pytest.raises(ConfigError, match="max_articles"):
         config_from_dict({"name": "x", "model": {"family": "transformer", "memory_size": 0}, "data": {"max_articles": 5}, "train": {}})
+
+
+def test_store_half_remeasures_a_language_model(tmp_path, trained_lm, synthetic_lm_data_dir):
+    _, source, _ = trained_lm
+    folder = shutil.copytree(source, tmp_path / "tiny_lm_half")
+    old, new = store_half(folder, synthetic_lm_data_dir, "cpu")
+    assert json.loads((folder / "metrics.json").read_text()) == new and new["train"] == old["train"]
+    assert set(new) == set(old) and new["perplexity_counts"]["splits"].keys() == old["perplexity_counts"]["splits"].keys()
+    for split, record in new["perplexity_counts"]["splits"].items():
+        assert (record["tokens"], record["words"]) == (old["perplexity_counts"]["splits"][split]["tokens"], old["perplexity_counts"]["splits"][split]["words"])
+        assert new["perplexity"][split] == pytest.approx(old["perplexity"][split], rel=0.01)  # float16 rounding moves it a little
+    assert new == {**old, **remeasure(load_checkpoint(folder, "cpu"), synthetic_lm_data_dir)}  # the stored weights' numbers

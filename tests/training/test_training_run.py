@@ -5,14 +5,17 @@ run resumes exactly where it stopped."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from inference.checkpoint import CheckpointRegistry
+from inference.checkpoint import FILES, CheckpointRegistry, load_checkpoint
+from training.cli import main
 from training.config import config_from_dict
-from training.run import run_training
+from training.corpora import CORPORA
+from training.run import evaluation_metrics, run_training
 from training.rundir import RunDirError
 
 
@@ -101,3 +104,38 @@ def test_memory_extension_run_continues_from_a_checkpoint(tmp_path, trained, syn
     registry = CheckpointRegistry(tmp_path, device="cpu")
     assert registry.get("tiny_grown").config.memory_size == 4
     assert registry.entries["tiny_grown"].meta["memory_size"] == 4
+
+
+def test_store_half_remeasures_metrics_on_the_float16_weights(tmp_path, trained, synthetic_data_dir, capsys):
+    _, source, _ = trained
+    folder = shutil.copytree(source, tmp_path / "tiny_half")
+    before = json.loads((folder / "metrics.json").read_text())
+    assert main(["store-half", str(folder), "--data-dir", str(synthetic_data_dir), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert f"bleu.val: {before['bleu']['val']} -> " in out and "lesion.bleu[2]: " in out and "train." not in out
+
+    loaded = load_checkpoint(folder, "cpu")
+    assert loaded.meta["weights_dtype"] == "float16" and {t.dtype for t in load_file(folder / "model.safetensors").values()} == {torch.float16}
+    assert loaded.metrics["train"] == before["train"]
+    # The numbers are those of the stored weights: measuring them again gives the same.
+    expected = evaluation_metrics(loaded.model, loaded.tokenizer, CORPORA["multi30k"], CORPORA["multi30k"].read(synthetic_data_dir))
+    assert {k: v for k, v in loaded.metrics.items() if k != "train"} == expected
+    assert not list(tmp_path.glob(".*"))  # the staging folder is gone
+
+
+def test_store_half_refuses_numbers_it_cannot_remeasure(tmp_path, trained, synthetic_data_dir, capsys):
+    _, source, _ = trained
+    analysed = shutil.copytree(source, tmp_path / "analysed")
+    (analysed / "memory_analysis.json").write_text("{}")
+    assert main(["store-half", str(analysed), "--data-dir", str(synthetic_data_dir), "--device", "cpu"]) == 2
+    assert "memory_analysis.json" in capsys.readouterr().err
+
+    extra = shutil.copytree(source, tmp_path / "extra")
+    metrics = json.loads((extra / "metrics.json").read_text())
+    metrics["bleu"]["test_2017_flickr"] = 1.0  # a split the training code does not score
+    (extra / "metrics.json").write_text(json.dumps(metrics))
+    files = {name: (extra / name).read_bytes() for name in FILES}
+    assert main(["store-half", str(extra), "--data-dir", str(synthetic_data_dir), "--device", "cpu"]) == 2
+    assert "bleu.test_2017_flickr" in capsys.readouterr().err
+    assert {name: (extra / name).read_bytes() for name in FILES} == files  # left as it was
+    assert not list(tmp_path.glob(".*"))

@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 import torch
+from safetensors import safe_open
 
 from inference.checkpoint import CheckpointError, CheckpointRegistry, load_checkpoint, save_checkpoint
 from inference.trace import run_with_trace
@@ -122,3 +123,26 @@ def test_weights_gone_after_the_scan_are_reported_on_load(tiny_tokenizer, tmp_pa
     with pytest.raises(CheckpointError):
         registry.get("vanishing")
     assert not registry.entries["vanishing"].ok
+
+
+def test_float16_checkpoint_loads_as_float32_rounded_weights(tiny, tmp_path):
+    folder = save_checkpoint(tmp_path / "half", tiny.model, tiny.tokenizer, meta={"family": tiny.config.family}, weights_dtype="float16")
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as stored:
+        assert {stored.get_slice(name).get_dtype() for name in stored.keys()} == {"F16"}
+    loaded = load_checkpoint(folder, "cpu")
+    assert loaded.meta == {"family": tiny.config.family, "weights_dtype": "float16"}
+    original, restored = tiny.model.state_dict(), loaded.model.state_dict()
+    assert original.keys() == restored.keys()
+    for name in original:
+        assert original[name].dtype == restored[name].dtype == torch.float32, name  # the saved model is left as it was
+        assert torch.equal(restored[name], original[name].half().float()), name
+    # Saved again in float32 (e.g. after fine-tuning), the meta no longer claims float16.
+    assert load_checkpoint(save_checkpoint(tmp_path / "full", loaded.model, loaded.tokenizer, loaded.meta), "cpu").meta == {"family": tiny.config.family}
+
+
+def test_float16_refuses_weights_it_cannot_hold(tiny_tokenizer, tmp_path):
+    loaded = make_tiny("transformer", tiny_tokenizer)
+    with torch.no_grad():
+        next(p for p in loaded.model.parameters() if p.numel()).view(-1)[0] = 1e5  # float16 tops out at 65504
+    with pytest.raises(ValueError, match="range"):
+        save_checkpoint(tmp_path / "huge", loaded.model, loaded.tokenizer, weights_dtype="float16")

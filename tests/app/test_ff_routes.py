@@ -1,0 +1,122 @@
+"""The FF memories page and /api/ff on tiny checkpoints with stored studies:
+the language model and a translation model's decoder."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.app.conftest import HTMX
+
+LM, TRANSLATOR = "tiny_language_model", "tiny_memtransformer"
+
+
+def text_of(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_the_page_offers_every_model_and_draws_the_study(client):
+    page = client.get("/ff", params={"model": LM})
+    assert page.status_code == 200
+    for name in (LM, TRANSLATOR, "tiny_transformer", "tiny_working_memory"):
+        assert f'<option value="{name}"' in page.text
+    for figure in ("ff-agreement", "ff-cases", "ff-memories"):
+        assert f'id="figure-{figure}"' in page.text
+    assert "Mined on tiny English" in page.text
+
+
+def test_a_model_without_a_study_says_how_to_compute_it(client):
+    page = client.get("/ff", params={"model": "tiny_transformer"})
+    assert 'id="no-study"' in page.text and "python -m training ff-memories checkpoints/tiny_transformer" in page.text
+    response = client.get("/api/ff/tiny_transformer/study")
+    assert response.status_code == 404 and "ff-memories" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("model", [LM, TRANSLATOR])
+def test_key_browser_pages_by_agreement_and_shows_triggers(client, model):
+    fragment = client.get("/ff/keys", params={"model": model, "layer": 1, "order": "agreement"})
+    assert fragment.status_code == 200
+    assert "keys by agreement" in fragment.text
+    assert "<mark>" in fragment.text  # trigger token marked
+    body = client.post("/api/ff/keys", json={"model": model, "layer": 1, "order": "agreement", "limit": 200}).json()
+    ranks = [card["next_token_rank"] for card in body["keys"]]
+    assert ranks == sorted(ranks) and all(card["triggers"] for card in body["keys"])
+    assert len(body["keys"]) == body["total"] <= 32  # tiny models have d_ff 32
+
+
+def test_keys_can_be_picked_by_number(client):
+    body = client.post("/api/ff/keys", json={"model": LM, "layer": 0, "keys": [7, 3]}).json()
+    assert [card["key"] for card in body["keys"]] == [7, 3]
+    assert len(body["keys"][0]["value_tokens"]) == 8
+    fragment = client.get("/ff/keys", params={"model": LM, "layer": 0, "key": "7, 3"})
+    assert "key 7" in fragment.text and "key 3" in fragment.text
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"layer": 5}, "layer 5 is out of range (0 to 1)"),
+    ({"key": "seven"}, "key numbers are whole numbers"),
+    ({"key": "99"}, "keys [99] are out of range"),
+    ({"order": "random"}, "unknown order 'random'"),
+])
+def test_bad_key_requests_are_400_with_a_message(client, params, message):
+    response = client.get("/ff/keys", params={"model": LM, **params}, headers=HTMX)
+    assert response.status_code == 400
+    assert message in text_of(response.text).replace("&#x27;", "'")
+
+
+def test_one_input_shows_the_continuation_and_the_lens(client):
+    fragment = client.post("/ff/run", data={"model": LM, "text": "a man reads a book", "layer": 1})
+    assert fragment.status_code == 200
+    assert "continuation" in fragment.text and 'id="lens-table"' in fragment.text
+    assert "prediction-changes" not in fragment.text
+
+
+def test_a_key_edit_reruns_and_shows_what_changed(client, tiny_tokenizer):
+    keys = ",".join(str(k) for k in range(32))
+    fragment = client.post("/ff/run", data={"model": LM, "text": "a man reads a book", "layer": 1, "edits": f"layers.1.ff:{keys} x0"})
+    assert "with key edits" in fragment.text and 'id="prediction-changes"' in fragment.text
+
+    body = client.post("/api/ff/lens", json={"model": LM, "text": "a man reads a book",
+                                             "interventions": {"scale_ff_keys": [{"ff": "layers.1.ff", "keys": list(range(32)), "scale": 0}]}}).json()
+    assert [layer["layer"] for layer in body["layers"]] == ["layers.0.ff", "layers.1.ff"]
+    assert all(cell["keys"] == [] and cell["ff"] == body["layers"][1]["positions"][0]["ff"] for cell in body["layers"][1]["positions"])  # nothing fires: y is the bias alone
+    prompt = 1 + len(tiny_tokenizer.encode("a man reads a book"))  # EOS + the text: every prompt position is shared by both runs
+    changes = body["prediction_changes"]
+    assert prompt <= len(changes) <= len(body["tokens"]) and [c["position"] for c in changes] == list(range(len(changes)))
+    assert [c["token"] for c in changes[:prompt]] == body["tokens"][:prompt]
+    assert "plain_output" in body
+
+
+def test_a_translation_model_is_read_on_its_own_translation(client):
+    body = client.post("/api/ff/lens", json={"model": TRANSLATOR, "text": "ein Hund läuft", "top_keys": 2, "top_tokens": 2}).json()
+    assert body["tokens"][0] == "<bos>"
+    assert [layer["layer"] for layer in body["layers"]] == ["decoder.layers.0.ff", "decoder.layers.1.ff"]
+    assert all(len(cell["residual"]) == 2 for layer in body["layers"] for cell in layer["positions"])
+
+
+@pytest.mark.parametrize(("edits", "message"), [
+    ("layers.1.ff", "cannot read 'layers.1.ff'"),
+    ("layers.1.ff:3 xbig", "cannot read"),
+    ("layers.9.ff:3", "unknown feed-forward module 'layers.9.ff'"),
+    ("layers.1.ff:300", "keys [300] are out of range"),
+])
+def test_bad_key_edits_are_400_with_a_message(client, edits, message):
+    response = client.post("/ff/run", data={"model": LM, "text": "a man", "edits": edits}, headers=HTMX)
+    assert response.status_code == 400
+    assert message in text_of(response.text).replace("&#x27;", "'")
+
+
+def test_the_language_model_is_refused_where_a_translator_is_needed(client):
+    response = client.post("/api/translate", json={"model": LM, "text": "a man"})
+    assert response.status_code == 400 and "language model" in response.json()["detail"]
+    redirect = client.get("/explore", params={"model": LM}, follow_redirects=False)
+    assert redirect.status_code == 303 and redirect.headers["location"].startswith("/ff?model=tiny_language_model")
+    assert f'value="{LM}"' not in client.get("/upload").text
+    assert f'value="{LM}"' not in client.get("/compare").text
+
+
+def test_home_links_every_model_to_its_ff_memories(client):
+    home = client.get("/").text
+    assert f'href="/ff?model={LM}"' in home and f'href="/ff?model={TRANSLATOR}"' in home
+    assert "wikitext103_test 900.0" in home
