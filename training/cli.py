@@ -1,6 +1,7 @@
 """Command line: `python -m training train CONFIG.json`,
 `python -m training lesion CHECKPOINT_DIR`, `python -m training store-half
-CHECKPOINT_DIR ...` and `python -m training results`. `main(argv)` is the entry point,
+CHECKPOINT_DIR ...`, `python -m training ff-memories CHECKPOINT_DIR` and
+`python -m training results`. `main(argv)` is the entry point,
 so the project's `memlens` command can delegate to it."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from training.config import ConfigError, load_config
 from training.data import DATA_DIR_ENV, DataError
 from training.rundir import RunDirError
 from training import REPO_ROOT
+from training.ff_study import study_checkpoint
 from training.memory_analysis import analyse_checkpoint
 from training.results import write_results
 from training.run import recompute_lesion, run_training, store_half
@@ -55,6 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
     half.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     half.set_defaults(handler=store_half_command)
 
+    ff = commands.add_parser("ff-memories", help="mine FF-key trigger examples and write a checkpoint's ff_triggers.json and ff_analysis.json (agreement, aggregation)")
+    ff.add_argument("checkpoint", help="checkpoint folder, e.g. checkpoints/language_model or checkpoints/memtransformer_20")
+    ff.add_argument("--data-dir", help=f"shared data folder (default: ${DATA_DIR_ENV}, else ../shared/data)")
+    ff.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
+    ff.add_argument("--sentences", type=int, default=50_000, help="corpus sentences to mine (language model: a seeded sample of enwiki train; translation: the first training pairs)")
+    ff.add_argument("--eval-sentences", type=int, default=2_000, help="held-out sentences the aggregation is measured on")
+    ff.add_argument("--batch-size", type=int, default=64)
+    ff.add_argument("--top-k", type=int, default=50, help="trigger examples kept per key")
+    ff.add_argument("--run-dir", help="folder of the resumable mining state (default: runs/ff_study/<checkpoint name>); rerun to resume")
+    ff.set_defaults(handler=ff_command)
+
     results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
     results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
     results.add_argument("--out", default=str(REPO_ROOT / "docs" / "results.md"))
@@ -76,6 +89,11 @@ def lesion_command(args: argparse.Namespace) -> None:
 
 def memory_command(args: argparse.Namespace) -> None:
     print(analyse_checkpoint(args.checkpoint, args.data_dir, args.device, args.max_sentences))
+
+
+def ff_command(args: argparse.Namespace) -> None:
+    for path in study_checkpoint(args.checkpoint, args.data_dir, args.device, args.sentences, args.eval_sentences, args.batch_size, args.top_k, args.run_dir):
+        print(path)
 
 
 def store_half_command(args: argparse.Namespace) -> None:

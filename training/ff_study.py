@@ -81,10 +81,12 @@ def study_corpus(loaded: LoadedModel, data_dir: Path, sentences: int, eval_sente
 
 
 def _fits_window(loaded: LoadedModel):
+    """Whether a text's whole stream fits the model's window (one token more
+    than a translation decoder reads, the final EOS, which costs little)."""
     limit = loaded.config.max_positions
 
     def fits(text: str) -> bool:
-        return bool(text.strip()) and len(prefix_stream(loaded, text)) - 1 <= limit
+        return bool(text.strip()) and len(prefix_stream(loaded, text)) <= limit
 
     return fits
 

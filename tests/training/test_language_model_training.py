@@ -10,10 +10,12 @@ import shutil
 import pytest
 import torch
 
+from inference.analyses.ff_mining import TriggerStore
 from inference.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.models.language_model import LanguageModel
 from inference.tokenizer import train_bpe
 from tests.training.conftest import make_tiny_lm_config
+from training.cli import main
 from training.config import ConfigError, config_from_dict
 from training.lm_corpora import WIKITEXT_FILES, detokenize_wikitext, read_enwiki, read_wikitext, split_sentences
 from training.lm_data import block_batches, load_or_tokenize, make_lm_batch, tokenize_documents
@@ -191,3 +193,28 @@ def test_store_half_remeasures_a_language_model(tmp_path, trained_lm, synthetic_
         assert (record["tokens"], record["words"]) == (old["perplexity_counts"]["splits"][split]["tokens"], old["perplexity_counts"]["splits"][split]["words"])
         assert new["perplexity"][split] == pytest.approx(old["perplexity"][split], rel=0.01)  # float16 rounding moves it a little
     assert new == {**old, **remeasure(load_checkpoint(folder, "cpu"), synthetic_lm_data_dir)}  # the stored weights' numbers
+
+
+def test_ff_memories_cli_mines_the_language_model_and_stores_its_study(tmp_path, trained_lm, synthetic_lm_data_dir, capsys):
+    _, source, _ = trained_lm
+    folder = shutil.copytree(source, tmp_path / "tiny_lm_study")
+    command = ["ff-memories", str(folder), "--data-dir", str(synthetic_lm_data_dir), "--device", "cpu", "--sentences", "40",
+               "--eval-sentences", "12", "--batch-size", "8", "--top-k", "5", "--run-dir", str(tmp_path / "run")]
+    assert main(command) == 0
+    assert "agreement" in capsys.readouterr().out
+
+    store = TriggerStore(json.loads((folder / "ff_triggers.json").read_text()))
+    analysis = json.loads((folder / "ff_analysis.json").read_text())
+    loaded = load_checkpoint(folder, "cpu")
+    layers = [f"layers.{i}.ff" for i in range(loaded.config.n_layers)]
+    assert store.layers == layers and store.sentences_consumed == analysis["mining"]["sentences"] == 40
+    assert [record["layer"] for record in analysis["agreement"]] == [record["layer"] for record in analysis["aggregation"]["layers"]] == layers
+    for record in analysis["aggregation"]["layers"]:
+        assert record["residual_wins"] + record["ff_wins"] + record["all_agree"] + record["composition"] == pytest.approx(1.0)
+    top = store.top_coefficients("layers.0.ff")  # [d_ff]
+    key = int(top.argmax())
+    assert store.triggers("layers.0.ff", key)[0].coefficient == pytest.approx(float(top[key]), rel=1e-3)
+
+    before = (folder / "ff_triggers.json").read_text()
+    assert main(command) == 0  # a rerun resumes from the finished state: nothing mined twice, the same record
+    assert (folder / "ff_triggers.json").read_text() == before
