@@ -22,7 +22,7 @@ from inference.interventions import Interventions
 from inference.models.language_model import FAMILY as LANGUAGE_MODEL_FAMILY
 from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
 from inference.trace import Trace, run_with_trace
-from training.ff_study import ANALYSIS_FILE, TRIGGERS_FILE
+from training.ff_study import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
 
 
 RECENT_TRACES = 8  # a trace with every pattern of a 256-token input is tens of MB
@@ -153,7 +153,7 @@ class Runner:
         loaded = self.model(model)
         if model not in self._ff:
             folder = self.registry.entries[model].path
-            triggers = TriggerStore(read_json_object(folder / TRIGGERS_FILE)) if (folder / TRIGGERS_FILE).exists() else None
+            triggers = TriggerStore(read_triggers(folder / TRIGGERS_FILE)) if (folder / TRIGGERS_FILE).exists() else None
             analysis = read_json_object(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).exists() else None
             self._ff[model] = (ff_memories(loaded.model), FFStudy(triggers, analysis))
         return self._ff[model]

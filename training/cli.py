@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     half.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     half.set_defaults(handler=store_half_command)
 
-    ff = commands.add_parser("ff-memories", help="mine FF-key trigger examples and write a checkpoint's ff_triggers.json and ff_analysis.json (agreement, aggregation)")
+    ff = commands.add_parser("ff-memories", help="mine FF-key trigger examples and write a checkpoint's ff_triggers.json.gz and ff_analysis.json (agreement, aggregation)")
     ff.add_argument("checkpoint", help="checkpoint folder, e.g. checkpoints/language_model or checkpoints/memtransformer_20")
     ff.add_argument("--data-dir", help=f"shared data folder (default: ${DATA_DIR_ENV}, else ../shared/data)")
     ff.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")

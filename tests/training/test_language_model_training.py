@@ -17,6 +17,7 @@ from inference.tokenizer import train_bpe
 from tests.training.conftest import make_tiny_lm_config
 from training.cli import main
 from training.config import ConfigError, config_from_dict
+from training.ff_study import TRIGGERS_FILE, read_triggers
 from training.lm_corpora import WIKITEXT_FILES, detokenize_wikitext, read_enwiki, read_wikitext, split_sentences
 from training.lm_data import block_batches, load_or_tokenize, make_lm_batch, tokenize_documents
 from training.lm_run import TRAIN_STREAM, VAL_STREAM
@@ -203,7 +204,7 @@ def test_ff_memories_cli_mines_the_language_model_and_stores_its_study(tmp_path,
     assert main(command) == 0
     assert "agreement" in capsys.readouterr().out
 
-    store = TriggerStore(json.loads((folder / "ff_triggers.json").read_text()))
+    store = TriggerStore(read_triggers(folder / TRIGGERS_FILE))
     analysis = json.loads((folder / "ff_analysis.json").read_text())
     loaded = load_checkpoint(folder, "cpu")
     layers = [f"layers.{i}.ff" for i in range(loaded.config.n_layers)]
@@ -215,6 +216,6 @@ def test_ff_memories_cli_mines_the_language_model_and_stores_its_study(tmp_path,
     key = int(top.argmax())
     assert store.triggers("layers.0.ff", key)[0].coefficient == pytest.approx(float(top[key]), rel=1e-3)
 
-    before = (folder / "ff_triggers.json").read_text()
+    before = (folder / TRIGGERS_FILE).read_bytes()
     assert main(command) == 0  # a rerun resumes from the finished state: nothing mined twice, the same record
-    assert (folder / "ff_triggers.json").read_text() == before
+    assert (folder / TRIGGERS_FILE).read_bytes() == before
