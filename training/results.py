@@ -1,7 +1,9 @@
 """docs/results.md from the shipped checkpoints' metrics.json: our Tables
-1-3 beside the Memory Transformer paper's (paper 000), and the working-memory
+1-3 beside the Memory Transformer paper's (paper 000), the working-memory
 decoder's Table 3 counterpart and memory-content study (paper 004, from
-<checkpoint>/memory_analysis.json).
+<checkpoint>/memory_analysis.json), and the FF-memory study by layer
+(paper 003, from <checkpoint>/ff_analysis.json) with the language model's
+perplexity.
 
 The paper's numbers are WMT-14 news BLEU after 20 epochs, averaged over 3
 runs; ours are single runs on Multi30k captions at a shorter schedule. Only
@@ -179,7 +181,56 @@ def _rates(found: dict) -> str:
     return f"{per_word}; {any_word}"
 
 
-def render(metrics: dict[str, dict], reading: str, analyses: dict[str, dict] | None = None) -> str:
+# Paper 003's shapes (16-layer Transformer LM on WikiText-103), as docs/REFERENCE.md states them.
+PAPER_FF_SHAPES = ("agreement near 0 in the lower layers, rising in the upper layers; zero agreement in most predictions; "
+                   "the residual agrees with the final output more and more with depth; the FF output overriding the residual is rare")
+LM_SPLITS = ["enwiki_val", "wikitext2_valid", "wikitext2_test", "wikitext103_valid", "wikitext103_test"]
+
+
+def language_model_table(metrics: dict[str, dict]) -> list[str]:
+    """Perplexity of every language model: per token of its own vocabulary, and per word (comparable across tokenizers)."""
+    lines = ["| model | " + " | ".join(f"{split} word ppl (token ppl)" for split in LM_SPLITS) + " | steps | train minutes |",
+             "|---|" + "---|" * (len(LM_SPLITS) + 2)]
+    for name, m in metrics.items():
+        if "word_perplexity" not in m:
+            continue
+        cells = [f"{_number(m['word_perplexity'].get(s))} ({_number(m['perplexity'].get(s))})" for s in LM_SPLITS]
+        train = m.get("train", {})
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {train.get('steps', '-')} | {_number(train['seconds'] / 60) if 'seconds' in train else '-'} |")
+    return lines
+
+
+def ff_agreement_table(ff: dict[str, dict]) -> list[str]:
+    lines = ["| model | layer | keys with triggers | agreement (random keys) | any top-50 trigger agrees | median rank of w (random) "
+             "| rank < 10 (random) |", "|---|---|---|---|---|---|---|"]
+    for name, study in ff.items():
+        for r in study["agreement"]:
+            lines.append(f"| {name} | {r['layer']} | {r['keys_with_triggers']} | {_share(r['agreement'])} ({_share(r['baseline_agreement'])}) "
+                         f"| {_share(r['any_trigger_agreement'])} | {r['median_rank']:.0f} ({r['baseline_median_rank']:.0f}) "
+                         f"| {_share(r['rank_below_10'])} ({_share(r['baseline_rank_below_10'])}) |")
+    return lines
+
+
+def ff_aggregation_table(ff: dict[str, dict]) -> list[str]:
+    lines = ["| model | layer | active keys per prediction | zero agreement | residual wins | FF wins | all agree | composition "
+             "| residual = final prediction |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, study in ff.items():
+        for r in study["aggregation"]["layers"]:
+            lines.append(f"| {name} | {r['layer']} | {r['mean_active_memories']:.1f} | {_share(r['zero_agreement'])} | {_share(r['residual_wins'])} "
+                         f"| {_share(r['ff_wins'])} | {_share(r['all_agree'])} | {_share(r['composition'])} | {_share(r['residual_agrees_with_final'])} |")
+    return lines
+
+
+def ff_corpora(ff: dict[str, dict]) -> list[str]:
+    return [f"- {name}: mined on {s['mining']['corpus']} ({s['mining']['sentences']:,} sentences, top {s['mining']['top_k']} per key); "
+            f"aggregation on {s['aggregation']['sentences']:,} held-out sentences" for name, s in ff.items()]
+
+
+def _share(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def render(metrics: dict[str, dict], reading: str, analyses: dict[str, dict] | None = None, ff: dict[str, dict] | None = None) -> str:
     parts = [
         "# Results: the memory models at small scale",
         "",
@@ -212,6 +263,29 @@ def render(metrics: dict[str, dict], reading: str, analyses: dict[str, dict] | N
         "",
         *memory_content_table(analyses or {}),
         "",
+        "## FF layers as key-value memories (paper 003)",
+        "",
+        "The language model: pre-LN decoder-only Transformer with ReLU FF layers on enwiki (docs/language_model.md). Word perplexity",
+        "divides the summed token loss by the WikiText word count, so it compares across tokenizers; token perplexity is per BPE token.",
+        "",
+        *language_model_table(metrics),
+        "",
+        "Studies (`python -m training ff-memories`): trigger prefixes, one per sentence, top 50 per key; w is the next token of a key's",
+        "top trigger; a key agrees when argmax p_i = w. 'Random' pairs every value with another key's w. Cases compare the top token of",
+        "the residual entering the FF layer, of the FF output and of the layer output. Translation models: their decoders, teacher-forced.",
+        "",
+        *ff_corpora(ff or {}),
+        "",
+        f"Paper 003 (16-layer LM, WikiText-103), shapes: {PAPER_FF_SHAPES}.",
+        "",
+        "### Key-value agreement by layer",
+        "",
+        *ff_agreement_table(ff or {}),
+        "",
+        "### How memories add up to predictions, by layer",
+        "",
+        *ff_aggregation_table(ff or {}),
+        "",
         "## Reading",
         "",
         reading,
@@ -224,5 +298,5 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
     """Render the tables; the prose reading is kept in its own file
     (docs/results_reading.md) because it is judgement, not data."""
     reading = reading_file.read_text().strip() if reading_file.exists() else "(no reading written yet)"
-    out.write_text(render(load_metrics(checkpoints), reading, load_metrics(checkpoints, "memory_analysis.json")))
+    out.write_text(render(load_metrics(checkpoints), reading, load_metrics(checkpoints, "memory_analysis.json"), load_metrics(checkpoints, "ff_analysis.json")))
     return out

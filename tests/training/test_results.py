@@ -52,3 +52,26 @@ def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
     assert "| working memory | 31.00 |" in text and "| working memory, masked | 29.50 |" in text and "| working memory, size 0 at inference | 12.25 |" in text
     assert "| working_memory_de_en | Multi30k captions | 2 | 3.0 | 1.50 | 0.00 / 0.50 | 1.00 / 1 |" in text
     assert "working_memory_ru_en: not trained or not analysed yet." in text
+
+
+def test_ff_tables_come_from_the_ff_analysis(tmp_path):
+    checkpoints = tmp_path / "checkpoints"
+    (checkpoints / "language_model").mkdir(parents=True)
+    splits = ["enwiki_val", "wikitext2_valid", "wikitext2_test", "wikitext103_valid", "wikitext103_test"]
+    (checkpoints / "language_model" / "metrics.json").write_text(json.dumps({
+        "perplexity": {s: 40.0 + i for i, s in enumerate(splits)}, "word_perplexity": {s: 100.0 + i for i, s in enumerate(splits)},
+        "train": {"steps": 800, "seconds": 3600},
+    }))
+    agreement = {"layer": "layers.5.ff", "keys_with_triggers": 760, "agreement": 0.125, "baseline_agreement": 0.0025, "any_trigger_agreement": 0.5,
+                 "trigger_token_agreement": 0.01, "median_rank": 42.0, "baseline_median_rank": 3000.0, "rank_below_10": 0.3, "baseline_rank_below_10": 0.01}
+    aggregation = {"layer": "layers.5.ff", "predictions": 100, "mean_active_memories": 55.25, "residual_wins": 0.5, "ff_wins": 0.05, "all_agree": 0.3,
+                   "composition": 0.15, "zero_agreement": 0.7, "output_zero_agreement": 0.75, "residual_agrees_with_final": 0.8}
+    (checkpoints / "language_model" / "ff_analysis.json").write_text(json.dumps({
+        "model": "language_model", "mining": {"corpus": "enwiki train, a seeded sample of 50,000 sentences", "sentences": 50000, "top_k": 50},
+        "agreement": [agreement], "aggregation": {"sentences": 2000, "layers": [aggregation]},
+    }))
+    text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "reading.md").read_text()
+    assert "| language_model | 100.00 (40.00) | 101.00 (41.00) | 102.00 (42.00) | 103.00 (43.00) | 104.00 (44.00) | 800 | 60.00 |" in text
+    assert "- language_model: mined on enwiki train, a seeded sample of 50,000 sentences (50,000 sentences, top 50 per key); aggregation on 2,000 held-out sentences" in text
+    assert "| language_model | layers.5.ff | 760 | 12.5% (0.2%) | 50.0% | 42 (3000) | 30.0% (1.0%) |" in text
+    assert "| language_model | layers.5.ff | 55.2 | 70.0% | 50.0% | 5.0% | 30.0% | 15.0% | 80.0% |" in text
