@@ -58,7 +58,7 @@ def run_language_model_training(
     run.log("evaluating perplexity on enwiki val and WikiText-2/-103 valid/test")
     texts = evaluation_texts(tokenizer, data.val, documents["val"], data_dir)
     metrics = {**evaluation_metrics(model, tokenizer, texts, device), "train": progress.train_record(device, 0)}
-    meta = checkpoint_meta(config, model.config, len(train_documents), data)
+    meta = checkpoint_meta(config, model.config, len(train_documents), data, progress.step)
     folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
     run.log(f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}")
     return folder
@@ -87,13 +87,15 @@ def remeasure(model: LanguageModel, tokenizer: TextTokenizer, data_dir: str | Pa
     return evaluation_metrics(model, tokenizer, evaluation_texts(tokenizer, tokenize_documents(tokenizer, val_documents), val_documents, data_dir), device)
 
 
-def checkpoint_meta(config: TrainConfig, model_config: LanguageModelConfig, train_articles: int, data: LanguageModelData) -> dict:
+def checkpoint_meta(config: TrainConfig, model_config: LanguageModelConfig, train_articles: int, data: LanguageModelData, steps: int) -> dict:
+    """`steps`: the optimiser steps trained, which a --max-steps run stops short of the configured epochs."""
     c = model_config
-    epochs = f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}"
+    tokens = steps * config.train.batch_size * data.block_len
+    trained = f"{steps:,} steps of {config.train.batch_size} blocks ({tokens:,} tokens, {tokens / len(data.train.tokens):.2f} epochs)"
     return {
         "family": c.family,
         "memory_size": 0,
         "corpus": ENWIKI,
         "training_data": f"{ENWIKI_DESCRIPTION}, train ({train_articles:,} articles, {data.train.sentences:,} sentences, {len(data.train.tokens):,} tokens)",
-        "description": f"Language model (pre-LN, ReLU FF); d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; {epochs} on enwiki, blocks of {data.block_len} tokens",
+        "description": f"Language model (pre-LN, ReLU FF); d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; {trained} on enwiki, blocks of {data.block_len} tokens",
     }
