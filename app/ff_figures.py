@@ -48,14 +48,13 @@ def memories_chart(analysis: dict) -> go.Figure:
     """Zero agreement and the residual's agreement with the final output, by depth."""
     records = analysis["aggregation"]["layers"]
     x = layer_labels(records)
-    figure = go.Figure()
+    figure = go.Figure(go.Bar(x=x, y=[r["mean_active_memories"] for r in records], name="active memories per prediction (right axis)",
+                              marker_color="#cbd5e0", opacity=0.6, yaxis="y2", hovertemplate="%{x}: %{y:.1f} keys<extra></extra>"))  # behind the lines
     series = (("zero_agreement", "no active memory's value points at the FF output's top token", "#d9822b"),
               ("residual_agrees_with_final", "the residual's top token is the model's final prediction", "#2b6cb0"))
     for field, name, color in series:
         figure.add_trace(go.Scatter(x=x, y=[r[field] for r in records], name=name, mode="lines+markers", line={"color": color},
                                     hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
-    figure.add_trace(go.Bar(x=x, y=[r["mean_active_memories"] for r in records], name="active memories per prediction (right axis)",
-                            marker_color="#cbd5e0", yaxis="y2", hovertemplate="%{x}: %{y:.1f} keys<extra></extra>"))
     figure.update_layout(title="Memories per prediction, zero agreement, residual = final prediction",
                          yaxis={"title": "share of predictions", "range": [0, 1]},
                          yaxis2={"title": "active keys", "overlaying": "y", "side": "right", "rangemode": "tozero", "showgrid": False}, **LAYOUT)
