@@ -27,8 +27,9 @@ def list_models(args: argparse.Namespace) -> int:
     for name, entry in registry.entries.items():
         if entry.ok:
             tests = {split: bleu for split, bleu in entry.metrics.get("bleu", {}).items() if split != "val"}
-            bleu_text = " ".join(f"BLEU {split} {bleu:.2f}" for split, bleu in tests.items()) or "BLEU -"
-            print(f"{name:28s} {entry.config.family:20s} memory {entry.config.memory_size:3d}  {bleu_text}")
+            scores = [f"BLEU {split} {bleu:.2f}" for split, bleu in tests.items()]
+            scores += [f"word perplexity {split} {value:.1f}" for split, value in entry.metrics.get("word_perplexity", {}).items() if split.startswith("wikitext103")]
+            print(f"{name:28s} {entry.config.family:20s} memory {entry.config.memory_size:3d}  {' '.join(scores) or 'BLEU -'}")
         else:
             print(f"{name:28s} BROKEN: {entry.error}")
     return 0

@@ -40,3 +40,13 @@ def test_translate_shows_working_memory_and_takes_its_lesions(tiny_tokenizer, tm
     assert main(args + ["--mask-memory", "ein Hund"]) == 0
     assert main(args + ["--knockout", "0", "--", "ein Hund"]) == 2
     assert "working-memory model has none" in capsys.readouterr().err
+
+
+def test_models_shows_a_language_model_with_its_perplexity(tiny_tokenizer, tmp_path, capsys):
+    from tests.conftest import make_tiny_language_model
+
+    save_checkpoint(tmp_path / "tiny_lm", make_tiny_language_model(tiny_tokenizer), tiny_tokenizer,
+                    metrics={"word_perplexity": {"wikitext2_test": 300.0, "wikitext103_test": 250.25}})
+    assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "models"]) == 0
+    out = capsys.readouterr().out
+    assert "language_model" in out and "word perplexity wikitext103_test 250.2" in out and "wikitext2_test" not in out
