@@ -120,3 +120,11 @@ def test_home_links_every_model_to_its_ff_memories(client):
     home = client.get("/").text
     assert f'href="/ff?model={LM}"' in home and f'href="/ff?model={TRANSLATOR}"' in home
     assert "wikitext103_test 900.0" in home
+
+
+def test_a_working_memory_decoder_is_read_on_its_stream(client):
+    body = client.post("/api/ff/lens", json={"model": "tiny_working_memory", "text": "ein Hund", "top_keys": 2, "top_tokens": 2}).json()
+    assert [layer["layer"] for layer in body["layers"]] == ["decoder.layers.0.ff", "decoder.layers.1.ff"]
+    assert len(body["layers"][0]["positions"]) == len(body["tokens"]) and body["tokens"][0] == "<bos>"
+    page = client.get("/ff", params={"model": "tiny_working_memory"})
+    assert page.status_code == 200 and 'id="no-study"' in page.text
