@@ -176,8 +176,9 @@ class PredictionChange:
 def prediction_changes(plain: Trace, edited: Trace, axis: str, tokenizer: TextTokenizer) -> list[PredictionChange]:
     """Every position both runs share (the input, and the continuation up to where the two differ)."""
     plain_ids, edited_ids = plain.target_ids[0], edited.target_ids[0]
-    shared = 1  # the position before the first target token (BOS or the prompt's EOS)
-    while shared <= min(len(plain_ids), len(edited_ids)) - 1 and plain_ids[shared - 1] == edited_ids[shared - 1]:
+    # Position p reads the stream up to target p - 1; position 0 (BOS, or the prompt's EOS) is always shared.
+    shared = 1
+    while shared <= min(len(plain_ids), len(edited_ids)) and plain_ids[shared - 1] == edited_ids[shared - 1]:
         shared += 1
     before = plain.logits[0, :shared].softmax(dim=-1)  # [shared, vocab]
     after = edited.logits[0, :shared].softmax(dim=-1)

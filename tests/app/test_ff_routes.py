@@ -128,3 +128,12 @@ def test_a_working_memory_decoder_is_read_on_its_stream(client):
     assert len(body["layers"][0]["positions"]) == len(body["tokens"]) and body["tokens"][0] == "<bos>"
     page = client.get("/ff", params={"model": "tiny_working_memory"})
     assert page.status_code == 200 and 'id="no-study"' in page.text
+
+
+def test_an_edit_that_changes_nothing_shares_every_position(client):
+    body = client.post("/api/ff/lens", json={"model": LM, "text": "a man reads a book",
+                                             "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1, 2], "scale": 1.0}]}}).json()
+    assert body["output"] == body["plain_output"]
+    changes = body["prediction_changes"]
+    assert len(changes) == len(body["tokens"])
+    assert all(c["before"] == c["after"] and abs(c["before_probability"] - c["before_token_after"]) < 1e-6 for c in changes)
