@@ -40,7 +40,7 @@ def test_key_browser_orders_pages_and_jumps_to_keys(page, server_url):
     by_agreement = first_key(page)
 
     with page.expect_response(lambda response: "/ff/keys" in response.url):
-        page.select_option("select[name=order]", "coefficient")
+        page.select_option("#ff-keys select[name=order]", "coefficient")
     page.wait_for_function("document.querySelector('#keys').textContent.includes('keys by coefficient')")
     coefficients = [float(re.search(r"top m ([\d.]+)", cards.nth(i).text_content()).group(1)) for i in range(cards.count())]
     assert coefficients == sorted(coefficients, reverse=True)
@@ -50,7 +50,7 @@ def test_key_browser_orders_pages_and_jumps_to_keys(page, server_url):
     page.wait_for_function("document.querySelector('#keys').textContent.includes('page 2 of')")
 
     with page.expect_response(lambda response: "/ff/keys" in response.url):
-        page.select_option("select[name=layer]", "5")
+        page.select_option("#ff-keys select[name=layer]", "5")
     page.wait_for_function("document.querySelector('#keys .key-card').dataset.key.startsWith('layers.5.ff:')")
     assert "page 1 of" in page.text_content("#keys")  # a new layer starts at its first page
     assert by_agreement.startswith("layers.0.ff:")
