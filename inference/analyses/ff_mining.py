@@ -31,7 +31,7 @@ from inference.analyses.ff_values import ff_memories
 from inference.checkpoint import LoadedModel
 from inference.lm_decoding import prompt_ids
 from inference.models.language_model import LanguageModel
-from inference.trace import Trace, run_with_trace
+from inference.trace import run_with_trace
 
 STATE_FORMAT = 1
 COMPACT_FORMAT = "memlens.ff_triggers.v1"
@@ -130,20 +130,26 @@ def mine_triggers(
         raise ValueError(f"the state has consumed {state.sentences_consumed} sentences; the corpus has {len(texts)}")
     for start in range(state.sentences_consumed, len(texts), batch_size):
         batch = slice(start, start + batch_size)
-        trace = _key_trace(loaded, list(texts[batch]), None if sources is None else list(sources[batch]), [f"{layer}.keys" for layer in layers])
-        keys = {layer: trace.tensors[f"{layer}.keys"] for layer in layers}
-        state = add_batch(state, keys, [len(prefix_stream(loaded, text)) - 1 for text in texts[batch]])
+        lengths = [len(prefix_stream(loaded, text)) - 1 for text in texts[batch]]
+        # No name holds the batch's keys: they are freed before the next batch runs.
+        state = add_batch(state, _batch_keys(loaded, list(texts[batch]), None if sources is None else list(sources[batch]), layers), lengths)
         if on_batch is not None:
             on_batch(state)
     return state
 
 
-def _key_trace(loaded: LoadedModel, texts: list[str], sources: list[str] | None, hooks: list[str]) -> Trace:
+def _batch_keys(loaded: LoadedModel, texts: list[str], sources: list[str] | None, layers: list[str]) -> dict[str, torch.Tensor]:
+    """layer -> key coefficients [b, t, d_ff] of one batch. Only these leave:
+    the trace's logits ([b, t, vocab], the largest tensor of a batch) are
+    freed at once, not kept alive while the next batch runs."""
+    hooks = [f"{layer}.keys" for layer in layers]
     if isinstance(loaded.model, LanguageModel):
-        return run_with_trace(loaded, texts, names=hooks, max_new_tokens=0)
-    if sources is None:
+        trace = run_with_trace(loaded, texts, names=hooks, max_new_tokens=0)
+    elif sources is None:
         raise ValueError("a translation model's decoder is mined on (source, target) pairs: give the sources")
-    return run_with_trace(loaded, sources, texts, names=hooks)
+    else:
+        trace = run_with_trace(loaded, sources, texts, names=hooks)
+    return {layer: trace.tensors[f"{layer}.keys"] for layer in layers}
 
 
 def prefix_stream(loaded: LoadedModel, text: str) -> list[int]:
