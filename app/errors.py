@@ -12,11 +12,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
+from app.ff_views import ViewError
 from app.runner import InputError, UnknownModel
 from inference.checkpoint import CheckpointError
 from inference.interventions import InterventionError
 
-STATUS = {InputError: 400, InterventionError: 400, UnknownModel: 404, CheckpointError: 409}
+STATUS = {InputError: 400, InterventionError: 400, ViewError: 400, UnknownModel: 404, CheckpointError: 409}
 
 
 def error_response(request: Request, status: int, message: str):

@@ -9,8 +9,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.deps import RunnerDep
-from app.ff_views import KEY_ORDERS, ViewError, key_cards, lens_table, prediction_changes
-from app.runner import InputError
+from app.ff_views import KEY_ORDERS, key_cards, lens_table, prediction_changes
 from inference.analyses.ff_aggregation import logit_lens
 from inference.interventions import Interventions
 
@@ -50,11 +49,8 @@ def study(model: str, runner: RunnerDep) -> dict:
 def keys(request: KeysRequest, runner: RunnerDep) -> dict:
     memories, stored = runner.ff(request.model)
     layer = runner.ff_layer(request.model, request.layer)
-    try:
-        cards, total = key_cards(memories, runner.model(request.model).tokenizer, stored.triggers, layer, request.order, request.offset,
-                                 request.limit, request.keys, request.triggers)
-    except ViewError as error:
-        raise InputError(str(error)) from None
+    cards, total = key_cards(memories, runner.model(request.model).tokenizer, stored.triggers, layer, request.order, request.offset,
+                             request.limit, request.keys, request.triggers)
     return {"layer": layer, "order": request.order, "total": total, "keys": [asdict(card) for card in cards]}
 
 
@@ -66,12 +62,12 @@ def lens(request: LensRequest, runner: RunnerDep) -> dict:
     shared position's prediction changed."""
     memories, _ = runner.ff(request.model)
     tokenizer = runner.model(request.model).tokenizer
-    edited = runner.ff_trace(request.model, request.text, request.interventions)
-    table = lens_table(logit_lens(edited, memories, top_keys=request.top_keys, top_tokens=request.top_tokens), tokenizer)
-    result = {"output": edited.translations[0], "interventions": request.interventions.model_dump(), "tokens": table.tokens,
+    plain, edited = runner.ff_runs(request.model, request.text, request.interventions)
+    shown = edited or plain
+    table = lens_table(logit_lens(shown, memories, top_keys=request.top_keys, top_tokens=request.top_tokens), tokenizer)
+    result = {"output": shown.translations[0], "interventions": request.interventions.model_dump(), "tokens": table.tokens,
               "layers": [{"layer": layer, "positions": [asdict(cell) for cell in cells]} for layer, cells in zip(table.layers, table.cells)]}
-    if not request.interventions.is_noop():
-        plain = runner.ff_trace(request.model, request.text, Interventions())
+    if edited is not None:
         result["plain_output"] = plain.translations[0]
         result["prediction_changes"] = [asdict(change) for change in prediction_changes(plain, edited, memories.axis, tokenizer)]
     return result

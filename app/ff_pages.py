@@ -11,7 +11,7 @@ from fastapi import APIRouter, Form, Query, Request
 
 from app.deps import RunnerDep
 from app.ff_figures import study_figures
-from app.ff_views import EDIT_SYNTAX, KEY_ORDERS, ViewError, key_cards, lens_table, parse_key_edits, prediction_changes
+from app.ff_views import EDIT_SYNTAX, KEY_ORDERS, key_cards, lens_table, parse_key_edits, prediction_changes
 from app.pages import figure_json, render
 from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, InputError, kind_of
 from app.textdiff import word_diff
@@ -47,12 +47,9 @@ def ff_keys(request: Request, runner: RunnerDep, model: str, layer: Annotated[in
     if not all(k.isdigit() for k in typed):
         raise InputError(f"cannot read key {key!r}: key numbers are whole numbers, e.g. 12 or 12, 40")
     keys = [int(k) for k in typed] or None
-    try:
-        if study.triggers is None and keys is None:
-            order = "index"
-        cards, total = key_cards(memories, runner.model(model).tokenizer, study.triggers, name, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys)
-    except (ViewError, ValueError) as error:
-        raise InputError(str(error)) from None
+    if study.triggers is None and keys is None:
+        order = "index"
+    cards, total = key_cards(memories, runner.model(model).tokenizer, study.triggers, name, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys)
     return render(request, "partials/ff_keys.html", cards=cards, total=total, page=page, pages=-(-total // KEYS_PER_PAGE), order=order,
                   picked=keys is not None, mined=study.triggers is not None)
 
@@ -67,17 +64,14 @@ def ff_run(
     edits: Annotated[str, Form()] = "",
 ):
     """The plain run and, with key edits, the edited one; the lens follows the edited run."""
-    try:
-        interventions = Interventions(scale_ff_keys=parse_key_edits(edits))
-    except ViewError as error:
-        raise InputError(str(error)) from None
+    interventions = Interventions(scale_ff_keys=parse_key_edits(edits))
     memories, _ = runner.ff(model)
     runner.ff_layer(model, layer)
-    tokenizer = runner.model(model).tokenizer
-    plain = runner.ff_trace(model, text, Interventions())
-    edited = plain if interventions.is_noop() else runner.ff_trace(model, text, interventions)
-    lens = lens_table(logit_lens(edited, memories, top_keys=LENS_KEYS, top_tokens=LENS_TOKENS), tokenizer)
-    changes = prediction_changes(plain, edited, memories.axis, tokenizer) if edited is not plain else []
-    return render(request, "partials/ff_results.html", plain=plain, edited=edited if edited is not plain else None, interventions=interventions,
-                  diff=word_diff(plain.translations[0], edited.translations[0]), lens=lens, layer=layer, changes=changes,
-                  language_model=kind_of(runner.model(model).config.family) == LANGUAGE_MODEL, axis=memories.axis)
+    loaded = runner.model(model)
+    plain, edited = runner.ff_runs(model, text, interventions)
+    shown = edited or plain
+    lens = lens_table(logit_lens(shown, memories, top_keys=LENS_KEYS, top_tokens=LENS_TOKENS), loaded.tokenizer)
+    changes = prediction_changes(plain, edited, memories.axis, loaded.tokenizer) if edited is not None else []
+    return render(request, "partials/ff_results.html", plain=plain, edited=edited, interventions=interventions,
+                  diff=word_diff(plain.translations[0], shown.translations[0]), lens=lens, layer=layer, changes=changes,
+                  language_model=kind_of(loaded.config.family) == LANGUAGE_MODEL)

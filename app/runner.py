@@ -174,6 +174,11 @@ class Runner:
         new_tokens = self.continuation_tokens if kind_of(loaded.config.family) == LANGUAGE_MODEL else self.max_new_tokens
         return self._recent_trace(loaded, text, interventions, memories.capture_hooks(), new_tokens, 0)
 
+    def ff_runs(self, model: str, text: str, interventions: Interventions) -> tuple[Trace, Trace | None]:
+        """(the plain FF trace, the one under `interventions` or None when they change nothing)."""
+        plain = self.ff_trace(model, text, Interventions())
+        return plain, None if interventions.is_noop() else self.ff_trace(model, text, interventions)
+
     def trace_many(self, model: str, texts: list[str], names: list[str] | None, interventions: Interventions | None = None) -> Trace:
         """A batch of already checked texts, traced; not kept."""
         loaded = self.translator(model)

@@ -22,12 +22,11 @@ import time
 
 import torch
 
-from inference.analyses.ff_mining import mine_triggers, prefix_stream
+from inference.analyses.ff_mining import mine_triggers, prefix_stream, trace_texts
 from inference.analyses.ff_values import ff_memories
 from inference.checkpoint import load_checkpoint
 from inference.decoding import pad_batch
 from inference.models.language_model import LanguageModel
-from inference.trace import run_with_trace
 from training.data import resolve_data_dir
 from training.ff_study import study_corpus
 
@@ -48,8 +47,8 @@ def run_mode(mode: str, checkpoint: str, device: str, texts: list[str], sources:
         else:
             for part in batches:
                 batch_sources = None if sources is None else sources[part]
-                if mode == "capture":
-                    capture(loaded, texts[part], batch_sources, hooks)
+                if mode == "capture":  # what mining runs per batch before its top-k update
+                    trace_texts(loaded, texts[part], batch_sources, hooks)
                 else:
                     forward(loaded, texts[part], batch_sources)
     if loaded.device.type == "cuda":
@@ -60,14 +59,6 @@ def run_mode(mode: str, checkpoint: str, device: str, texts: list[str], sources:
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "peak_cuda_mb": torch.cuda.max_memory_allocated() / 2**20 if loaded.device.type == "cuda" else None,
     }
-
-
-def capture(loaded, texts: list[str], sources: list[str] | None, hooks: list[str]) -> None:
-    """What mining runs per batch before its top-k update."""
-    if sources is None:
-        run_with_trace(loaded, texts, names=hooks, max_new_tokens=0)
-    else:
-        run_with_trace(loaded, sources, texts, names=hooks)
 
 
 def forward(loaded, texts: list[str], sources: list[str] | None) -> None:

@@ -35,11 +35,10 @@ from tqdm import tqdm
 
 from inference.analyses.ff_aggregation import ff_aggregation, summarise_aggregation
 from inference.analyses.ff_agreement import LayerAgreement, key_value_agreement
-from inference.analyses.ff_mining import MiningState, TriggerStore, compact_triggers, mine_triggers, prefix_stream
+from inference.analyses.ff_mining import MiningState, TriggerStore, compact_triggers, mine_triggers, prefix_stream, trace_texts
 from inference.analyses.ff_values import ff_memories, value_logits
 from inference.checkpoint import LoadedModel, load_checkpoint
 from inference.models.language_model import LanguageModel
-from inference.trace import run_with_trace
 from training import REPO_ROOT
 from training.corpora import CORPORA
 from training.data import resolve_data_dir
@@ -133,11 +132,9 @@ def aggregate(loaded: LoadedModel, corpus: StudyCorpus, batch_size: int) -> list
     memories = ff_memories(loaded.model)
     aggregations = []
     for start in range(0, len(corpus.eval_texts), batch_size):
-        texts = corpus.eval_texts[start : start + batch_size]
-        if corpus.eval_sources is None:
-            trace = run_with_trace(loaded, texts, names=memories.capture_hooks(), max_new_tokens=0)
-        else:
-            trace = run_with_trace(loaded, corpus.eval_sources[start : start + batch_size], texts, names=memories.capture_hooks())
+        batch = slice(start, start + batch_size)
+        sources = None if corpus.eval_sources is None else corpus.eval_sources[batch]
+        trace = trace_texts(loaded, corpus.eval_texts[batch], sources, memories.capture_hooks())
         aggregations.append(ff_aggregation(trace, memories))
     return [asdict(summary) for summary in summarise_aggregation(aggregations)]
 

@@ -31,7 +31,7 @@ from inference.analyses.ff_values import ff_memories
 from inference.checkpoint import LoadedModel
 from inference.lm_decoding import prompt_ids
 from inference.models.language_model import LanguageModel
-from inference.trace import run_with_trace
+from inference.trace import Trace, run_with_trace
 
 STATE_FORMAT = 1
 COMPACT_FORMAT = "memlens.ff_triggers.v1"
@@ -142,14 +142,19 @@ def _batch_keys(loaded: LoadedModel, texts: list[str], sources: list[str] | None
     """layer -> key coefficients [b, t, d_ff] of one batch. Only these leave:
     the trace's logits ([b, t, vocab], the largest tensor of a batch) are
     freed at once, not kept alive while the next batch runs."""
-    hooks = [f"{layer}.keys" for layer in layers]
-    if isinstance(loaded.model, LanguageModel):
-        trace = run_with_trace(loaded, texts, names=hooks, max_new_tokens=0)
-    elif sources is None:
-        raise ValueError("a translation model's decoder is mined on (source, target) pairs: give the sources")
-    else:
-        trace = run_with_trace(loaded, sources, texts, names=hooks)
+    trace = trace_texts(loaded, texts, sources, [f"{layer}.keys" for layer in layers])
     return {layer: trace.tensors[f"{layer}.keys"] for layer in layers}
+
+
+def trace_texts(loaded: LoadedModel, texts: list[str], sources: list[str] | None, names: list[str]) -> Trace:
+    """One pass over corpus texts as their streams read them (module doc):
+    the language model on each text, a translation decoder teacher-forced on
+    each text after its source."""
+    if isinstance(loaded.model, LanguageModel):
+        return run_with_trace(loaded, texts, names=names, max_new_tokens=0)
+    if sources is None:
+        raise ValueError("a translation model's decoder is mined on (source, target) pairs: give the sources")
+    return run_with_trace(loaded, sources, texts, names=names)
 
 
 def prefix_stream(loaded: LoadedModel, text: str) -> list[int]:
@@ -289,6 +294,7 @@ class TriggerStore:
         self.vocabulary_tokens = compact["vocabulary"]["tokens"]
         self.arrays = {layer: {name: decode_array(record[name]) for name in ("counts", "coefficients", "sentences", "positions", "tokens")}
                        for layer, record in compact["layers"].items()}
+        self._trigger_tokens = self._decode_trigger_tokens()  # every key-browser page ranks keys by them
 
     @property
     def layers(self) -> list[str]:
@@ -322,6 +328,9 @@ class TriggerStore:
 
     def trigger_tokens(self) -> dict[str, TriggerTokens]:
         """TriggerTokens of every layer: the agreement without the corpus."""
+        return self._trigger_tokens
+
+    def _decode_trigger_tokens(self) -> dict[str, TriggerTokens]:
         result = {}
         for layer, arrays in self.arrays.items():
             counts = torch.from_numpy(arrays["counts"].astype(np.int64))  # [d_ff]
