@@ -8,19 +8,22 @@ from dataclasses import asdict
 import numpy as np
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
+from fastapi import APIRouter, File, Form, HTTPException, Path, Request, UploadFile
 
 from app.deps import JobsDep, RunnerDep
 from app.figures import quantize_percent
-from app.runner import InputError
-from app.schemas import AttentionRequest, AttributionRequest, CompareRequest, MemoryRequest, SweepRequest, TextRequest
+from app.schemas import (
+    COMMON_ERRORS, MODEL_ERRORS, AttentionRequest, AttentionResponse, AttributionRequest, AttributionResponse, BlocksResponse, CompareRequest,
+    CompareResponse, JobResponse, MemoryRequest, MemoryResponse, ModelsResponse, SweepRequest, TextRequest, TranslationResponse, errors,
+)
 from app.store import Job
 from app.uploads import read_upload
+from app.validation import InputError, JobId, ModelName, shown
 from inference.analyses.attention import attention_stacks, layer_attention, pattern_hook_name
 from inference.analyses.blocks import attention_blocks
 from inference.interventions import Interventions
 
-router = APIRouter(prefix="/api", tags=["api"])
+router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
 
 def binary_array(array: np.ndarray) -> dict:
@@ -28,7 +31,7 @@ def binary_array(array: np.ndarray) -> dict:
     return {"dtype": "u1", "shape": list(array.shape), "bdata": base64.b64encode(np.ascontiguousarray(array).tobytes()).decode()}
 
 
-@router.get("/models")
+@router.get("/models", response_model=ModelsResponse)
 def models(runner: RunnerDep) -> dict:
     registry = runner.registry
     available = []
@@ -40,17 +43,17 @@ def models(runner: RunnerDep) -> dict:
     return {"models": available, "broken": [{"name": n, "reason": r} for n, r in registry.broken().items()]}
 
 
-@router.post("/translate")
+@router.post("/translate", response_model=TranslationResponse, responses=MODEL_ERRORS)
 def translate(request: TextRequest, runner: RunnerDep) -> dict:
     return asdict(runner.translate(request.model, request.text, request.interventions))
 
 
-@router.post("/attention")
+@router.post("/attention", response_model=AttentionResponse, responses=MODEL_ERRORS)
 def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
     """One layer of one stack: weights [heads, q, k] as uint8 percent."""
     stacks = attention_stacks(runner.translator(request.model).model)
     if request.stack not in stacks:
-        raise InputError(f"unknown stack {request.stack!r}; this model has {', '.join(stacks)}")
+        raise InputError(f"unknown stack {shown(request.stack)}; this model has {', '.join(stacks)}")
     if request.layer >= stacks[request.stack]:
         raise InputError(f"layer {request.layer} is out of range for {request.stack} (0 to {stacks[request.stack] - 1})")
     trace = runner.trace(request.model, request.text, request.interventions, names=[pattern_hook_name(request.stack, request.layer)])
@@ -63,13 +66,13 @@ def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
     }
 
 
-@router.post("/attribution")
+@router.post("/attribution", response_model=AttributionResponse, responses=MODEL_ERRORS)
 def attribution(request: AttributionRequest, runner: RunnerDep) -> dict:
     """Integrated gradients and saliency of one output token onto source tokens and memory slots."""
     return asdict(runner.attribution(request.model, request.text, request.position, request.interventions))
 
 
-@router.post("/compare")
+@router.post("/compare", response_model=CompareResponse, responses=MODEL_ERRORS)
 def compare(request: CompareRequest, runner: RunnerDep) -> dict:
     """One sentence through several models: translations and block mass, aligned."""
     rows = []
@@ -79,24 +82,24 @@ def compare(request: CompareRequest, runner: RunnerDep) -> dict:
     return {"text": request.text, "models": rows}
 
 
-@router.post("/uploads")
-async def upload(request: Request, jobs: JobsDep, model: Annotated[str, Form()], file: Annotated[UploadFile, File()]) -> dict:
+@router.post("/uploads", response_model=JobResponse, responses=MODEL_ERRORS)
+async def upload(request: Request, jobs: JobsDep, model: Annotated[ModelName, Form()], file: Annotated[UploadFile, File()]) -> dict:
     """Translate a .txt or .tsv corpus in the background; poll /api/jobs/{id}."""
     settings = request.app.state.settings
     return job_json(jobs.submit_corpus(model, await read_upload(file, settings.max_upload_bytes, settings.max_upload_lines)))
 
 
-@router.post("/sweeps")
+@router.post("/sweeps", response_model=JobResponse, responses=MODEL_ERRORS)
 def sweep(request: SweepRequest, jobs: JobsDep) -> dict:
     """BLEU against inference memory size on "demo" or an uploaded .tsv corpus (its job id); cached."""
     return job_json(jobs.submit_sweep(request.model, request.reference))
 
 
-@router.get("/jobs/{job_id}")
-def job(job_id: str, jobs: JobsDep) -> dict:
+@router.get("/jobs/{job_id}", response_model=JobResponse, responses=errors(404))
+def job(job_id: Annotated[JobId, Path()], jobs: JobsDep) -> dict:
     found = jobs.store.get(job_id)
     if found is None:
-        raise HTTPException(404, f"no job {job_id!r}")
+        raise HTTPException(404, f"no job {job_id}")
     return job_json(found)
 
 
@@ -106,12 +109,12 @@ def job_json(job: Job) -> dict:
             "params": params, "result": job.result, "error": job.error, "url": f"/results/{job.id}"}
 
 
-@router.post("/blocks")
+@router.post("/blocks", response_model=BlocksResponse, responses=MODEL_ERRORS)
 def blocks(request: TextRequest, runner: RunnerDep) -> dict:
     return {"blocks": [asdict(b) for b in runner.blocks(request.model, request.text, request.interventions)]}
 
 
-@router.post("/memory")
+@router.post("/memory", response_model=MemoryResponse, responses=MODEL_ERRORS)
 def memory(request: MemoryRequest, runner: RunnerDep) -> dict:
     """A working-memory model's stream (memory and translation), every step's
     decision, and target-to-memory attention of one decoder layer

@@ -5,39 +5,66 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Path
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.deps import RunnerDep
 from app.ff_views import KEY_ORDERS, key_cards, lens_table, prediction_changes
+from app.schemas import COMMON_ERRORS, MODEL_ERRORS, errors
+from app.validation import FieldText, ModelName, unique
 from inference.analyses.ff_aggregation import logit_lens
 from inference.interventions import Interventions
 
-router = APIRouter(prefix="/api/ff", tags=["api"])
+router = APIRouter(prefix="/api/ff", tags=["api"], responses=COMMON_ERRORS)
+MAX_PICKED_KEYS = 200
 
 
 class KeysRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    model: str
-    layer: int = Field(0, ge=0, description="FF layer index (the language model's layers, or a translation model's decoder layers)")
-    order: str = Field("agreement", description=f"one of {', '.join(KEY_ORDERS)}")
-    offset: int = Field(0, ge=0)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"model": "language_model", "layer": 5, "limit": 5}]})
+    model: ModelName
+    layer: int = Field(0, ge=0, le=1024, description="FF layer index (the language model's layers, or a translation model's decoder layers)")
+    order: Literal[KEY_ORDERS] = Field("agreement")
+    offset: int = Field(0, ge=0, le=1_000_000)
     limit: int = Field(20, ge=1, le=200)
-    keys: list[int] | None = Field(None, description="these keys, in this order, instead of a page of the ordering")
+    keys: list[Annotated[int, Field(ge=0, le=1_000_000)]] | None = Field(
+        None, max_length=MAX_PICKED_KEYS, description="these keys, in this order, instead of a page of the ordering (duplicates dropped)")
     triggers: int = Field(10, ge=0, le=50, description="trigger examples per key")
+
+    @field_validator("keys")
+    @classmethod
+    def _unique_keys(cls, keys: list[int] | None) -> list[int] | None:
+        return None if keys is None else list(unique(tuple(keys)))
+
+
+class KeysResponse(BaseModel):
+    layer: str
+    order: str
+    total: int
+    keys: list[dict[str, Any]]
+
+
+class LensResponse(BaseModel):
+    output: str
+    interventions: dict[str, Any]
+    tokens: list[str]
+    layers: list[dict[str, Any]]
+    plain_output: str | None = None
+    prediction_changes: list[dict[str, Any]] | None = None
 
 
 class LensRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    model: str
-    text: str = Field(description="English text for the language model; a source sentence for a translation model")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"model": "language_model", "text": "The river flows into the"}]})
+    model: ModelName
+    text: FieldText = Field(description="English text for the language model; a source sentence for a translation model")
     interventions: Interventions = Field(default_factory=Interventions, description="e.g. scale_ff_keys to zero or boost keys")
     top_keys: int = Field(5, ge=1, le=50)
     top_tokens: int = Field(5, ge=1, le=50)
 
 
-@router.get("/{model}/study")
-def study(model: str, runner: RunnerDep) -> dict:
+@router.get("/{model}/study", response_model=dict[str, Any], responses=errors(404, 409))
+def study(model: Annotated[ModelName, Path()], runner: RunnerDep) -> dict:
     """ff_analysis.json: mining corpus, agreement and aggregation per layer."""
     analysis = runner.ff(model)[1].analysis
     if analysis is None:
@@ -45,7 +72,7 @@ def study(model: str, runner: RunnerDep) -> dict:
     return analysis
 
 
-@router.post("/keys")
+@router.post("/keys", response_model=KeysResponse, responses=MODEL_ERRORS)
 def keys(request: KeysRequest, runner: RunnerDep) -> dict:
     memories, stored = runner.ff(request.model)
     layer = runner.ff_layer(request.model, request.layer)
@@ -54,7 +81,7 @@ def keys(request: KeysRequest, runner: RunnerDep) -> dict:
     return {"layer": layer, "order": request.order, "total": total, "keys": [asdict(card) for card in cards]}
 
 
-@router.post("/lens")
+@router.post("/lens", response_model=LensResponse, responses=MODEL_ERRORS)
 def lens(request: LensRequest, runner: RunnerDep) -> dict:
     """Per position and layer: top keys by m_i ||v_i||, and the top tokens of
     the residual, the FF output and the layer output, in the run with the

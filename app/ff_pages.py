@@ -13,7 +13,9 @@ from app.deps import RunnerDep
 from app.ff_figures import study_figures
 from app.ff_views import EDIT_SYNTAX, KEY_ORDERS, key_cards, lens_table, parse_key_edits, prediction_changes
 from app.pages import figure_json, render
-from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, InputError, kind_of
+from app.ff_api import MAX_PICKED_KEYS
+from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, kind_of
+from app.validation import FieldText, ModelName, parse_numbers
 from app.textdiff import word_diff
 from inference.analyses.ff_aggregation import logit_lens
 from inference.interventions import Interventions
@@ -24,8 +26,8 @@ LENS_KEYS, LENS_TOKENS = 3, 3
 
 
 @router.get("/ff")
-def ff_page(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = "",
-            layer: Annotated[int, Query(ge=0)] = 0, edits: str = ""):
+def ff_page(request: Request, runner: RunnerDep, model: Annotated[ModelName | None, Query()] = None, text: Annotated[FieldText, Query()] = "",
+            layer: Annotated[int, Query(ge=0, le=1024)] = 0, edits: Annotated[FieldText, Query()] = ""):
     """model, text, layer and edits in the address reproduce a view."""
     available, model = runner.page_models(model, LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY)
     memories, study = runner.ff(model)
@@ -38,15 +40,13 @@ def ff_page(request: Request, runner: RunnerDep, model: Annotated[str | None, Qu
 
 
 @router.get("/ff/keys")
-def ff_keys(request: Request, runner: RunnerDep, model: str, layer: Annotated[int, Query(ge=0)] = 0, order: str = "agreement",
-            page: Annotated[int, Query(ge=0)] = 0, key: Annotated[str, Query()] = ""):
+def ff_keys(request: Request, runner: RunnerDep, model: Annotated[ModelName, Query()], layer: Annotated[int, Query(ge=0, le=1024)] = 0,
+            order: Annotated[str, Query(max_length=20)] = "agreement", page: Annotated[int, Query(ge=0, le=100_000)] = 0,
+            key: Annotated[str, Query(max_length=2000)] = ""):
     """One page of keys of one layer in the chosen order, or the key(s) typed in."""
     memories, study = runner.ff(model)
     name = runner.ff_layer(model, layer)
-    typed = key.replace(",", " ").split()
-    if not all(k.isdigit() for k in typed):
-        raise InputError(f"cannot read key {key!r}: key numbers are whole numbers, e.g. 12 or 12, 40")
-    keys = [int(k) for k in typed] or None
+    keys = list(parse_numbers(key, "key", MAX_PICKED_KEYS)) or None
     if study.triggers is None and keys is None:
         order = "index"
     cards, total = key_cards(memories, runner.model(model).tokenizer, study.triggers, name, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys)
@@ -58,10 +58,10 @@ def ff_keys(request: Request, runner: RunnerDep, model: str, layer: Annotated[in
 def ff_run(
     request: Request,
     runner: RunnerDep,
-    model: Annotated[str, Form()],
-    text: Annotated[str, Form()] = "",
-    layer: Annotated[int, Form(ge=0)] = 0,
-    edits: Annotated[str, Form()] = "",
+    model: Annotated[ModelName, Form()],
+    text: Annotated[FieldText, Form()] = "",
+    layer: Annotated[int, Form(ge=0, le=1024)] = 0,
+    edits: Annotated[FieldText, Form()] = "",
 ):
     """The plain run and, with key edits, the edited one; the lens follows the edited run."""
     interventions = Interventions(scale_ff_keys=parse_key_edits(edits))

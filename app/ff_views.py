@@ -5,6 +5,7 @@ logit lens, and how a key intervention changed the predictions."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -13,7 +14,8 @@ from inference.analyses.ff_aggregation import LogitLens
 from inference.analyses.ff_agreement import token_rank
 from inference.analyses.ff_mining import StoredTrigger, TriggerStore
 from inference.analyses.ff_values import FFMemories, value_logits
-from inference.interventions import FFKeyScale
+from app.validation import parse_numbers, shown
+from inference.interventions import MAX_KEYS, MAX_LISTED, MAX_SCALE, FFKeyScale
 from inference.tokenizer import TextTokenizer
 from inference.trace import Trace
 
@@ -195,17 +197,20 @@ EDIT_SYNTAX = "ff-layer:key,key [x scale], edits separated by ';' (e.g. layers.3
 
 def parse_key_edits(text: str) -> tuple[FFKeyScale, ...]:
     """'layers.3.ff:12,40 x0; layers.5.ff:7 x10' -> FFKeyScale edits; without
-    "x scale" an edit zeroes its keys."""
+    "x scale" an edit zeroes its keys. Bounded as FFKeyScale bounds the API's edits."""
+    items = [part.strip() for part in text.replace("\n", ";").split(";") if part.strip()]
+    if len(items) > MAX_LISTED:
+        raise ViewError(f"{len(items):,} edits given; at most {MAX_LISTED:,}")
     edits = []
-    for item in filter(None, (part.strip() for part in text.replace("\n", ";").split(";"))):
+    for item in items:
         body, _, scale = item.partition(" x")
         layer, _, keys = body.rpartition(":")
-        numbers = [k.strip() for k in keys.split(",") if k.strip()]
         try:
             factor = float(scale) if scale.strip() else 0.0
+            numbers = parse_numbers(keys, "key", MAX_KEYS)
         except ValueError:
-            factor = None
-        if not layer.strip() or not numbers or not all(k.isdigit() for k in numbers) or factor is None:
-            raise ViewError(f"cannot read {item!r}: write {EDIT_SYNTAX}")
-        edits.append(FFKeyScale(ff=layer.strip(), keys=tuple(int(k) for k in numbers), scale=factor))
+            numbers, factor = (), None
+        if not layer.strip() or not numbers or factor is None or not math.isfinite(factor) or abs(factor) > MAX_SCALE:
+            raise ViewError(f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a finite scale within ±{MAX_SCALE:g}")
+        edits.append(FFKeyScale(ff=layer.strip(), keys=numbers, scale=factor))
     return tuple(edits)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
+from fastapi import APIRouter, File, Form, HTTPException, Path, Request, UploadFile
 from fastapi.responses import RedirectResponse, Response
 
 from app.deps import JobsDep, RunnerDep
@@ -14,6 +14,7 @@ from app.pages import figure_json, render
 from app.runner import TRANSLATORS
 from app.store import Job
 from app.uploads import read_upload
+from app.validation import ModelName, Reference, shown
 from inference.analyses.blocks import HeadBlocks
 
 router = APIRouter(include_in_schema=False)
@@ -32,14 +33,14 @@ def upload_page(request: Request, runner: RunnerDep, jobs: JobsDep):
 
 
 @router.post("/upload")
-async def upload(request: Request, jobs: JobsDep, model: Annotated[str, Form()], file: Annotated[UploadFile, File()]):
+async def upload(request: Request, jobs: JobsDep, model: Annotated[ModelName, Form()], file: Annotated[UploadFile, File()]):
     settings = request.app.state.settings
     job = jobs.submit_corpus(model, await read_upload(file, settings.max_upload_bytes, settings.max_upload_lines))
     return go_to(request, f"/results/{job.id}")
 
 
 @router.post("/sweep")
-def sweep(request: Request, jobs: JobsDep, model: Annotated[str, Form()], reference: Annotated[str, Form()] = "demo"):
+def sweep(request: Request, jobs: JobsDep, model: Annotated[ModelName, Form()], reference: Annotated[Reference, Form()] = "demo"):
     job = jobs.submit_sweep(model, reference)
     return go_to(request, f"/results/{job.id}")
 
@@ -47,7 +48,7 @@ def sweep(request: Request, jobs: JobsDep, model: Annotated[str, Form()], refere
 def job_or_404(jobs, job_id: str) -> Job:
     job = jobs.store.get(job_id)
     if job is None:
-        raise HTTPException(404, f"no result {job_id!r}")
+        raise HTTPException(404, f"no result {shown(job_id)}")
     return job
 
 
@@ -75,10 +76,10 @@ def job_context(job: Job) -> dict:
 
 
 @router.get("/results/{job_id}")
-def result_page(request: Request, jobs: JobsDep, job_id: str):
+def result_page(request: Request, jobs: JobsDep, job_id: Annotated[str, Path(max_length=64)]):
     return render(request, "pages/result.html", **job_context(job_or_404(jobs, job_id)))
 
 
 @router.get("/results/{job_id}/fragment")
-def result_fragment(request: Request, jobs: JobsDep, job_id: str):
+def result_fragment(request: Request, jobs: JobsDep, job_id: Annotated[str, Path(max_length=64)]):
     return render(request, "partials/job.html", **job_context(job_or_404(jobs, job_id)))

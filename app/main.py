@@ -14,9 +14,12 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from app import api, ff_api, ff_pages, job_pages, memory_pages, pages
+from app.body_limit import LimitBody
+from app.client_gone import WatchDisconnect
 from app.errors import install_error_handlers
 from app.jobs import JobRunner
 from app.runner import Runner
+from app.schemas import Health
 from app.store import JobStore
 from app.settings import REPO_ROOT, Settings
 from inference.checkpoint import CheckpointRegistry
@@ -34,7 +37,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         registry = CheckpointRegistry(settings.checkpoint_dir, settings.device)  # scans only; models load on first use
-        app.state.runner = Runner(registry, settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens)
+        app.state.runner = Runner(registry, settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens,
+                                  recent_trace_bytes=settings.max_cache_mb * 2**20)
         app.state.jobs = JobRunner(JobStore(settings.database), app.state.runner, settings.data_dir)
         yield
         app.state.jobs.shutdown()
@@ -51,7 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise HTTPException(404, f"no vendor file {name!r}")
         return FileResponse(VENDOR_FILES[name], media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
 
-    @app.get("/healthz", tags=["api"])
+    @app.get("/healthz", tags=["api"], response_model=Health)
     def healthz() -> dict:
         registry = app.state.runner.registry
         return {"status": "ok", "models": len(registry.available()), "broken": len(registry.broken()), "device": str(registry.device)}
@@ -63,4 +67,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(ff_pages.router)
     app.include_router(ff_api.router)
     install_error_handlers(app)
+    app.add_middleware(WatchDisconnect)
+    app.add_middleware(LimitBody, limit=settings.max_request_bytes)  # outermost: every read of the body is bounded
     return app

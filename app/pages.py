@@ -11,11 +11,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from app.demo import demo_sentences
 from app.deps import RunnerDep
 from app.figures import attention_heatmap, attribution_chart, block_summary, compare_blocks, head_grid
-from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, InputError, Runner
+from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, Runner
+from app.validation import FieldText, InputError, ModelName, parse_number, shown
 from app.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, layer_attention
 from inference.analyses.blocks import attention_blocks
-from inference.interventions import HeadRef, Interventions
+from inference.interventions import MAX_LISTED, HeadRef, Interventions
 
 router = APIRouter(include_in_schema=False)
 
@@ -37,14 +38,17 @@ def home(request: Request, runner: RunnerDep):
 
 
 def parse_heads(text: str) -> tuple[HeadRef, ...]:
-    """'decoder.layers.1.cross_attn:3, encoder.layers.0.attn:5' -> head references."""
+    """'decoder.layers.1.cross_attn:3, encoder.layers.0.attn:5' -> head references (duplicates dropped)."""
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    if len(items) > MAX_LISTED:
+        raise InputError(f"{len(items):,} heads given; at most {MAX_LISTED:,}")
     heads = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
+    for item in items:
         attn, _, head = item.rpartition(":")
-        if not attn or not head.isdigit():
-            raise InputError(f"cannot read head {item!r}: write attention-module:head, e.g. decoder.layers.1.cross_attn:3")
-        heads.append(HeadRef(attn=attn, head=int(head)))
-    return tuple(heads)
+        if not attn:
+            raise InputError(f"cannot read head {shown(item)}: write attention-module:head, e.g. decoder.layers.1.cross_attn:3")
+        heads.append(HeadRef(attn=attn.strip(), head=parse_number(head, "head")))
+    return tuple(dict.fromkeys(heads))
 
 
 def explore_controls(runner: Runner, model: str) -> dict:
@@ -54,7 +58,7 @@ def explore_controls(runner: Runner, model: str) -> dict:
 
 
 @router.get("/explore")
-def explore(request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = ""):
+def explore(request: Request, runner: RunnerDep, model: Annotated[ModelName | None, Query()] = None, text: Annotated[FieldText, Query()] = ""):
     if model in runner.available(WORKING_MEMORY):  # its views are on the Working memory page
         return RedirectResponse(f"/memory?{urlencode({'model': model, 'text': text})}", status_code=303)
     if model in runner.available(LANGUAGE_MODEL):  # and the language model's on the FF memories page
@@ -65,10 +69,10 @@ def explore(request: Request, runner: RunnerDep, model: Annotated[str | None, Qu
 
 
 def lesion_form(
-    memory_size: Annotated[int | None, Form()] = None,
-    knockout: Annotated[list[int], Form()] = [],
-    block_reads: Annotated[str, Form()] = "none",
-    ablate: Annotated[str, Form()] = "",
+    memory_size: Annotated[int | None, Form(ge=0, le=MAX_LISTED)] = None,
+    knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],
+    block_reads: Annotated[str, Form(max_length=20)] = "none",
+    ablate: Annotated[FieldText, Form()] = "",
 ) -> Interventions:
     """The lesion controls of the Explore form as interventions."""
     return Interventions.model_validate(
@@ -84,17 +88,17 @@ def explore_run(
     request: Request,
     runner: RunnerDep,
     lesion: LesionDep,
-    model: Annotated[str, Form()],
-    text: Annotated[str, Form()] = "",
-    stack: Annotated[str, Form()] = "",
-    layer: Annotated[int, Form(ge=0)] = 0,
-    head: Annotated[int, Form(ge=0)] = 0,
+    model: Annotated[ModelName, Form()],
+    text: Annotated[FieldText, Form()] = "",
+    stack: Annotated[str, Form(max_length=100)] = "",
+    layer: Annotated[int, Form(ge=0, le=1024)] = 0,
+    head: Annotated[int, Form(ge=0, le=1024)] = 0,
 ):
     """Translate with and without the lesion; the attention views follow the lesioned run."""
     stacks = explore_controls(runner, model)["stacks"]
     stack = stack or next(iter(stacks))
     if stack not in stacks:
-        raise InputError(f"unknown stack {stack!r}; this model has {', '.join(stacks)}")
+        raise InputError(f"unknown stack {shown(stack)}; this model has {', '.join(stacks)}")
     if layer >= stacks[stack]:
         raise InputError(f"layer {layer} is out of range (0 to {stacks[stack] - 1})")
     plain = runner.trace(model, text, Interventions(), names=["*.pattern"])
@@ -119,20 +123,21 @@ def explore_run(
 
 @router.post("/explore/attribution")
 def explore_attribution(
-    request: Request, runner: RunnerDep, lesion: LesionDep, model: Annotated[str, Form()], position: Annotated[int, Form(ge=0)],
-    text: Annotated[str, Form()] = "",
+    request: Request, runner: RunnerDep, lesion: LesionDep, model: Annotated[ModelName, Form()], position: Annotated[int, Form(ge=0, le=1024)],
+    text: Annotated[FieldText, Form()] = "",
 ):
     attribution = runner.attribution(model, text, position, lesion)
     return render(request, "partials/figures.html", figures={"attribution": figure_json(attribution_chart(attribution))})
 
 
 @router.get("/compare")
-def compare_page(request: Request, runner: RunnerDep, text: str = ""):
+def compare_page(request: Request, runner: RunnerDep, text: Annotated[FieldText, Query()] = ""):
     return render(request, "pages/compare.html", models=runner.available(TRANSLATION), text=text)
 
 
 @router.post("/compare/run")
-def compare_run(request: Request, runner: RunnerDep, models: Annotated[list[str], Form()] = [], text: Annotated[str, Form()] = ""):
+def compare_run(request: Request, runner: RunnerDep, models: Annotated[list[ModelName], Form(max_length=6)] = [],
+                text: Annotated[FieldText, Form()] = ""):
     if len(models) < 2:
         raise InputError("choose at least two models to compare")
     traces = {model: runner.trace(model, text, Interventions(), names=["*.pattern"]) for model in dict.fromkeys(models)}

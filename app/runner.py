@@ -3,15 +3,21 @@ request at a time per device, and turns traces into analysis data.
 
 Inference is serialised with a lock: concurrent requests queue instead of
 fighting over the GPU (or the CPU threads) and interleaving hooks on a
-shared model.
+shared model. Recent traces are read without that lock, so a cached view
+never waits behind a long run, and a request whose client has gone gives
+up its place in the queue.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from app.client_gone import ClientGone, client_gone
+from app.validation import InputError, shown, visible_text
 from inference.analyses.attribution import Attribution, attribute
 from inference.analyses.ff_mining import TriggerStore
 from inference.analyses.ff_values import FFMemories, ff_memories
@@ -25,7 +31,8 @@ from inference.trace import Trace, run_with_trace
 from training.ff_study import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
 
 
-RECENT_TRACES = 8  # a trace with every pattern of a 256-token input is tens of MB
+RECENT_TRACE_BYTES = 256 * 2**20  # a trace with every pattern of a 256-token input is tens of MB
+LOCK_POLL_SECONDS = 0.05  # how often a request waiting for the model checks that its client is still there
 
 # Kinds of model, by the pages that show them: translation models with
 # [mem] slots or none (Explore, Compare), working-memory translation models
@@ -37,10 +44,6 @@ TRANSLATORS = (TRANSLATION, WORKING_MEMORY)
 
 def kind_of(family: str) -> str:
     return {WORKING_MEMORY_FAMILY: WORKING_MEMORY, LANGUAGE_MODEL_FAMILY: LANGUAGE_MODEL}.get(family, TRANSLATION)
-
-
-class InputError(ValueError):
-    """Input the user can fix; shown as a 4xx with this message."""
 
 
 class UnknownModel(LookupError):
@@ -78,16 +81,32 @@ class FFStudy:
 
 class Runner:
     def __init__(self, registry: CheckpointRegistry, max_text_chars: int, max_source_tokens: int, max_new_tokens: int,
-                 continuation_tokens: int = 24, recent_traces: int = RECENT_TRACES):
+                 continuation_tokens: int = 24, recent_trace_bytes: int = RECENT_TRACE_BYTES):
         self.registry = registry
-        self.recent_traces = recent_traces
+        self.recent_trace_bytes = recent_trace_bytes
         self.max_text_chars = max_text_chars
         self.max_source_tokens = max_source_tokens
         self.max_new_tokens = max_new_tokens
         self.continuation_tokens = continuation_tokens  # the language model's greedy continuation on the FF memories page
         self.lock = threading.Lock()  # held for every model run
+        self._recent_lock = threading.Lock()  # held only to read or update the recent traces
         self._recent: OrderedDict[tuple, Trace] = OrderedDict()
+        self._recent_bytes = 0
         self._ff: dict[str, tuple[FFMemories, FFStudy]] = {}
+
+    @contextmanager
+    def model_turn(self) -> Iterator[None]:
+        """Hold the model lock; a request whose client disconnects while it
+        waits raises ClientGone instead of running."""
+        while not self.lock.acquire(timeout=LOCK_POLL_SECONDS):
+            if client_gone():
+                raise ClientGone()
+        try:
+            if client_gone():
+                raise ClientGone()
+            yield
+        finally:
+            self.lock.release()
 
     def available(self, *kinds: str) -> list[str]:
         """Usable models of the given kinds (they have different pages)."""
@@ -103,7 +122,7 @@ class Runner:
 
     def model(self, name: str) -> LoadedModel:
         if name not in self.registry.entries:
-            raise UnknownModel(f"unknown model {name!r}; available: {', '.join(self.registry.available()) or 'none'}")
+            raise UnknownModel(f"unknown model {shown(name)}; available: {', '.join(self.registry.available()) or 'none'}")
         return self.registry.get(name)
 
     def translator(self, name: str) -> LoadedModel:
@@ -114,9 +133,7 @@ class Runner:
         return loaded
 
     def check_text(self, loaded: LoadedModel, text: str) -> str:
-        text = text.strip()
-        if not text:
-            raise InputError("the text is empty: type a sentence to translate")
+        text = visible_text(text)
         if len(text) > self.max_text_chars:
             raise InputError(f"the text has {len(text)} characters; the limit is {self.max_text_chars}")
         n_tokens = len(loaded.tokenizer.encode(text))
@@ -135,18 +152,45 @@ class Runner:
     def _recent_trace(self, loaded: LoadedModel, text: str, interventions: Interventions, names: list[str] | None, max_new_tokens: int, seed: int) -> Trace:
         text = self.check_text(loaded, text)
         key = (loaded.name, text, interventions, tuple(names) if names is not None else None, max_new_tokens, seed)
-        with self.lock:
-            if key in self._recent:
-                self._recent.move_to_end(key)
-                return self._recent[key]
+        trace = self._cached(key)
+        if trace is not None:
+            return trace
+        with self.model_turn():
+            trace = self._cached(key)  # another request may have run it while this one waited
+            if trace is not None:
+                return trace
             try:
                 trace = run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=max_new_tokens, seed=seed)
             except ValueError as error:  # input the checks above cannot see, e.g. a text longer than the language model's window
                 raise InputError(str(error)) from None
-            self._recent[key] = trace
-            while len(self._recent) > self.recent_traces:
-                self._recent.popitem(last=False)
+        self._keep(key, trace)
+        return trace
+
+    def _cached(self, key: tuple) -> Trace | None:
+        with self._recent_lock:
+            trace = self._recent.get(key)
+            if trace is not None:
+                self._recent.move_to_end(key)
             return trace
+
+    def _keep(self, key: tuple, trace: Trace) -> None:
+        """Keep a trace among the recent ones, oldest dropped first, within the byte budget."""
+        size = trace_bytes(trace)
+        if size > self.recent_trace_bytes:
+            return
+        with self._recent_lock:
+            if key in self._recent:
+                return
+            self._recent[key] = trace
+            self._recent_bytes += size
+            while self._recent_bytes > self.recent_trace_bytes:
+                _, dropped = self._recent.popitem(last=False)
+                self._recent_bytes -= trace_bytes(dropped)
+
+    @property
+    def recent_bytes(self) -> int:
+        """Bytes held by the recent traces."""
+        return self._recent_bytes
 
     def ff(self, model: str) -> tuple[FFMemories, FFStudy]:
         """A model's FF memories and its stored study, read once."""
@@ -182,7 +226,7 @@ class Runner:
     def trace_many(self, model: str, texts: list[str], names: list[str] | None, interventions: Interventions | None = None) -> Trace:
         """A batch of already checked texts, traced; not kept."""
         loaded = self.translator(model)
-        with self.lock:
+        with self.model_turn():
             return run_with_trace(loaded, texts, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
 
     def memory_view(self, model: str, text: str, interventions: Interventions, seed: int, layer: int) -> MemoryView:
@@ -203,7 +247,7 @@ class Runner:
         if loaded.config.family == WORKING_MEMORY_FAMILY:
             raise InputError(f"{model} is a working-memory model: attribution onto [mem] slots does not apply (see its Working memory page)")
         text = self.check_text(loaded, text)
-        with self.lock:
+        with self.model_turn():
             try:
                 return attribute(loaded, text, position, interventions)
             except ValueError as error:  # an output position the translation does not have
@@ -223,3 +267,9 @@ def translation_of(trace: Trace) -> Translation:
         memory_size=trace.config["run_memory_size"],
         interventions=trace.config["interventions"],
     )
+
+
+def trace_bytes(trace: Trace) -> int:
+    """Bytes of a trace's tensors (captures, logits, working-memory choices)."""
+    tensors = [*trace.tensors.values(), trace.logits, *([trace.choices] if trace.choices is not None else [])]
+    return sum(t.numel() * t.element_size() for t in tensors)

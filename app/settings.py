@@ -21,4 +21,6 @@ class Settings(BaseSettings):
     max_new_tokens: int = Field(128, description="longest translation decoded")
     max_upload_bytes: int = Field(1_000_000, description="largest uploaded corpus file")
     max_upload_lines: int = Field(2000, description="most sentences in an uploaded corpus")
+    max_request_bytes: int = Field(2_000_000, description="largest request body (an upload included)")
+    max_cache_mb: int = Field(256, description="memory for recent traces, which make a repeated view instant")
     database: Path = Field(REPO_ROOT / "runs" / "memlens.sqlite3", description="SQLite file of jobs and results")

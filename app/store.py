@@ -26,6 +26,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 """
 
 
+DIED_DURING_JOB = "the server stopped while this job was running; submit it again"
+
+
 @dataclass
 class Job:
     id: str
@@ -54,9 +57,9 @@ class JobStore:
         self._lock = threading.Lock()
         with self._lock, self._db:
             self._db.execute(SCHEMA)
-            # A job that was running when the server stopped will not finish by itself.
-            self._db.execute("UPDATE jobs SET status = 'failed', error = 'the server stopped during this job; submit it again' "
-                             "WHERE status IN ('queued', 'running')")
+            # A job still running belonged to a server that died during it (a server that stops
+            # cleanly puts its job back in the queue); queued jobs are run again (JobRunner).
+            self._db.execute("UPDATE jobs SET status = 'failed', error = ? WHERE status = 'running'", (DIED_DURING_JOB,))
 
     def create(self, kind: str, params: dict, total: int) -> Job:
         job_id = uuid.uuid4().hex[:12]
@@ -82,6 +85,12 @@ class JobStore:
             row = self._db.execute("SELECT * FROM jobs WHERE kind = ? AND params = ? AND status = 'done' ORDER BY created DESC LIMIT 1",
                                    (kind, json.dumps(params, sort_keys=True))).fetchone()
         return _job(row) if row else None
+
+    def queued(self) -> list[Job]:
+        """Jobs waiting to run, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM jobs WHERE status = 'queued' ORDER BY created").fetchall()
+        return [_job(row) for row in rows]
 
     def recent(self, limit: int = 20) -> list[Job]:
         with self._lock:

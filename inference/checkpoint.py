@@ -10,7 +10,8 @@ A checkpoint is a folder:
 
 Loading validates every file and never unpickles. The registry scans a root
 folder, checks each entry cheaply (JSON parses, files exist, tensor names and
-shapes in the safetensors header match the config), loads models lazily, and
+shapes in the safetensors header match the config, the tokenizer loads and
+fits the vocabulary), loads models lazily, and
 lists a broken entry with its reason instead of raising.
 """
 
@@ -222,8 +223,7 @@ class CheckpointRegistry:
             entry.config, entry.meta = read_config(folder)
             check_weights(folder, entry.config)
             entry.metrics = read_json_object(folder / "metrics.json")
-            if not (folder / "tokenizer.json").exists():
-                raise CheckpointError("tokenizer.json is missing")
+            load_tokenizer(folder, entry.config)  # a few ms: a broken tokenizer is found at start-up, not on first use
         except CheckpointError as error:
             entry.error = str(error)
         return entry

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
 from inference.hooks import HookFn, HookPoint, hook_points, registered_hooks
@@ -25,33 +25,55 @@ class InterventionError(ValueError):
     """An intervention that does not fit the model (out-of-range value, unknown name)."""
 
 
+# Bounds on what one request may ask for, before the model is consulted; the
+# model's own sizes (slots, heads, keys) are checked when the hooks are built.
+MAX_LISTED = 1024  # slots, heads, forced tokens or FF edits in one request
+MAX_KEYS = 8192  # keys of one FF edit (the widest FF layer shipped has 2,048)
+MAX_SCALE = 1000.0
+MODULE_NAME = r"^[A-Za-z0-9_.]{1,100}$"
+
+
+def _unique(items: tuple) -> tuple:
+    """Duplicates dropped, first occurrence kept: asking twice is asking once."""
+    return tuple(dict.fromkeys(items))
+
+
 class HeadRef(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    attn: str = Field(description="attention module name, e.g. 'encoder.layers.2.attn.attn'")
-    head: int = Field(ge=0)
+    attn: str = Field(pattern=MODULE_NAME, description="attention module name (`memlens hooks` lists them without '.z')",
+                      examples=["encoder.layers.2.attn", "decoder.layers.1.cross_attn"])
+    head: int = Field(ge=0, le=MAX_LISTED)
 
 
 class FFKeyScale(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    ff: str = Field(description="feed-forward module name, e.g. 'decoder.layers.1.ff'")
-    keys: tuple[int, ...] = Field(min_length=1)
-    scale: float = Field(0.0, description="0 zeroes the keys, 2 doubles their coefficients")
+    ff: str = Field(pattern=MODULE_NAME, description="feed-forward module name", examples=["decoder.layers.1.ff", "layers.3.ff"])
+    keys: tuple[Annotated[int, Field(ge=0, le=MAX_KEYS)], ...] = Field(min_length=1, max_length=MAX_KEYS)
+    scale: float = Field(0.0, ge=-MAX_SCALE, le=MAX_SCALE, allow_inf_nan=False, description="0 zeroes the keys, 2 doubles their coefficients")
+
+    _unique_keys = field_validator("keys")(_unique)
 
 
 class Interventions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     memory_size: int | None = Field(
-        None, ge=0, description="memory at inference ([mem] slots, or working-memory tokens); None = as trained; up to the model's max_memory_size"
+        None, ge=0, le=MAX_LISTED,
+        description="memory at inference ([mem] slots, or working-memory tokens); None = as trained; up to the model's max_memory_size",
     )
-    knockout_slots: tuple[int, ...] = Field((), description="memory slots no query may attend")
+    knockout_slots: tuple[Annotated[int, Field(ge=0, le=MAX_LISTED)], ...] = Field((), max_length=MAX_LISTED, description="memory slots no query may attend")
     block_memory_reads: Literal["none", "encoder", "decoder", "both"] = Field(
         "none", description="sequence queries may not attend memory keys (encoder self-attention, decoder cross-attention, or both)"
     )
     mask_memory: bool = Field(False, description="working memory: target-type queries may not attend memory-type keys in decoder self-attention")
-    forced_memory: tuple[int, ...] = Field((), description="working memory: token ids written as the memory tokens, in order, instead of sampled ones")
-    ablate_heads: tuple[HeadRef, ...] = Field((), description="heads whose output is zeroed")
-    scale_ff_keys: tuple[FFKeyScale, ...] = Field((), description="feed-forward key coefficients to zero or scale")
+    forced_memory: tuple[Annotated[int, Field(ge=0)], ...] = Field(
+        (), max_length=MAX_LISTED, description="working memory: token ids written as the memory tokens, in order, instead of sampled ones"
+    )
+    ablate_heads: tuple[HeadRef, ...] = Field((), max_length=MAX_LISTED, description="heads whose output is zeroed",
+                                              examples=[[{"attn": "decoder.layers.1.cross_attn", "head": 3}]])
+    scale_ff_keys: tuple[FFKeyScale, ...] = Field((), max_length=MAX_LISTED, description="feed-forward key coefficients to zero or scale")
+
+    _unique_lists = field_validator("knockout_slots", "ablate_heads", "scale_ff_keys")(_unique)
 
     def is_noop(self) -> bool:
         return self == Interventions()

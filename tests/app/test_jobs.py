@@ -114,8 +114,9 @@ def test_sweep_needs_references(client):
     assert response.status_code == 400 and "has no references" in response.json()["detail"]
 
 
-def test_unknown_job_is_404(client):
-    assert client.get("/api/jobs/nope").status_code == 404
+def test_unknown_job_is_404_and_a_malformed_id_is_422(client):
+    assert client.get("/api/jobs/0123456789ab").status_code == 404
+    assert client.get("/api/jobs/nope").status_code == 422
     assert client.get("/results/nope").status_code == 404
 
 
@@ -123,7 +124,9 @@ def test_sweep_on_multi30k_needs_the_data_directory(client, settings, tmp_path):
     settings_without_data = settings.model_copy(update={"data_dir": tmp_path / "no-data"})
     with TestClient(create_app(settings_without_data)) as other:
         response = other.post("/api/sweeps", json={"model": MODEL, "reference": "multi30k_test_2016"})
-    assert response.status_code == 400 and "Multi30k folder" in response.json()["detail"]
+    detail = response.json()["detail"]
+    assert response.status_code == 400 and "Multi30k test set is not in the server's data directory" in detail
+    assert str(tmp_path) not in detail and "/" not in detail.replace("`memlens data fetch multi30k`", "")  # no server path reaches a client
 
 
 def test_multi30k_reference_set_reads_the_data_directory(client):
