@@ -70,7 +70,7 @@ class Interventions(BaseModel):
         (), max_length=MAX_LISTED, description="working memory: token ids written as the memory tokens, in order, instead of sampled ones"
     )
     ablate_heads: tuple[HeadRef, ...] = Field((), max_length=MAX_LISTED, description="heads whose output is zeroed",
-                                              examples=[[{"attn": "decoder.layers.1.cross_attn", "head": 3}]])
+                                              examples=[[{"attn": "decoder.layers.1.cross_attn", "head": 1}]])
     scale_ff_keys: tuple[FFKeyScale, ...] = Field((), max_length=MAX_LISTED, description="feed-forward key coefficients to zero or scale")
 
     _unique_lists = field_validator("knockout_slots", "ablate_heads", "scale_ff_keys")(_unique)

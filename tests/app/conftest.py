@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -32,6 +34,8 @@ def checkpoint_dir(tmp_path_factory, tiny_tokenizer):
               tmp_path_factory.mktemp("mt_study"), batch_size=2, top_k=3)
     (root / "broken_model").mkdir()
     (root / "broken_model" / "config.json").write_text("{oops")
+    shutil.copytree(root / "tiny_transformer", root / "broken_tokenizer")  # sound weights, a tokenizer that does not load
+    (root / "broken_tokenizer" / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "Nonsense"}}')
     return root
 
 

@@ -1,0 +1,65 @@
+"""How the runner shares one model between requests: cached views never wait
+for the model lock, a request whose client has gone gives up its turn, and
+recent traces stay within their byte budget."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from app.client_gone import _GONE, ClientGone
+from app.runner import Runner, trace_bytes
+from inference.checkpoint import CheckpointRegistry
+from inference.interventions import Interventions
+
+MODEL = "tiny_memtransformer"
+TEXTS = ["ein Hund spielt im Park", "zwei Frauen lesen", "Kinder spielen im Wasser", "eine Frau liest ein Buch"]
+
+
+@pytest.fixture
+def runner(checkpoint_dir) -> Runner:
+    return Runner(CheckpointRegistry(checkpoint_dir, "cpu"), max_text_chars=300, max_source_tokens=40, max_new_tokens=12)
+
+
+def test_a_cached_view_is_served_while_the_model_is_busy(runner):
+    first = runner.trace(MODEL, TEXTS[0], Interventions(), names=["*.pattern"])
+    served = []
+    with runner.lock:  # a long run holds the model
+        reader = threading.Thread(target=lambda: served.append(runner.trace(MODEL, TEXTS[0], Interventions(), names=["*.pattern"])))
+        reader.start()
+        reader.join(timeout=60)
+        assert served and served[0] is first, "the cached trace waited for the model lock"
+
+
+def test_a_request_whose_client_has_gone_gives_up_its_turn(runner):
+    gone = threading.Event()
+    outcome = []
+
+    def waiting_request():
+        _GONE.set(gone)
+        try:
+            runner.trace(MODEL, TEXTS[1], Interventions(), names=None)
+            outcome.append("ran")
+        except ClientGone:
+            outcome.append("gave up")
+
+    with runner.lock:
+        request = threading.Thread(target=waiting_request)
+        request.start()
+        gone.set()  # the client disconnects while the request waits for the model
+        request.join(timeout=60)
+    assert outcome == ["gave up"]
+    assert runner.recent_bytes == 0  # nothing ran for it
+
+
+def test_recent_traces_stay_within_their_byte_budget(runner):
+    one = trace_bytes(runner.trace(MODEL, TEXTS[0], Interventions(), names=["*.pattern"]))
+    budget = int(2.5 * one)
+    small = Runner(runner.registry, 300, 40, 12, recent_trace_bytes=budget)
+    for text in TEXTS:
+        small.trace(MODEL, text, Interventions(), names=["*.pattern"])
+        assert 0 < small.recent_bytes <= budget
+    assert len(small._recent) < len(TEXTS)  # the oldest were dropped
+    newest = small.trace(MODEL, TEXTS[-1], Interventions(), names=["*.pattern"])
+    assert small.trace(MODEL, TEXTS[-1], Interventions(), names=["*.pattern"]) is newest
