@@ -59,7 +59,12 @@ import torch
 import torch.nn.functional as F
 
 from inference.interventions import Interventions, applied_interventions
-from inference.models.working_memory import CHOICE_COLUMN, MEMORY_TYPE, TARGET_TYPE, WorkingMemoryTransformer
+from inference.models.working_memory import (
+    CHOICE_COLUMN,
+    MEMORY_TYPE,
+    TARGET_TYPE,
+    WorkingMemoryTransformer,
+)
 
 COL = CHOICE_COLUMN
 
@@ -130,6 +135,9 @@ def _choose(
     types = record[:, COL["type"]].round().long().clamp(0, 1)
     tokens = record[:, COL["token"]].round().long()
     types = torch.where(active & room, types, TARGET_TYPE)  # the cap and finished rows hold whatever hooks did
+    # A memory step that a hook turned into a target step writes the target token, not the sampled one.
+    target = gold if gold is not None else token_logits.argmax(dim=-1)  # [b]
+    tokens = torch.where(is_memory & (types == TARGET_TYPE), target, tokens)
     if gold is not None:
         tokens = torch.where(types == TARGET_TYPE, gold, tokens)
     tokens = tokens.masked_fill(~active, c.pad_id)
