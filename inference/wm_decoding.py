@@ -16,7 +16,9 @@ An example stops at the first target-type EOS (or when max_new_tokens
 elements have been generated). Every step's decision passes through the
 hook point `decoder.wm.choice` (columns in `CHOICE_COLUMNS`), and the loop
 reads the type and token back from it, so hooks may edit decisions; the
-memory cap and finished examples are enforced again after the hooks.
+memory cap and finished examples are enforced again after the hooks, and a
+memory step that a hook turns into a target step writes the target token
+(greedy, or gold in training) instead of the sampled one.
 
 Training (`wm_training_forward`, Algorithm 1). The interleaved stream is
 built step by step without gradients: the type head chooses the type
@@ -143,6 +145,7 @@ def _choose(
     tokens = tokens.masked_fill(~active, c.pad_id)
     record = record.clone()
     record[:, COL["type"]], record[:, COL["token"]] = types.float(), tokens.float()  # what was written, after hooks and cap
+    record[:, COL["nucleus_size"]] *= types == MEMORY_TYPE  # a target token was not sampled
     return types, tokens, record
 
 
