@@ -100,7 +100,7 @@ def model_examples(loaded: LoadedModel, data_dir: Path) -> dict:
     measured = [measure(loaded, s, r) for s, r in tqdm(short, desc=f"{loaded.name}: measuring alone", unit="sentence")]
     chosen = pick(measured)
     return {
-        "corpus": f"{corpus.description}, {SPLIT}",
+        "corpus": f"the {SPLIT} split of {corpus.name}",
         "sentences": len(pairs),
         "writing_memory": len(candidates),
         "measured_alone": len(measured),
