@@ -25,6 +25,7 @@ from app.runner import (
     InputError,
     MemoryView,
     Runner,
+    UnknownModel,
     kind_of,
 )
 from app.textdiff import word_diff
@@ -41,7 +42,7 @@ def unsuitable_page(request: Request, status: int, title: str, message: str, lin
                     elsewhere: tuple[str, str, str] | None = None) -> HTMLResponse:
     """A readable 4xx page: why the request cannot be shown, links (label, href)
     to what can, and optionally (text, label, href) where the request's model is shown."""
-    context = {"title": title, "message": message, "links": links, "links_heading": links_heading, "other": elsewhere}
+    context = {"title": title, "message": message, "links": links, "links_heading": links_heading, "elsewhere": elsewhere}
     return request.app.state.templates.TemplateResponse(request, "pages/unsuitable.html", context, status_code=status)
 
 
@@ -75,7 +76,6 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
     else:
         what, page = f"a translation model of the {family} family", ("the Explore page", "/explore")
     message = f"{name} has no working memory: it is {what}. This page shows models whose decoder writes vocabulary tokens into its own input as memory."
-
     return unsuitable_page(request, 400, title, message, links, heading, (f"{name} is shown on", page[0], f"{page[1]}?{urlencode({'model': model})}"))
 
 
@@ -91,11 +91,14 @@ def memory_examples(model: str) -> tuple[str, list[dict]]:
 
 
 def working_memory_model(runner: Runner, model: str) -> LoadedModel:
-    """The loaded model, or the 4xx error of an unknown, broken or unsuitable one."""
-    loaded = runner.model(shown_name(model) if model not in runner.registry.entries else model)
-    if model not in runner.available(WORKING_MEMORY):
-        raise InputError(f"{model} has no working memory; working-memory models: {', '.join(runner.available(WORKING_MEMORY)) or 'none'}")
-    return loaded
+    """The loaded model, or the 4xx error of an unknown (404), broken (409) or unsuitable (400) one."""
+    suitable = ", ".join(runner.available(WORKING_MEMORY)) or "none"
+    entry = runner.registry.entries.get(model)
+    if entry is None:
+        raise UnknownModel(f"unknown model {shown_name(model)!r}; working-memory models: {suitable}")
+    if entry.ok and model not in runner.available(WORKING_MEMORY):
+        raise InputError(f"{model} has no working memory; working-memory models: {suitable}")
+    return runner.model(model)  # a broken checkpoint raises its CheckpointError here
 
 
 def forced_memory_ids(runner: Runner, model: str, text: str) -> tuple[int, ...]:

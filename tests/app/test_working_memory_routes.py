@@ -225,9 +225,9 @@ def test_an_unknown_name_is_not_echoed_without_bound(client):
 
 
 def test_running_an_unsuitable_model_is_a_clear_error(client):
-    for model, status in (("tiny_language_model", 400), ("nope", 404)):
+    for model, status in (("tiny_language_model", 400), ("nope", 404), ("broken_model", 409), ("x" * 20_000, 404)):
         response = client.post("/memory/run", data={"model": model, "text": TEXT}, headers=HTMX)
-        assert response.status_code == status and response.headers["HX-Retarget"] == "#errors"
+        assert response.status_code == status and response.headers["HX-Retarget"] == "#errors" and len(response.content) < 2_000
 
 
 # ---------------------------------------------------------------- example sentences
