@@ -237,17 +237,23 @@ def _mask_memory_hooks(model: WorkingMemoryTransformer) -> list[tuple[str, HookF
 
 
 def _force_memory(tokens: list[int]) -> HookFn:
-    written: list[int] = []  # memory tokens written so far, per example
+    """The forced tokens are the memory: each example's first len(tokens)
+    elements are these memory tokens, in order, whatever the type head
+    chose; every later element is a target token (the loop then writes the
+    greedy one), so the translation is conditioned on exactly this memory."""
+    forced = torch.tensor(tokens, dtype=torch.float32)  # [m]
+    state: dict[str, torch.Tensor] = {}
 
     def hook(record: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 7]
-        if not written:
-            written.extend([0] * record.shape[0])
+        written = state.get("written")  # [b] forced tokens written so far, per example
+        if written is None:
+            written = torch.zeros(record.shape[0], dtype=torch.long, device=record.device)
+        forcing = (record[:, CHOICE_COLUMN["active"]] == 1) & (written < len(tokens))  # [b]
         record = record.clone()
-        is_memory = (record[:, CHOICE_COLUMN["type"]] == MEMORY_TYPE) & (record[:, CHOICE_COLUMN["active"]] == 1)
-        for row in is_memory.nonzero().flatten().tolist():
-            if written[row] < len(tokens):
-                record[row, CHOICE_COLUMN["token"]] = tokens[written[row]]
-            written[row] += 1
+        record[:, CHOICE_COLUMN["type"]] = torch.where(forcing, MEMORY_TYPE, TARGET_TYPE).float()
+        record[forcing, CHOICE_COLUMN["token"]] = forced.to(record.device)[written[forcing]]
+        record[forcing, CHOICE_COLUMN["nucleus_size"]] = 0  # written, not sampled
+        state["written"] = written + forcing.long()
         return record
 
     return hook

@@ -16,7 +16,9 @@ An example stops at the first target-type EOS (or when max_new_tokens
 elements have been generated). Every step's decision passes through the
 hook point `decoder.wm.choice` (columns in `CHOICE_COLUMNS`), and the loop
 reads the type and token back from it, so hooks may edit decisions; the
-memory cap and finished examples are enforced again after the hooks.
+memory cap and finished examples are enforced again after the hooks, and a
+memory step that a hook turns into a target step writes the target token
+(greedy, or gold in training) instead of the sampled one.
 
 Training (`wm_training_forward`, Algorithm 1). The interleaved stream is
 built step by step without gradients: the type head chooses the type
@@ -59,7 +61,12 @@ import torch
 import torch.nn.functional as F
 
 from inference.interventions import Interventions, applied_interventions
-from inference.models.working_memory import CHOICE_COLUMN, MEMORY_TYPE, TARGET_TYPE, WorkingMemoryTransformer
+from inference.models.working_memory import (
+    CHOICE_COLUMN,
+    MEMORY_TYPE,
+    TARGET_TYPE,
+    WorkingMemoryTransformer,
+)
 
 COL = CHOICE_COLUMN
 
@@ -130,11 +137,15 @@ def _choose(
     types = record[:, COL["type"]].round().long().clamp(0, 1)
     tokens = record[:, COL["token"]].round().long()
     types = torch.where(active & room, types, TARGET_TYPE)  # the cap and finished rows hold whatever hooks did
+    # A memory step that a hook turned into a target step writes the target token, not the sampled one.
+    target = gold if gold is not None else token_logits.argmax(dim=-1)  # [b]
+    tokens = torch.where(is_memory & (types == TARGET_TYPE), target, tokens)
     if gold is not None:
         tokens = torch.where(types == TARGET_TYPE, gold, tokens)
     tokens = tokens.masked_fill(~active, c.pad_id)
     record = record.clone()
     record[:, COL["type"]], record[:, COL["token"]] = types.float(), tokens.float()  # what was written, after hooks and cap
+    record[:, COL["nucleus_size"]] *= types == MEMORY_TYPE  # a target token was not sampled
     return types, tokens, record
 
 

@@ -31,6 +31,7 @@ class StepDecision:
     token_id: int
     nucleus_size: int  # tokens in the top-p nucleus the memory token was drawn from; 0 for target tokens
     overridden: bool  # the head asked for memory but the memory was full
+    forced: bool  # written by forced_memory, not chosen by the type head
 
 
 @dataclass
@@ -69,6 +70,7 @@ def step_decisions(trace: Trace, tokenizer: TextTokenizer, example: int = 0) -> 
     records = records[active]
     ids = records[:, CHOICE_COLUMN["token"]].round().long().tolist()
     shown = tokenizer.display_tokens(ids)
+    n_forced = len(trace.config["interventions"]["forced_memory"])  # forced memory is the first elements of the stream
     return [
         StepDecision(
             step=i + 1,
@@ -78,6 +80,7 @@ def step_decisions(trace: Trace, tokenizer: TextTokenizer, example: int = 0) -> 
             token_id=ids[i],
             nucleus_size=int(row[CHOICE_COLUMN["nucleus_size"]]),
             overridden=bool(row[CHOICE_COLUMN["overridden"]]),
+            forced=i < n_forced,
         )
         for i, row in enumerate(records)
     ]

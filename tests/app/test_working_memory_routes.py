@@ -3,12 +3,21 @@ model, on a tiny model whose type head leans towards writing memory."""
 
 from __future__ import annotations
 
+import html
+import json
 import re
 
 import pytest
+from fastapi.testclient import TestClient
 
+from app import memory_pages
+from app.main import create_app
+from app.settings import REPO_ROOT
+from inference.checkpoint import save_checkpoint
 from tests.app.conftest import HTMX
 from tests.app.test_jobs import upload, wait_for
+from tests.conftest import make_tiny_working_memory
+from training.memory_examples import working_memory_checkpoints
 
 WM = "tiny_working_memory"
 TEXT = "ein Hund spielt im Park"
@@ -19,7 +28,7 @@ def run(client, **form):
 
 
 def memory_in(fragment: str, element: str) -> list[str]:
-    stream = re.search(rf'id="{element}">(.*?)</span>\n', fragment, re.S).group(1)
+    stream = re.search(rf'id="{element}">(.*?)</span>\n', fragment, re.DOTALL).group(1)
     return re.findall(r'<span class="wm-token" title="memory">(.*?)</span>', stream)
 
 
@@ -33,8 +42,8 @@ def test_run_shows_memory_inline_and_one_decision_per_element(client):
     fragment = run(client).text
     memory = memory_in(fragment, "stream-plain")
     assert 0 < len(memory) <= 3
-    elements = re.search(r'id="stream-plain">(.*?)</span>\n', fragment, re.S).group(1).count("<span class=")
-    steps = re.search(r'<table class="sentences" id="steps">(.*?)</table>', fragment, re.S).group(1).count("<tr")
+    elements = re.search(r'id="stream-plain">(.*?)</span>\n', fragment, re.DOTALL).group(1).count("<span class=")
+    steps = re.search(r'<table class="sentences" id="steps">(.*?)</table>', fragment, re.DOTALL).group(1).count("<tr")
     assert steps - 1 == elements  # header row; the final EOS (or the step budget) ends the stream
     assert 'id="figure-decisions"' in fragment and 'id="figure-memory-attention"' in fragment
 
@@ -91,7 +100,7 @@ def test_cyrillic_input_round_trips(client):
 
 
 def test_corpus_upload_gives_the_memory_analyses_and_bleu_lesions(client):
-    job = upload(client, "corpus.tsv", "ein Hund spielt im Park\ta dog plays in the park\nzwei Frauen lesen\ttwo women read\n".encode(), model=WM).json()
+    job = upload(client, "corpus.tsv", b"ein Hund spielt im Park\ta dog plays in the park\nzwei Frauen lesen\ttwo women read\n", model=WM).json()
     done = wait_for(client, job["id"])
     assert done["status"] == "done", done["error"]
     result = done["result"]
@@ -126,3 +135,116 @@ def test_russian_txt_upload_keeps_its_text(client):
     assert done["status"] == "done" and done["result"]["bleu"] is None
     page = client.get(f"/results/{job['id']}").text
     assert "Собака бежит по парку" in page and "No references" in page
+
+
+# ---------------------------------------------------------------- every control acts, or the page says why not
+
+
+def outcome_of(fragment: str) -> str:
+    return html.unescape(re.search(r'id="lesion-outcome" role="status">(.*?)</p>', fragment, re.DOTALL).group(1))
+
+
+def lesioned_translation(fragment: str) -> str:
+    parts = re.findall(r'<span class="diff-(?:same|added)">(.*?)</span>', re.search(r'id="translation-lesioned">(.*?)</span></p>', fragment, re.DOTALL).group(1))
+    return " ".join(html.unescape(p) for p in parts)
+
+
+@pytest.mark.parametrize("form", [{"memory_size": 0}, {"memory_size": 1}, {"memory_size": 6}, {"mask_memory": "true"}, {"forced": "Park"}])
+def test_the_outcome_says_differences_only_when_the_translation_differs(client, form):
+    for seed in range(3):
+        fragment = run(client, seed=seed, **form).text
+        plain = html.unescape(re.search(r'id="translation-plain">(.*?)</span>', fragment).group(1))
+        outcome = outcome_of(fragment)
+        if plain.split() != lesioned_translation(fragment).split():
+            assert outcome.startswith("The translation changed") and "differences marked" in outcome
+        else:
+            assert "differences marked" not in outcome and outcome.startswith(("Nothing changed", "The memory changed"))
+
+
+def test_forced_words_are_the_whole_lesioned_memory_and_marked_in_the_decisions(client, tiny_tokenizer):
+    fragment = run(client, forced="Park").text
+    written = tiny_tokenizer.display_tokens(tiny_tokenizer.encode("Park"))
+    assert memory_in(fragment, "stream-lesioned") == written
+    assert re.search(r'id="memory-count-lesioned">(\d+)<', fragment).group(1) == str(len(written))
+    assert fragment.count("memory (forced)") == len(written)
+
+
+@pytest.fixture(scope="module")
+def shy_client(tmp_path_factory, tiny_tokenizer, settings):
+    """A server with one working-memory model whose type head never asks for memory."""
+    root = tmp_path_factory.mktemp("shy")
+    shy = make_tiny_working_memory(tiny_tokenizer, memory_bias=-20.0)
+    save_checkpoint(root / "shy_working_memory", shy.model, shy.tokenizer, meta={"training_data": "tiny test corpus"}, metrics={})
+    with TestClient(create_app(settings.model_copy(update={"checkpoint_dir": root}))) as client:
+        yield client
+
+
+def test_an_input_without_memory_says_that_the_controls_have_nothing_to_act_on(shy_client):
+    form = {"model": "shy_working_memory", "text": TEXT}
+    fragment = shy_client.post("/memory/run", data=form, headers=HTMX).text
+    assert memory_in(fragment, "stream-plain") == []
+    assert "This input wrote no memory tokens with seed 0: memory size, mask, seed and the attention view have nothing to act on" in fragment
+    assert 'id="figure-memory-attention"' not in fragment and "this run wrote no memory tokens" in fragment  # no empty heatmap
+    masked = shy_client.post("/memory/run", data={**form, "mask_memory": "true", "memory_size": 6}, headers=HTMX).text
+    assert outcome_of(masked) == "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."
+    forced = shy_client.post("/memory/run", data={**form, "forced": "Hund"}, headers=HTMX).text  # forcing writes memory all the same
+    assert memory_in(forced, "stream-lesioned") and 'id="figure-memory-attention"' in forced
+
+
+def test_a_masked_memory_says_its_attention_is_zero_by_construction(client):
+    fragment = run(client, mask_memory="true").text
+    assert "0% by construction" in fragment and 'id="figure-memory-attention"' in fragment
+
+
+# ---------------------------------------------------------------- models that do not fit the page
+
+
+@pytest.mark.parametrize(
+    ("model", "status", "reason", "elsewhere"),
+    [
+        ("tiny_transformer", 400, "tiny_transformer has no working memory: it is a translation model of the transformer family", "/explore?model=tiny_transformer"),
+        ("tiny_memtransformer", 400, "tiny_memtransformer has no working memory", "/explore?model=tiny_memtransformer"),
+        ("tiny_language_model", 400, "tiny_language_model has no working memory: it is a language model", "/ff?model=tiny_language_model"),
+        ("nope", 404, "There is no model named 'nope'.", None),
+        ("broken_model", 409, "broken_model cannot be loaded: ", None),
+    ],
+)
+def test_an_unsuitable_model_gets_a_readable_page_that_links_to_the_suitable_ones(client, model, status, reason, elsewhere):
+    response = client.get("/memory", params={"model": model, "text": TEXT})
+    assert response.status_code == status and response.headers["content-type"].startswith("text/html")
+    page = html.unescape(response.text)
+    assert reason in page and '<select name="model"' not in page  # the page of another model is not shown
+    assert re.findall(r'<ul id="suitable-models">\s*<li><a href="([^"]+)">', response.text) == ["/memory?model=tiny_working_memory"]
+    if elsewhere:
+        assert f'href="{elsewhere}"' in response.text
+
+
+def test_an_unknown_name_is_not_echoed_without_bound(client):
+    response = client.get("/memory", params={"model": "x" * 20_000})
+    assert response.status_code == 404 and len(response.content) < 5_000
+
+
+def test_running_an_unsuitable_model_is_a_clear_error(client):
+    for model, status in (("tiny_language_model", 400), ("nope", 404), ("broken_model", 409), ("x" * 20_000, 404)):
+        response = client.post("/memory/run", data={"model": model, "text": TEXT}, headers=HTMX)
+        assert response.status_code == status and response.headers["HX-Retarget"] == "#errors" and len(response.content) < 2_000
+
+
+# ---------------------------------------------------------------- example sentences
+
+
+def test_the_page_offers_the_measured_examples_as_links_that_run_them(client, monkeypatch):
+    measured = {"models": {WM: {"corpus": "tiny corpus, val", "examples": [
+        {"source": TEXT, "reference": "a dog plays in the park", "memory_tokens": 2, "memory": ["a", "b"], "translation": "x", "masked": "y", "no_memory": "x"}]}}}
+    monkeypatch.setattr(memory_pages, "_examples_file", lambda: measured)
+    page = client.get("/memory").text
+    link = re.search(r'<a class="memory-example" href="([^"]+)"[^>]*>(.*?)</a>\s*<small>(.*?)</small>', page, re.DOTALL)
+    assert link.group(2) == TEXT and link.group(3) == "2 memory tokens; the mask changes the translation"
+    assert TEXT in client.get(html.unescape(link.group(1))).text
+
+
+def test_the_shipped_examples_are_measured_for_every_shipped_working_memory_model():
+    shipped = json.loads(memory_pages.EXAMPLES_FILE.read_text(encoding="utf-8"))
+    assert set(shipped["models"]) == {p.name for p in working_memory_checkpoints(REPO_ROOT / "checkpoints")}
+    for measured in shipped["models"].values():
+        assert len(measured["examples"]) >= 3 and all(e["memory_tokens"] > 0 for e in measured["examples"])

@@ -1,12 +1,15 @@
 """The Working memory page in a real browser on the shipped working-memory
 checkpoints: memory inline, decisions, the mask as a live toggle, Russian
-input, and a corpus upload with the memory-content plots."""
+input, a corpus upload with the memory-content plots, the measured example
+sentences, what every lesion did (or why it could not), forced memory, and
+the page a model without working memory gets."""
 
 from __future__ import annotations
 
 import json
 import re
 
+from app.memory_pages import EXAMPLES_FILE
 from tests.e2e.conftest import upload_demo_corpus
 
 GERMAN_MODEL = "working_memory_de_en"
@@ -59,3 +62,87 @@ def test_corpus_upload_shows_memory_analyses(page, server_url, tmp_path):
     assert page.locator("#memory-sentences tbody tr").count() == 6
     for figure in ("unique-tokens", "diversity", "words-in-memory", "parts-of-speech"):
         page.wait_for_selector(f"#figure-{figure} .main-svg")
+
+
+# ---------------------------------------------------------------- every control acts, or the page says why not
+
+NO_MEMORY = "Ein Hund rennt mit einem Ball im Maul über die Wiese."  # writes no memory with seed 0
+
+
+def shipped_examples(model: str) -> list[dict]:
+    return json.loads(EXAMPLES_FILE.read_text(encoding="utf-8"))["models"][model]["examples"]
+
+
+def rerun(page, action) -> None:
+    with page.expect_response(lambda response: response.url.endswith("/memory/run")):
+        action()
+    page.wait_for_selector("#figure-decisions .main-svg")
+
+
+def set_memory_size(page, size: int) -> None:
+    page.locator("input[name=memory_size]").evaluate("(e, size) => { e.value = size; e.dispatchEvent(new Event('change', {bubbles: true})); }", size)
+
+
+def lesioned_text(page) -> str:
+    return " ".join(page.locator("#translation-lesioned .diff-same, #translation-lesioned .diff-added").all_text_contents())
+
+
+def test_an_input_without_memory_says_so_and_force_memory_writes_it(page, server_url):
+    open_memory(page, server_url, GERMAN_MODEL, NO_MEMORY)
+    assert page.locator("#stream-plain .wm-token").count() == 0
+    assert "This input wrote no memory tokens with seed 0" in page.text_content("#no-memory-note")
+    assert page.locator("#figure-memory-attention").count() == 0 and "wrote no memory tokens" in page.text_content("#attention-note")
+    rerun(page, lambda: page.check("input[name=mask_memory]"))
+    assert page.text_content("#lesion-outcome") == "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."
+    assert "differences marked" not in page.text_content(".translations")
+    rerun(page, lambda: page.uncheck("input[name=mask_memory]"))
+    rerun(page, lambda: (page.fill("input[name=forced]", "Katze"), page.dispatch_event("input[name=forced]", "change")))
+    assert page.locator("#stream-lesioned .wm-token").all_text_contents() == ["Katze"]
+    assert page.locator("#steps tbody tr.wm-row td:nth-child(3)").all_text_contents() == ["memory (forced)"]
+    assert page.text_content("#lesion-outcome").startswith("The translation changed")
+    assert page.locator("#translation-lesioned .diff-added, #translation-lesioned .diff-removed").count() > 0
+    page.wait_for_selector("#figure-memory-attention .main-svg")
+
+
+def test_the_shipped_examples_write_their_measured_memory_and_the_lesions_act(page, server_url):
+    page.goto(f"{server_url}/memory?model={GERMAN_MODEL}")
+    examples = shipped_examples(GERMAN_MODEL)
+    links = page.locator("#memory-examples a.memory-example")
+    assert links.all_text_contents() == [e["source"] for e in examples]
+    example = examples[0]
+    links.first.click()
+    page.wait_for_selector("#figure-decisions .main-svg", timeout=60_000)
+    assert page.input_value("textarea[name=text]") == example["source"]
+    assert page.locator("#stream-plain .wm-token").all_text_contents() == example["memory"]
+    assert page.text_content("#translation-plain") == example["translation"]
+    page.wait_for_selector("#figure-memory-attention .main-svg")
+    heatmap = json.loads(page.text_content("#figure-data-memory-attention"))["data"][0]
+    assert len(heatmap["x"]) == example["memory_tokens"]  # one column per memory token
+    rerun(page, lambda: page.check("input[name=mask_memory]"))
+    assert lesioned_text(page).split() == example["masked"].split()
+    changed = example["masked"] != example["translation"]
+    assert ("differences marked" in page.text_content("#lesion-outcome")) == changed
+    assert "0% by construction" in page.text_content("#attention-note")
+    rerun(page, lambda: page.uncheck("input[name=mask_memory]"))
+    rerun(page, lambda: set_memory_size(page, 0))
+    assert page.locator("#stream-lesioned .wm-token").count() == 0
+    assert lesioned_text(page).split() == example["no_memory"].split()
+    assert ("differences marked" in page.text_content("#lesion-outcome")) == (example["no_memory"] != example["translation"])
+
+
+def test_the_russian_examples_write_memory(page, server_url):
+    page.goto(f"{server_url}/memory?model={RUSSIAN_MODEL}")
+    example = shipped_examples(RUSSIAN_MODEL)[0]
+    page.click(f"#memory-examples a.memory-example >> text={example['source']}")
+    page.wait_for_selector("#figure-decisions .main-svg", timeout=60_000)
+    assert page.text_content("#memory-count-plain") == str(example["memory_tokens"]) != "0"
+
+
+def test_a_model_without_working_memory_gets_a_page_that_links_to_the_suitable_ones(page, server_url):
+    for model, status in (("transformer", 400), ("memtransformer_10", 400), ("language_model", 400), ("no_such_model", 404)):
+        response = page.goto(f"{server_url}/memory?model={model}")
+        assert response.status == status
+        assert page.locator("select[name=model]").count() == 0  # no other model's page in its place
+        assert page.locator("#suitable-models a").all_text_contents() == [GERMAN_MODEL, RUSSIAN_MODEL]
+    page.click(f"#suitable-models a >> text={RUSSIAN_MODEL}")
+    assert page.input_value("select[name=model]") == RUSSIAN_MODEL and "Russian text" in page.text_content("#memory")

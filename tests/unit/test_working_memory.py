@@ -10,9 +10,17 @@ import torch.nn.functional as F
 from inference.checkpoint import load_checkpoint, save_checkpoint
 from inference.decoding import pad_batch
 from inference.hooks import HookPoint, registered_hooks
-from inference.interventions import InterventionError, Interventions, applied_interventions
+from inference.interventions import (
+    InterventionError,
+    Interventions,
+    applied_interventions,
+)
 from inference.models import build_model, config_from_dict
-from inference.models.working_memory import CHOICE_COLUMNS, WorkingMemoryConfig, WorkingMemoryTransformer
+from inference.models.working_memory import (
+    CHOICE_COLUMNS,
+    WorkingMemoryConfig,
+    WorkingMemoryTransformer,
+)
 from inference.wm_decoding import type_labels, wm_generate, wm_training_forward
 from tests.conftest import SOURCES, TINY_MEMORY
 
@@ -138,17 +146,36 @@ def test_fixed_seed_reproduces_memory_and_seeds_differ(hungry, src):
     assert not special & {t for memory in others for row in memory for t in row}
 
 
-def test_forced_memory_contents_are_the_memory_tokens(hungry, wm, src):
+def greedy_after_its_stream(model: WorkingMemoryTransformer, src: torch.Tensor, example) -> bool:
+    """Whether every target token of a generated example is the model's greedy
+    choice after the stream before it (memory included): the translation is
+    conditioned on exactly that memory. src [1, n]."""
+    c = model.config
+    ids = torch.tensor([[c.bos_id] + example.ids])  # [1, 1 + t]
+    types = torch.tensor([[1] + example.types])
+    with torch.no_grad():
+        token_logits, _ = model(src, ids, types)  # [1, 1 + t, vocab]
+    predicted = token_logits[0, :-1].argmax(dim=-1).tolist()  # position s predicts element s + 1
+    return all(predicted[s] == token for s, (token, kind) in enumerate(zip(example.ids, example.types)) if kind == 1)
+
+
+@pytest.mark.parametrize("memory_bias", [20.0, 0.0, -20.0])  # the head always, sometimes, never asks for memory
+def test_forced_memory_is_exactly_the_memory_written_first(wm, src, memory_bias):
+    with torch.no_grad():
+        wm.type_head.bias.copy_(torch.tensor([memory_bias, 0.0]))
     forced = (5, 6, 7)
-    out = wm_generate(hungry, src, Interventions(forced_memory=forced), max_new_tokens=STEPS)
-    assert [e.memory for e in out.examples] == [list(forced)] * len(SOURCES)
-    plain = wm_generate(hungry, src, max_new_tokens=STEPS)
-    assert [e.memory for e in plain.examples] != [list(forced)] * len(SOURCES)
-    # Types still come from the type head: with the unbiased model the forced list is a prefix.
-    out = wm_generate(wm, src, Interventions(forced_memory=forced[:2]), max_new_tokens=STEPS)
-    for example in out.examples:
-        assert example.memory[:2] == list(forced[: len(example.memory)])[:2]
-    with pytest.raises(InterventionError):
+    out = wm_generate(wm, src, Interventions(forced_memory=forced), max_new_tokens=STEPS)
+    for row, example in enumerate(out.examples):
+        assert example.memory == list(forced)
+        assert example.types[: len(forced)] == [0] * len(forced) and set(example.types[len(forced) :]) == {1}
+        assert greedy_after_its_stream(wm, src[row : row + 1], example)
+        assert not out.choices[row, :, CHOICE_COLUMNS.index("nucleus_size")].any()  # nothing sampled: forced memory, greedy targets
+    other = wm_generate(wm, src, Interventions(forced_memory=(8, 9, 10)), max_new_tokens=STEPS)
+    assert [e.translation for e in other.examples] != [e.translation for e in out.examples]  # the translation reads the memory
+
+
+def test_forced_memory_must_fit_the_memory(wm, src):
+    with pytest.raises(InterventionError, match="do not fit a memory of 3"):
         wm_generate(wm, src, Interventions(forced_memory=(1, 2, 3, 4), memory_size=3))
 
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference.analyses.working_memory import memory_tokens, step_decisions, stream_tokens, target_to_memory_attention
+from inference.analyses.working_memory import (
+    memory_tokens,
+    step_decisions,
+    stream_tokens,
+    target_to_memory_attention,
+)
 from inference.interventions import Interventions
 from inference.trace import run_with_trace
 from tests.conftest import SOURCES, TINY_MEMORY, make_tiny_working_memory
