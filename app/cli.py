@@ -1,4 +1,8 @@
-"""`memlens` command line: serve the web app, list checkpoints, translate with lesions, list hook points, train."""
+"""`memlens` command line: serve the web app, list checkpoints, translate with lesions and greedy or beam
+decoding, list hook points, train, fetch data."""
+
+# Each command imports what it runs (torch, the models, the web stack, training) when it runs, so that
+# `memlens --help` and `memlens COMMAND --help` answer without loading any of them.
 
 from __future__ import annotations
 
@@ -7,12 +11,6 @@ import os
 import sys
 from pathlib import Path
 
-from inference.checkpoint import CheckpointError, CheckpointRegistry
-from inference.hooks import hook_points
-from inference.interventions import InterventionError, Interventions
-from inference.analyses.working_memory import memory_tokens
-from inference.trace import run_with_trace
-
 DEFAULT_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 
 
@@ -20,7 +18,22 @@ def checkpoint_dir(value: str | None) -> Path:
     return Path(value or os.environ.get("MEMLENS_CHECKPOINT_DIR") or DEFAULT_CHECKPOINTS)
 
 
+def load_model(args: argparse.Namespace):
+    """The one checkpoint named by --model (the others are not scanned); KeyError if there is none."""
+    from inference.checkpoint import CheckpointError, load_checkpoint
+
+    folder = checkpoint_dir(args.checkpoints) / args.model
+    if args.model != folder.name or args.model.startswith(".") or not folder.is_dir():
+        raise KeyError(args.model)
+    try:
+        return load_checkpoint(folder, args.device)
+    except CheckpointError as error:
+        raise CheckpointError(f"checkpoint {args.model!r} is unavailable: {error}") from None
+
+
 def list_models(args: argparse.Namespace) -> int:
+    from inference.checkpoint import CheckpointRegistry
+
     registry = CheckpointRegistry(checkpoint_dir(args.checkpoints), args.device)
     if not registry.entries:
         print(f"no checkpoints under {registry.root}")
@@ -35,13 +48,35 @@ def list_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def decoding_of(args: argparse.Namespace):
+    """--beam / --length-penalty as a `Decoding` (greedy without --beam)."""
+    from pydantic import ValidationError
+
+    from inference.decoding import Decoding
+
+    if args.beam is None:
+        if args.length_penalty is not None:
+            raise ValueError("--length-penalty applies to beam search: give --beam N too")
+        return Decoding()
+    try:
+        return Decoding(method="beam", beam_size=args.beam, **({} if args.length_penalty is None else {"length_penalty": args.length_penalty}))
+    except ValidationError as error:
+        flags = {"beam_size": "--beam", "length_penalty": "--length-penalty"}
+        raise ValueError("; ".join(f"{flags.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in error.errors())) from None
+
+
 def translate(args: argparse.Namespace) -> int:
-    registry = CheckpointRegistry(checkpoint_dir(args.checkpoints), args.device)
+    from inference.interventions import Interventions
+    from inference.trace import run_with_trace
+
+    decoding = decoding_of(args)
     interventions = Interventions(
         memory_size=args.memory_size, block_memory_reads=args.block_reads, knockout_slots=tuple(args.knockout), mask_memory=args.mask_memory
     )
-    loaded = registry.get(args.model)
-    trace = run_with_trace(loaded, args.text, names=["logits"], interventions=interventions, seed=args.seed)
+    loaded = load_model(args)
+    trace = run_with_trace(loaded, args.text, names=["logits"], interventions=interventions, seed=args.seed, decoding=decoding)
+    if trace.choices is not None:
+        from inference.analyses.working_memory import memory_tokens
     for example, (source, translation) in enumerate(zip(trace.sources, trace.translations)):
         memory = f"\t[memory: {' '.join(memory_tokens(trace, example))}]" if trace.choices is not None else ""
         print(f"{source}\t{translation}{memory}")
@@ -49,7 +84,9 @@ def translate(args: argparse.Namespace) -> int:
 
 
 def list_hooks(args: argparse.Namespace) -> int:
-    loaded = CheckpointRegistry(checkpoint_dir(args.checkpoints), args.device).get(args.model)
+    from inference.hooks import hook_points
+
+    loaded = load_model(args)
     for name, point in hook_points(loaded.model).items():
         print(f"{name:45s} {point.shape}")
     return 0
@@ -74,6 +111,12 @@ def train(args: argparse.Namespace) -> int:
     return training_main(["train", *args.rest])
 
 
+def data(args: argparse.Namespace) -> int:
+    from training.data_fetch import main as data_main
+
+    return data_main(args.rest)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="memlens", description=__doc__)
     root.add_argument("--checkpoints", help="checkpoint folder (default: env MEMLENS_CHECKPOINT_DIR, else ./checkpoints)")
@@ -87,6 +130,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--knockout", type=int, nargs="*", default=[], help="memory slots to knock out")
     p.add_argument("--mask-memory", action="store_true", help="working memory: target tokens may not attend to memory")
     p.add_argument("--seed", type=int, default=0, help="working memory: seed of the memory sampling")
+    p.add_argument("--beam", type=int, default=None, metavar="N", help="beam search with N hypotheses (1 to 8; default: greedy); Memory Transformer families only")
+    p.add_argument("--length-penalty", type=float, default=None, metavar="A", help="beam search: GNMT length penalty exponent, 0 to 2 (default 0.6)")
     p.add_argument("text", nargs="+")
     p.set_defaults(run=translate)
     p = commands.add_parser("hooks", help="list a model's hook points with shapes")
@@ -99,24 +144,37 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser("train", help="train a model from a config (same as `python -m training train`; see `memlens train --help`)", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(run=train)
+    p = commands.add_parser("data", help="fetch the corpora training and evaluation read (`memlens data fetch [corpus ...] [--data-dir D]`; see `memlens data --help`)", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(run=data)
     return root
 
 
 def main(argv: list[str] | None = None) -> int:
     root = parser()
     args, unknown = root.parse_known_args(argv)
-    if args.command == "train":
-        args.rest = [*unknown, *args.rest]  # options such as --help belong to the training command
+    if args.command in ("train", "data"):
+        args.rest = [*unknown, *args.rest]  # options such as --help belong to the delegated command
     elif unknown:
         root.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.run(args)
-    except (CheckpointError, InterventionError, ValueError) as error:
-        print(f"memlens: {error}", file=sys.stderr)
-        return 2
     except KeyError as error:
         print(f"memlens: no checkpoint named {error.args[0]!r}", file=sys.stderr)
         return 2
+    except Exception as error:
+        if not is_user_error(error):
+            raise
+        print(f"memlens: {error}", file=sys.stderr)
+        return 2
+
+
+def is_user_error(error: Exception) -> bool:
+    """A problem the user can fix (a bad value, a broken checkpoint): one line, no traceback. Imported only
+    when a command failed, which has loaded the inference core already."""
+    from inference.checkpoint import CheckpointError
+
+    return isinstance(error, (CheckpointError, ValueError))
 
 
 if __name__ == "__main__":

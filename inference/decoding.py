@@ -2,15 +2,57 @@
 
 Interventions apply during decoding exactly as in a traced run: they are
 hooks registered around the whole loop, and the memory size is an input of
-the encoder.
+the encoder. `Decoding` names the method as data (what the command line and
+a traced run accept); `decode` runs it.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 
 from inference.interventions import Interventions, applied_interventions
 from inference.models.memory_transformer import EncoderOutput, MemoryTransformer
+
+
+class Decoding(BaseModel):
+    """How a translation model chooses its output tokens: `greedy` (the most
+    likely token at every step) or `beam` search over `beam_size`
+    hypotheses, ranked by log-probability / ((5 + length) / 6) **
+    `length_penalty` (GNMT; 0 = no normalisation). Only the Memory
+    Transformer families decode this way: a working-memory model samples
+    its memory and the language model continues greedily."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: Literal["greedy", "beam"] = "greedy"
+    beam_size: int = Field(4, ge=1, le=8, description="hypotheses kept per input (beam only)")
+    length_penalty: float = Field(0.6, ge=0.0, le=2.0, allow_inf_nan=False, description="GNMT length normalisation exponent (beam only)")
+
+    @property
+    def label(self) -> str:
+        """In words, e.g. "greedy" or "beam 4, length penalty 0.6"."""
+        if self.method == "greedy":
+            return "greedy"
+        return f"beam {self.beam_size}, length penalty {self.length_penalty:g}"
+
+
+GREEDY = Decoding()
+
+
+def decode(
+    model: MemoryTransformer,
+    src_ids: torch.Tensor,  # [b, n]
+    decoding: Decoding = GREEDY,
+    interventions: Interventions | None = None,
+    max_new_tokens: int = 64,
+) -> torch.Tensor:  # [b, steps] generated ids, EOS included, pad after it
+    """The model's own output for each source, by `decoding`."""
+    if decoding.method == "beam":
+        return beam_search(model, src_ids, decoding.beam_size, interventions, max_new_tokens, decoding.length_penalty)
+    return greedy_decode(model, src_ids, interventions, max_new_tokens)
 
 
 def pad_batch(sequences: list[list[int]], pad_id: int, device: torch.device | str = "cpu") -> torch.Tensor:  # [b, max_len]

@@ -5,6 +5,10 @@ name, a display token and a role for every position of every axis, the
 output, and the configuration it ran with. Captures are hooks registered for
 the one call and removed afterwards.
 
+A translation model without targets is traced on its own output, decoded
+as `decoding` says (greedy by default, or beam search: `Decoding`), under
+the same interventions; the trace's config records the decoding.
+
 A working-memory model is traced on its own generation (it chooses its
 memory while it writes, so a given reference cannot stand in): memory and
 translation are generated with a seed, every step's decision is kept
@@ -27,7 +31,7 @@ import torch
 from torch import nn
 
 from inference.checkpoint import LoadedModel
-from inference.decoding import greedy_decode, pad_batch, strip_after_eos
+from inference.decoding import GREEDY, Decoding, decode, pad_batch, strip_after_eos
 from inference.hooks import HookPoint, hook_points, registered_hooks, select_hook_names
 from inference.interventions import Interventions, applied_interventions
 from inference.lm_decoding import greedy_continuation, prompt_ids
@@ -96,16 +100,21 @@ def run_with_trace(
     interventions: Interventions | None = None,
     max_new_tokens: int = 128,
     seed: int = 0,
+    decoding: Decoding = GREEDY,
 ) -> Trace:
-    """Run teacher-forced on `targets`, or on the model's own greedy output
-    when no targets are given, recording the hook points `names` (exact
-    names or glob patterns; None = all). `seed`: the working memory's
-    sampling seed (other models decode greedily and ignore it)."""
+    """Run teacher-forced on `targets`, or on the model's own output when no
+    targets are given (decoded by `decoding`: greedy or beam search),
+    recording the hook points `names` (exact names or glob patterns; None =
+    all). `seed`: the working memory's sampling seed (other models ignore
+    it). Beam search applies to the Memory Transformer families only; asked
+    of another model, or together with targets, it raises ValueError."""
     model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
     sources = [sources] if isinstance(sources, str) else list(sources)
     if not sources:
         raise ValueError("no source text given")
     interventions = interventions or Interventions()
+    if decoding.method != "greedy":
+        _check_beam_applies(model, targets)
     if isinstance(model, LanguageModel):
         if targets is not None:
             raise ValueError("a language model reads one text: pass it as the source, without a target")
@@ -116,7 +125,7 @@ def run_with_trace(
             raise ValueError("a working-memory model is traced on its own output: it chooses its memory while it writes, so leave the target out")
         return _trace_working_memory(loaded, sources, src_ids, names, interventions, max_new_tokens, seed)
     if targets is None:
-        generated = greedy_decode(model, src_ids, interventions, max_new_tokens)
+        generated = decode(model, src_ids, decoding, interventions, max_new_tokens)
         target_ids = strip_after_eos(generated.cpu(), config.eos_id)
     else:
         targets = [targets] if isinstance(targets, str) else list(targets)
@@ -147,10 +156,29 @@ def run_with_trace(
         target_ids=target_ids,
         translations=[tokenizer.decode(ids) for ids in target_ids],
         logits=logits.detach().cpu(),
-        config={"model": loaded.name, **asdict(config), "interventions": interventions.model_dump(), "run_memory_size": memory_size},
+        config={
+            "model": loaded.name,
+            **asdict(config),
+            "interventions": interventions.model_dump(),
+            "run_memory_size": memory_size,
+            "decoding": decoding.model_dump() if targets is None else None,  # None: forced on the given targets
+        },
         decoded=targets is None,
         hook_shapes={name: points[name].shape for name in selected},
     )
+
+
+def _check_beam_applies(model: nn.Module, targets: str | list[str] | None) -> None:
+    """Beam search needs a model that decodes its own translation token by token; raises ValueError saying why not."""
+    reason = None
+    if isinstance(model, WorkingMemoryTransformer):
+        reason = "beam search does not apply to a working-memory model: it samples its memory while it writes, so it decodes greedily with a seed"
+    elif isinstance(model, LanguageModel):
+        reason = "beam search does not apply to the language model: its continuation is greedy"
+    elif targets is not None:
+        reason = "beam search applies to the model's own output: a given target is forced as it is, so leave the decoding out"
+    if reason:
+        raise ValueError(reason)
 
 
 @contextmanager
@@ -161,9 +189,8 @@ def _captured(model: nn.Module, names: list[str], interventions: Interventions) 
     def capture(tensor: torch.Tensor, point: HookPoint) -> None:
         captured[point.name] = tensor.detach().cpu()
 
-    with torch.no_grad(), applied_interventions(model, interventions) as memory_size:
-        with registered_hooks(model, [(name, capture) for name in names]):
-            yield captured, memory_size
+    with torch.no_grad(), applied_interventions(model, interventions) as memory_size, registered_hooks(model, [(name, capture) for name in names]):
+        yield captured, memory_size
 
 
 def _trace_working_memory(
@@ -191,7 +218,14 @@ def _trace_working_memory(
         target_ids=streams,
         translations=[tokenizer.decode(example.translation) for example in generation.examples],
         logits=logits.detach().cpu(),
-        config={"model": loaded.name, **asdict(config), "interventions": interventions.model_dump(), "run_memory_size": memory_size, "seed": seed},
+        config={
+            "model": loaded.name,
+            **asdict(config),
+            "interventions": interventions.model_dump(),
+            "run_memory_size": memory_size,
+            "seed": seed,
+            "decoding": GREEDY.model_dump(),  # target tokens greedy; memory sampled with the seed
+        },
         decoded=True,
         hook_shapes={name: points[name].shape for name in selected},
         choices=generation.choices,
@@ -227,7 +261,13 @@ def _trace_language_model(loaded: LoadedModel, texts: list[str], names: list[str
         target_ids=[stream[1:] for stream in streams],
         translations=[tokenizer.decode(continuation) for continuation in continuations],
         logits=logits.detach().cpu(),
-        config={"model": loaded.name, **asdict(config), "interventions": interventions.model_dump(), "run_memory_size": memory_size},
+        config={
+            "model": loaded.name,
+            **asdict(config),
+            "interventions": interventions.model_dump(),
+            "run_memory_size": memory_size,
+            "decoding": GREEDY.model_dump() if max_new_tokens else None,
+        },
         decoded=max_new_tokens > 0,
         hook_shapes={name: points[name].shape for name in selected},
     )

@@ -1,7 +1,14 @@
 """The memlens command line on a folder of tiny checkpoints."""
 
-from inference.checkpoint import save_checkpoint
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
 from app.cli import main
+from inference.checkpoint import save_checkpoint
 from tests.conftest import make_tiny
 
 
@@ -50,3 +57,72 @@ def test_models_shows_a_language_model_with_its_perplexity(tiny_tokenizer, tmp_p
     assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "models"]) == 0
     out = capsys.readouterr().out
     assert "language_model" in out and "word perplexity wikitext103_test 250.2" in out and "wikitext2_test" not in out
+
+
+def test_translate_with_beam_search_decodes_by_beam(tiny_tokenizer, tmp_path, capsys):
+    """--beam N prints what beam_search gives; --length-penalty alone and values out of range are refused."""
+    from inference.decoding import beam_search, strip_after_eos
+    from inference.trace import encode_sources
+
+    loaded = make_tiny("memtransformer", tiny_tokenizer, seed=1)
+    save_checkpoint(tmp_path / "tiny_mem", loaded.model, loaded.tokenizer)
+    args = ["--checkpoints", str(tmp_path), "--device", "cpu", "translate", "--model", "tiny_mem"]
+    assert main(args + ["--beam", "3", "--length-penalty", "1.5", "ein Hund"]) == 0
+    beam = beam_search(loaded.model, encode_sources(loaded, ["ein Hund"]), beam_size=3, max_new_tokens=128, length_penalty=1.5)
+    expected = loaded.tokenizer.decode(strip_after_eos(beam, loaded.config.eos_id)[0])
+    assert capsys.readouterr().out == f"ein Hund\t{expected}\n"
+    assert main(args + ["--beam", "9", "ein Hund"]) == 2
+    assert "--beam: Input should be less than or equal to 8" in capsys.readouterr().err
+    assert main(args + ["--beam", "2", "--length-penalty", "inf", "ein Hund"]) == 2
+    assert "--length-penalty: Input should be a finite number" in capsys.readouterr().err
+    assert main(args + ["--length-penalty", "0.6", "ein Hund"]) == 2
+    assert "give --beam N too" in capsys.readouterr().err
+
+
+def test_beam_search_on_a_working_memory_model_says_why_not(tiny_tokenizer, tmp_path, capsys):
+    from tests.conftest import make_tiny_working_memory
+
+    loaded = make_tiny_working_memory(tiny_tokenizer)
+    save_checkpoint(tmp_path / "tiny_wm", loaded.model, loaded.tokenizer)
+    assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "translate", "--model", "tiny_wm", "--beam", "2", "ein Hund"]) == 2
+    assert "samples its memory" in capsys.readouterr().err
+
+
+def test_translate_names_a_broken_checkpoint(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "translate", "--model", "empty", "x"]) == 2
+    assert "checkpoint 'empty' is unavailable: config.json is missing" in capsys.readouterr().err
+    assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "hooks", "--model", "../" + tmp_path.name + "/empty"]) == 2
+    assert "no checkpoint named" in capsys.readouterr().err
+
+
+def test_data_forwards_its_arguments_to_the_data_fetcher(monkeypatch):
+    calls = []
+    fetcher = types.ModuleType("training.data_fetch")
+    fetcher.main = lambda argv: calls.append(argv) or 7
+    monkeypatch.setitem(sys.modules, "training.data_fetch", fetcher)
+    assert main(["data", "fetch", "multi30k", "--data-dir", "/tmp/d"]) == 7
+    assert main(["data", "--help"]) == 7
+    assert calls == [["fetch", "multi30k", "--data-dir", "/tmp/d"], ["--help"]]
+
+
+# What `memlens ... --help` must leave unloaded: torch, the web stack.
+HEAVY_MODULES = ("torch", "fastapi", "uvicorn", "starlette")
+HELP_PROBE = """
+import runpy, sys
+sys.argv = ["memlens", *sys.argv[1:]]
+try:
+    runpy.run_module("app.cli", run_name="__main__")
+except SystemExit:
+    pass
+print("LOADED", *sorted(name for name in {heavy!r} if name in sys.modules), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["translate", "--help"], ["models", "--help"], ["hooks", "--help"], ["serve", "--help"]])
+def test_help_imports_neither_torch_nor_the_web_stack(argv):
+    """`python -m app.cli ... --help` in a fresh interpreter: the help is printed and no heavy module was imported."""
+    result = subprocess.run([sys.executable, "-c", HELP_PROBE.format(heavy=HEAVY_MODULES), *argv], capture_output=True, text=True, timeout=120, check=False,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert "usage: memlens" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == "LOADED"

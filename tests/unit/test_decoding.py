@@ -1,11 +1,19 @@
 """Decoding: the KV cache changes nothing, interventions apply while decoding."""
 
+import pytest
 import torch
+from pydantic import ValidationError
 
-from inference.decoding import beam_search, greedy_decode, strip_after_eos
+from inference.checkpoint import LoadedModel
+from inference.decoding import Decoding, beam_search, greedy_decode, strip_after_eos
 from inference.interventions import HeadRef, Interventions
 from inference.trace import encode_sources, run_with_trace
-from tests.conftest import SOURCES
+from tests.conftest import (
+    SOURCES,
+    make_tiny,
+    make_tiny_language_model,
+    make_tiny_working_memory,
+)
 
 LESIONS = [
     Interventions(),
@@ -58,3 +66,40 @@ def test_beam_search_scores_at_least_greedy(tiny):
         return (log_probs.gather(-1, ids[..., None]).squeeze(-1) * real).sum().item()
 
     assert score(beam) >= score(greedy[:, : beam.shape[1]]) - 1e-4
+
+
+def test_decoding_is_validated_data():
+    assert Decoding() == Decoding(method="greedy") and Decoding().label == "greedy"
+    assert Decoding(method="beam", beam_size=4, length_penalty=0.6).label == "beam 4, length penalty 0.6"
+    for bad in ({"beam_size": 0}, {"beam_size": 9}, {"length_penalty": -0.1}, {"length_penalty": 2.5},
+                {"length_penalty": float("nan")}, {"length_penalty": float("inf")}, {"method": "sample"}, {"temperature": 1.0}):
+        with pytest.raises(ValidationError):
+            Decoding(**{"method": "beam", **bad})
+    with pytest.raises(ValidationError):
+        Decoding().beam_size = 2  # frozen: a run's decoding cannot change under it
+
+
+def test_traced_run_follows_the_beam_and_records_it(tiny_memory):
+    src_ids = encode_sources(tiny_memory, SOURCES)
+    decoding = Decoding(method="beam", beam_size=3, length_penalty=1.0)
+    beam = strip_after_eos(beam_search(tiny_memory.model, src_ids, 3, max_new_tokens=12, length_penalty=1.0), tiny_memory.config.eos_id)
+    greedy = run_with_trace(tiny_memory, SOURCES, names=["logits"], max_new_tokens=12)
+    trace = run_with_trace(tiny_memory, SOURCES, names=["logits"], max_new_tokens=12, decoding=decoding)
+    assert trace.target_ids == beam and trace.decoded
+    assert trace.target_ids != greedy.target_ids  # these tiny models decode differently by beam: the test sees which ran
+    assert trace.logits.shape[1] == max(len(ids) for ids in beam) + 1  # teacher-forced on BOS + the beam's output
+    assert trace.config["decoding"] == {"method": "beam", "beam_size": 3, "length_penalty": 1.0}
+    assert greedy.config["decoding"]["method"] == "greedy"
+    forced = run_with_trace(tiny_memory, SOURCES, targets=trace.translations, names=["logits"])
+    assert forced.config["decoding"] is None
+
+
+def test_beam_search_is_refused_where_it_does_not_apply(tiny_tokenizer):
+    beam = Decoding(method="beam", beam_size=2)
+    with pytest.raises(ValueError, match="samples its memory"):
+        run_with_trace(make_tiny_working_memory(tiny_tokenizer), SOURCES, decoding=beam)
+    language_model = LoadedModel("tiny-lm", make_tiny_language_model(tiny_tokenizer), tiny_tokenizer)
+    with pytest.raises(ValueError, match="continuation is greedy"):
+        run_with_trace(language_model, SOURCES, decoding=beam)
+    with pytest.raises(ValueError, match="a given target is forced"):
+        run_with_trace(make_tiny("memtransformer", tiny_tokenizer), SOURCES, targets=SOURCES, decoding=beam)
