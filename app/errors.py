@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException
 
 from app.client_gone import ClientGone
 from app.ff_views import ViewError
+from app.pages import error_page
 from app.runner import UnknownModel
 from app.validation import InputError, shown
 from inference.checkpoint import CheckpointError
@@ -34,11 +35,10 @@ def error_response(request: Request, status: int, message: str, headers: dict | 
         message = message[:MAX_MESSAGE_CHARS] + "…"
     if wants_json(request):
         return JSONResponse({"detail": message}, status_code=status, headers=headers)
-    templates = request.app.state.templates
     if request.headers.get("HX-Request"):
-        fragment = templates.get_template("partials/error.html").render(message=message)
+        fragment = request.app.state.templates.get_template("partials/error.html").render(message=message)
         return HTMLResponse(fragment, status_code=status, headers={**(headers or {}), "HX-Retarget": "#errors", "HX-Reswap": "innerHTML"})
-    return templates.TemplateResponse(request, "pages/error.html", {"message": message, "status": status}, status_code=status, headers=headers)
+    return error_page(request, status, message)
 
 
 def validation_message(error: RequestValidationError | ValidationError) -> str:

@@ -18,36 +18,16 @@ from fastapi.responses import HTMLResponse
 
 from app.deps import RunnerDep
 from app.memory_figures import decisions_chart, memory_attention_heatmap
-from app.pages import figure_json, render
-from app.runner import (
-    LANGUAGE_MODEL,
-    WORKING_MEMORY,
-    InputError,
-    MemoryView,
-    Runner,
-    UnknownModel,
-    kind_of,
-)
+from app.pages import error_page, figure_json, render
+from app.runner import LANGUAGE_MODEL, WORKING_MEMORY, MemoryView, Runner, UnknownModel, kind_of
+from app.validation import FieldText, InputError, ModelName, shown
 from app.textdiff import word_diff
 from inference.checkpoint import LoadedModel
-from inference.interventions import Interventions
+from inference.interventions import MAX_LISTED, Interventions
 
 router = APIRouter(include_in_schema=False)
 MAX_SEED = 2**31 - 1
 EXAMPLES_FILE = Path(__file__).parent / "data" / "memory_examples.json"  # written by python -m training.memory_examples
-SHOWN_NAME_CHARS = 80  # an unknown model name is repeated at most this long
-
-
-def unsuitable_page(request: Request, status: int, title: str, message: str, links: list[tuple[str, str]], links_heading: str,
-                    elsewhere: tuple[str, str, str] | None = None) -> HTMLResponse:
-    """A readable 4xx page: why the request cannot be shown, links (label, href)
-    to what can, and optionally (text, label, href) where the request's model is shown."""
-    context = {"title": title, "message": message, "links": links, "links_heading": links_heading, "elsewhere": elsewhere}
-    return request.app.state.templates.TemplateResponse(request, "pages/unsuitable.html", context, status_code=status)
-
-
-def shown_name(name: str) -> str:
-    return name if len(name) <= SHOWN_NAME_CHARS else name[:SHOWN_NAME_CHARS] + "…"
 
 
 def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTMLResponse | None:
@@ -59,15 +39,15 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
     if model is None:
         if suitable:
             return None
-        return unsuitable_page(request, 404, title, "No usable working-memory checkpoint: see the home page for the models and why any is unavailable.",
-                               links, heading)
+        return error_page(request, 404, "No usable working-memory checkpoint: see the home page for the models and why any is unavailable.",
+                          title, links, heading)
     entries = runner.registry.entries
-    name = shown_name(model)
     if model not in entries:
-        return unsuitable_page(request, 404, title, f"There is no model named {name!r}.", links, heading)
+        return error_page(request, 404, f"There is no model named {shown(model)}.", title, links, heading)
+    name = model  # a checkpoint folder's name
     entry = entries[model]
     if not entry.ok:
-        return unsuitable_page(request, 409, title, f"{name} cannot be loaded: {entry.error}", links, heading)
+        return error_page(request, 409, f"{name} cannot be loaded: {entry.error}", title, links, heading)
     if model in suitable:
         return None
     family = entry.config.family
@@ -76,7 +56,7 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
     else:
         what, page = f"a translation model of the {family} family", ("the Explore page", "/explore")
     message = f"{name} has no working memory: it is {what}. This page shows models whose decoder writes vocabulary tokens into its own input as memory."
-    return unsuitable_page(request, 400, title, message, links, heading, (f"{name} is shown on", page[0], f"{page[1]}?{urlencode({'model': model})}"))
+    return error_page(request, 400, message, title, links, heading, (f"{name} is shown on", page[0], f"{page[1]}?{urlencode({'model': model})}"))
 
 
 @cache
@@ -95,7 +75,7 @@ def working_memory_model(runner: Runner, model: str) -> LoadedModel:
     suitable = ", ".join(runner.available(WORKING_MEMORY)) or "none"
     entry = runner.registry.entries.get(model)
     if entry is None:
-        raise UnknownModel(f"unknown model {shown_name(model)!r}; working-memory models: {suitable}")
+        raise UnknownModel(f"unknown model {shown(model)}; working-memory models: {suitable}")
     if entry.ok and model not in runner.available(WORKING_MEMORY):
         raise InputError(f"{model} has no working memory; working-memory models: {suitable}")
     return runner.model(model)  # a broken checkpoint raises its CheckpointError here
@@ -109,7 +89,8 @@ def forced_memory_ids(runner: Runner, model: str, text: str) -> tuple[int, ...]:
 
 @router.get("/memory")
 def memory_page(
-    request: Request, runner: RunnerDep, model: Annotated[str | None, Query()] = None, text: str = "", seed: Annotated[int, Query(ge=0, le=MAX_SEED)] = 0
+    request: Request, runner: RunnerDep, model: Annotated[ModelName | None, Query()] = None, text: Annotated[FieldText, Query()] = "",
+    seed: Annotated[int, Query(ge=0, le=MAX_SEED)] = 0,
 ):
     """model, text and seed in the address reproduce a view."""
     refused = unsuitable_model(request, runner, model)
@@ -168,13 +149,13 @@ def attention_note(view: MemoryView, lesion: Interventions) -> str | None:
 def memory_run(
     request: Request,
     runner: RunnerDep,
-    model: Annotated[str, Form()],
-    text: Annotated[str, Form()] = "",
+    model: Annotated[ModelName, Form()],
+    text: Annotated[FieldText, Form()] = "",
     seed: Annotated[int, Form(ge=0, le=MAX_SEED)] = 0,
-    memory_size: Annotated[int | None, Form(ge=0)] = None,
+    memory_size: Annotated[int | None, Form(ge=0, le=MAX_LISTED)] = None,
     mask_memory: Annotated[bool, Form()] = False,
-    forced: Annotated[str, Form()] = "",
-    layer: Annotated[int, Form(ge=0)] = 0,
+    forced: Annotated[FieldText, Form()] = "",
+    layer: Annotated[int, Form(ge=0, le=1024)] = 0,
 ):
     """The unlesioned run and, when a lesion is set, the lesioned one; the views follow the lesioned run."""
     trained = working_memory_model(runner, model).config.memory_size

@@ -67,7 +67,7 @@ class Interventions(BaseModel):
     )
     mask_memory: bool = Field(False, description="working memory: target-type queries may not attend memory-type keys in decoder self-attention")
     forced_memory: tuple[Annotated[int, Field(ge=0)], ...] = Field(
-        (), max_length=MAX_LISTED, description="working memory: token ids written as the memory tokens, in order, instead of sampled ones"
+        (), max_length=MAX_LISTED, description="working memory: token ids that are the whole memory, written first and in order, whatever the type head chooses; at most the memory size"
     )
     ablate_heads: tuple[HeadRef, ...] = Field((), max_length=MAX_LISTED, description="heads whose output is zeroed",
                                               examples=[[{"attn": "decoder.layers.1.cross_attn", "head": 1}]])

@@ -23,3 +23,4 @@ from pathlib import Path
 # Defaults for data, runs and checkpoints are relative to the repository root,
 # not the working directory, so commands behave the same from anywhere.
 REPO_ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR_ENV = "MEMLENS_DATA_DIR"  # the data directory, where no --data-dir is given

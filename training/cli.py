@@ -1,8 +1,10 @@
 """Command line: `python -m training train CONFIG.json`,
 `python -m training lesion CHECKPOINT_DIR`, `python -m training store-half
-CHECKPOINT_DIR ...`, `python -m training ff-memories CHECKPOINT_DIR` and
-`python -m training results`. `main(argv)` is the entry point,
-so the project's `memlens` command can delegate to it."""
+CHECKPOINT_DIR ...`, `python -m training ff-memories CHECKPOINT_DIR`,
+`python -m training memory-examples` and `python -m training results`.
+`main(argv)` is the entry point, so the project's `memlens` command can
+delegate to it. Each command imports what it runs (torch among it) only
+when it runs, so `--help` answers at once."""
 
 from __future__ import annotations
 
@@ -11,18 +13,17 @@ import json
 import sys
 from pathlib import Path
 
-from inference.checkpoint import CheckpointError
-from training.config import ConfigError, load_config
-from training.data import DATA_DIR_ENV, DataError
-from training.rundir import RunDirError
-from training import REPO_ROOT
-from training.ff_study import study_checkpoint
-from training.memory_analysis import analyse_checkpoint
-from training.results import write_results
-from training.run import recompute_lesion, run_training, store_half
+from training import DATA_DIR_ENV, REPO_ROOT
 
-# Problems the user can fix (a path, a config key): reported in one line, no traceback.
-USER_ERRORS = (ConfigError, DataError, CheckpointError, RunDirError)
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """Problems the user can fix (a path, a config key): reported in one line, no traceback."""
+    from inference.checkpoint import CheckpointError
+    from training.config import ConfigError
+    from training.data import DataError
+    from training.rundir import RunDirError
+
+    return ConfigError, DataError, CheckpointError, RunDirError
 
 
 def add_data_and_device(command: argparse.ArgumentParser, data: str = "shared data folder") -> None:
@@ -68,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     ff.add_argument("--run-dir", help="folder of the resumable mining state (default: runs/ff_study/<checkpoint name>); rerun to resume")
     ff.set_defaults(handler=ff_command)
 
+    examples = commands.add_parser("memory-examples", help="measure which validation sentences make each working-memory checkpoint write memory "
+                                   "and store the Working memory page's example sentences (app/data/memory_examples.json)", add_help=False)
+    examples.add_argument("rest", nargs=argparse.REMAINDER)
+    examples.set_defaults(handler=memory_examples_command)
+
     results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
     results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
     results.add_argument("--out", default=str(REPO_ROOT / "docs" / "results.md"))
@@ -77,26 +83,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def train_command(args: argparse.Namespace) -> None:
+    from training.config import load_config
+    from training.run import run_training
+
     config = load_config(args.config)
     folder = run_training(config, args.data_dir, args.out, args.run_dir, args.device, args.max_steps)
     print(folder)
 
 
 def lesion_command(args: argparse.Namespace) -> None:
+    from training.run import recompute_lesion
+
     table = recompute_lesion(args.checkpoint, args.data_dir, args.device)
     print(json.dumps(table))
 
 
 def memory_command(args: argparse.Namespace) -> None:
+    from training.memory_analysis import analyse_checkpoint
+
     print(analyse_checkpoint(args.checkpoint, args.data_dir, args.device, args.max_sentences))
 
 
 def ff_command(args: argparse.Namespace) -> None:
+    from training.ff_study import study_checkpoint
+
     for path in study_checkpoint(args.checkpoint, args.data_dir, args.device, args.sentences, args.eval_sentences, args.batch_size, args.top_k, args.run_dir):
         print(path)
 
 
 def store_half_command(args: argparse.Namespace) -> None:
+    from training.run import store_half
+
     for folder in args.checkpoints:
         old, new = store_half(folder, args.data_dir, args.device)
         print(f"{folder}: weights stored in float16; metrics re-measured on them")
@@ -115,7 +132,15 @@ def numbers(value, path: str = "") -> list[tuple[str, float]]:
     return [(path, value)] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
 
 
+def memory_examples_command(args: argparse.Namespace) -> None:
+    from training.memory_examples import main as memory_examples_main
+
+    memory_examples_main(args.rest)
+
+
 def results_command(args: argparse.Namespace) -> None:
+    from training.results import write_results
+
     print(write_results(Path(args.checkpoints), Path(args.out), Path(args.reading)))
 
 
@@ -123,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.handler(args)
-    except USER_ERRORS as error:
+    except user_errors() as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

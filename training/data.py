@@ -18,10 +18,9 @@ import torch
 
 from inference.decoding import pad_batch
 from inference.tokenizer import TextTokenizer
-from training import REPO_ROOT
+from training import DATA_DIR_ENV, REPO_ROOT
 
 SPLITS = ("train", "val", "test_2016_flickr")
-DATA_DIR_ENV = "MEMLENS_DATA_DIR"
 DATA_README = "../shared/data/README.md"
 
 Pair = tuple[str, str]  # (German source, English reference)

@@ -13,7 +13,7 @@ TEXT = "ein Hund spielt im Park"
 
 
 def test_healthz(client):
-    assert client.get("/healthz").json() == {"status": "ok", "models": 5, "broken": 1, "device": "cpu"}
+    assert client.get("/healthz").json() == {"status": "ok", "models": 5, "broken": 2, "device": "cpu"}  # broken_model, broken_tokenizer
 
 
 def test_home_lists_models_and_broken_reasons(client):
