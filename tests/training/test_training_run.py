@@ -143,7 +143,7 @@ def test_store_half_refuses_numbers_it_cannot_remeasure(tmp_path, trained, synth
     assert not list(tmp_path.glob(".*"))
 
 
-def test_quick_run_trains_and_evaluates_on_the_first_pairs(tmp_path, synthetic_data_dir):
+def test_quick_run_trains_and_evaluates_on_the_first_pairs(tmp_path, synthetic_data_dir, capsys):
     values = make_tiny_config("tiny_quick", epochs=1, threads=1).to_dict()
     values["data"].update(max_pairs=64, max_eval_pairs=5)
     threads = torch.get_num_threads()
@@ -152,6 +152,10 @@ def test_quick_run_trains_and_evaluates_on_the_first_pairs(tmp_path, synthetic_d
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(threads)
+    progress = capsys.readouterr().err  # a bar per phase, with the sentences or steps done and left
+    for bar in ("epoch 1/1: 100%", "val BLEU: 100%", "BLEU val: 100%", "BLEU test_2016_flickr: 100%", "lesion sweep: 100%"):
+        assert bar in progress, bar
+    assert "5/5 [" in progress and "4/4 [" in progress
     loaded = load_checkpoint(folder, "cpu")
     assert loaded.metrics["train"]["steps"] == 64 // 16
     assert loaded.meta["training_data"].endswith("train (64 pairs)") and loaded.meta["max_eval_pairs"] == 5
