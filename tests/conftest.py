@@ -13,7 +13,7 @@ from inference.models.language_model import LanguageModel, LanguageModelConfig
 from inference.models.memory_transformer import FAMILIES, MemoryTransformerConfig
 from inference.models.working_memory import WorkingMemoryConfig
 from inference.tokenizer import TextTokenizer, train_bpe
-from training.data import DATA_DIR_ENV, resolve_data_dir
+from training.data_dir import DATA_DIR_ENV, resolve_data_dir
 from training.data_fetch import load_manifest, missing_files
 
 TINY_CORPUS = [

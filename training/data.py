@@ -1,16 +1,14 @@
 """Multi30k (de-en) as (German, English) pairs, and the padded, length-
 bucketed batches the training loop consumes.
 
-The data folder is not part of the project (`memlens data fetch` fills it,
-training.data_fetch): it is `--data-dir`, else $MEMLENS_DATA_DIR, else
-../shared/data next to the repository. Multi30k lives in its `multi30k/` subfolder as
+The data folder is not part of the project (training.data_dir says where it
+is; `memlens data fetch` fills it). Multi30k lives in its `multi30k/` subfolder as
 {split}.{de,en}.gz, one sentence per line, line i of .de <-> line i of .en.
 """
 
 from __future__ import annotations
 
 import gzip
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,10 +16,9 @@ import torch
 
 from inference.decoding import pad_batch
 from inference.tokenizer import TextTokenizer
-from training import REPO_ROOT
+from training.data_dir import DATA_DIR_ENV, fetch_hint, resolve_data_dir  # noqa: F401 (DATA_DIR_ENV, resolve_data_dir: re-exported for the commands)
 
 SPLITS = ("train", "val", "test_2016_flickr")
-DATA_DIR_ENV = "MEMLENS_DATA_DIR"
 
 Pair = tuple[str, str]  # (German source, English reference)
 Example = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids without special tokens)
@@ -29,16 +26,6 @@ Example = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids w
 
 class DataError(Exception):
     """Data that cannot be read; the message names the file and where to look."""
-
-
-def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
-    """The data folder: the argument, else $MEMLENS_DATA_DIR, else ../shared/data."""
-    return Path(data_dir or os.environ.get(DATA_DIR_ENV) or REPO_ROOT.parent / "shared" / "data")
-
-
-def fetch_hint(corpus: str) -> str:
-    """How to get a missing corpus, for error messages."""
-    return f"run `memlens data fetch {corpus}`, or pass --data-dir or set {DATA_DIR_ENV} to a data folder that holds it"
 
 
 def read_multi30k(data_dir: Path, split: str) -> list[Pair]:

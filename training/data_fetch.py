@@ -35,7 +35,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from training import REPO_ROOT
-from training.data import DATA_DIR_ENV, resolve_data_dir
+from training.data_dir import DATA_DIR_ENV, resolve_data_dir
 
 MANIFEST = REPO_ROOT / "training" / "data_manifest.json"
 BASE_URL_ENV = "MEMLENS_DATA_BASE_URL"

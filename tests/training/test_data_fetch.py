@@ -14,7 +14,8 @@ import pytest
 
 from tests.training.conftest import write_synthetic_multi30k, write_synthetic_wikitext
 from training.corpora import read_de_en_news, read_ru_en
-from training.data import SPLITS, read_multi30k, resolve_data_dir
+from training.data import SPLITS, read_multi30k
+from training.data_dir import resolve_data_dir
 from training.data_fetch import (
     ATTEMPTS,
     BASE_URL_ENV,
