@@ -31,6 +31,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from tqdm import tqdm
 
@@ -88,16 +89,19 @@ def fetch_corpus(files: list[ManifestFile], data_dir: Path, base_url: str) -> in
 
 def has_contents(path: Path, entry: ManifestFile) -> bool:
     """Whether `path` holds exactly the manifest's bytes (gunzipped when the entry is gzipped here)."""
-    digest = hashlib.sha256()
-    size = 0
     try:
         with gzip.open(path, "rb") if entry.gzip else path.open("rb") as stream:
-            while chunk := stream.read(CHUNK):
-                digest.update(chunk)
-                size += len(chunk)
+            return sha256_and_size(stream) == (entry.sha256, entry.size)
     except (OSError, EOFError):  # not gzip, or cut short
         return False
-    return size == entry.size and digest.hexdigest() == entry.sha256
+
+
+def sha256_and_size(stream: BinaryIO) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    while chunk := stream.read(CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+    return digest.hexdigest(), size
 
 
 def fetch_file(entry: ManifestFile, target: Path, url: str) -> None:
@@ -120,9 +124,12 @@ def fetch_file(entry: ManifestFile, target: Path, url: str) -> None:
     check_download(part, entry, url)
     if entry.gzip:
         staged = target.parent / f".{target.name}.gz-part"
-        with part.open("rb") as raw, staged.open("wb") as out, gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0) as packed:
-            shutil.copyfileobj(raw, packed)
-        os.replace(staged, target)
+        try:
+            with part.open("rb") as raw, staged.open("wb") as out, gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0) as packed:
+                shutil.copyfileobj(raw, packed)
+            os.replace(staged, target)
+        finally:
+            staged.unlink(missing_ok=True)
         part.unlink()
     else:
         os.replace(part, target)
@@ -158,15 +165,12 @@ def download(url: str, part: Path, size: int, label: str) -> None:
 
 
 def check_download(part: Path, entry: ManifestFile, url: str) -> None:
-    digest = hashlib.sha256()
     with part.open("rb") as stream:
-        while chunk := stream.read(CHUNK):
-            digest.update(chunk)
-    size = part.stat().st_size
-    if size != entry.size or digest.hexdigest() != entry.sha256:
+        digest, size = sha256_and_size(stream)
+    if (digest, size) != (entry.sha256, entry.size):
         part.unlink()
         raise FetchError(
-            f"{url}: checksum mismatch for {entry.path}: got sha256 {digest.hexdigest()} ({size:,} bytes), "
+            f"{url}: checksum mismatch for {entry.path}: got sha256 {digest} ({size:,} bytes), "
             f"expected {entry.sha256} ({entry.size:,} bytes); the download was deleted and nothing was written"
         )
 
