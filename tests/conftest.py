@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -11,6 +13,8 @@ from inference.models.language_model import LanguageModel, LanguageModelConfig
 from inference.models.memory_transformer import FAMILIES, MemoryTransformerConfig
 from inference.models.working_memory import WorkingMemoryConfig
 from inference.tokenizer import TextTokenizer, train_bpe
+from training.data_dir import DATA_DIR_ENV, resolve_data_dir
+from training.data_fetch import load_manifest, missing_files
 
 TINY_CORPUS = [
     "ein Hund läuft durch den Park",
@@ -80,3 +84,25 @@ MEMORY_FAMILIES = [f for f in FAMILIES if f != "transformer"]
 @pytest.fixture(params=MEMORY_FAMILIES)
 def tiny_memory(request, tiny_tokenizer) -> LoadedModel:
     return make_tiny(request.param, tiny_tokenizer)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip tests marked `needs_corpus("name", ...)` when the data folder lacks a corpus, saying which and how to get it."""
+    data_dir = resolve_data_dir()
+    reasons: dict[str, str | None] = {}
+    for item in items:
+        for marker in item.iter_markers("needs_corpus"):
+            for corpus in marker.args:
+                if corpus not in reasons:
+                    reasons[corpus] = missing_corpus_reason(data_dir, corpus)
+                if reasons[corpus]:
+                    item.add_marker(pytest.mark.skip(reason=reasons[corpus]))
+
+
+def missing_corpus_reason(data_dir: Path, corpus: str) -> str | None:
+    missing = missing_files(data_dir, corpus)
+    if not missing:
+        return None
+    total = len(load_manifest().corpora[corpus])
+    what = f"{data_dir / corpus} is missing" if len(missing) == total else f"{data_dir / missing[0]} is missing ({len(missing)} of {total} files)"
+    return f"needs the {corpus} corpus: {what}; set {DATA_DIR_ENV} or run `memlens data fetch {corpus}`"

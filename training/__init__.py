@@ -4,6 +4,8 @@ working-memory decoder, and the language model on English Wikipedia.
 Modules, in the order a run uses them:
 
     config.py         TrainConfig: one JSON file per model (training/configs/)
+    data_dir.py       where the data folder is
+    data_fetch.py     `memlens data fetch`: download the corpora, checked by sha256
     data.py           Multi30k readers, length-bucketed padded batches
     lm_corpora.py     enwiki articles as sentences, WikiText valid/test (language model)
     lm_data.py        token streams and contiguous training blocks (language model)
@@ -23,4 +25,3 @@ from pathlib import Path
 # Defaults for data, runs and checkpoints are relative to the repository root,
 # not the working directory, so commands behave the same from anywhere.
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR_ENV = "MEMLENS_DATA_DIR"  # the data directory, where no --data-dir is given

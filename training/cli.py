@@ -13,7 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from training import DATA_DIR_ENV, REPO_ROOT
+from training import REPO_ROOT
+from training.data_dir import DATA_DIR_ENV
 
 
 def user_errors() -> tuple[type[Exception], ...]:

@@ -3,9 +3,10 @@
     {
       "name": "memtransformer_10",                 # default run and checkpoint folder name
       "model": {...},                              # MemoryTransformerConfig fields (not the tokenizer's)
-      "data": {"dataset": "multi30k", "vocab_size": 8000, "max_len": 100},   # language model: + "max_articles"
+      "data": {"dataset": "multi30k", "vocab_size": 8000, "max_len": 100},   # quick runs: + "max_pairs", "max_eval_pairs"
+                                                                              # (translation) or "max_articles" (language model)
       "train": {"epochs": 20, "batch_size": 64, "warmup_steps": 4000, "label_smoothing": 0.1,
-                "clip_norm": 1.0, "seed": 1, "eval_every_epochs": 1, "save_every_steps": 500},
+                "clip_norm": 1.0, "seed": 1, "eval_every_epochs": 1, "save_every_steps": 500},   # + "threads"
       "init_from": "checkpoints/memtransformer_5",  # optional: start from a trained checkpoint
       "grow_memory_to": 10,                         # optional, with init_from: extend its memory
       "working_memory": {"plain_epochs": 2, "type_threshold": 0.25, "type_loss_weight": 0.5}
@@ -75,6 +76,8 @@ class DataConfig:
     vocab_size: int | None = Field(None, ge=8)  # shared BPE vocabulary; None: training.vocabulary.DEFAULT_VOCAB_SIZE
     max_len: int = Field(100, ge=1)  # pairs with more tokens on either side are left out of training; language model: block length
     max_articles: int | None = Field(None, ge=1)  # language model only: train on the first N training articles (quick runs); None: all
+    max_pairs: int | None = Field(None, ge=1)  # translation only: train on the first N training pairs (quick runs); None: all
+    max_eval_pairs: int | None = Field(None, ge=1)  # translation only: validate, test and lesion on the first N pairs of each split (quick runs); None: all
 
 
 @dataclass(config=STRICT)
@@ -87,6 +90,8 @@ class LoopConfig:
     seed: int = 1
     eval_every_epochs: int = Field(1, ge=1)  # validation BLEU (greedy decoding) this often; val loss every epoch
     save_every_steps: int = Field(500, ge=1)  # resumable state also at every epoch end
+    threads: int | None = Field(None, ge=1)  # CPU threads torch may use (torch.set_num_threads); None: its default, one per core.
+    # A tiny model is fastest on 1: splitting its small matrix products costs more than it saves, and far more on a busy machine.
 
 
 @dataclass(config=STRICT)
@@ -173,6 +178,8 @@ def _check_model_source(config: TrainConfig) -> None:
         raise ConfigError("a language model starts from scratch: init_from is for translation models")
     if config.data.max_articles is not None and not config.is_language_model:
         raise ConfigError("data.max_articles applies to a language model's corpus")
+    if config.is_language_model and (config.data.max_pairs is not None or config.data.max_eval_pairs is not None):
+        raise ConfigError("data.max_pairs and data.max_eval_pairs apply to a parallel corpus; a language model has data.max_articles")
     if config.init_from is not None:
         if config.is_working_memory:
             extra = sorted(set(config.model) - set(WM_ONLY_FIELDS))

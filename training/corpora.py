@@ -24,7 +24,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.data import DATA_DIR_ENV, DATA_README, SPLITS, DataError, Pair, read_lines, read_multi30k
+from training.data import SPLITS, DataError, Pair, read_lines, read_multi30k
+from training.data_dir import fetch_hint
 
 OPUS = "opus_mt_testsets"
 TATOEBA_RELEASES = ("v2020-07-28", "v2021-03-30", "v2021-08-07")
@@ -99,7 +100,7 @@ def read_de_en_news(data_dir: Path) -> list[Pair]:
 def _opus_root(data_dir: Path) -> Path:
     root = Path(data_dir) / OPUS
     if not root.is_dir():
-        raise DataError(f"{root} not found. Pass --data-dir or set {DATA_DIR_ENV} to the shared data folder described in {DATA_README}.")
+        raise DataError(f"{root} not found; {fetch_hint(OPUS)}")
     return root
 
 

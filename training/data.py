@@ -1,16 +1,14 @@
 """Multi30k (de-en) as (German, English) pairs, and the padded, length-
 bucketed batches the training loop consumes.
 
-The data folder is not part of the project (see ../shared/data/README.md):
-it is `--data-dir`, else $MEMLENS_DATA_DIR, else ../shared/data next to the
-repository. Multi30k lives in its `multi30k/` subfolder as
+The data folder is not part of the project (training.data_dir says where it
+is; `memlens data fetch` fills it). Multi30k lives in its `multi30k/` subfolder as
 {split}.{de,en}.gz, one sentence per line, line i of .de <-> line i of .en.
 """
 
 from __future__ import annotations
 
 import gzip
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,10 +16,9 @@ import torch
 
 from inference.decoding import pad_batch
 from inference.tokenizer import TextTokenizer
-from training import DATA_DIR_ENV, REPO_ROOT
+from training.data_dir import DATA_DIR_ENV, fetch_hint, resolve_data_dir  # noqa: F401 (DATA_DIR_ENV, resolve_data_dir: re-exported for the commands)
 
 SPLITS = ("train", "val", "test_2016_flickr")
-DATA_README = "../shared/data/README.md"
 
 Pair = tuple[str, str]  # (German source, English reference)
 Example = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids without special tokens)
@@ -31,20 +28,12 @@ class DataError(Exception):
     """Data that cannot be read; the message names the file and where to look."""
 
 
-def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
-    """The data folder: the argument, else $MEMLENS_DATA_DIR, else ../shared/data."""
-    return Path(data_dir or os.environ.get(DATA_DIR_ENV) or REPO_ROOT.parent / "shared" / "data")
-
-
 def read_multi30k(data_dir: Path, split: str) -> list[Pair]:
     if split not in SPLITS:
         raise ValueError(f"unknown Multi30k split {split!r}; expected one of {', '.join(SPLITS)}")
     folder = Path(data_dir) / "multi30k"
     if not folder.is_dir():
-        raise DataError(
-            f"Multi30k folder {folder} not found. Pass --data-dir or set {DATA_DIR_ENV} to the shared data folder "
-            f"described in {DATA_README} (it holds multi30k/{{train,val,test_2016_flickr}}.{{de,en}}.gz)."
-        )
+        raise DataError(f"Multi30k folder {folder} not found; {fetch_hint('multi30k')}")
     german = read_lines(folder / f"{split}.de.gz")
     english = read_lines(folder / f"{split}.en.gz")
     if len(german) != len(english):
@@ -54,7 +43,7 @@ def read_multi30k(data_dir: Path, split: str) -> list[Pair]:
 
 def read_lines(path: Path) -> list[str]:
     if not path.is_file():
-        raise DataError(f"{path} is missing; see {DATA_README} for the expected files")
+        raise DataError(f"{path} is missing; run `memlens data fetch` to download the missing files")
     with gzip.open(path, "rt", encoding="utf-8") as lines:
         return [line.strip() for line in lines]
 

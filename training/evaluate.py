@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tqdm import tqdm
+
 from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
 from inference.analyses.quality import corpus_quality
 from inference.interventions import Interventions
@@ -17,16 +19,21 @@ from training.data import Pair
 EVAL_BATCH_SIZE = BATCH_SIZE
 
 
-def bleu_and_chrf(model: Model, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE, interventions: Interventions | None = None) -> tuple[float, float]:
-    """Corpus BLEU and chrF of greedy translations against the references."""
+def bleu_and_chrf(
+    model: Model, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE, interventions: Interventions | None = None, desc: str = "translating"
+) -> tuple[float, float]:
+    """Corpus BLEU and chrF of greedy translations against the references;
+    a progress bar named `desc` counts the sentences translated."""
     sources, references = zip(*pairs)
-    quality = corpus_quality(translate_all(model, tokenizer, sources, batch_size, interventions), references)
+    with tqdm(desc=desc, total=len(sources), unit="sentence") as bar:
+        translations = translate_all(model, tokenizer, sources, batch_size, interventions, on_batch=bar.update)
+    quality = corpus_quality(translations, references)
     return quality.bleu, quality.chrf
 
 
 def score_splits(model: Model, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], batch_size: int = EVAL_BATCH_SIZE) -> dict:
     """{"bleu": {split: ..}, "chrf": {split: ..}}, as metrics.json stores them."""
-    scores = {split: bleu_and_chrf(model, tokenizer, pairs, batch_size) for split, pairs in splits.items()}
+    scores = {split: bleu_and_chrf(model, tokenizer, pairs, batch_size, desc=f"BLEU {split}") for split, pairs in splits.items()}
     return {"bleu": {split: bleu for split, (bleu, _) in scores.items()}, "chrf": {split: chrf for split, (_, chrf) in scores.items()}}
 
 
@@ -36,7 +43,7 @@ def lesion_sweep(model: Model, tokenizer: TextTokenizer, pairs: list[Pair], memo
     Sizes above the model's max_memory_size are skipped: it allows no more."""
     sources, references = zip(*pairs)
     sizes = [k for k in memory_sizes if k <= model.config.max_memory_size]
-    bleu = [quality_at_memory_size(model, tokenizer, sources, references, k, batch_size).bleu for k in sizes]
+    bleu = [quality_at_memory_size(model, tokenizer, sources, references, k, batch_size).bleu for k in tqdm(sizes, desc="lesion sweep", unit="memory size")]
     return {"memory_size": sizes, "bleu": bleu}
 
 

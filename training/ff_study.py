@@ -131,7 +131,7 @@ def aggregate(loaded: LoadedModel, corpus: StudyCorpus, batch_size: int) -> list
     """The aggregation summary per layer over the evaluation texts."""
     memories = ff_memories(loaded.model)
     aggregations = []
-    for start in range(0, len(corpus.eval_texts), batch_size):
+    for start in tqdm(range(0, len(corpus.eval_texts), batch_size), desc="aggregation", unit="batch"):
         batch = slice(start, start + batch_size)
         sources = None if corpus.eval_sources is None else corpus.eval_sources[batch]
         trace = trace_texts(loaded, corpus.eval_texts[batch], sources, memories.capture_hooks())

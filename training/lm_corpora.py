@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.data import DATA_DIR_ENV, DATA_README, DataError
+from training.data import DataError
+from training.data_dir import fetch_hint
 
 ENWIKI = "enwiki"
 ENWIKI_DESCRIPTION = "English Wikipedia (~9.1M words, WikiExtractor text of articles created ~2018)"
@@ -50,9 +51,7 @@ def read_enwiki(data_dir: Path) -> dict[str, list[Document]]:
     """{"train", "val"}: the articles with a body, as sentences (module doc)."""
     files = sorted((Path(data_dir) / "enwiki" / "text").glob("*/wiki_*.gz"))
     if not files:
-        raise DataError(
-            f"no enwiki/text/*/wiki_*.gz under {data_dir}. Pass --data-dir or set {DATA_DIR_ENV} to the shared data folder described in {DATA_README}."
-        )
+        raise DataError(f"no enwiki/text/*/wiki_*.gz under {data_dir}; {fetch_hint(ENWIKI)}")
     documents = [sentences for path in files for sentences in _documents(path) if sentences]
     order = list(range(len(documents)))
     random.Random(SPLIT_SEED).shuffle(order)
@@ -120,7 +119,7 @@ def read_wikitext(data_dir: Path, split: str) -> WikiTextSplit:
         raise ValueError(f"unknown WikiText split {split!r}; expected one of {', '.join(WIKITEXT_FILES)}")
     path = Path(data_dir) / "wikitext" / WIKITEXT_FILES[split]
     if not path.is_file():
-        raise DataError(f"{path} is missing; see {DATA_README} for the expected files")
+        raise DataError(f"{path} is missing; {fetch_hint('wikitext')}")
     articles: list[list[str]] = []
     words = unk_words = 0
     with gzip.open(path, "rt", encoding="utf-8") as lines:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
+from tqdm import tqdm
 
 from inference.models import Model
 from inference.tokenizer import TextTokenizer
@@ -60,10 +61,12 @@ def tokenize_documents(tokenizer: TextTokenizer, documents: Sequence[Document]) 
     last_of_document = np.zeros(len(sentences), dtype=bool)  # [s] the sentence is followed by EOS
     last_of_document[np.cumsum([len(d) for d in documents if d]) - 1] = True
     lengths, pieces = [], []
-    for start in range(0, len(sentences), ENCODE_CHUNK):
-        ids = tokenizer.encode_batch(sentences[start : start + ENCODE_CHUNK])
-        lengths.append(np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)))
-        pieces.append(np.fromiter(chain.from_iterable(ids), dtype=np.int32))
+    with tqdm(desc="tokenizing", total=len(sentences), unit="sentence") as bar:
+        for start in range(0, len(sentences), ENCODE_CHUNK):
+            ids = tokenizer.encode_batch(sentences[start : start + ENCODE_CHUNK])
+            lengths.append(np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)))
+            pieces.append(np.fromiter(chain.from_iterable(ids), dtype=np.int32))
+            bar.update(len(ids))
     length = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)  # [s]
     flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)  # [sum(length)]
     footprint = length + last_of_document  # [s] tokens each sentence occupies, its EOS included

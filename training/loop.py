@@ -65,7 +65,7 @@ class TrainingData:
             yield make_batch([self.val[i] for i in indices], tokenizer)
 
     def validation_bleu(self, model: Model, tokenizer: TextTokenizer) -> float:
-        return bleu_and_chrf(model, tokenizer, self.val_pairs)[0]
+        return bleu_and_chrf(model, tokenizer, self.val_pairs, desc="val BLEU")[0]
 
 
 def noam_lr(step: int, d_model: int, warmup_steps: int) -> float:

@@ -15,6 +15,8 @@ import json
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from inference.analyses.memory_corpus import analyse_memory_corpus
 from inference.checkpoint import CheckpointError, load_checkpoint
 from inference.models.working_memory import WorkingMemoryTransformer
@@ -48,7 +50,7 @@ def analyse_checkpoint(folder: str | Path, data_dir: str | Path | None = None, d
     if not isinstance(loaded.model, WorkingMemoryTransformer):
         raise CheckpointError(f"{folder} is not a working-memory model")
     domains = {}
-    for split, (label, pairs) in domain_sets(loaded.meta.get("corpus", "multi30k"), resolve_data_dir(data_dir)).items():
+    for split, (label, pairs) in tqdm(domain_sets(loaded.meta.get("corpus", "multi30k"), resolve_data_dir(data_dir)).items(), desc="memory analysis", unit="domain"):
         pairs = pairs[:max_sentences]
         sources, references = [s for s, _ in pairs], [r for _, r in pairs]
         start = time.monotonic()
@@ -66,7 +68,7 @@ def analyse_checkpoint(folder: str | Path, data_dir: str | Path | None = None, d
             ],
             "seconds": round(time.monotonic() - start, 1),
         }
-        print(f"{split}: BLEU {result['bleu']}, mean unique memory tokens {result['summary']['unique_tokens']['mean_unique']:.2f}", flush=True)
+        tqdm.write(f"{split}: BLEU {result['bleu']}, mean unique memory tokens {result['summary']['unique_tokens']['mean_unique']:.2f}")
     out = folder / ANALYSIS_FILE
     out.write_text(json.dumps({"model": folder.name, "max_sentences": max_sentences, "domains": domains}, indent=1, ensure_ascii=False) + "\n")
     return out

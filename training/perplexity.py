@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from inference.models.language_model import LanguageModel
 
@@ -83,13 +84,17 @@ def score_stream(
     stride: int | None = None,
     batch_size: int = EVAL_BATCH_SIZE,
     device: torch.device | str = "cpu",
+    desc: str = "scoring",
 ) -> StreamScore:
-    """Summed NLL of every target of `stream` except `unscored_ids` (module doc)."""
+    """Summed NLL of every target of `stream` except `unscored_ids` (module
+    doc); a progress bar named `desc` counts the windows scored."""
     stream = stream.long()
     windows = scoring_windows(len(stream), context, stride or max(context // 2, 1))
     nll, tokens, unscored = 0.0, 0, 0
+    bar = tqdm(desc=desc, total=len(windows), unit="window")
     for i in range(0, len(windows), batch_size):
         chunk = windows[i : i + batch_size]
+        bar.update(len(chunk))
         ids = torch.full((len(chunk), context), pad_id, dtype=torch.long)  # [b, context]; a short last window is padded after
         scored = torch.zeros(len(chunk), context, dtype=torch.bool)  # [b, context] positions whose target counts
         targets = torch.full((len(chunk), context), pad_id, dtype=torch.long)
@@ -104,6 +109,7 @@ def score_stream(
         target_log_probs = log_probs.gather(-1, targets.to(device).unsqueeze(-1)).squeeze(-1).cpu()  # [b, context]
         nll -= float(target_log_probs[wanted].sum())
         tokens += int(wanted.sum())
+    bar.close()
     return StreamScore(nll, tokens, unscored)
 
 
@@ -119,7 +125,9 @@ def perplexity_metrics(model: LanguageModel, unscored_ids: tuple[int, ...], text
     model.eval()
     context = model.config.max_positions
     stride = max(context // 2, 1)
-    scores = {name: score_stream(model, text.stream, context, unscored_ids, model.config.pad_id, stride, device=device) for name, text in texts.items()}
+    scores = {
+        name: score_stream(model, text.stream, context, unscored_ids, model.config.pad_id, stride, device=device, desc=f"perplexity {name}") for name, text in texts.items()
+    }
     return {
         "perplexity": {name: round(score.token_perplexity, 3) for name, score in scores.items()},
         "word_perplexity": {name: round(perplexity(score.nll, texts[name].words), 3) for name, score in scores.items()},

@@ -49,11 +49,13 @@ def run_training(
 ) -> Path:
     """Train (or resume) the run of `config`, evaluate it and write its
     checkpoint folder; returns that folder."""
+    if config.train.threads is not None:
+        torch.set_num_threads(config.train.threads)
     if config.is_language_model:
         return run_language_model_training(config, data_dir, out_dir, run_dir, device, max_steps)
     device = select_device(device)
     corpus = CORPORA[config.data.dataset]
-    splits = corpus.read(resolve_data_dir(data_dir))
+    splits = first_pairs(corpus.read(resolve_data_dir(data_dir)), config.data.max_pairs, config.data.max_eval_pairs)
     run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
     torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
     model, tokenizer, schedule_offset = initial_model(config, splits["train"], run)
@@ -69,6 +71,17 @@ def run_training(
     folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
     run.log(f"BLEU {metrics['bleu']}, chrF {metrics['chrf']}; checkpoint written to {folder}")
     return folder
+
+
+def first_pairs(splits: dict[str, list[Pair]], max_train: int | None, max_eval: int | None) -> dict[str, list[Pair]]:
+    """The first max_train training pairs and the first max_eval pairs of every other split (None: all)."""
+    return {split: pairs[: max_train if split == "train" else max_eval] for split, pairs in splits.items()}
+
+
+def evaluation_splits(loaded: LoadedModel, data_dir: str | Path | None) -> tuple[Corpus, dict[str, list[Pair]]]:
+    """A checkpoint's corpus and the held-out splits as its training run evaluated them (meta["max_eval_pairs"])."""
+    corpus = CORPORA[loaded.meta.get("corpus", "multi30k")]  # checkpoints older than meta["corpus"] are all Multi30k
+    return corpus, first_pairs(corpus.read(resolve_data_dir(data_dir)), None, loaded.meta.get("max_eval_pairs"))
 
 
 def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> tuple[Model, TextTokenizer, int]:
@@ -131,12 +144,13 @@ def checkpoint_meta(config: TrainConfig, model_config: ModelConfig, train_pairs:
     else:
         memory = f"{c.memory_size} memory slots" if c.memory_size else "no memory"
     origin = f", fine-tuned from {config.init_from}" if config.init_from else ""
+    evaluated = f"; evaluated on the first {config.data.max_eval_pairs:,} pairs of each held-out split" if config.data.max_eval_pairs else ""
     plain = f" ({config.working_memory.plain_epochs} of them without memory)" if config.working_memory and config.working_memory.plain_epochs else ""
     description = (
         f"{FAMILY_NAMES[c.family]}, {memory}; d_model {c.d_model}, {c.n_encoder_layers}+{c.n_decoder_layers} layers; "
-        f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}{plain} on {corpus.description}{origin}"
+        f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}{plain} on {corpus.description}{origin}{evaluated}"
     )
-    return {
+    meta = {
         "family": c.family,
         "memory_size": c.memory_size,
         "corpus": corpus.name,
@@ -144,6 +158,9 @@ def checkpoint_meta(config: TrainConfig, model_config: ModelConfig, train_pairs:
         "training_data": f"{corpus.description}, train ({train_pairs:,} pairs)",
         "description": description,
     }
+    if config.data.max_eval_pairs:
+        meta["max_eval_pairs"] = config.data.max_eval_pairs  # store-half and lesion re-measure on the same pairs
+    return meta
 
 
 def recompute_lesion(folder: str | Path, data_dir: str | Path | None = None, device: str = "auto") -> dict:
@@ -153,8 +170,8 @@ def recompute_lesion(folder: str | Path, data_dir: str | Path | None = None, dev
     loaded = load_checkpoint(folder, device)
     if loaded.config.memory_size == 0:
         raise CheckpointError(f"{folder} is a model without memory: there is no memory size to lesion")
-    corpus = CORPORA[loaded.meta.get("corpus", "multi30k")]
-    table = lesion_table(loaded.model, loaded.tokenizer, corpus.read(resolve_data_dir(data_dir))[corpus.headline])
+    corpus, splits = evaluation_splits(loaded, data_dir)
+    table = lesion_table(loaded.model, loaded.tokenizer, splits[corpus.headline])
     table["split"] = corpus.headline
     metrics = {**loaded.metrics, "lesion": table}
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")  # the layout save_checkpoint writes
@@ -200,8 +217,8 @@ def remeasure(loaded: LoadedModel, data_dir: str | Path | None = None) -> dict:
     """The measured part of metrics.json (all but "train"), as the training run measures it."""
     if loaded.config.family == "language_model":
         return remeasure_language_model(loaded.model, loaded.tokenizer, data_dir, loaded.device)
-    corpus = CORPORA[loaded.meta.get("corpus", "multi30k")]  # checkpoints older than meta["corpus"] are all Multi30k
-    return evaluation_metrics(loaded.model, loaded.tokenizer, corpus, corpus.read(resolve_data_dir(data_dir)))
+    corpus, splits = evaluation_splits(loaded, data_dir)
+    return evaluation_metrics(loaded.model, loaded.tokenizer, corpus, splits)
 
 
 def missing_numbers(old: dict | list, new: dict | list, path: str = "") -> list[str]:

@@ -73,7 +73,7 @@ class RunDir:
         wanted = json.loads(json.dumps(config.to_dict()))  # tuples -> lists, as stored
         if record.exists():
             stored = json.loads(record.read_text())
-            if stored != wanted:
+            if without_unset(stored) != without_unset(wanted):
                 changed = sorted(key for key in wanted.keys() | stored.keys() if wanted.get(key) != stored.get(key))
                 raise RunDirError(
                     f"{self.path} holds a run started with a different config (differs in: {', '.join(changed)}); "
@@ -113,3 +113,9 @@ class RunDir:
         if torch.cuda.is_available() and state["rng"]["cuda"]:
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
         return Progress(**state["progress"])
+
+
+def without_unset(config: dict) -> dict:
+    """The config without its None settings: a run recorded before an
+    optional key existed matches the same config read today."""
+    return {key: without_unset(value) if isinstance(value, dict) else value for key, value in config.items() if value is not None}

@@ -129,6 +129,7 @@ def test_sweep_on_multi30k_needs_the_data_directory(client, settings, tmp_path):
     assert str(tmp_path) not in detail and "/" not in detail.replace("`memlens data fetch multi30k`", "")  # no server path reaches a client
 
 
+@pytest.mark.needs_corpus("multi30k")
 def test_multi30k_reference_set_reads_the_data_directory(client):
     sources, references = client.app.state.jobs.reference_set("multi30k_test_2016")
     assert len(sources) == len(references) == 1000

@@ -50,6 +50,9 @@ def test_unknown_keys_are_errors_that_name_the_key(changes, key):
         ({"train": {"epochs": 0}}, "train.epochs"),
         ({"grow_memory_to": 8}, "needs init_from"),
         ({"init_from": "checkpoints/x"}, "remove the 'model' section"),
+        ({"data": {"max_eval_pairs": 0}}, "data.max_eval_pairs"),
+        ({"train": {"threads": 0}}, "train.threads"),
+        ({"model": {"family": "language_model"}, "data": {"dataset": "enwiki", "max_pairs": 100}}, "a language model has data.max_articles"),
     ],
 )
 def test_invalid_values_are_errors(changes, message):

@@ -16,8 +16,8 @@ def test_data_dir_setting_order(monkeypatch, tmp_path: Path):
     assert resolve_data_dir().parts[-2:] == ("shared", "data")
 
 
-def test_missing_folder_points_to_the_readme(tmp_path: Path):
-    with pytest.raises(DataError, match=r"multi30k.*README\.md"):
+def test_missing_folder_says_how_to_fetch_it(tmp_path: Path):
+    with pytest.raises(DataError, match=r"multi30k not found; run `memlens data fetch multi30k`"):
         read_multi30k(tmp_path, "train")
 
 

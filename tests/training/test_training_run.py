@@ -12,10 +12,12 @@ import torch
 from safetensors.torch import load_file
 
 from inference.checkpoint import FILES, CheckpointRegistry, load_checkpoint
+from tests.training.conftest import make_tiny_config
 from training.cli import main
 from training.config import config_from_dict
 from training.corpora import CORPORA
-from training.run import evaluation_metrics, run_training
+from training.evaluate import score_splits
+from training.run import evaluation_metrics, remeasure, run_training
 from training.rundir import RunDirError
 
 
@@ -139,3 +141,25 @@ def test_store_half_refuses_numbers_it_cannot_remeasure(tmp_path, trained, synth
     assert "bleu.test_2017_flickr" in capsys.readouterr().err
     assert {name: (extra / name).read_bytes() for name in FILES} == files  # left as it was
     assert not list(tmp_path.glob(".*"))
+
+
+def test_quick_run_trains_and_evaluates_on_the_first_pairs(tmp_path, synthetic_data_dir, capsys):
+    values = make_tiny_config("tiny_quick", epochs=1, threads=1).to_dict()
+    values["data"].update(max_pairs=64, max_eval_pairs=5)
+    threads = torch.get_num_threads()
+    try:
+        folder = run_training(config_from_dict(values), synthetic_data_dir, tmp_path / "quick", tmp_path / "run", device="cpu")
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+    progress = capsys.readouterr().err  # a bar per phase, with the sentences or steps done and left
+    for bar in ("epoch 1/1: 100%", "val BLEU: 100%", "BLEU val: 100%", "BLEU test_2016_flickr: 100%", "lesion sweep: 100%"):
+        assert bar in progress, bar
+    assert "5/5 [" in progress and "4/4 [" in progress
+    loaded = load_checkpoint(folder, "cpu")
+    assert loaded.metrics["train"]["steps"] == 64 // 16
+    assert loaded.meta["training_data"].endswith("train (64 pairs)") and loaded.meta["max_eval_pairs"] == 5
+    assert "evaluated on the first 5 pairs of each held-out split" in loaded.meta["description"]
+    first = {split: pairs[:5] for split, pairs in CORPORA["multi30k"].read(synthetic_data_dir).items() if split != "train"}
+    assert loaded.metrics["bleu"] == score_splits(loaded.model, loaded.tokenizer, first)["bleu"]
+    assert remeasure(loaded, synthetic_data_dir)["bleu"] == loaded.metrics["bleu"]  # store-half re-measures the same pairs
