@@ -14,7 +14,7 @@ from app.deps import JobsDep, RunnerDep
 from app.figures import quantize_percent
 from app.schemas import (
     COMMON_ERRORS, MODEL_ERRORS, AttentionRequest, AttentionResponse, AttributionRequest, AttributionResponse, BlocksResponse, CompareRequest,
-    CompareResponse, JobResponse, MemoryRequest, MemoryResponse, ModelsResponse, SweepRequest, TextRequest, TranslationResponse, errors,
+    CompareResponse, DecodedTextRequest, JobResponse, MemoryRequest, MemoryResponse, ModelsResponse, SweepRequest, TranslationResponse, errors,
 )
 from app.store import Job
 from app.uploads import read_upload
@@ -44,8 +44,8 @@ def models(runner: RunnerDep) -> dict:
 
 
 @router.post("/translate", response_model=TranslationResponse, responses=MODEL_ERRORS)
-def translate(request: TextRequest, runner: RunnerDep) -> dict:
-    return asdict(runner.translate(request.model, request.text, request.interventions))
+def translate(request: DecodedTextRequest, runner: RunnerDep) -> dict:
+    return asdict(runner.translate(request.model, request.text, request.interventions, request.decoding))
 
 
 @router.post("/attention", response_model=AttentionResponse, responses=MODEL_ERRORS)
@@ -56,7 +56,8 @@ def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
         raise InputError(f"unknown stack {shown(request.stack)}; this model has {', '.join(stacks)}")
     if request.layer >= stacks[request.stack]:
         raise InputError(f"layer {request.layer} is out of range for {request.stack} (0 to {stacks[request.stack] - 1})")
-    trace = runner.trace(request.model, request.text, request.interventions, names=[pattern_hook_name(request.stack, request.layer)])
+    trace = runner.trace(request.model, request.text, request.interventions, names=[pattern_hook_name(request.stack, request.layer)],
+                         decoding=request.decoding)
     view = layer_attention(trace, request.stack, request.layer)
     return {
         "stack": view.stack, "layer": view.layer, "translation": trace.translations[0],
@@ -77,7 +78,7 @@ def compare(request: CompareRequest, runner: RunnerDep) -> dict:
     """One sentence through several models: translations and block mass, aligned."""
     rows = []
     for model in dict.fromkeys(request.models):
-        trace = runner.trace(model, request.text, Interventions(), names=["*.pattern"])
+        trace = runner.trace(model, request.text, Interventions(), names=["*.pattern"], decoding=request.decoding)
         rows.append({"model": model, "translation": trace.translations[0], "blocks": [asdict(b) for b in attention_blocks(trace)]})
     return {"text": request.text, "models": rows}
 
@@ -110,8 +111,8 @@ def job_json(job: Job) -> dict:
 
 
 @router.post("/blocks", response_model=BlocksResponse, responses=MODEL_ERRORS)
-def blocks(request: TextRequest, runner: RunnerDep) -> dict:
-    return {"blocks": [asdict(b) for b in runner.blocks(request.model, request.text, request.interventions)]}
+def blocks(request: DecodedTextRequest, runner: RunnerDep) -> dict:
+    return {"blocks": [asdict(b) for b in runner.blocks(request.model, request.text, request.interventions, request.decoding)]}
 
 
 @router.post("/memory", response_model=MemoryResponse, responses=MODEL_ERRORS)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 DEFAULT_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+SHUTDOWN_SECONDS = 3  # how long `memlens serve` lets running requests finish after SIGTERM
 
 
 def checkpoint_dir(value: str | None) -> Path:
@@ -101,7 +102,9 @@ def serve(args: argparse.Namespace) -> int:
     overrides = {"checkpoint_dir": checkpoint_dir(args.checkpoints)}
     if args.device:
         overrides["device"] = args.device
-    uvicorn.run(create_app(Settings(**overrides)), host=args.host, port=args.port)
+    # On SIGTERM, requests still running after SHUTDOWN_SECONDS are cancelled (their clients get no answer)
+    # and a running job goes back to the queue after its current batch.
+    uvicorn.run(create_app(Settings(**overrides)), host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_SECONDS)
     return 0
 
 

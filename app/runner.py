@@ -24,6 +24,7 @@ from inference.analyses.ff_values import FFMemories, ff_memories
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.analyses.working_memory import MemoryAttention, StepDecision, StreamToken, step_decisions, stream_tokens, target_to_memory_attention
 from inference.checkpoint import CheckpointRegistry, LoadedModel, read_json_object
+from inference.decoding import GREEDY, Decoding
 from inference.interventions import Interventions
 from inference.models.language_model import FAMILY as LANGUAGE_MODEL_FAMILY
 from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
@@ -59,6 +60,7 @@ class Translation:
     roles: dict[str, list[str]]  # axis -> roles
     memory_size: int
     interventions: dict
+    decoding: dict | None  # how the output was chosen (Decoding); None for a working-memory model, which samples its memory
 
 
 @dataclass
@@ -141,17 +143,19 @@ class Runner:
             raise InputError(f"the text has {n_tokens} tokens; the limit is {self.max_source_tokens}")
         return text
 
-    def trace(self, model: str, text: str, interventions: Interventions, names: list[str] | None, seed: int = 0) -> Trace:
+    def trace(self, model: str, text: str, interventions: Interventions, names: list[str] | None, seed: int = 0,
+              decoding: Decoding = GREEDY) -> Trace:
         """The model's own translation of `text` under `interventions`, traced
-        (`seed`: the working memory's sampling seed).
+        (`seed`: the working memory's sampling seed; `decoding`: greedy or beam search).
 
         Recent traces are kept: toggling a lesion back and forth, or
         switching the layer on view, re-runs nothing."""
-        return self._recent_trace(self.translator(model), text, interventions, names, self.max_new_tokens, seed)
+        return self._recent_trace(self.translator(model), text, interventions, names, self.max_new_tokens, seed, decoding)
 
-    def _recent_trace(self, loaded: LoadedModel, text: str, interventions: Interventions, names: list[str] | None, max_new_tokens: int, seed: int) -> Trace:
+    def _recent_trace(self, loaded: LoadedModel, text: str, interventions: Interventions, names: list[str] | None, max_new_tokens: int, seed: int,
+                      decoding: Decoding = GREEDY) -> Trace:
         text = self.check_text(loaded, text)
-        key = (loaded.name, text, interventions, tuple(names) if names is not None else None, max_new_tokens, seed)
+        key = (loaded.name, text, interventions, tuple(names) if names is not None else None, max_new_tokens, seed, decoding)
         trace = self._cached(key)
         if trace is not None:
             return trace
@@ -160,8 +164,9 @@ class Runner:
             if trace is not None:
                 return trace
             try:
-                trace = run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=max_new_tokens, seed=seed)
-            except ValueError as error:  # input the checks above cannot see, e.g. a text longer than the language model's window
+                trace = run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=max_new_tokens, seed=seed,
+                                       decoding=decoding)
+            except ValueError as error:  # input the checks above cannot see: a text longer than the language model's window, beam search on a model that samples
                 raise InputError(str(error)) from None
         self._keep(key, trace)
         return trace
@@ -238,8 +243,8 @@ class Runner:
         trace = self.trace(model, text, interventions, ["decoder.layers.*.self_attn.pattern"], seed)
         return MemoryView(trace, stream_tokens(trace), step_decisions(trace, loaded.tokenizer), target_to_memory_attention(trace, layer))
 
-    def translate(self, model: str, text: str, interventions: Interventions) -> Translation:
-        trace = self.trace(model, text, interventions, names=["logits"])
+    def translate(self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY) -> Translation:
+        trace = self.trace(model, text, interventions, names=["logits"], decoding=decoding)
         return translation_of(trace)
 
     def attribution(self, model: str, text: str, position: int, interventions: Interventions) -> Attribution:
@@ -253,8 +258,8 @@ class Runner:
             except ValueError as error:  # an output position the translation does not have
                 raise InputError(str(error)) from None
 
-    def blocks(self, model: str, text: str, interventions: Interventions) -> list[HeadBlocks]:
-        return attention_blocks(self.trace(model, text, interventions, names=["*.pattern"]))
+    def blocks(self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY) -> list[HeadBlocks]:
+        return attention_blocks(self.trace(model, text, interventions, names=["*.pattern"], decoding=decoding))
 
 
 def translation_of(trace: Trace) -> Translation:
@@ -266,6 +271,7 @@ def translation_of(trace: Trace) -> Translation:
         roles={axis: rows[0] for axis, rows in trace.roles.items()},
         memory_size=trace.config["run_memory_size"],
         interventions=trace.config["interventions"],
+        decoding=trace.config.get("decoding"),
     )
 
 

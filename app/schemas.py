@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.validation import FieldText, ModelName, Reference
+from inference.decoding import Decoding
 from inference.interventions import Interventions
 
 DEMO_TEXT = "Ein Hund läuft über die Wiese."
@@ -43,7 +44,17 @@ class TextRequest(BaseModel):
     interventions: Interventions = Field(default_factory=Interventions)
 
 
-class AttentionRequest(TextRequest):
+class DecodedTextRequest(TextRequest):
+    """A text the model translates itself, greedily or by beam search (the Memory Transformer families)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "memtransformer_10", "text": DEMO_TEXT},
+        {"model": "memtransformer_10", "text": DEMO_TEXT, "decoding": {"method": "beam", "beam_size": 4, "length_penalty": 0.6}},
+    ]})
+    decoding: Decoding = Field(default_factory=Decoding, description="greedy (default) or beam search; a working-memory model decodes greedily only")
+
+
+class AttentionRequest(DecodedTextRequest):
     model_config = ConfigDict(json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "stack": "decoder.cross_attn", "layer": 1}]})
     stack: str = Field(max_length=100, description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn")
     layer: int = Field(ge=0, le=1024)
@@ -64,6 +75,7 @@ class CompareRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"models": ["transformer", "memtransformer_10"], "text": DEMO_TEXT}]})
     models: list[ModelName] = Field(min_length=1, max_length=6)
     text: FieldText
+    decoding: Decoding = Field(default_factory=Decoding)
 
 
 class MemoryRequest(TextRequest):
@@ -112,6 +124,7 @@ class TranslationResponse(BaseModel):
     roles: dict[str, list[str]]
     memory_size: int
     interventions: dict[str, Any]
+    decoding: dict[str, Any] | None = Field(description="how the output was chosen; null for a working-memory model, which samples its memory")
 
 
 class AttentionResponse(BaseModel):

@@ -133,14 +133,16 @@ def read_config(folder: Path) -> tuple[MemoryTransformerConfig, dict]:
     return config, raw.get("meta") or {}
 
 
-def check_weights(folder: Path, config: MemoryTransformerConfig) -> None:
-    """Compare the safetensors header with the shapes the config implies,
-    without reading the weights."""
+def parameter_shapes(model: torch.nn.Module) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(p.shape) for name, p in model.named_parameters()}
+
+
+def check_weights(folder: Path, expected: dict[str, tuple[int, ...]]) -> None:
+    """Compare the safetensors header with the parameter shapes of the model
+    the config builds, without reading the weights."""
     path = folder / "model.safetensors"
     if not path.exists():
         raise CheckpointError("model.safetensors is missing")
-    with torch.device("meta"):
-        expected = {name: tuple(p.shape) for name, p in build_model(config).named_parameters()}
     try:
         with safe_open(str(path), framework="pt") as stored:
             found = {name: tuple(stored.get_slice(name).get_shape()) for name in stored.keys()}
@@ -173,10 +175,10 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a folder")
     config, meta = read_config(folder)
-    check_weights(folder, config)
+    model = build_model(config)
+    check_weights(folder, parameter_shapes(model))
     tokenizer = load_tokenizer(folder, config)
     metrics = read_json_object(folder / "metrics.json")
-    model = build_model(config)
     # Names, shapes and size were checked above; float16 weights become
     # float32 here, as load_state_dict casts into the float32 model.
     load_model(model, str(folder / "model.safetensors"), strict=True)
@@ -221,7 +223,9 @@ class CheckpointRegistry:
         entry = RegistryEntry(folder.name, folder)
         try:
             entry.config, entry.meta = read_config(folder)
-            check_weights(folder, entry.config)
+            with torch.device("meta"):  # shapes without memory
+                shapes = parameter_shapes(build_model(entry.config))
+            check_weights(folder, shapes)
             entry.metrics = read_json_object(folder / "metrics.json")
             load_tokenizer(folder, entry.config)  # a few ms: a broken tokenizer is found at start-up, not on first use
         except CheckpointError as error:

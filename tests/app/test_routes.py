@@ -202,3 +202,22 @@ def test_concurrent_requests_queue_and_agree(client):
         responses = list(pool.map(lambda body: client.post("/api/translate", json=body), bodies))
     assert [r.status_code for r in responses] == [200] * 8
     assert [r.json() for r in responses] == expected
+
+
+def test_translate_by_beam_search_says_how_it_decoded(client, checkpoint_dir):
+    from inference.checkpoint import load_checkpoint
+    from inference.decoding import Decoding
+    from inference.trace import run_with_trace
+
+    beam = {"method": "beam", "beam_size": 3, "length_penalty": 1.0}
+    response = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "decoding": beam}).json()
+    expected = run_with_trace(load_checkpoint(checkpoint_dir / MODEL, "cpu"), TEXT, names=["logits"], decoding=Decoding(**beam), max_new_tokens=12)
+    assert response["decoding"] == beam and response["translation"] == expected.translations[0]
+    assert client.post("/api/translate", json={"model": MODEL, "text": TEXT}).json()["decoding"]["method"] == "greedy"
+
+
+def test_beam_search_on_a_model_that_samples_its_memory_is_a_400(client):
+    response = client.post("/api/translate", json={"model": "tiny_working_memory", "text": TEXT, "decoding": {"method": "beam"}})
+    assert response.status_code == 400 and "beam" in response.json()["detail"]
+    bad = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "decoding": {"method": "beam", "beam_size": 50}})
+    assert bad.status_code == 422

@@ -126,3 +126,15 @@ def test_help_imports_neither_torch_nor_the_web_stack(argv):
                             cwd=Path(__file__).resolve().parents[2])
     assert "usage: memlens" in result.stdout
     assert result.stderr.strip().splitlines()[-1] == "LOADED"
+
+
+def test_serve_cancels_requests_still_running_shortly_after_sigterm(monkeypatch, tmp_path):
+    import uvicorn
+
+    from app.cli import SHUTDOWN_SECONDS
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append(options))
+    assert main(["--checkpoints", str(tmp_path), "serve", "--port", "8123"]) == 0
+    assert calls == [{"host": "127.0.0.1", "port": 8123, "timeout_graceful_shutdown": SHUTDOWN_SECONDS}]
+    assert SHUTDOWN_SECONDS <= 5
