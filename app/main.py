@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from app import api, ff_api, ff_pages, job_pages, memory_pages, pages
+from app.allocator import limit_malloc_arenas
 from app.body_limit import LimitBody
 from app.client_gone import WatchDisconnect
 from app.errors import install_error_handlers
@@ -36,6 +37,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        limit_malloc_arenas()  # before the worker threads that run requests start
         registry = CheckpointRegistry(settings.checkpoint_dir, settings.device)  # scans only; models load on first use
         app.state.runner = Runner(registry, settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens,
                                   recent_trace_bytes=settings.max_cache_mb * 2**20)

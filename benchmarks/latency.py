@@ -50,7 +50,7 @@ def main() -> None:
     args = parser.parse_args()
     sentence = demo_sentences()[0].source
     with TestClient(create_app(Settings(device="cpu"))) as client:
-        client.app.state.runner.recent_traces = 0
+        client.app.state.runner.recent_trace_bytes = 0
         trained = client.get("/api/models").json()
         memory = next(m["config"]["memory_size"] for m in trained["models"] if m["name"] == args.model)
         sizes = [k for k in range(3 * memory + 1) if k != memory]
