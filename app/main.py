@@ -18,6 +18,7 @@ from app import api, ff_api, ff_pages, job_pages, memory_pages, pages
 from app.errors import install_error_handlers
 from app.jobs import JobRunner
 from app.runner import Runner
+from app.security import SecurityMiddleware
 from app.settings import REPO_ROOT, Settings
 from app.store import JobStore
 from inference.checkpoint import CheckpointRegistry
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="MemLens", description="Look inside memory-augmented transformers.", lifespan=lifespan,
                   docs_url=None, redoc_url=None)  # /docs below: FastAPI's own loads Swagger UI from a CDN with an inline script
+    app.add_middleware(SecurityMiddleware)
     app.state.settings = settings
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPO_ROOT / "templates"), autoescape=True)
     app.state.templates = Jinja2Templates(env=environment)
