@@ -5,6 +5,11 @@ figure covers a button."""
 
 from __future__ import annotations
 
+import base64
+import html
+import json
+
+import numpy as np
 import pytest
 
 from tests.e2e.conftest import upload_demo_corpus
@@ -188,3 +193,67 @@ def test_job_result_after_polling(page, server_url, tmp_path):
     upload_demo_corpus(page, server_url, MODEL, tmp_path)
     page.wait_for_function(f"() => document.querySelector('#job [data-figure]') && {QUIET} && {DRAWN}", timeout=120_000)
     assert_layout(page, 2)
+
+
+LONG = ("Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, während zwei Kinder im Garten mit einem großen "
+        "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, das sie gestern in der kleinen Buchhandlung am "
+        "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, und eine Katze beobachtet die Vögel, die auf dem "
+        "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, die mit ihrem Fahrrad zur Arbeit fährt.")
+
+# Per axis: the tick labels in screen order, and those a person cannot read: closer than a line of text to the
+# previous one, or not on screen (inside the figure's own scrolling box) once scrolled to.
+TICK_LABELS = """(axis) => {
+  const figure = document.getElementById("figure-heatmap");
+  // Where a label meets its axis, in page coordinates: key labels start there (rotated about their start), query
+  // labels are centred on their row.
+  const position = (tick) => {
+    const box = tick.getBoundingClientRect();
+    return axis === "x" ? box.left + figure.scrollLeft + scrollX : box.top + box.height / 2 + scrollY;
+  };
+  const ticks = [...figure.querySelectorAll(`.${axis}tick text`)].map((tick) => [position(tick), tick]).sort((a, b) => a[0] - b[0]);
+  const unreachable = [];
+  ticks.forEach(([at, tick], i) => {
+    if (i > 0 && at - ticks[i - 1][0] < 12) unreachable.push(`${tick.textContent}: ${at - ticks[i - 1][0]} px after the previous label`);
+    tick.scrollIntoView({ block: "center", inline: "center" });
+    const box = tick.getBoundingClientRect(), frame = figure.getBoundingClientRect();
+    if (!(box.left >= Math.max(0, frame.left) - 1 && box.right <= Math.min(innerWidth, frame.right) + 1 && box.top >= 0 && box.bottom <= innerHeight)) {
+      unreachable.push(`${tick.textContent}: off screen`);
+    }
+  });
+  return { labels: ticks.map(([, tick]) => tick.textContent), unreachable };
+}"""
+
+
+def test_long_input_keeps_every_token_label_reachable(page, server_url):
+    open_page(page, f"{server_url}/explore?model={MODEL}")
+    page.fill("textarea[name=text]", LONG)
+    swap(page, page.click, "#explore button[type=submit]")
+    assert_layout(page, 3)
+    figure = json.loads(page.text_content("#figure-data-heatmap"))["data"][0]
+    assert len(figure["x"]) > 110  # 100+ source tokens and 10 memory slots
+    for axis, labels in (("x", figure["x"]), ("y", figure["y"])):
+        shown = page.evaluate(TICK_LABELS, axis)
+        assert shown["labels"] == [html.unescape(label) for label in labels]  # escaped for Plotly, shown as typed
+        assert shown["unreachable"] == []
+    # The last cell, bottom right, answers a hover with its own query and key.
+    page.evaluate("""() => {
+      const figure = document.getElementById("figure-heatmap"), plot = figure.querySelector(".nsewdrag").getBoundingClientRect();
+      figure.scrollLeft = figure.scrollWidth;
+      scrollBy(0, plot.bottom - innerHeight + 40);
+    }""")
+    plot = page.locator("#figure-heatmap .nsewdrag").bounding_box()
+    page.mouse.move(plot["x"] + plot["width"] * (1 - 0.5 / len(figure["x"])), plot["y"] + plot["height"] * (1 - 0.5 / len(figure["y"])))
+    page.wait_for_selector("#figure-heatmap .hoverlayer .hovertext")
+    hover = page.text_content("#figure-heatmap .hoverlayer")
+    assert f"query {html.unescape(figure['y'][-1])}" in hover and f"key {html.unescape(figure['x'][-1])}" in hover
+
+
+def test_autoscale_reaches_the_heatmap(page, server_url):
+    explore(page, server_url)
+    assert json.loads(page.text_content("#figure-data-heatmap"))["data"][0]["zmax"] == 100
+    swap(page, page.check, "input[name=autoscale]")
+    heatmap = json.loads(page.text_content("#figure-data-heatmap"))["data"][0]
+    weights = np.frombuffer(base64.b64decode(heatmap["z"]["bdata"]), dtype=np.uint8)
+    assert heatmap["zmax"] == max(1, int(weights.max())) < 100
+    assert heatmap["colorbar"]["title"]["text"] == "% (head max)"
+    assert_layout(page, 3)
