@@ -17,6 +17,7 @@ from fastapi.templating import Jinja2Templates
 from app import api, ff_api, ff_pages, job_pages, memory_pages, pages
 from app.errors import install_error_handlers
 from app.jobs import JobRunner
+from app.model_metrics import metric_columns
 from app.runner import Runner
 from app.security import SecurityMiddleware
 from app.settings import REPO_ROOT, Settings
@@ -48,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityMiddleware)
     app.state.settings = settings
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPO_ROOT / "templates"), autoescape=True)
+    environment.globals["metric_columns"] = metric_columns
     app.state.templates = Jinja2Templates(env=environment)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
 
