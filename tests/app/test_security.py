@@ -70,6 +70,7 @@ def test_cross_origin_form_post_from_a_page_gets_a_readable_error(client):
     {},  # curl, the Python client: no browser acting for another site
     {"Origin": "http://testserver"},
     {"Sec-Fetch-Site": "same-origin", "Origin": "http://testserver"},
+    {"Sec-Fetch-Site": "same-origin", "Origin": "https://memlens.example"},  # behind a proxy that rewrites Host
     {"Sec-Fetch-Site": "none"},  # typed in by the user
 ])
 def test_same_origin_and_non_browser_requests_pass(client, headers):
