@@ -5,6 +5,11 @@ ships uint8 numpy arrays as base64 binary, about 1 byte per cell instead of
 ~20 for a float in JSON text, which keeps a 256-token map responsive.
 Tokens are escaped before they reach Plotly, whose labels accept a little
 HTML.
+
+The one-head heatmap grows with its input (every row and column at least
+MIN_CELL_PX, every token labelled) and scrolls inside its container rather
+than dropping labels; with autoscale each head's colour scale runs from 0 to
+that head's own largest weight, so weak heads do not look empty.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from inference.analyses.blocks import BLOCKS, HeadBlocks
 from inference.trace import MEMORY_ROLES
 
 COLORSCALE = "Blues"
+MIN_CELL_PX, MAX_CELL_PX, MAP_PX = 16, 28, 700  # a heatmap cell's side: MAP_PX / tokens, within these bounds
+CHAR_PX = 7  # width of one label character at Plotly's default 12 px font
 # Block of (query is memory, key is memory), as in Memory Transformer, Figure 3.
 BLOCK_NAMES = {(False, False): "update", (True, False): "write", (False, True): "read", (True, True): "process"}
 
@@ -69,40 +76,53 @@ def block_overlays(attention: LayerAttention) -> tuple[list[dict], list[dict]]:
     return shapes, annotations
 
 
-def attention_heatmap(attention: LayerAttention, head: int) -> go.Figure:
+def color_max(percent: np.ndarray, autoscale: bool) -> int:
+    """Top of the colour scale: 100%, or with autoscale the largest weight shown (at least 1%)."""
+    return max(1, int(percent.max())) if autoscale else 100
+
+
+def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = False) -> go.Figure:
     """One head's map, large: query on the left, key on top. Shapes and
-    labels sit at category indices, which Plotly accepts on category axes."""
+    labels sit at category indices, which Plotly accepts on category axes.
+    Sized by its token counts, so no label is dropped however long the input."""
     x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
     shapes, annotations = block_overlays(attention)
+    z = quantize_percent(attention.weights[head])  # [q, k] uint8 percent
+    cell = max(MIN_CELL_PX, min(MAX_CELL_PX, MAP_PX // max(len(x), len(y))))
+    top = 70 + CHAR_PX * max(map(len, x))  # the title above key labels rotated by 60 degrees
+    left = 20 + CHAR_PX * max(map(len, y))
     figure = go.Figure(go.Heatmap(
-        z=quantize_percent(attention.weights[head]), x=x, y=y, zmin=0, zmax=100, colorscale=COLORSCALE,
-        colorbar={"title": {"text": "%"}}, hovertemplate="query %{y}<br>key %{x}<br>weight %{z}%<extra></extra>",
+        z=z, x=x, y=y, zmin=0, zmax=color_max(z, autoscale), colorscale=COLORSCALE,
+        colorbar={"title": {"text": "% (head max)" if autoscale else "%"}},
+        hovertemplate="query %{y}<br>key %{x}<br>weight %{z}%<extra></extra>",
     ))
     figure.update_layout(
         title=f"{attention.stack} layer {attention.layer} head {head}",
-        shapes=shapes, annotations=annotations, height=min(1000, 300 + 16 * len(y)), margin={"l": 10, "r": 10, "t": 150, "b": 10},
-        title_y=0.99, title_yanchor="top",
+        shapes=shapes, annotations=annotations, width=left + cell * len(x) + 120, height=top + cell * len(y) + 20,
+        margin={"l": 10, "r": 10, "t": top, "b": 10}, title_y=0.99, title_yanchor="top",
     )
-    figure.update_xaxes(side="top", type="category", tickangle=-60)
-    figure.update_yaxes(autorange="reversed", type="category")
+    figure.update_xaxes(side="top", type="category", tickangle=-60, dtick=1)
+    figure.update_yaxes(autorange="reversed", type="category", dtick=1)
     return figure
 
 
-def head_grid(attention: LayerAttention, columns: int = 4) -> go.Figure:
-    """All heads of one layer as small multiples."""
+def head_grid(attention: LayerAttention, columns: int = 4, autoscale: bool = False) -> go.Figure:
+    """All heads of one layer as small multiples; with autoscale each on its own colour scale."""
     heads = attention.weights.shape[0]
     rows = -(-heads // columns)
     figure = make_subplots(rows=rows, cols=columns, subplot_titles=[f"head {h}" for h in range(heads)],
                            horizontal_spacing=0.03, vertical_spacing=0.08)
     x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
     for h in range(heads):
+        z = quantize_percent(attention.weights[h])  # [q, k] uint8 percent
         figure.add_trace(go.Heatmap(
-            z=quantize_percent(attention.weights[h]), x=x, y=y, zmin=0, zmax=100, colorscale=COLORSCALE, showscale=False,
+            z=z, x=x, y=y, zmin=0, zmax=color_max(z, autoscale), colorscale=COLORSCALE, showscale=False,
             hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
         ), row=h // columns + 1, col=h % columns + 1)
     figure.update_xaxes(showticklabels=False, type="category")
     figure.update_yaxes(showticklabels=False, autorange="reversed", type="category")
-    figure.update_layout(title=f"{attention.stack} layer {attention.layer}: all heads", height=230 * rows + 60,
+    scale = "each head's colour scale up to its own largest weight" if autoscale else "colour scale 0 to 100%"
+    figure.update_layout(title=f"{attention.stack} layer {attention.layer}: all heads ({scale})", height=230 * rows + 60,
                          margin={"l": 10, "r": 10, "t": 70, "b": 10})
     return figure
 

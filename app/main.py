@@ -8,6 +8,7 @@ from pathlib import Path
 import jinja2
 import js_lib_htmx
 import plotly
+import swagger_ui_bundle
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -19,16 +20,20 @@ from app.body_limit import LimitBody
 from app.client_gone import WatchDisconnect
 from app.errors import install_error_handlers
 from app.jobs import JobRunner
+from app.model_metrics import metric_columns
 from app.runner import Runner
 from app.schemas import Health
-from app.store import JobStore
+from app.security import SecurityMiddleware
 from app.settings import REPO_ROOT, Settings
+from app.store import JobStore
 from inference.checkpoint import CheckpointRegistry
 
-# Served from the installed packages: the page works with the network off.
+# Served from the installed packages: the pages and the API docs work with the network off.
 VENDOR_FILES = {
     "htmx.min.js": Path(js_lib_htmx.__file__).parent / "static" / "htmx" / "htmx.min.js",
     "plotly.min.js": Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
+    "swagger-ui-bundle.js": Path(swagger_ui_bundle.swagger_ui_path) / "swagger-ui-bundle.js",
+    "swagger-ui.css": Path(swagger_ui_bundle.swagger_ui_path) / "swagger-ui.css",
 }
 
 
@@ -45,9 +50,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         app.state.jobs.shutdown()
 
-    app = FastAPI(title="MemLens", description="Look inside memory-augmented transformers.", lifespan=lifespan)
+    app = FastAPI(title="MemLens", description="Look inside memory-augmented transformers.", lifespan=lifespan,
+                  docs_url=None, redoc_url=None)  # /docs below: FastAPI's own loads Swagger UI from a CDN with an inline script
+    app.add_middleware(SecurityMiddleware)
     app.state.settings = settings
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPO_ROOT / "templates"), autoescape=True)
+    environment.globals["metric_columns"] = metric_columns
     app.state.templates = Jinja2Templates(env=environment)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
 
@@ -55,7 +63,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def vendor(name: str) -> FileResponse:
         if name not in VENDOR_FILES:
             raise HTTPException(404, f"no vendor file {name!r}")
-        return FileResponse(VENDOR_FILES[name], media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+        return FileResponse(VENDOR_FILES[name], headers={"Cache-Control": "max-age=86400"})
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> FileResponse:
+        """Swagger UI on /openapi.json, from the vendor files and static/api-docs.js."""
+        return FileResponse(REPO_ROOT / "static" / "api-docs.html")
 
     @app.get("/healthz", tags=["api"], response_model=Health)
     def healthz() -> dict:

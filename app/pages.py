@@ -101,6 +101,7 @@ def explore_run(
     stack: Annotated[str, Form(max_length=100)] = "",
     layer: Annotated[int, Form(ge=0, le=1024)] = 0,
     head: Annotated[int, Form(ge=0, le=1024)] = 0,
+    autoscale: Annotated[bool, Form()] = False,
 ):
     """Translate with and without the lesion; the attention views follow the lesioned run."""
     stacks = explore_controls(runner, model)["stacks"]
@@ -117,8 +118,8 @@ def explore_run(
     if head >= view.weights.shape[0]:
         raise InputError(f"head {head} is out of range (0 to {view.weights.shape[0] - 1})")
     figures = {
-        "heatmap": figure_json(attention_heatmap(view, head)),
-        "grid": figure_json(head_grid(view)),
+        "heatmap": figure_json(attention_heatmap(view, head, autoscale)),
+        "grid": figure_json(head_grid(view, autoscale=autoscale)),
         "blocks": figure_json(block_summary(attention_blocks(lesioned), stack)),
     }
     return render(

@@ -1,11 +1,4 @@
-// Renders the Plotly figures that htmx swaps in, and keeps small controls in step.
-function renderFigures(root) {
-  root.querySelectorAll("[data-figure]").forEach((element) => {
-    const figure = JSON.parse(document.getElementById(element.dataset.figure).textContent);
-    Plotly.react(element, figure.data, figure.layout, { responsive: true, displaylogo: false });
-  });
-}
-
+// Keeps small controls in step (figures are drawn by figures.js).
 function syncSlots() {
   const slider = document.querySelector("input[name=memory_size]");
   if (!slider) return;
@@ -20,7 +13,6 @@ function syncSlots() {
 // A successful swap elsewhere clears old errors; an error fragment swaps into #errors itself.
 document.addEventListener("htmx:afterSwap", (event) => {
   if (event.detail.target.id !== "errors") document.getElementById("errors").replaceChildren();
-  renderFigures(event.detail.target);
 });
 document.addEventListener("input", (event) => {
   if (event.target.name === "memory_size") syncSlots();
@@ -31,7 +23,8 @@ document.addEventListener("change", (event) => {
     htmx.trigger("#explore", "submit");
   }
 });
-document.addEventListener("DOMContentLoaded", () => { syncSlots(); renderFigures(document); });
+document.addEventListener("DOMContentLoaded", syncSlots);
+document.addEventListener("htmx:afterSettle", syncSlots);  // a page swapped into the body brings its own slider
 
 // FF memories page: key buttons write the edits field and re-run; the key browser pages and jumps to keys.
 function submitForm(id) {

@@ -120,7 +120,7 @@ def test_the_language_model_is_refused_where_a_translator_is_needed(client):
 def test_home_links_every_model_to_its_ff_memories(client):
     home = client.get("/").text
     assert f'href="/ff?model={LM}"' in home and f'href="/ff?model={TRANSLATOR}"' in home
-    assert "wikitext103_test 900.0" in home
+    assert "word perplexity WikiText-103 test" in home and "900.0" in home
 
 
 def test_a_working_memory_decoder_is_read_on_its_stream(client):

@@ -1,6 +1,7 @@
 """A real uvicorn server on the shipped checkpoints, driven by Debian's
 Chromium through Playwright (no browser download). Screenshots go to
-test-artifacts/."""
+test-artifacts/; a JavaScript error or a Content-Security-Policy violation
+on a page fails its test."""
 
 from __future__ import annotations
 
@@ -62,11 +63,14 @@ def page(browser, request):
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    violations: list[str] = []  # the browser reports what the Content-Security-Policy blocked as console errors
+    page.on("console", lambda message: violations.append(message.text) if "Content Security Policy" in message.text else None)
     yield page
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not violations, f"Content-Security-Policy violations on the page: {violations}"
 
 
 def upload_demo_corpus(page, server_url: str, model: str, folder: Path, rows: int = 6) -> None:

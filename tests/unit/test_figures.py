@@ -1,0 +1,56 @@
+"""Attention figures of a long real input: every token labelled, and the
+per-head autoscale puts the top of each colour scale at that head's largest
+weight."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.figures import MIN_CELL_PX, attention_heatmap, axis_labels, head_grid
+from inference.analyses.attention import layer_attention
+from inference.checkpoint import load_checkpoint
+from inference.trace import run_with_trace
+
+LONG = ("Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, während zwei Kinder im Garten mit einem großen "
+        "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, das sie gestern in der kleinen Buchhandlung am "
+        "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, und eine Katze beobachtet die Vögel, die auf dem "
+        "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, die mit ihrem Fahrrad zur Arbeit fährt.")
+
+
+@pytest.fixture(scope="module")
+def view():
+    """Layer 3 of the encoder of the shipped memtransformer_10 on a 100+-token input: [heads, q, k] weights."""
+    trace = run_with_trace(load_checkpoint("checkpoints/memtransformer_10"), LONG, names=["*.pattern"])
+    view = layer_attention(trace, "encoder.attn", 3)
+    assert len(view.key_tokens) > 100
+    return view
+
+
+def percent_max(weights) -> int:
+    """The largest weight of one head in whole percent, at least 1: what its colour scale should top at."""
+    return max(1, int(np.rint(float(weights.max()) * 100)))
+
+
+def test_autoscale_tops_each_heads_scale_at_its_largest_weight(view):
+    heads = view.weights.shape[0]
+    expected = [percent_max(view.weights[h]) for h in range(heads)]
+    assert min(expected) < 50, "some head must be weak for the autoscale to matter"
+    for head in range(heads):
+        assert attention_heatmap(view, head).data[0].zmax == 100
+        heatmap = attention_heatmap(view, head, autoscale=True)
+        assert heatmap.data[0].zmax == expected[head]
+        assert heatmap.data[0].colorbar.title.text == "% (head max)"
+    assert [trace.zmax for trace in head_grid(view, autoscale=True).data] == expected
+    assert [trace.zmax for trace in head_grid(view).data] == [100] * heads
+
+
+def test_long_input_heatmap_labels_every_token_and_grows(view):
+    figure = attention_heatmap(view, 0)
+    assert list(figure.data[0].x) == axis_labels(view.key_tokens)
+    assert list(figure.data[0].y) == axis_labels(view.query_tokens)
+    assert figure.layout.xaxis.dtick == 1 and figure.layout.yaxis.dtick == 1  # Plotly may not thin out the labels
+    rows, columns = len(view.query_tokens), len(view.key_tokens)
+    margin = figure.layout.margin
+    assert figure.layout.height - margin.t - margin.b >= MIN_CELL_PX * rows
+    assert figure.layout.width - margin.l - margin.r >= MIN_CELL_PX * columns
