@@ -70,7 +70,7 @@ def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
 @router.post("/attribution", response_model=AttributionResponse, responses=MODEL_ERRORS)
 def attribution(request: AttributionRequest, runner: RunnerDep) -> dict:
     """Integrated gradients and saliency of one output token onto source tokens and memory slots."""
-    return asdict(runner.attribution(request.model, request.text, request.position, request.interventions))
+    return asdict(runner.attribution(request.model, request.text, request.position, request.interventions, request.decoding))
 
 
 @router.post("/compare", response_model=CompareResponse, responses=MODEL_ERRORS)

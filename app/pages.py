@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, Query, Request
@@ -16,6 +16,7 @@ from app.validation import FieldText, InputError, ModelName, parse_number, shown
 from app.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, layer_attention
 from inference.analyses.blocks import attention_blocks
+from inference.decoding import Decoding
 from inference.interventions import MAX_LISTED, HeadRef, Interventions
 
 router = APIRouter(include_in_schema=False)
@@ -91,11 +92,24 @@ def lesion_form(
 LesionDep = Annotated[Interventions, Depends(lesion_form)]
 
 
+def decoding_form(
+    decoding: Annotated[Literal["greedy", "beam"], Form()] = "greedy",
+    beam_size: Annotated[int, Form(ge=1, le=8)] = 4,
+    length_penalty: Annotated[float, Form(ge=0, le=2, allow_inf_nan=False)] = 0.6,
+) -> Decoding:
+    """The decoding controls of the Explore and Compare forms."""
+    return Decoding(method=decoding, beam_size=beam_size, length_penalty=length_penalty)
+
+
+DecodingDep = Annotated[Decoding, Depends(decoding_form)]
+
+
 @router.post("/explore/run")
 def explore_run(
     request: Request,
     runner: RunnerDep,
     lesion: LesionDep,
+    decoding: DecodingDep,
     model: Annotated[ModelName, Form()],
     text: Annotated[FieldText, Form()] = "",
     stack: Annotated[str, Form(max_length=100)] = "",
@@ -110,10 +124,10 @@ def explore_run(
         raise InputError(f"unknown stack {shown(stack)}; this model has {', '.join(stacks)}")
     if layer >= stacks[stack]:
         raise InputError(f"layer {layer} is out of range (0 to {stacks[stack] - 1})")
-    plain = runner.trace(model, text, Interventions(), names=["*.pattern"])
+    plain = runner.trace(model, text, Interventions(), names=["*.pattern"], decoding=decoding)
     if lesion.memory_size == plain.config["memory_size"]:  # the slider always sends a size; the trained one is no lesion
         lesion = lesion.model_copy(update={"memory_size": None})
-    lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=["*.pattern"])
+    lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=["*.pattern"], decoding=decoding)
     view = layer_attention(lesioned, stack, layer)
     if head >= view.weights.shape[0]:
         raise InputError(f"head {head} is out of range (0 to {view.weights.shape[0] - 1})")
@@ -126,16 +140,16 @@ def explore_run(
         request, "partials/explore_results.html",
         plain=plain, lesioned=lesioned if lesioned is not plain else None,
         diff=word_diff(plain.translations[0], lesioned.translations[0]), figures=figures,
-        stack=stack, layer=layer, head=head, output_tokens=lesioned.tokens["dec"][0][1:] + ["<eos>"],
+        stack=stack, layer=layer, head=head, output_tokens=lesioned.tokens["dec"][0][1:] + ["<eos>"], decoding=decoding,
     )
 
 
 @router.post("/explore/attribution")
 def explore_attribution(
-    request: Request, runner: RunnerDep, lesion: LesionDep, model: Annotated[ModelName, Form()], position: Annotated[int, Form(ge=0, le=1024)],
-    text: Annotated[FieldText, Form()] = "",
+    request: Request, runner: RunnerDep, lesion: LesionDep, decoding: DecodingDep, model: Annotated[ModelName, Form()],
+    position: Annotated[int, Form(ge=0, le=1024)], text: Annotated[FieldText, Form()] = "",
 ):
-    attribution = runner.attribution(model, text, position, lesion)
+    attribution = runner.attribution(model, text, position, lesion, decoding)
     return render(request, "partials/figures.html", figures={"attribution": figure_json(attribution_chart(attribution))})
 
 
@@ -145,11 +159,11 @@ def compare_page(request: Request, runner: RunnerDep, text: Annotated[FieldText,
 
 
 @router.post("/compare/run")
-def compare_run(request: Request, runner: RunnerDep, models: Annotated[list[ModelName], Form(max_length=6)] = [],
+def compare_run(request: Request, runner: RunnerDep, decoding: DecodingDep, models: Annotated[list[ModelName], Form(max_length=6)] = [],
                 text: Annotated[FieldText, Form()] = ""):
     if len(models) < 2:
         raise InputError("choose at least two models to compare")
-    traces = {model: runner.trace(model, text, Interventions(), names=["*.pattern"]) for model in dict.fromkeys(models)}
+    traces = {model: runner.trace(model, text, Interventions(), names=["*.pattern"], decoding=decoding) for model in dict.fromkeys(models)}
     blocks = {model: attention_blocks(trace) for model, trace in traces.items()}
-    return render(request, "partials/compare_results.html", traces=traces,
+    return render(request, "partials/compare_results.html", traces=traces, decoding=decoding,
                   figures={"compare": figure_json(compare_blocks(blocks))})

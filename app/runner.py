@@ -247,14 +247,14 @@ class Runner:
         trace = self.trace(model, text, interventions, names=["logits"], decoding=decoding)
         return translation_of(trace)
 
-    def attribution(self, model: str, text: str, position: int, interventions: Interventions) -> Attribution:
+    def attribution(self, model: str, text: str, position: int, interventions: Interventions, decoding: Decoding = GREEDY) -> Attribution:
         loaded = self.translator(model)
         if loaded.config.family == WORKING_MEMORY_FAMILY:
             raise InputError(f"{model} is a working-memory model: attribution onto [mem] slots does not apply (see its Working memory page)")
         text = self.check_text(loaded, text)
         with self.model_turn():
             try:
-                return attribute(loaded, text, position, interventions)
+                return attribute(loaded, text, position, interventions, decoding=decoding)
             except ValueError as error:  # an output position the translation does not have
                 raise InputError(str(error)) from None
 

@@ -66,7 +66,7 @@ class SweepRequest(BaseModel):
     reference: Reference = "demo"
 
 
-class AttributionRequest(TextRequest):
+class AttributionRequest(DecodedTextRequest):
     model_config = ConfigDict(json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "position": 0}]})
     position: int = Field(ge=0, le=1024, description="index of the output token in the model's translation (the final EOS included)")
 

@@ -16,7 +16,7 @@ import torch
 from captum.attr import IntegratedGradients, Saliency
 
 from inference.checkpoint import LoadedModel
-from inference.decoding import pad_batch
+from inference.decoding import GREEDY, Decoding, pad_batch
 from inference.interventions import Interventions, applied_interventions
 from inference.trace import encode_sources, run_with_trace
 
@@ -42,10 +42,13 @@ def attribute(
     interventions: Interventions | None = None,
     n_steps: int = 32,
     internal_batch_size: int = 16,
+    decoding: Decoding = GREEDY,
 ) -> Attribution:
+    """Attribution of output token `position` of the model's own translation
+    (decoded by `decoding`) onto source tokens and memory slots."""
     model, config, tokenizer = loaded.model, loaded.config, loaded.tokenizer
     interventions = interventions or Interventions()
-    trace = run_with_trace(loaded, text, names=["logits"], interventions=interventions)
+    trace = run_with_trace(loaded, text, names=["logits"], interventions=interventions, decoding=decoding)
     target_ids = trace.target_ids[0] + [config.eos_id]  # what each decoder position predicts
     if not 0 <= position < len(target_ids):
         raise ValueError(f"output position {position} is out of range (0 to {len(target_ids) - 1})")

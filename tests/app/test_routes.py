@@ -221,3 +221,17 @@ def test_beam_search_on_a_model_that_samples_its_memory_is_a_400(client):
     assert response.status_code == 400 and "beam" in response.json()["detail"]
     bad = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "decoding": {"method": "beam", "beam_size": 50}})
     assert bad.status_code == 422
+
+
+def test_explore_decodes_by_beam_search_when_asked(client):
+    greedy = client.post("/explore/run", data={"model": MODEL, "text": TEXT, "stack": "encoder.attn"}, headers=HTMX)
+    beam = client.post("/explore/run", data={"model": MODEL, "text": TEXT, "stack": "encoder.attn", "decoding": "beam", "beam_size": 3,
+                                             "length_penalty": 1.0}, headers=HTMX)
+    assert greedy.status_code == beam.status_code == 200
+    assert "decoded by greedy" in greedy.text and "decoded by beam 3, length penalty 1" in beam.text
+    expected = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "decoding": {"method": "beam", "beam_size": 3, "length_penalty": 1.0}})
+    assert html.escape(expected.json()["translation"], quote=False) in beam.text
+    compare = client.post("/compare/run", data={"models": [MODEL, "tiny_transformer"], "text": TEXT, "decoding": "beam"}, headers=HTMX)
+    assert compare.status_code == 200 and "decoded by beam 4, length penalty 0.6" in compare.text
+    for bad in ({"decoding": "sample"}, {"decoding": "beam", "beam_size": 40}, {"decoding": "beam", "length_penalty": "nan"}):
+        assert client.post("/explore/run", data={"model": MODEL, "text": TEXT, **bad}, headers=HTMX).status_code == 422
