@@ -48,7 +48,7 @@ class HeadRef(BaseModel):
 class FFKeyScale(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     ff: str = Field(pattern=MODULE_NAME, description="feed-forward module name", examples=["decoder.layers.1.ff", "layers.3.ff"])
-    keys: tuple[Annotated[int, Field(ge=0, le=MAX_KEYS)], ...] = Field(min_length=1, max_length=MAX_KEYS)
+    keys: tuple[Annotated[int, Field(ge=0)], ...] = Field(min_length=1, max_length=MAX_KEYS)  # each checked against the layer's width
     scale: float = Field(0.0, ge=-MAX_SCALE, le=MAX_SCALE, allow_inf_nan=False, description="0 zeroes the keys, 2 doubles their coefficients")
 
     _unique_keys = field_validator("keys")(_unique)
