@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 import zlib
 from pathlib import Path
 
@@ -25,6 +26,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 SHIPPED = ["transformer", "memtransformer_10", "working_memory_de_en", "language_model"]
 EXAMPLES_PER_OPERATION = 10
 ATTRIBUTION_EXAMPLES = 3  # integrated gradients: 32 forward and backward passes per example
+JOB_WAIT_SECONDS = 120  # for the background jobs the examples started to finish
 CALL_TIMEOUT_SECONDS = 120  # a first call loads its model; an attribution integrates gradients on a CPU
 
 # The app on the shipped checkpoints, with short texts and translations so that every example stays quick.
@@ -72,3 +74,13 @@ def test_no_server_error_and_no_schema_violation(case):
 def test_attribution_has_no_server_error_and_no_schema_violation(case):
     with_real_models(case)
     case.call_and_validate(checks=CHECKS, timeout=CALL_TIMEOUT_SECONDS)
+
+
+def test_no_job_the_examples_started_failed_on_the_server():
+    """Uploads and sweeps run in the background: their failures are no response, so they are checked here."""
+    store = APP.state.jobs.store
+    deadline = time.monotonic() + JOB_WAIT_SECONDS
+    while time.monotonic() < deadline and not all(job.finished for job in store.recent(limit=10_000)):
+        time.sleep(0.5)
+    failed = [(job.kind, job.params.get("model"), job.error) for job in store.recent(limit=10_000) if job.status == "failed"]
+    assert [f for f in failed if f[2].startswith("the job failed on the server")] == []
