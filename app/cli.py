@@ -114,10 +114,21 @@ def train(args: argparse.Namespace) -> int:
     return training_main(["train", *args.rest])
 
 
-def data(args: argparse.Namespace) -> int:
-    from training.data_fetch import main as data_main
+DATA_USAGE = "usage: memlens data fetch [corpus ...] [--data-dir D] [--list] [--base-url URL]   (memlens data fetch --help: every option)"
 
-    return data_main(args.rest)
+
+def data(args: argparse.Namespace) -> int:
+    """`memlens data fetch ...`: the arguments after `fetch` go to training.data_fetch."""
+    action, *rest = args.rest or ["--help"]
+    if action in ("-h", "--help"):
+        print(DATA_USAGE)
+        return 0
+    if action != "fetch":
+        print(f"memlens data: unknown action {action!r}; the one action is fetch\n{DATA_USAGE}", file=sys.stderr)
+        return 2
+    from training.data_fetch import main as fetch_main
+
+    return fetch_main(rest)
 
 
 def parser() -> argparse.ArgumentParser:

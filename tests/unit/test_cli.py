@@ -96,14 +96,24 @@ def test_translate_names_a_broken_checkpoint(tmp_path, capsys):
     assert "no checkpoint named" in capsys.readouterr().err
 
 
-def test_data_forwards_its_arguments_to_the_data_fetcher(monkeypatch):
+def test_data_fetch_forwards_what_follows_fetch_to_the_data_fetcher(monkeypatch, capsys):
     calls = []
     fetcher = types.ModuleType("training.data_fetch")
     fetcher.main = lambda argv: calls.append(argv) or 7
     monkeypatch.setitem(sys.modules, "training.data_fetch", fetcher)
     assert main(["data", "fetch", "multi30k", "--data-dir", "/tmp/d"]) == 7
-    assert main(["data", "--help"]) == 7
-    assert calls == [["fetch", "multi30k", "--data-dir", "/tmp/d"], ["--help"]]
+    assert main(["data", "fetch", "--help"]) == 7
+    assert calls == [["multi30k", "--data-dir", "/tmp/d"], ["--help"]]
+    assert main(["data", "--help"]) == 0 and "memlens data fetch" in capsys.readouterr().out
+    assert main(["data", "multi30k"]) == 2 and "unknown action 'multi30k'" in capsys.readouterr().err
+
+
+def test_data_fetch_list_reports_what_the_data_directory_lacks(tmp_path, capsys):
+    assert main(["data", "fetch", "--list", "--data-dir", str(tmp_path)]) == 0
+    listing = capsys.readouterr().out
+    for corpus in ("multi30k", "opus_mt_testsets", "enwiki", "wikitext"):
+        assert corpus in listing
+    assert "missing" in listing
 
 
 # What `memlens ... --help` must leave unloaded: torch, the web stack.
