@@ -5,9 +5,10 @@ bound on its way to a route."""
 
 from __future__ import annotations
 
-import json
-
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
+
+from app.errors import error_response
 
 
 class BodyTooLarge(HTTPException):
@@ -33,7 +34,7 @@ class LimitBody:
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            return await self._refuse(send)
+            return await self._refuse(scope, receive, send)
         received = 0
         started = False
 
@@ -55,10 +56,8 @@ class LimitBody:
             await self.app(scope, bounded_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._refuse(send)
+                await self._refuse(scope, receive, send)
 
-    async def _refuse(self, send) -> None:
-        body = json.dumps({"detail": too_large_message(self.limit)}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+    async def _refuse(self, scope, receive, send) -> None:
+        """A 413 in the form the request came from (JSON, htmx fragment or page)."""
+        await error_response(Request(scope), 413, too_large_message(self.limit))(scope, receive, send)

@@ -2,7 +2,8 @@
 
 `WatchDisconnect` is an ASGI middleware: it reads the request's messages
 itself, so it sees `http.disconnect` as soon as the client closes the
-connection, and marks the request's event. Model work that waits for the
+connection, and marks the request's event; so does the end of the
+request's task (a stopping server cancels the tasks still running). Model work that waits for the
 model lock (app/runner.py) polls `client_gone()` and gives up instead of
 running for nobody.
 """
@@ -57,6 +58,7 @@ class WatchDisconnect:
         token = _GONE.set(gone)  # sync routes run in worker threads with a copy of this context
         try:
             await self.app(scope, next_message, send)
-        finally:
+        finally:  # answered, failed, or cancelled by a stopping server: work still waiting for the model is for nobody
+            gone.set()
             _GONE.reset(token)
             reader.cancel()

@@ -5,7 +5,6 @@ logit lens, and how a key intervention changed the predictions."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -14,7 +13,7 @@ from inference.analyses.ff_aggregation import LogitLens
 from inference.analyses.ff_agreement import token_rank
 from inference.analyses.ff_mining import StoredTrigger, TriggerStore
 from inference.analyses.ff_values import FFMemories, value_logits
-from app.validation import parse_numbers, shown
+from app.validation import parse_decimal, parse_numbers, shown
 from inference.interventions import MAX_KEYS, MAX_LISTED, MAX_SCALE, FFKeyScale
 from inference.tokenizer import TextTokenizer
 from inference.trace import Trace
@@ -206,11 +205,11 @@ def parse_key_edits(text: str) -> tuple[FFKeyScale, ...]:
         body, _, scale = item.partition(" x")
         layer, _, keys = body.rpartition(":")
         try:
-            factor = float(scale) if scale.strip() else 0.0
+            factor = parse_decimal(scale, "scale") if scale.strip() else 0.0
             numbers = parse_numbers(keys, "key", MAX_KEYS)
         except ValueError:
             numbers, factor = (), None
-        if not layer.strip() or not numbers or factor is None or not math.isfinite(factor) or abs(factor) > MAX_SCALE:
-            raise ViewError(f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a finite scale within ±{MAX_SCALE:g}")
+        if not layer.strip() or not numbers or factor is None or abs(factor) > MAX_SCALE:
+            raise ViewError(f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a scale within ±{MAX_SCALE:g} in ASCII digits")
         edits.append(FFKeyScale(ff=layer.strip(), keys=numbers, scale=factor))
     return tuple(edits)

@@ -43,7 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         limit_malloc_arenas()  # before the worker threads that run requests start
-        registry = CheckpointRegistry(settings.checkpoint_dir, settings.device)  # scans only; models load on first use
+        registry = CheckpointRegistry(settings.checkpoint_dir, settings.device, settings.max_models_mb * 2**20)  # scans only; models load on first use
         app.state.runner = Runner(registry, settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens,
                                   recent_trace_bytes=settings.max_cache_mb * 2**20)
         app.state.jobs = JobRunner(JobStore(settings.database), app.state.runner, settings.data_dir)
@@ -52,7 +52,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="MemLens", description="Look inside memory-augmented transformers.", lifespan=lifespan,
                   docs_url=None, redoc_url=None)  # /docs below: FastAPI's own loads Swagger UI from a CDN with an inline script
-    app.add_middleware(SecurityMiddleware)
     app.state.settings = settings
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPO_ROOT / "templates"), autoescape=True)
     environment.globals["metric_columns"] = metric_columns
@@ -83,5 +82,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(ff_api.router)
     install_error_handlers(app)
     app.add_middleware(WatchDisconnect)
-    app.add_middleware(LimitBody, limit=settings.max_request_bytes)  # outermost: every read of the body is bounded
+    app.add_middleware(LimitBody, limit=settings.max_request_bytes)  # every read of the body is bounded
+    app.add_middleware(SecurityMiddleware)  # outermost: its headers go on every answer, a 413 included
     return app

@@ -11,7 +11,6 @@ up its place in the queue.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from inference.analyses.ff_values import FFMemories, ff_memories
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.analyses.working_memory import MemoryAttention, StepDecision, StreamToken, step_decisions, stream_tokens, target_to_memory_attention
 from inference.checkpoint import CheckpointRegistry, LoadedModel, read_json_object
+from inference.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.decoding import GREEDY, Decoding
 from inference.interventions import Interventions
 from inference.models.language_model import FAMILY as LANGUAGE_MODEL_FAMILY
@@ -33,6 +33,7 @@ from training.ff_study import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
 
 
 RECENT_TRACE_BYTES = 256 * 2**20  # a trace with every pattern of a 256-token input is tens of MB
+FF_STUDY_BYTES = 512 * 2**20  # the language model's values, embedding and triggers are about 70 MB
 LOCK_POLL_SECONDS = 0.05  # how often a request waiting for the model checks that its client is still there
 
 # Kinds of model, by the pages that show them: translation models with
@@ -83,18 +84,16 @@ class FFStudy:
 
 class Runner:
     def __init__(self, registry: CheckpointRegistry, max_text_chars: int, max_source_tokens: int, max_new_tokens: int,
-                 continuation_tokens: int = 24, recent_trace_bytes: int = RECENT_TRACE_BYTES):
+                 continuation_tokens: int = 24, recent_trace_bytes: int = RECENT_TRACE_BYTES, ff_study_bytes: int = FF_STUDY_BYTES):
         self.registry = registry
-        self.recent_trace_bytes = recent_trace_bytes
         self.max_text_chars = max_text_chars
         self.max_source_tokens = max_source_tokens
         self.max_new_tokens = max_new_tokens
         self.continuation_tokens = continuation_tokens  # the language model's greedy continuation on the FF memories page
         self.lock = threading.Lock()  # held for every model run
-        self._recent_lock = threading.Lock()  # held only to read or update the recent traces
-        self._recent: OrderedDict[tuple, Trace] = OrderedDict()
-        self._recent_bytes = 0
-        self._ff: dict[str, tuple[FFMemories, FFStudy]] = {}
+        self._recent: ByteBudgetCache[Trace] = ByteBudgetCache(recent_trace_bytes, trace_bytes)
+        self._ff: ByteBudgetCache[tuple[FFMemories, FFStudy]] = ByteBudgetCache(ff_study_bytes, ff_bytes)
+        self._ff_lock = threading.Lock()  # one reading of a study at a time
 
     @contextmanager
     def model_turn(self) -> Iterator[None]:
@@ -156,11 +155,11 @@ class Runner:
                       decoding: Decoding = GREEDY) -> Trace:
         text = self.check_text(loaded, text)
         key = (loaded.name, text, interventions, tuple(names) if names is not None else None, max_new_tokens, seed, decoding)
-        trace = self._cached(key)
+        trace = self._recent.get(key)
         if trace is not None:
             return trace
         with self.model_turn():
-            trace = self._cached(key)  # another request may have run it while this one waited
+            trace = self._recent.get(key)  # another request may have run it while this one waited
             if trace is not None:
                 return trace
             try:
@@ -168,44 +167,26 @@ class Runner:
                                        decoding=decoding)
             except ValueError as error:  # input the checks above cannot see: a text longer than the language model's window, beam search on a model that samples
                 raise InputError(str(error)) from None
-        self._keep(key, trace)
+        self._recent.put(key, trace)
         return trace
-
-    def _cached(self, key: tuple) -> Trace | None:
-        with self._recent_lock:
-            trace = self._recent.get(key)
-            if trace is not None:
-                self._recent.move_to_end(key)
-            return trace
-
-    def _keep(self, key: tuple, trace: Trace) -> None:
-        """Keep a trace among the recent ones, oldest dropped first, within the byte budget."""
-        size = trace_bytes(trace)
-        if size > self.recent_trace_bytes:
-            return
-        with self._recent_lock:
-            if key in self._recent:
-                return
-            self._recent[key] = trace
-            self._recent_bytes += size
-            while self._recent_bytes > self.recent_trace_bytes:
-                _, dropped = self._recent.popitem(last=False)
-                self._recent_bytes -= trace_bytes(dropped)
 
     @property
     def recent_bytes(self) -> int:
         """Bytes held by the recent traces."""
-        return self._recent_bytes
+        return self._recent.nbytes
 
     def ff(self, model: str) -> tuple[FFMemories, FFStudy]:
         """A model's FF memories and its stored study, read once."""
         loaded = self.model(model)
-        if model not in self._ff:
-            folder = self.registry.entries[model].path
-            triggers = TriggerStore(read_triggers(folder / TRIGGERS_FILE)) if (folder / TRIGGERS_FILE).exists() else None
-            analysis = read_json_object(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).exists() else None
-            self._ff[model] = (ff_memories(loaded.model), FFStudy(triggers, analysis))
-        return self._ff[model]
+        with self._ff_lock:
+            found = self._ff.get(model)
+            if found is None:
+                folder = self.registry.entries[model].path
+                triggers = TriggerStore(read_triggers(folder / TRIGGERS_FILE)) if (folder / TRIGGERS_FILE).exists() else None
+                analysis = read_json_object(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).exists() else None
+                found = (ff_memories(loaded.model), FFStudy(triggers, analysis))
+                self._ff.put(model, found)
+            return found
 
     def ff_layer(self, model: str, layer: int) -> str:
         """FF layer index -> module name, or an InputError."""
@@ -277,5 +258,11 @@ def translation_of(trace: Trace) -> Translation:
 
 def trace_bytes(trace: Trace) -> int:
     """Bytes of a trace's tensors (captures, logits, working-memory choices)."""
-    tensors = [*trace.tensors.values(), trace.logits, *([trace.choices] if trace.choices is not None else [])]
-    return sum(t.numel() * t.element_size() for t in tensors)
+    return tensor_bytes(*trace.tensors.values(), trace.logits, *([trace.choices] if trace.choices is not None else []))
+
+
+def ff_bytes(entry: tuple[FFMemories, FFStudy]) -> int:
+    """Bytes of a model's FF values and output embedding (copies of its weights) and its decoded trigger store."""
+    memories, study = entry
+    triggers = [array for arrays in study.triggers.arrays.values() for array in arrays.values()] if study.triggers else []
+    return tensor_bytes(*memories.values.values(), memories.output_embedding, *triggers)

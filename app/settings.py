@@ -23,4 +23,5 @@ class Settings(BaseSettings):
     max_upload_lines: int = Field(2000, description="most sentences in an uploaded corpus")
     max_request_bytes: int = Field(2_000_000, description="largest request body (an upload included)")
     max_cache_mb: int = Field(256, description="memory for recent traces, which make a repeated view instant")
+    max_models_mb: int = Field(4096, description="memory for loaded models; the least recently used is unloaded first")
     database: Path = Field(REPO_ROOT / "runs" / "memlens.sqlite3", description="SQLite file of jobs and results")

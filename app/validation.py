@@ -17,6 +17,7 @@ MAX_FIELD_CHARS = 20_000  # any text field; the configured text limit (Settings.
 MAX_NUMBER_DIGITS = 9
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls, tab and newlines excepted
 NUMBER = re.compile(r"[0-9]{1,%d}" % MAX_NUMBER_DIGITS)  # ASCII digits: str.isdigit() also accepts '²', '①', '٣'
+DECIMAL = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,9})?|\.[0-9]{1,9})")  # float() also accepts '١', '1_0', 'nan', 'inf'
 VISIBLE_CATEGORIES = ("L", "N", "P", "S")  # letters, numbers, punctuation, symbols
 
 
@@ -62,6 +63,14 @@ def parse_number(text: str, what: str) -> int:
     if not NUMBER.fullmatch(text):
         raise InputError(f"cannot read {what} {shown(text)}: write a whole number in ASCII digits (at most {MAX_NUMBER_DIGITS}), e.g. 12")
     return int(text)
+
+
+def parse_decimal(text: str, what: str) -> float:
+    """One decimal number in ASCII digits, e.g. 0, 10, -2.5 or .5."""
+    text = text.strip()
+    if not DECIMAL.fullmatch(text):
+        raise InputError(f"cannot read {what} {shown(text)}: write a decimal number in ASCII digits, e.g. 0, 10 or 2.5")
+    return float(text)
 
 
 def parse_numbers(text: str, what: str, limit: int) -> tuple[int, ...]:

@@ -49,8 +49,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
     sentence = demo_sentences()[0].source
-    with TestClient(create_app(Settings(device="cpu"))) as client:
-        client.app.state.runner.recent_trace_bytes = 0
+    with TestClient(create_app(Settings(device="cpu", max_cache_mb=0))) as client:
         trained = client.get("/api/models").json()
         memory = next(m["config"]["memory_size"] for m in trained["models"] if m["name"] == args.model)
         sizes = [k for k in range(3 * memory + 1) if k != memory]

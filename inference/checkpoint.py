@@ -28,6 +28,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_model, save_model
 
+from inference.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.models import build_model, config_from_dict
 from inference.models.memory_transformer import MemoryTransformer, MemoryTransformerConfig
 from inference.tokenizer import TextTokenizer
@@ -200,13 +201,21 @@ class RegistryEntry:
         return self.error is None
 
 
-class CheckpointRegistry:
-    """All checkpoint folders under a root; models load on first use."""
+LOADED_MODEL_BYTES = 4 * 2**30  # every shipped checkpoint loaded takes about 0.6 GB
 
-    def __init__(self, root: str | Path, device: torch.device | str | None = None):
+
+def model_bytes(loaded: LoadedModel) -> int:
+    return tensor_bytes(*loaded.model.parameters(), *loaded.model.buffers())
+
+
+class CheckpointRegistry:
+    """All checkpoint folders under a root; models load on first use and stay
+    loaded within a byte budget (the least recently used is dropped first)."""
+
+    def __init__(self, root: str | Path, device: torch.device | str | None = None, loaded_bytes: int = LOADED_MODEL_BYTES):
         self.root = Path(root)
         self.device = select_device(str(device)) if device is not None else select_device()
-        self._loaded: dict[str, LoadedModel] = {}
+        self._loaded: ByteBudgetCache[LoadedModel] = ByteBudgetCache(loaded_bytes, model_bytes)  # the least recently used go first
         self._lock = threading.Lock()
         self.entries: dict[str, RegistryEntry] = {}
         self.scan()
@@ -246,10 +255,12 @@ class CheckpointRegistry:
         if not entry.ok:
             raise CheckpointError(f"checkpoint {name!r} is unavailable: {entry.error}")
         with self._lock:
-            if name not in self._loaded:
+            loaded = self._loaded.get(name)
+            if loaded is None:
                 try:
-                    self._loaded[name] = load_checkpoint(entry.path, self.device)
+                    loaded = load_checkpoint(entry.path, self.device)
                 except CheckpointError as error:
                     entry.error = str(error)
                     raise
-            return self._loaded[name]
+                self._loaded.put(name, loaded)
+            return loaded

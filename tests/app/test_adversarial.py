@@ -67,6 +67,8 @@ def test_unicode_digits_are_refused_by_the_forms_as_by_the_api(client, digits):
     assert keys.status_code == 400 and "ASCII digits" in html.unescape(keys.text)
     edits = client.post("/ff/run", data={"model": LM, "text": "a dog runs", "edits": f"layers.0.ff:{digits} x0"}, headers=HTMX)
     assert edits.status_code == 400 and "cannot read" in html.unescape(edits.text)
+    scale = client.post("/ff/run", data={"model": LM, "text": "a dog runs", "edits": f"layers.0.ff:1 x{digits}"}, headers=HTMX)
+    assert scale.status_code == 400 and "ASCII digits" in html.unescape(scale.text)
     heads = client.post("/explore/run", data={"model": MT, "text": TEXT, "ablate": f"encoder.layers.0.attn:{digits}"}, headers=HTMX)
     assert heads.status_code == 400 and "ASCII digits" in html.unescape(heads.text)
     api = client.post("/api/ff/keys", json={"model": LM, "keys": [digits]})
@@ -135,3 +137,12 @@ def test_a_broken_checkpoint_is_listed_at_start_and_answered_with_a_page(client)
     assert "broken_tokenizer" in broken and "tokenizer.json cannot be loaded" in broken["broken_tokenizer"]
     page = client.get("/explore", params={"model": "broken_tokenizer"})
     assert page.status_code == 409 and "unavailable" in html.unescape(page.text) and not page.text.lstrip().startswith("{")
+
+
+def test_an_oversized_form_post_gets_a_readable_413_with_the_security_headers(client, settings):
+    too_big = "x" * (settings.max_request_bytes + 1)
+    fragment = client.post("/explore/run", data={"model": MT, "text": too_big}, headers=HTMX)
+    assert fragment.status_code == 413 and fragment.headers["HX-Retarget"] == "#errors" and "bytes" in fragment.text
+    api = client.post("/api/translate", content=too_big, headers={"content-type": "application/json"})
+    assert api.status_code == 413 and "over" in detail(api)
+    assert "default-src 'self'" in api.headers["content-security-policy"] and api.headers["x-content-type-options"] == "nosniff"
