@@ -5,7 +5,7 @@ every translation model."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Form, Query, Request
 
@@ -31,17 +31,18 @@ def ff_page(request: Request, runner: RunnerDep, model: Annotated[ModelName | No
     """model, text, layer and edits in the address reproduce a view."""
     available, model = runner.page_models(model, LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY)
     memories, study = runner.ff(model)
+    runner.ff_layer(model, layer)
     loaded = runner.model(model)
     figures = {name: figure_json(figure) for name, figure in study_figures(study.analysis).items()} if study.analysis else {}
     language_model = kind_of(loaded.config.family) == LANGUAGE_MODEL
-    return render(request, "pages/ff.html", models=available, model=model, text=text, layer=min(layer, len(memories.layers) - 1),
+    return render(request, "pages/ff.html", models=available, model=model, text=text, layer=layer,
                   edits=edits, layers=memories.layers, study=study, figures=figures, orders=KEY_ORDERS, language_model=language_model,
                   input_language="English" if language_model else loaded.meta.get("source_language", "German"), edit_syntax=EDIT_SYNTAX)
 
 
 @router.get("/ff/keys")
 def ff_keys(request: Request, runner: RunnerDep, model: Annotated[ModelName, Query()], layer: Annotated[int, Query(ge=0, le=1024)] = 0,
-            order: Annotated[str, Query(max_length=20)] = "agreement", page: Annotated[int, Query(ge=0, le=100_000)] = 0,
+            order: Annotated[Literal[KEY_ORDERS], Query()] = "agreement", page: Annotated[int, Query(ge=0, le=100_000)] = 0,
             key: Annotated[str, Query(max_length=2000)] = ""):
     """One page of keys of one layer in the chosen order, or the key(s) typed in."""
     memories, study = runner.ff(model)

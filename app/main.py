@@ -26,6 +26,7 @@ from app.schemas import Health
 from app.security import SecurityMiddleware
 from app.settings import REPO_ROOT, Settings
 from app.store import JobStore
+from app.validation import shown
 from inference.checkpoint import CheckpointRegistry
 
 # Served from the installed packages: the pages and the API docs work with the network off.
@@ -61,7 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/vendor/{name}", include_in_schema=False)
     def vendor(name: str) -> FileResponse:
         if name not in VENDOR_FILES:
-            raise HTTPException(404, f"no vendor file {name!r}")
+            raise HTTPException(404, f"no vendor file {shown(name)}")
         return FileResponse(VENDOR_FILES[name], headers={"Cache-Control": "max-age=86400"})
 
     @app.get("/docs", include_in_schema=False)

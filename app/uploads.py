@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from fastapi import UploadFile
 
-from app.runner import InputError
+from app.validation import InputError, shown, valid_unicode
 
 
 @dataclass
@@ -17,8 +17,13 @@ class Corpus:
     references: list[str] | None  # None for .txt
 
 
+MAX_FILENAME_CHARS = 200
+
+
 def parse_upload(filename: str, content: bytes, max_bytes: int, max_lines: int) -> Corpus:
-    name = filename or "upload"
+    name = valid_unicode(filename) or "upload"
+    if len(name) > MAX_FILENAME_CHARS:
+        raise InputError(f"the file name {shown(name)} is over {MAX_FILENAME_CHARS} characters: rename the file")
     suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if suffix not in ("txt", "tsv"):
         raise InputError(f"{name}: upload a .txt (one sentence per line) or a .tsv (source<TAB>reference)")

@@ -146,3 +146,13 @@ def test_an_oversized_form_post_gets_a_readable_413_with_the_security_headers(cl
     api = client.post("/api/translate", content=too_big, headers={"content-type": "application/json"})
     assert api.status_code == 413 and "over" in detail(api)
     assert "default-src 'self'" in api.headers["content-security-policy"] and api.headers["x-content-type-options"] == "nosniff"
+
+
+def test_an_upload_file_name_is_bounded_and_valid(client):
+    long_name = client.post("/api/uploads", data={"model": MT}, files={"file": ("x" * 3000 + ".txt", b"ein Hund\n", "text/plain")})
+    assert long_name.status_code == 400 and "over 200 characters" in detail(long_name) and len(long_name.content) < 1000
+
+
+def test_a_layer_the_ff_page_does_not_have_is_a_400_page(client):
+    response = client.get("/ff", params={"model": LM, "layer": 99})
+    assert response.status_code == 400 and "out of range" in html.unescape(response.text)

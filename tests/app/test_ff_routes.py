@@ -58,12 +58,16 @@ def test_keys_can_be_picked_by_number(client):
     ({"layer": 5}, "layer 5 is out of range (0 to 1)"),
     ({"key": "seven"}, "cannot read key"),
     ({"key": "99"}, "keys [99] are out of range"),
-    ({"order": "random"}, "unknown order 'random'"),
 ])
 def test_bad_key_requests_are_400_with_a_message(client, params, message):
     response = client.get("/ff/keys", params={"model": LM, **params}, headers=HTMX)
     assert response.status_code == 400
     assert message in text_of(response.text)
+
+
+def test_an_order_the_key_browser_does_not_have_is_refused_where_it_enters(client):
+    response = client.get("/ff/keys", params={"model": LM, "order": "random"}, headers=HTMX)
+    assert response.status_code == 422 and "agreement" in text_of(response.text)
 
 
 def test_one_input_shows_the_continuation_and_the_lens(client):
