@@ -87,16 +87,19 @@ def tiny_memory(request, tiny_tokenizer) -> LoadedModel:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip tests marked `needs_corpus("name", ...)` when the data folder lacks a corpus, saying which and how to get it."""
+    """Skip tests marked `needs_corpus("name", ...)` when the data folder lacks a corpus, saying which (all of them) and how to get them."""
     data_dir = resolve_data_dir()
     reasons: dict[str, str | None] = {}
     for item in items:
+        missing = []
         for marker in item.iter_markers("needs_corpus"):
             for corpus in marker.args:
                 if corpus not in reasons:
                     reasons[corpus] = missing_corpus_reason(data_dir, corpus)
                 if reasons[corpus]:
-                    item.add_marker(pytest.mark.skip(reason=reasons[corpus]))
+                    missing.append(reasons[corpus])
+        if missing:
+            item.add_marker(pytest.mark.skip(reason="; ".join(missing)))
 
 
 def missing_corpus_reason(data_dir: Path, corpus: str) -> str | None:
