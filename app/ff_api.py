@@ -11,20 +11,19 @@ from fastapi import APIRouter, HTTPException, Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.deps import RunnerDep
-from app.ff_views import KEY_ORDERS, key_cards, lens_table, prediction_changes
+from app.ff_views import KEY_ORDERS, MAX_PICKED_KEYS, key_cards, lens_table, prediction_changes
 from app.schemas import COMMON_ERRORS, MODEL_ERRORS, errors
-from app.validation import FieldText, ModelName, unique
+from app.validation import MAX_INDEX, FieldText, ModelName
 from inference.analyses.ff_aggregation import logit_lens
 from inference.interventions import Interventions
 
 router = APIRouter(prefix="/api/ff", tags=["api"], responses=COMMON_ERRORS)
-MAX_PICKED_KEYS = 200
 
 
 class KeysRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"model": "language_model", "layer": 5, "limit": 5}]})
     model: ModelName
-    layer: int = Field(0, ge=0, le=1024, description="FF layer index (the language model's layers, or a translation model's decoder layers)")
+    layer: int = Field(0, ge=0, le=MAX_INDEX, description="FF layer index (the language model's layers, or a translation model's decoder layers)")
     order: Literal[KEY_ORDERS] = Field("agreement")
     offset: int = Field(0, ge=0, le=1_000_000)
     limit: int = Field(20, ge=1, le=200)
@@ -35,7 +34,7 @@ class KeysRequest(BaseModel):
     @field_validator("keys")
     @classmethod
     def _unique_keys(cls, keys: list[int] | None) -> list[int] | None:
-        return None if keys is None else list(unique(tuple(keys)))
+        return None if keys is None else list(dict.fromkeys(keys))
 
 
 class KeysResponse(BaseModel):

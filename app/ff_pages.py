@@ -11,11 +11,10 @@ from fastapi import APIRouter, Form, Query, Request
 
 from app.deps import RunnerDep
 from app.ff_figures import study_figures
-from app.ff_views import EDIT_SYNTAX, KEY_ORDERS, key_cards, lens_table, parse_key_edits, prediction_changes
+from app.ff_views import EDIT_SYNTAX, KEY_ORDERS, MAX_PICKED_KEYS, key_cards, lens_table, parse_key_edits, prediction_changes
 from app.pages import figure_json, render
-from app.ff_api import MAX_PICKED_KEYS
 from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, kind_of
-from app.validation import FieldText, ModelName, parse_numbers
+from app.validation import MAX_INDEX, FieldText, ModelName, parse_numbers
 from app.textdiff import word_diff
 from inference.analyses.ff_aggregation import logit_lens
 from inference.interventions import Interventions
@@ -27,7 +26,7 @@ LENS_KEYS, LENS_TOKENS = 3, 3
 
 @router.get("/ff")
 def ff_page(request: Request, runner: RunnerDep, model: Annotated[ModelName | None, Query()] = None, text: Annotated[FieldText, Query()] = "",
-            layer: Annotated[int, Query(ge=0, le=1024)] = 0, edits: Annotated[FieldText, Query()] = ""):
+            layer: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0, edits: Annotated[FieldText, Query()] = ""):
     """model, text, layer and edits in the address reproduce a view."""
     available, model = runner.page_models(model, LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY)
     memories, study = runner.ff(model)
@@ -41,7 +40,7 @@ def ff_page(request: Request, runner: RunnerDep, model: Annotated[ModelName | No
 
 
 @router.get("/ff/keys")
-def ff_keys(request: Request, runner: RunnerDep, model: Annotated[ModelName, Query()], layer: Annotated[int, Query(ge=0, le=1024)] = 0,
+def ff_keys(request: Request, runner: RunnerDep, model: Annotated[ModelName, Query()], layer: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
             order: Annotated[Literal[KEY_ORDERS], Query()] = "agreement", page: Annotated[int, Query(ge=0, le=100_000)] = 0,
             key: Annotated[str, Query(max_length=2000)] = ""):
     """One page of keys of one layer in the chosen order, or the key(s) typed in."""
@@ -61,7 +60,7 @@ def ff_run(
     runner: RunnerDep,
     model: Annotated[ModelName, Form()],
     text: Annotated[FieldText, Form()] = "",
-    layer: Annotated[int, Form(ge=0, le=1024)] = 0,
+    layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     edits: Annotated[FieldText, Form()] = "",
 ):
     """The plain run and, with key edits, the edited one; the lens follows the edited run."""

@@ -19,6 +19,7 @@ from inference.tokenizer import TextTokenizer
 from inference.trace import Trace
 
 KEY_ORDERS = ("agreement", "coefficient", "index")
+MAX_PICKED_KEYS = 200  # keys picked by number in one request
 VALUE_TOKENS = 8
 
 

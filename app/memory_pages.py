@@ -19,10 +19,9 @@ from fastapi.responses import HTMLResponse
 from app.deps import RunnerDep
 from app.memory_figures import decisions_chart, memory_attention_heatmap
 from app.pages import error_page, figure_json, render
-from app.runner import LANGUAGE_MODEL, WORKING_MEMORY, MemoryView, Runner, UnknownModel, kind_of
-from app.validation import FieldText, InputError, ModelName, shown
+from app.runner import LANGUAGE_MODEL, WORKING_MEMORY, MemoryView, Runner, kind_of
+from app.validation import MAX_INDEX, FieldText, ModelName, shown
 from app.textdiff import word_diff
-from inference.checkpoint import LoadedModel
 from inference.interventions import MAX_LISTED, Interventions
 
 router = APIRouter(include_in_schema=False)
@@ -44,10 +43,9 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
     entries = runner.registry.entries
     if model not in entries:
         return error_page(request, 404, f"There is no model named {shown(model)}.", title, links, heading)
-    name = model  # a checkpoint folder's name
     entry = entries[model]
     if not entry.ok:
-        return error_page(request, 409, f"{name} cannot be loaded: {entry.error}", title, links, heading)
+        return error_page(request, 409, f"{model} cannot be loaded: {entry.error}", title, links, heading)
     if model in suitable:
         return None
     family = entry.config.family
@@ -55,8 +53,8 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
         what, page = "a language model", ("the FF memories page", "/ff")
     else:
         what, page = f"a translation model of the {family} family", ("the Explore page", "/explore")
-    message = f"{name} has no working memory: it is {what}. This page shows models whose decoder writes vocabulary tokens into its own input as memory."
-    return error_page(request, 400, message, title, links, heading, (f"{name} is shown on", page[0], f"{page[1]}?{urlencode({'model': model})}"))
+    message = f"{model} has no working memory: it is {what}. This page shows models whose decoder writes vocabulary tokens into its own input as memory."
+    return error_page(request, 400, message, title, links, heading, (f"{model} is shown on", page[0], f"{page[1]}?{urlencode({'model': model})}"))
 
 
 @cache
@@ -68,17 +66,6 @@ def memory_examples(model: str) -> tuple[str, list[dict]]:
     """(the corpus measured, the model's measured example sentences: source, memory_tokens, ...); none for a model not measured."""
     measured = _examples_file()["models"].get(model, {})
     return measured.get("corpus", ""), measured.get("examples", [])
-
-
-def working_memory_model(runner: Runner, model: str) -> LoadedModel:
-    """The loaded model, or the 4xx error of an unknown (404), broken (409) or unsuitable (400) one."""
-    suitable = ", ".join(runner.available(WORKING_MEMORY)) or "none"
-    entry = runner.registry.entries.get(model)
-    if entry is None:
-        raise UnknownModel(f"unknown model {shown(model)}; working-memory models: {suitable}")
-    if entry.ok and model not in runner.available(WORKING_MEMORY):
-        raise InputError(f"{model} has no working memory; working-memory models: {suitable}")
-    return runner.model(model)  # a broken checkpoint raises its CheckpointError here
 
 
 def forced_memory_ids(runner: Runner, model: str, text: str) -> tuple[int, ...]:
@@ -155,10 +142,10 @@ def memory_run(
     memory_size: Annotated[int | None, Form(ge=0, le=MAX_LISTED)] = None,
     mask_memory: Annotated[bool, Form()] = False,
     forced: Annotated[FieldText, Form()] = "",
-    layer: Annotated[int, Form(ge=0, le=1024)] = 0,
+    layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
 ):
     """The unlesioned run and, when a lesion is set, the lesioned one; the views follow the lesioned run."""
-    trained = working_memory_model(runner, model).config.memory_size
+    trained = runner.working_memory(model).config.memory_size
     lesion = Interventions(
         memory_size=None if memory_size == trained else memory_size,  # the slider always sends a size
         mask_memory=mask_memory,
@@ -166,14 +153,12 @@ def memory_run(
     )
     plain = runner.memory_view(model, text, Interventions(), seed, layer)
     lesioned = plain if lesion.is_noop() else runner.memory_view(model, text, lesion, seed, layer)
-    view = lesioned
-    figures = {"decisions": figure_json(decisions_chart(view.steps))}
-    note = attention_note(view, lesion)
-    if view.attention.key_tokens:
-        figures["memory-attention"] = figure_json(memory_attention_heatmap(view.attention))
+    figures = {"decisions": figure_json(decisions_chart(lesioned.steps))}
+    if lesioned.attention.key_tokens:
+        figures["memory-attention"] = figure_json(memory_attention_heatmap(lesioned.attention))
     return render(
         request, "partials/memory_results.html", plain=plain, lesioned=lesioned if lesioned is not plain else None, lesion=lesion,
         diff=word_diff(plain.trace.translations[0], lesioned.trace.translations[0]), figures=figures, seed=seed,
         outcome=None if lesioned is plain else lesion_outcome(plain, lesioned, lesion), no_memory=no_memory_note(plain, seed),
-        attention_note=note, forced_words=forced.split(),
+        attention_note=attention_note(lesioned, lesion), forced_words=forced.split(),
     )

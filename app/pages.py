@@ -12,7 +12,7 @@ from app.demo import demo_sentences
 from app.deps import RunnerDep
 from app.figures import attention_heatmap, attribution_chart, block_summary, compare_blocks, head_grid
 from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, Runner
-from app.validation import FieldText, InputError, ModelName, parse_number, shown
+from app.validation import MAX_INDEX, FieldText, InputError, ModelName, parse_number, shown
 from app.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, layer_attention
 from inference.analyses.blocks import attention_blocks
@@ -113,8 +113,8 @@ def explore_run(
     model: Annotated[ModelName, Form()],
     text: Annotated[FieldText, Form()] = "",
     stack: Annotated[str, Form(max_length=100)] = "",
-    layer: Annotated[int, Form(ge=0, le=1024)] = 0,
-    head: Annotated[int, Form(ge=0, le=1024)] = 0,
+    layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
+    head: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     autoscale: Annotated[bool, Form()] = False,
 ):
     """Translate with and without the lesion; the attention views follow the lesioned run."""
@@ -147,7 +147,7 @@ def explore_run(
 @router.post("/explore/attribution")
 def explore_attribution(
     request: Request, runner: RunnerDep, lesion: LesionDep, decoding: DecodingDep, model: Annotated[ModelName, Form()],
-    position: Annotated[int, Form(ge=0, le=1024)], text: Annotated[FieldText, Form()] = "",
+    position: Annotated[int, Form(ge=0, le=MAX_INDEX)], text: Annotated[FieldText, Form()] = "",
 ):
     attribution = runner.attribution(model, text, position, lesion, decoding)
     return render(request, "partials/figures.html", figures={"attribution": figure_json(attribution_chart(attribution))})

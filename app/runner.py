@@ -215,10 +215,15 @@ class Runner:
         with self.model_turn():
             return run_with_trace(loaded, texts, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
 
+    def working_memory(self, name: str) -> LoadedModel:
+        """A working-memory model; a model of another family is refused before it is loaded."""
+        entry = self.registry.entries.get(name)
+        if entry is not None and entry.ok and entry.config.family != WORKING_MEMORY_FAMILY:
+            raise InputError(f"{name} has no working memory; working-memory models: {', '.join(self.available(WORKING_MEMORY)) or 'none'}")
+        return self.model(name)  # unknown: UnknownModel; broken: CheckpointError
+
     def memory_view(self, model: str, text: str, interventions: Interventions, seed: int, layer: int) -> MemoryView:
-        loaded = self.model(model)
-        if loaded.config.family != WORKING_MEMORY_FAMILY:
-            raise InputError(f"{model} has no working memory; working-memory models: {', '.join(self.available(WORKING_MEMORY)) or 'none'}")
+        loaded = self.working_memory(model)
         if not 0 <= layer < loaded.config.n_decoder_layers:
             raise InputError(f"layer {layer} is out of range (0 to {loaded.config.n_decoder_layers - 1})")
         trace = self.trace(model, text, interventions, ["decoder.layers.*.self_attn.pattern"], seed)

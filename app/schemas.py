@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.validation import FieldText, ModelName, Reference
+from app.validation import MAX_INDEX, FieldText, ModelName, Reference
 from inference.decoding import Decoding
 from inference.interventions import Interventions
 
@@ -57,7 +57,7 @@ class DecodedTextRequest(TextRequest):
 class AttentionRequest(DecodedTextRequest):
     model_config = ConfigDict(json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "stack": "decoder.cross_attn", "layer": 1}]})
     stack: str = Field(max_length=100, description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn")
-    layer: int = Field(ge=0, le=1024)
+    layer: int = Field(ge=0, le=MAX_INDEX)
 
 
 class SweepRequest(BaseModel):
@@ -68,7 +68,7 @@ class SweepRequest(BaseModel):
 
 class AttributionRequest(DecodedTextRequest):
     model_config = ConfigDict(json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "position": 0}]})
-    position: int = Field(ge=0, le=1024, description="index of the output token in the model's translation (the final EOS included)")
+    position: int = Field(ge=0, le=MAX_INDEX, description="index of the output token in the model's translation (the final EOS included)")
 
 
 class CompareRequest(BaseModel):
@@ -81,7 +81,7 @@ class CompareRequest(BaseModel):
 class MemoryRequest(TextRequest):
     model_config = ConfigDict(json_schema_extra={"examples": [{"model": "working_memory_de_en", "text": DEMO_TEXT, "seed": 0, "layer": 0}]})
     seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the working memory's nucleus sampling")
-    layer: int = Field(0, ge=0, le=1024, description="decoder layer whose target-to-memory attention is returned")
+    layer: int = Field(0, ge=0, le=MAX_INDEX, description="decoder layer whose target-to-memory attention is returned")
 
 
 # ---------------------------------------------------------------- responses

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, Field, StringConstraints
 ECHO_CHARS = 60  # the most of a client's string that an error message repeats
 MAX_FIELD_CHARS = 20_000  # any text field; the configured text limit (Settings.max_text_chars) is checked after this
 MAX_NUMBER_DIGITS = 9
+MAX_INDEX = 1024  # the largest layer, head or output position a request may name; the model's own sizes are checked after
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls, tab and newlines excepted
 NUMBER = re.compile(r"[0-9]{1,%d}" % MAX_NUMBER_DIGITS)  # ASCII digits: str.isdigit() also accepts '²', '①', '٣'
 DECIMAL = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,9})?|\.[0-9]{1,9})")  # float() also accepts '١', '1_0', 'nan', 'inf'
@@ -79,11 +80,6 @@ def parse_numbers(text: str, what: str, limit: int) -> tuple[int, ...]:
     if len(items) > limit:
         raise InputError(f"{len(items):,} {what}s given; at most {limit:,}")
     return tuple(dict.fromkeys(parse_number(item, what) for item in items))
-
-
-def unique(items: tuple) -> tuple:
-    """Duplicates dropped, first occurrence kept."""
-    return tuple(dict.fromkeys(items))
 
 
 # Field types for request models and form fields.

@@ -104,12 +104,17 @@ def explore(page, server_url) -> None:
     swap(page, page.click, "#explore button[type=submit]")
 
 
+def submit_sentences(page, form: str, swaps: int) -> None:
+    """Submit `form` `swaps` times, alternating two sentences, each run a swap."""
+    for i in range(swaps):
+        page.fill(f"{form} textarea[name=text]", SENTENCES[i % 2])
+        swap(page, page.click, f"{form} button[type=submit]")
+
+
 @pytest.mark.parametrize("swaps", SWAPS)
 def test_explore_runs(page, server_url, swaps):
     open_page(page, f"{server_url}/explore?model={MODEL}")
-    for i in range(swaps):
-        page.fill("textarea[name=text]", SENTENCES[i % 2])
-        swap(page, page.click, "#explore button[type=submit]")
+    submit_sentences(page, "#explore", swaps)
     assert_layout(page, 3)
 
 
@@ -142,9 +147,7 @@ def test_attribution(page, server_url, swaps):
 @pytest.mark.parametrize("swaps", SWAPS)
 def test_compare_runs(page, server_url, swaps):
     open_page(page, f"{server_url}/compare")
-    for i in range(swaps):
-        page.fill("#compare textarea[name=text]", SENTENCES[i % 2])
-        swap(page, page.click, "#compare button[type=submit]")
+    submit_sentences(page, "#compare", swaps)
     assert_layout(page, 1)
 
 
