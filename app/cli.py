@@ -42,8 +42,14 @@ def list_models(args: argparse.Namespace) -> int:
         if entry.ok:
             tests = {split: bleu for split, bleu in entry.metrics.get("bleu", {}).items() if split != "val"}
             scores = [f"BLEU {split} {bleu:.2f}" for split, bleu in tests.items()]
-            scores += [f"word perplexity {split} {value:.1f}" for split, value in entry.metrics.get("word_perplexity", {}).items() if split.startswith("wikitext103")]
-            print(f"{name:28s} {entry.config.family:20s} memory {entry.config.memory_size:3d}  {' '.join(scores) or 'BLEU -'}")
+            scores += [
+                f"word perplexity {split} {value:.1f}"
+                for split, value in entry.metrics.get("word_perplexity", {}).items()
+                if split.startswith("wikitext103")
+            ]
+            print(
+                f"{name:28s} {entry.config.family:20s} memory {entry.config.memory_size:3d}  {' '.join(scores) or 'BLEU -'}"
+            )
         else:
             print(f"{name:28s} BROKEN: {entry.error}")
     return 0
@@ -60,10 +66,16 @@ def decoding_of(args: argparse.Namespace):
             raise ValueError("--length-penalty applies to beam search: give --beam N too")
         return Decoding()
     try:
-        return Decoding(method="beam", beam_size=args.beam, **({} if args.length_penalty is None else {"length_penalty": args.length_penalty}))
+        return Decoding(
+            method="beam",
+            beam_size=args.beam,
+            **({} if args.length_penalty is None else {"length_penalty": args.length_penalty}),
+        )
     except ValidationError as error:
         flags = {"beam_size": "--beam", "length_penalty": "--length-penalty"}
-        raise ValueError("; ".join(f"{flags.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in error.errors())) from None
+        raise ValueError(
+            "; ".join(f"{flags.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in error.errors())
+        ) from None
 
 
 def translate(args: argparse.Namespace) -> int:
@@ -72,10 +84,15 @@ def translate(args: argparse.Namespace) -> int:
 
     decoding = decoding_of(args)
     interventions = Interventions(
-        memory_size=args.memory_size, block_memory_reads=args.block_reads, knockout_slots=tuple(args.knockout), mask_memory=args.mask_memory
+        memory_size=args.memory_size,
+        block_memory_reads=args.block_reads,
+        knockout_slots=tuple(args.knockout),
+        mask_memory=args.mask_memory,
     )
     loaded = load_model(args)
-    trace = run_with_trace(loaded, args.text, names=["logits"], interventions=interventions, seed=args.seed, decoding=decoding)
+    trace = run_with_trace(
+        loaded, args.text, names=["logits"], interventions=interventions, seed=args.seed, decoding=decoding
+    )
     if trace.choices is not None:
         from inference.analyses.working_memory import memory_tokens
     for example, (source, translation) in enumerate(zip(trace.sources, trace.translations)):
@@ -104,7 +121,9 @@ def serve(args: argparse.Namespace) -> int:
         overrides["device"] = args.device
     # On SIGTERM, requests still running after SHUTDOWN_SECONDS are cancelled (their clients get no answer)
     # and a running job goes back to the queue after its current batch.
-    uvicorn.run(create_app(Settings(**overrides)), host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_SECONDS)
+    uvicorn.run(
+        create_app(Settings(**overrides)), host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_SECONDS
+    )
     return 0
 
 
@@ -133,19 +152,40 @@ def data(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="memlens", description=__doc__)
-    root.add_argument("--checkpoints", help="checkpoint folder (default: env MEMLENS_CHECKPOINT_DIR, else ./checkpoints)")
+    root.add_argument(
+        "--checkpoints", help="checkpoint folder (default: env MEMLENS_CHECKPOINT_DIR, else ./checkpoints)"
+    )
     root.add_argument("--device", default=None, help="auto (default), cpu, cuda, cuda:1 ...")
     commands = root.add_subparsers(dest="command", required=True)
-    commands.add_parser("models", help="list checkpoints and why broken ones are unavailable").set_defaults(run=list_models)
+    commands.add_parser("models", help="list checkpoints and why broken ones are unavailable").set_defaults(
+        run=list_models
+    )
     p = commands.add_parser("translate", help="translate sentences, optionally with lesions")
     p.add_argument("--model", required=True)
-    p.add_argument("--memory-size", type=int, default=None, help="memory at inference (0 to 3x trained slots; working memory: 0 to 2x)")
+    p.add_argument(
+        "--memory-size",
+        type=int,
+        default=None,
+        help="memory at inference (0 to 3x trained slots; working memory: 0 to 2x)",
+    )
     p.add_argument("--block-reads", choices=["none", "encoder", "decoder", "both"], default="none")
     p.add_argument("--knockout", type=int, nargs="*", default=[], help="memory slots to knock out")
     p.add_argument("--mask-memory", action="store_true", help="working memory: target tokens may not attend to memory")
     p.add_argument("--seed", type=int, default=0, help="working memory: seed of the memory sampling")
-    p.add_argument("--beam", type=int, default=None, metavar="N", help="beam search with N hypotheses (1 to 8; default: greedy); Memory Transformer families only")
-    p.add_argument("--length-penalty", type=float, default=None, metavar="A", help="beam search: GNMT length penalty exponent, 0 to 2 (default 0.6)")
+    p.add_argument(
+        "--beam",
+        type=int,
+        default=None,
+        metavar="N",
+        help="beam search with N hypotheses (1 to 8; default: greedy); Memory Transformer families only",
+    )
+    p.add_argument(
+        "--length-penalty",
+        type=float,
+        default=None,
+        metavar="A",
+        help="beam search: GNMT length penalty exponent, 0 to 2 (default 0.6)",
+    )
     p.add_argument("text", nargs="+")
     p.set_defaults(run=translate)
     p = commands.add_parser("hooks", help="list a model's hook points with shapes")
@@ -155,10 +195,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.set_defaults(run=serve)
-    p = commands.add_parser("train", help="train a model from a config (same as `python -m training train`; see `memlens train --help`)", add_help=False)
+    p = commands.add_parser(
+        "train",
+        help="train a model from a config (same as `python -m training train`; see `memlens train --help`)",
+        add_help=False,
+    )
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(run=train)
-    p = commands.add_parser("data", help="fetch the corpora training and evaluation read (`memlens data fetch [corpus ...] [--data-dir D]`; see `memlens data --help`)", add_help=False)
+    p = commands.add_parser(
+        "data",
+        help="fetch the corpora training and evaluation read (`memlens data fetch [corpus ...] [--data-dir D]`; see `memlens data --help`)",
+        add_help=False,
+    )
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(run=data)
     return root

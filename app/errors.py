@@ -37,7 +37,11 @@ def error_response(request: Request, status: int, message: str, headers: dict | 
         return JSONResponse({"detail": message}, status_code=status, headers=headers)
     if request.headers.get("HX-Request"):
         fragment = request.app.state.templates.get_template("partials/error.html").render(message=message)
-        return HTMLResponse(fragment, status_code=status, headers={**(headers or {}), "HX-Retarget": "#errors", "HX-Reswap": "innerHTML"})
+        return HTMLResponse(
+            fragment,
+            status_code=status,
+            headers={**(headers or {}), "HX-Retarget": "#errors", "HX-Reswap": "innerHTML"},
+        )
     return error_page(request, status, message)
 
 
@@ -45,8 +49,11 @@ def validation_message(error: RequestValidationError | ValidationError) -> str:
     problems = error.errors()
     parts = []
     for problem in problems[:MAX_PROBLEMS]:
-        where = ".".join(shown(p, 40) if isinstance(p, str) and len(p) > 40 else str(p)
-                         for p in problem.get("loc", ()) if p not in ("body", "query", "form", "path"))
+        where = ".".join(
+            shown(p, 40) if isinstance(p, str) and len(p) > 40 else str(p)
+            for p in problem.get("loc", ())
+            if p not in ("body", "query", "form", "path")
+        )
         parts.append(f"{where}: {problem.get('msg')}" if where else str(problem.get("msg")))
     if len(problems) > MAX_PROBLEMS:
         parts.append(f"and {len(problems) - MAX_PROBLEMS:,} more problems")
@@ -55,8 +62,15 @@ def validation_message(error: RequestValidationError | ValidationError) -> str:
 
 def install_error_handlers(app: FastAPI) -> None:
     for error_type, status in STATUS.items():
-        app.add_exception_handler(error_type, lambda request, error, status=status: error_response(request, status, str(error)))
+        app.add_exception_handler(
+            error_type, lambda request, error, status=status: error_response(request, status, str(error))
+        )
     for error_type in (RequestValidationError, ValidationError):  # the latter from models built inside a route
-        app.add_exception_handler(error_type, lambda request, error: error_response(request, 422, validation_message(error)))
-    app.add_exception_handler(HTTPException, lambda request, error: error_response(request, error.status_code, str(error.detail), error.headers))
+        app.add_exception_handler(
+            error_type, lambda request, error: error_response(request, 422, validation_message(error))
+        )
+    app.add_exception_handler(
+        HTTPException,
+        lambda request, error: error_response(request, error.status_code, str(error.detail), error.headers),
+    )
     app.add_exception_handler(ClientGone, lambda request, error: Response(status_code=CLIENT_CLOSED))

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import torch
 
+from app.validation import parse_decimal, parse_numbers, shown
 from inference.analyses.ff_aggregation import LogitLens
 from inference.analyses.ff_agreement import token_rank
 from inference.analyses.ff_mining import StoredTrigger, TriggerStore
 from inference.analyses.ff_values import FFMemories, value_logits
-from app.validation import parse_decimal, parse_numbers, shown
 from inference.interventions import MAX_KEYS, MAX_LISTED, MAX_SCALE, FFKeyScale
 from inference.tokenizer import TextTokenizer
 from inference.trace import Trace
@@ -49,7 +49,9 @@ class KeyCard:
     key: int
     value_tokens: list[tuple[str, float]]  # the top tokens of p_i with their probabilities
     value_norm: float
-    triggers: list[StoredTrigger]  # best first; empty when the key never fired on the mined corpus (or nothing was mined)
+    triggers: list[
+        StoredTrigger
+    ]  # best first; empty when the key never fired on the mined corpus (or nothing was mined)
     next_token_rank: int | None  # rank of w_i (the top trigger's next token) in p_i; 0 = the key agrees with its value
     top_coefficient: float | None
 
@@ -91,19 +93,28 @@ def key_cards(
     cards = []
     for key in chosen:
         fired = coefficients[key] > float("-inf")
-        cards.append(KeyCard(
-            layer=layer,
-            key=key,
-            value_tokens=list(zip(tokenizer.display_tokens(projection.top_ids[key].tolist()), projection.top_probabilities[key].tolist())),
-            value_norm=float(projection.norms[key]),
-            triggers=triggers.triggers(layer, key)[:shown_triggers] if triggers is not None and fired else [],
-            next_token_rank=int(ranks[key]) if ranks[key] >= 0 else None,
-            top_coefficient=float(coefficients[key]) if fired else None,
-        ))
+        cards.append(
+            KeyCard(
+                layer=layer,
+                key=key,
+                value_tokens=list(
+                    zip(
+                        tokenizer.display_tokens(projection.top_ids[key].tolist()),
+                        projection.top_probabilities[key].tolist(),
+                    )
+                ),
+                value_norm=float(projection.norms[key]),
+                triggers=triggers.triggers(layer, key)[:shown_triggers] if triggers is not None and fired else [],
+                next_token_rank=int(ranks[key]) if ranks[key] >= 0 else None,
+                top_coefficient=float(coefficients[key]) if fired else None,
+            )
+        )
     return cards, total
 
 
-def _key_statistics(projection: ValueProjectionView, triggers: TriggerStore | None, layer: str, d_ff: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _key_statistics(
+    projection: ValueProjectionView, triggers: TriggerStore | None, layer: str, d_ff: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(rank of w_i in p_i [d_ff] long, -1 without a trigger; top trigger coefficient [d_ff], -inf without one)."""
     ranks = torch.full((d_ff,), -1, dtype=torch.long)
     if triggers is None or layer not in triggers.layers:
@@ -119,8 +130,10 @@ def _ordering(order: str, ranks: torch.Tensor, coefficients: torch.Tensor, d_ff:
         return list(range(d_ff))
     fired = (ranks >= 0).nonzero().flatten().tolist()
     if not fired:
-        raise ViewError("no trigger examples are stored for this model, so keys can only be listed by index; "
-                        "mine them with `python -m training ff-memories checkpoints/<model>`")
+        raise ViewError(
+            "no trigger examples are stored for this model, so keys can only be listed by index; "
+            "mine them with `python -m training ff-memories checkpoints/<model>`"
+        )
     if order == "coefficient":
         return sorted(fired, key=lambda k: -float(coefficients[k]))
     return sorted(fired, key=lambda k: (int(ranks[k]), -float(coefficients[k])))
@@ -151,13 +164,21 @@ def lens_table(lens: LogitLens, tokenizer: TextTokenizer) -> LensTable:
     for layer in lens.layers:
         row = []
         for p in range(len(lens.tokens)):
-            keys = list(zip(layer.key_indices[p].tolist(), layer.key_scores[p].tolist(), tokenizer.display_tokens(layer.key_value_tokens[p].tolist())))
-            row.append(LensCell(
-                [k for k in keys if k[1] > 0],  # an inactive key adds nothing
-                tokens_with(layer.residual_tokens[p], layer.residual_probabilities[p]),
-                tokens_with(layer.ff_tokens[p], layer.ff_probabilities[p]),
-                tokens_with(layer.output_tokens[p], layer.output_probabilities[p]),
-            ))
+            keys = list(
+                zip(
+                    layer.key_indices[p].tolist(),
+                    layer.key_scores[p].tolist(),
+                    tokenizer.display_tokens(layer.key_value_tokens[p].tolist()),
+                )
+            )
+            row.append(
+                LensCell(
+                    [k for k in keys if k[1] > 0],  # an inactive key adds nothing
+                    tokens_with(layer.residual_tokens[p], layer.residual_probabilities[p]),
+                    tokens_with(layer.ff_tokens[p], layer.ff_probabilities[p]),
+                    tokens_with(layer.output_tokens[p], layer.output_probabilities[p]),
+                )
+            )
         cells.append(row)
     return LensTable(lens.tokens, [layer.layer for layer in lens.layers], cells)
 
@@ -188,8 +209,16 @@ def prediction_changes(plain: Trace, edited: Trace, axis: str, tokenizer: TextTo
     after_p, after_top = after.max(dim=-1)
     kept = after.gather(1, before_top[:, None])[:, 0]
     tokens = plain.tokens[axis][0]
-    shown_before, shown_after = tokenizer.display_tokens(before_top.tolist()), tokenizer.display_tokens(after_top.tolist())
-    return [PredictionChange(p, tokens[p], shown_before[p], float(before_p[p]), shown_after[p], float(after_p[p]), float(kept[p])) for p in range(shared)]
+    shown_before, shown_after = (
+        tokenizer.display_tokens(before_top.tolist()),
+        tokenizer.display_tokens(after_top.tolist()),
+    )
+    return [
+        PredictionChange(
+            p, tokens[p], shown_before[p], float(before_p[p]), shown_after[p], float(after_p[p]), float(kept[p])
+        )
+        for p in range(shared)
+    ]
 
 
 EDIT_SYNTAX = "ff-layer:key,key [x scale], edits separated by ';' (e.g. layers.3.ff:12,40 x0; layers.5.ff:7 x10)"
@@ -211,6 +240,8 @@ def parse_key_edits(text: str) -> tuple[FFKeyScale, ...]:
         except ValueError:
             numbers, factor = (), None
         if not layer.strip() or not numbers or factor is None or abs(factor) > MAX_SCALE:
-            raise ViewError(f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a scale within ±{MAX_SCALE:g} in ASCII digits")
+            raise ViewError(
+                f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a scale within ±{MAX_SCALE:g} in ASCII digits"
+            )
         edits.append(FFKeyScale(ff=layer.strip(), keys=numbers, scale=factor))
     return tuple(edits)

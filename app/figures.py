@@ -55,9 +55,13 @@ def block_overlays(attention: LayerAttention) -> tuple[list[dict], list[dict]]:
     n_q, n_k = len(attention.query_roles), len(attention.key_roles)
     line = {"color": "#d62728", "width": 2}
     if k_span and k_span[1] + 1 < n_k:
-        shapes.append({"type": "line", "x0": k_span[1] + 0.5, "x1": k_span[1] + 0.5, "y0": -0.5, "y1": n_q - 0.5, "line": line})
+        shapes.append(
+            {"type": "line", "x0": k_span[1] + 0.5, "x1": k_span[1] + 0.5, "y0": -0.5, "y1": n_q - 0.5, "line": line}
+        )
     if q_span and q_span[1] + 1 < n_q:
-        shapes.append({"type": "line", "y0": q_span[1] + 0.5, "y1": q_span[1] + 0.5, "x0": -0.5, "x1": n_k - 0.5, "line": line})
+        shapes.append(
+            {"type": "line", "y0": q_span[1] + 0.5, "y1": q_span[1] + 0.5, "x0": -0.5, "x1": n_k - 0.5, "line": line}
+        )
 
     def ranges(span, n):
         if span is None:
@@ -69,10 +73,16 @@ def block_overlays(attention: LayerAttention) -> tuple[list[dict], list[dict]]:
 
     for q_memory, q0, q1 in ranges(q_span, n_q):
         for k_memory, k0, k1 in ranges(k_span, n_k):
-            annotations.append({
-                "x": (k0 + k1) / 2, "y": (q0 + q1) / 2, "text": BLOCK_NAMES[(q_memory, k_memory)], "showarrow": False,
-                "font": {"color": "#d62728", "size": 13}, "bgcolor": "rgba(255,255,255,0.6)",
-            })
+            annotations.append(
+                {
+                    "x": (k0 + k1) / 2,
+                    "y": (q0 + q1) / 2,
+                    "text": BLOCK_NAMES[(q_memory, k_memory)],
+                    "showarrow": False,
+                    "font": {"color": "#d62728", "size": 13},
+                    "bgcolor": "rgba(255,255,255,0.6)",
+                }
+            )
     return shapes, annotations
 
 
@@ -91,15 +101,27 @@ def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = Fa
     cell = max(MIN_CELL_PX, min(MAX_CELL_PX, MAP_PX // max(len(x), len(y))))
     top = 70 + CHAR_PX * max(map(len, x))  # the title above key labels rotated by 60 degrees
     left = 20 + CHAR_PX * max(map(len, y))
-    figure = go.Figure(go.Heatmap(
-        z=z, x=x, y=y, zmin=0, zmax=color_max(z, autoscale), colorscale=COLORSCALE,
-        colorbar={"title": {"text": "% (head max)" if autoscale else "%"}},
-        hovertemplate="query %{y}<br>key %{x}<br>weight %{z}%<extra></extra>",
-    ))
+    figure = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=x,
+            y=y,
+            zmin=0,
+            zmax=color_max(z, autoscale),
+            colorscale=COLORSCALE,
+            colorbar={"title": {"text": "% (head max)" if autoscale else "%"}},
+            hovertemplate="query %{y}<br>key %{x}<br>weight %{z}%<extra></extra>",
+        )
+    )
     figure.update_layout(
         title=f"{attention.stack} layer {attention.layer} head {head}",
-        shapes=shapes, annotations=annotations, width=left + cell * len(x) + 120, height=top + cell * len(y) + 20,
-        margin={"l": 10, "r": 10, "t": top, "b": 10}, title_y=0.99, title_yanchor="top",
+        shapes=shapes,
+        annotations=annotations,
+        width=left + cell * len(x) + 120,
+        height=top + cell * len(y) + 20,
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
+        title_y=0.99,
+        title_yanchor="top",
     )
     figure.update_xaxes(side="top", type="category", tickangle=-60, dtick=1)
     figure.update_yaxes(autorange="reversed", type="category", dtick=1)
@@ -110,20 +132,38 @@ def head_grid(attention: LayerAttention, columns: int = 4, autoscale: bool = Fal
     """All heads of one layer as small multiples; with autoscale each on its own colour scale."""
     heads = attention.weights.shape[0]
     rows = -(-heads // columns)
-    figure = make_subplots(rows=rows, cols=columns, subplot_titles=[f"head {h}" for h in range(heads)],
-                           horizontal_spacing=0.03, vertical_spacing=0.08)
+    figure = make_subplots(
+        rows=rows,
+        cols=columns,
+        subplot_titles=[f"head {h}" for h in range(heads)],
+        horizontal_spacing=0.03,
+        vertical_spacing=0.08,
+    )
     x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
     for h in range(heads):
         z = quantize_percent(attention.weights[h])  # [q, k] uint8 percent
-        figure.add_trace(go.Heatmap(
-            z=z, x=x, y=y, zmin=0, zmax=color_max(z, autoscale), colorscale=COLORSCALE, showscale=False,
-            hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
-        ), row=h // columns + 1, col=h % columns + 1)
+        figure.add_trace(
+            go.Heatmap(
+                z=z,
+                x=x,
+                y=y,
+                zmin=0,
+                zmax=color_max(z, autoscale),
+                colorscale=COLORSCALE,
+                showscale=False,
+                hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
+            ),
+            row=h // columns + 1,
+            col=h % columns + 1,
+        )
     figure.update_xaxes(showticklabels=False, type="category")
     figure.update_yaxes(showticklabels=False, autorange="reversed", type="category")
     scale = "each head's colour scale up to its own largest weight" if autoscale else "colour scale 0 to 100%"
-    figure.update_layout(title=f"{attention.stack} layer {attention.layer}: all heads ({scale})", height=230 * rows + 60,
-                         margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    figure.update_layout(
+        title=f"{attention.stack} layer {attention.layer}: all heads ({scale})",
+        height=230 * rows + 60,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+    )
     return figure
 
 
@@ -137,42 +177,94 @@ def block_summary(blocks: list[HeadBlocks], stack: str) -> go.Figure:
         z = np.zeros((layers, heads), dtype=np.float32)
         for b in chosen:
             z[b.layer, b.head] = getattr(b, block)
-        figure.add_trace(go.Heatmap(
-            z=quantize_percent(z), x=[f"h{h}" for h in range(heads)], y=[f"L{layer}" for layer in range(layers)],
-            zmin=0, zmax=100, colorscale=COLORSCALE, showscale=column == 4,
-            hovertemplate=f"{block}<br>%{{y}} %{{x}}<br>mass %{{z}}%<extra></extra>",
-        ), row=1, col=column)
+        figure.add_trace(
+            go.Heatmap(
+                z=quantize_percent(z),
+                x=[f"h{h}" for h in range(heads)],
+                y=[f"L{layer}" for layer in range(layers)],
+                zmin=0,
+                zmax=100,
+                colorscale=COLORSCALE,
+                showscale=column == 4,
+                hovertemplate=f"{block}<br>%{{y}} %{{x}}<br>mass %{{z}}%<extra></extra>",
+            ),
+            row=1,
+            col=column,
+        )
     figure.update_yaxes(autorange="reversed")
-    figure.update_layout(title=f"{stack}: attention mass per block (share of all query rows)", height=120 + 28 * layers,
-                         margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    figure.update_layout(
+        title=f"{stack}: attention mass per block (share of all query rows)",
+        height=120 + 28 * layers,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+    )
     return figure
 
 
 def lesion_curve(memory_size: list[int], bleu: list[float], trained: int, title: str) -> go.Figure:
     """BLEU against inference memory size; the trained size marked."""
-    figure = go.Figure(go.Scatter(x=memory_size, y=bleu, mode="lines+markers", name="BLEU",
-                                  hovertemplate="memory %{x}<br>BLEU %{y:.2f}<extra></extra>"))
+    figure = go.Figure(
+        go.Scatter(
+            x=memory_size,
+            y=bleu,
+            mode="lines+markers",
+            name="BLEU",
+            hovertemplate="memory %{x}<br>BLEU %{y:.2f}<extra></extra>",
+        )
+    )
     figure.add_vline(x=trained, line_dash="dash", line_color="#d62728", annotation_text=f"trained: {trained}")
-    figure.update_layout(title=title, xaxis_title="memory size at inference", yaxis_title="BLEU", height=380,
-                         margin={"l": 10, "r": 10, "t": 60, "b": 10})
+    figure.update_layout(
+        title=title,
+        xaxis_title="memory size at inference",
+        yaxis_title="BLEU",
+        height=380,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+    )
     return figure
 
 
 def attribution_chart(attribution: Attribution) -> go.Figure:
     """Integrated gradients (signed) and saliency (gradient norm) per source token and memory slot."""
-    figure = make_subplots(rows=2, cols=2, column_widths=[0.65, 0.35], shared_yaxes=False, horizontal_spacing=0.06, vertical_spacing=0.18,
-                           subplot_titles=["integrated gradients: source", "integrated gradients: memory", "saliency: source", "saliency: memory"])
+    figure = make_subplots(
+        rows=2,
+        cols=2,
+        column_widths=[0.65, 0.35],
+        shared_yaxes=False,
+        horizontal_spacing=0.06,
+        vertical_spacing=0.18,
+        subplot_titles=[
+            "integrated gradients: source",
+            "integrated gradients: memory",
+            "saliency: source",
+            "saliency: memory",
+        ],
+    )
     source = axis_labels(attribution.source_tokens)
     memory = axis_labels(attribution.memory_slots)
-    panels = [(attribution.integrated_gradients_source, source, 1, 1), (attribution.integrated_gradients_memory, memory, 1, 2),
-              (attribution.saliency_source, source, 2, 1), (attribution.saliency_memory, memory, 2, 2)]
+    panels = [
+        (attribution.integrated_gradients_source, source, 1, 1),
+        (attribution.integrated_gradients_memory, memory, 1, 2),
+        (attribution.saliency_source, source, 2, 1),
+        (attribution.saliency_memory, memory, 2, 2),
+    ]
     for values, labels, row, column in panels:
-        figure.add_trace(go.Bar(x=labels, y=values, showlegend=False, marker_color="#1f77b4" if row == 1 else "#ff7f0e",
-                                hovertemplate="%{x}<br>%{y:.4f}<extra></extra>"), row=row, col=column)
+        figure.add_trace(
+            go.Bar(
+                x=labels,
+                y=values,
+                showlegend=False,
+                marker_color="#1f77b4" if row == 1 else "#ff7f0e",
+                hovertemplate="%{x}<br>%{y:.4f}<extra></extra>",
+            ),
+            row=row,
+            col=column,
+        )
     figure.update_xaxes(type="category", tickangle=-60)
-    figure.update_layout(title=f"output token {attribution.position}: {html.escape(attribution.token)} "
-                               f"(IG completeness error {attribution.convergence_delta:.3g})",
-                         height=560, margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    figure.update_layout(
+        title=f"output token {attribution.position}: {html.escape(attribution.token)} "
+        f"(IG completeness error {attribution.convergence_delta:.3g})",
+        height=560,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+    )
     return figure
 
 
@@ -180,8 +272,13 @@ def compare_blocks(per_model: dict[str, list[HeadBlocks]]) -> go.Figure:
     """For each model, the mean over heads of each block's mass, per stack
     and layer, as stacked bars on one shared scale."""
     colors = {"update": "#1f77b4", "write": "#2ca02c", "read": "#d62728", "process": "#9467bd"}
-    figure = make_subplots(rows=1, cols=len(per_model), subplot_titles=[html.escape(m) for m in per_model], shared_yaxes=True,
-                           horizontal_spacing=0.03)
+    figure = make_subplots(
+        rows=1,
+        cols=len(per_model),
+        subplot_titles=[html.escape(m) for m in per_model],
+        shared_yaxes=True,
+        horizontal_spacing=0.03,
+    )
     for column, blocks in enumerate(per_model.values(), start=1):
         groups: dict[str, list[HeadBlocks]] = {}
         for b in blocks:
@@ -189,8 +286,24 @@ def compare_blocks(per_model: dict[str, list[HeadBlocks]]) -> go.Figure:
         labels = list(groups)
         for block in BLOCKS:
             means = [float(np.mean([getattr(b, block) for b in groups[label]])) for label in labels]
-            figure.add_trace(go.Bar(x=labels, y=means, name=block, marker_color=colors[block], legendgroup=block, showlegend=column == 1,
-                                    hovertemplate=f"{block}<br>%{{x}}<br>%{{y:.2f}}<extra></extra>"), row=1, col=column)
-    figure.update_layout(barmode="stack", height=460, title="Attention mass per block, mean over heads", margin={"l": 10, "r": 10, "t": 70, "b": 10})
+            figure.add_trace(
+                go.Bar(
+                    x=labels,
+                    y=means,
+                    name=block,
+                    marker_color=colors[block],
+                    legendgroup=block,
+                    showlegend=column == 1,
+                    hovertemplate=f"{block}<br>%{{x}}<br>%{{y:.2f}}<extra></extra>",
+                ),
+                row=1,
+                col=column,
+            )
+    figure.update_layout(
+        barmode="stack",
+        height=460,
+        title="Attention mass per block, mean over heads",
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+    )
     figure.update_xaxes(tickangle=-60)
     return figure

@@ -33,14 +33,21 @@ def upload_page(request: Request, runner: RunnerDep, jobs: JobsDep):
 
 
 @router.post("/upload")
-async def upload(request: Request, jobs: JobsDep, model: Annotated[ModelName, Form()], file: Annotated[UploadFile, File()]):
+async def upload(
+    request: Request, jobs: JobsDep, model: Annotated[ModelName, Form()], file: Annotated[UploadFile, File()]
+):
     settings = request.app.state.settings
     job = jobs.submit_corpus(model, await read_upload(file, settings.max_upload_bytes, settings.max_upload_lines))
     return go_to(request, f"/results/{job.id}")
 
 
 @router.post("/sweep")
-def sweep(request: Request, jobs: JobsDep, model: Annotated[ModelName, Form()], reference: Annotated[Reference, Form()] = "demo"):
+def sweep(
+    request: Request,
+    jobs: JobsDep,
+    model: Annotated[ModelName, Form()],
+    reference: Annotated[Reference, Form()] = "demo",
+):
     job = jobs.submit_sweep(model, reference)
     return go_to(request, f"/results/{job.id}")
 
@@ -61,11 +68,15 @@ def job_context(job: Job) -> dict:
         for name, figure in memory_summary_figures(job.result["summary"]).items():
             context["figures"][name] = figure_json(figure)
         references = job.params["references"] or [None] * len(job.params["sources"])
-        context["memory_rows"] = list(zip(job.params["sources"], references, job.result["translations"], job.result["memory"]))
+        context["memory_rows"] = list(
+            zip(job.params["sources"], references, job.result["translations"], job.result["memory"])
+        )
     elif job.kind == "sweep":
         result = job.result
         title = f"{job.params['model']}: BLEU against memory size ({result['sentences']} sentences, {job.params['reference']} set)"
-        context["figures"]["sweep"] = figure_json(lesion_curve(result["memory_size"], result["bleu"], result["trained"], title))
+        context["figures"]["sweep"] = figure_json(
+            lesion_curve(result["memory_size"], result["bleu"], result["trained"], title)
+        )
     else:
         blocks = [HeadBlocks(**b) for b in job.result["blocks"]]
         for stack in dict.fromkeys(b.stack for b in blocks):

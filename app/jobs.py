@@ -18,15 +18,15 @@ from pathlib import Path
 
 from app.demo import demo_sentences
 from app.runner import Runner
-from app.validation import InputError, shown
 from app.store import Job, JobStore
 from app.uploads import Corpus
+from app.validation import InputError, shown
 from inference.analyses.blocks import attention_blocks, merge_blocks
 from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
 from inference.analyses.memory_corpus import generate_memory_corpus, summarise_memory_corpus
+from inference.analyses.quality import corpus_quality
 from inference.checkpoint import LoadedModel
 from inference.models.working_memory import WorkingMemoryTransformer
-from inference.analyses.quality import corpus_quality
 from training.data import DataError, read_multi30k
 
 LOG = logging.getLogger(__name__)
@@ -71,7 +71,12 @@ class JobRunner:
                 self.runner.check_text(loaded, source)
             except InputError as error:
                 raise InputError(f"{corpus.filename}, line {number}: {error}") from None
-        params = {"model": model, "filename": corpus.filename, "sources": corpus.sources, "references": corpus.references}
+        params = {
+            "model": model,
+            "filename": corpus.filename,
+            "sources": corpus.sources,
+            "references": corpus.references,
+        }
         job = self.store.create("corpus", params, total=len(corpus.sources))
         self._pool.submit(self._run, job.id, self._work["corpus"])
         return job
@@ -84,7 +89,11 @@ class JobRunner:
         if not loaded.config.memory_size:
             raise InputError(f"{model} has no memory to lesion")
         self.reference_set(reference)  # refuse an unusable reference before queueing
-        params = {"model": model, "reference": reference, "sizes": lesion_sizes(loaded.config.memory_size, loaded.config.max_memory_size)}
+        params = {
+            "model": model,
+            "reference": reference,
+            "sizes": lesion_sizes(loaded.config.memory_size, loaded.config.max_memory_size),
+        }
         cached = self.store.find_done("sweep", params)
         if cached:
             return cached
@@ -100,8 +109,10 @@ class JobRunner:
             try:
                 pairs = read_multi30k(self.data_dir, "test_2016_flickr")
             except DataError:  # its message names the server's own paths
-                raise InputError("the Multi30k test set is not in the server's data directory: "
-                                 "choose the demo set, or ask the server's owner to run `memlens data fetch multi30k`") from None
+                raise InputError(
+                    "the Multi30k test set is not in the server's data directory: "
+                    "choose the demo set, or ask the server's owner to run `memlens data fetch multi30k`"
+                ) from None
             return [de for de, _ in pairs], [en for _, en in pairs]
         job = self.store.get(reference)
         if job is None or job.kind != "corpus":
@@ -125,7 +136,11 @@ class JobRunner:
             return
         except Exception as error:  # reported on the job's page without the server's details, which go to its log
             LOG.exception("job %s failed", job_id)
-            self.store.update(job_id, status="failed", error=f"the job failed on the server ({type(error).__name__}); its log has the details")
+            self.store.update(
+                job_id,
+                status="failed",
+                error=f"the job failed on the server ({type(error).__name__}); its log has the details",
+            )
             return
         self.store.update(job_id, status="done", done=job.total, result=result)
 
@@ -149,7 +164,9 @@ class JobRunner:
         runs = []
         for start in range(0, len(sources), MEMORY_CHUNK):
             with self.runner.model_turn():
-                runs.append(generate_memory_corpus(loaded, sources[start : start + MEMORY_CHUNK], with_lesions=bool(references)))
+                runs.append(
+                    generate_memory_corpus(loaded, sources[start : start + MEMORY_CHUNK], with_lesions=bool(references))
+                )
             self._progress(job.id, min(start + MEMORY_CHUNK, len(sources)))
         return {"working_memory": True, **summarise_memory_corpus(runs, references or None)}
 
@@ -163,5 +180,10 @@ class JobRunner:
             bleu.append(quality.bleu)
             chrf.append(quality.chrf)
             self._progress(job.id, len(bleu))
-        return {"memory_size": job.params["sizes"], "bleu": bleu, "chrf": chrf, "trained": loaded.config.memory_size,
-                "sentences": len(sources)}
+        return {
+            "memory_size": job.params["sizes"],
+            "bleu": bleu,
+            "chrf": chrf,
+            "trained": loaded.config.memory_size,
+            "sentences": len(sources),
+        }

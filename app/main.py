@@ -44,15 +44,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         limit_malloc_arenas()  # before the worker threads that run requests start
-        registry = CheckpointRegistry(settings.checkpoint_dir, settings.device, settings.max_models_mb * 2**20)  # scans only; models load on first use
-        app.state.runner = Runner(registry, settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens,
-                                  recent_trace_bytes=settings.max_cache_mb * 2**20)
+        registry = CheckpointRegistry(
+            settings.checkpoint_dir, settings.device, settings.max_models_mb * 2**20
+        )  # scans only; models load on first use
+        app.state.runner = Runner(
+            registry,
+            settings.max_text_chars,
+            settings.max_source_tokens,
+            settings.max_new_tokens,
+            recent_trace_bytes=settings.max_cache_mb * 2**20,
+        )
         app.state.jobs = JobRunner(JobStore(settings.database), app.state.runner, settings.data_dir)
         yield
         app.state.jobs.shutdown()
 
-    app = FastAPI(title="MemLens", description="Look inside memory-augmented transformers.", lifespan=lifespan,
-                  docs_url=None, redoc_url=None)  # /docs below: FastAPI's own loads Swagger UI from a CDN with an inline script
+    app = FastAPI(
+        title="MemLens",
+        description="Look inside memory-augmented transformers.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )  # /docs below: FastAPI's own loads Swagger UI from a CDN with an inline script
     app.state.settings = settings
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPO_ROOT / "templates"), autoescape=True)
     environment.globals["metric_columns"] = metric_columns
@@ -73,7 +85,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/healthz", tags=["api"], response_model=Health)
     def healthz() -> dict:
         registry = app.state.runner.registry
-        return {"status": "ok", "models": len(registry.available()), "broken": len(registry.broken()), "device": str(registry.device)}
+        return {
+            "status": "ok",
+            "models": len(registry.available()),
+            "broken": len(registry.broken()),
+            "device": str(registry.device),
+        }
 
     app.include_router(api.router)
     app.include_router(pages.router)

@@ -20,8 +20,8 @@ from app.deps import RunnerDep
 from app.memory_figures import decisions_chart, memory_attention_heatmap
 from app.pages import error_page, figure_json, render
 from app.runner import LANGUAGE_MODEL, WORKING_MEMORY, MemoryView, Runner, kind_of
-from app.validation import MAX_INDEX, FieldText, ModelName, shown
 from app.textdiff import word_diff
+from app.validation import MAX_INDEX, FieldText, ModelName, shown
 from inference.interventions import MAX_LISTED, Interventions
 
 router = APIRouter(include_in_schema=False)
@@ -38,8 +38,14 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
     if model is None:
         if suitable:
             return None
-        return error_page(request, 404, "No usable working-memory checkpoint: see the home page for the models and why any is unavailable.",
-                          title, links, heading)
+        return error_page(
+            request,
+            404,
+            "No usable working-memory checkpoint: see the home page for the models and why any is unavailable.",
+            title,
+            links,
+            heading,
+        )
     entries = runner.registry.entries
     if model not in entries:
         return error_page(request, 404, f"There is no model named {shown(model)}.", title, links, heading)
@@ -54,7 +60,15 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
     else:
         what, page = f"a translation model of the {family} family", ("the Explore page", "/explore")
     message = f"{model} has no working memory: it is {what}. This page shows models whose decoder writes vocabulary tokens into its own input as memory."
-    return error_page(request, 400, message, title, links, heading, (f"{model} is shown on", page[0], f"{page[1]}?{urlencode({'model': model})}"))
+    return error_page(
+        request,
+        400,
+        message,
+        title,
+        links,
+        heading,
+        (f"{model} is shown on", page[0], f"{page[1]}?{urlencode({'model': model})}"),
+    )
 
 
 @cache
@@ -76,7 +90,10 @@ def forced_memory_ids(runner: Runner, model: str, text: str) -> tuple[int, ...]:
 
 @router.get("/memory")
 def memory_page(
-    request: Request, runner: RunnerDep, model: Annotated[ModelName | None, Query()] = None, text: Annotated[FieldText, Query()] = "",
+    request: Request,
+    runner: RunnerDep,
+    model: Annotated[ModelName | None, Query()] = None,
+    text: Annotated[FieldText, Query()] = "",
     seed: Annotated[int, Query(ge=0, le=MAX_SEED)] = 0,
 ):
     """model, text and seed in the address reproduce a view."""
@@ -87,9 +104,21 @@ def memory_page(
     model = model or available[0]
     loaded = runner.model(model)
     corpus, examples = memory_examples(model)
-    examples = [{**e, "href": f"/memory?{urlencode({'model': model, 'text': e['source'], 'seed': 0})}"} for e in examples]
-    return render(request, "pages/memory.html", models=available, model=model, text=text, seed=seed, config=loaded.config,
-                  source_language=loaded.meta.get("source_language", "German"), examples=examples, examples_corpus=corpus)
+    examples = [
+        {**e, "href": f"/memory?{urlencode({'model': model, 'text': e['source'], 'seed': 0})}"} for e in examples
+    ]
+    return render(
+        request,
+        "pages/memory.html",
+        models=available,
+        model=model,
+        text=text,
+        seed=seed,
+        config=loaded.config,
+        source_language=loaded.meta.get("source_language", "German"),
+        examples=examples,
+        examples_corpus=corpus,
+    )
 
 
 def memory_count(view: MemoryView) -> int:
@@ -119,8 +148,10 @@ def lesion_outcome(plain: MemoryView, lesioned: MemoryView, lesion: Intervention
 def no_memory_note(plain: MemoryView, seed: int) -> str | None:
     if memory_count(plain):
         return None
-    return (f"This input wrote no memory tokens with seed {seed}: memory size, mask, seed and the attention view have nothing to act on. "
-            "Force memory writes memory anyway, or pick an example sentence that writes memory.")
+    return (
+        f"This input wrote no memory tokens with seed {seed}: memory size, mask, seed and the attention view have nothing to act on. "
+        "Force memory writes memory anyway, or pick an example sentence that writes memory."
+    )
 
 
 def attention_note(view: MemoryView, lesion: Interventions) -> str | None:
@@ -157,8 +188,16 @@ def memory_run(
     if lesioned.attention.key_tokens:
         figures["memory-attention"] = figure_json(memory_attention_heatmap(lesioned.attention))
     return render(
-        request, "partials/memory_results.html", plain=plain, lesioned=lesioned if lesioned is not plain else None, lesion=lesion,
-        diff=word_diff(plain.trace.translations[0], lesioned.trace.translations[0]), figures=figures, seed=seed,
-        outcome=None if lesioned is plain else lesion_outcome(plain, lesioned, lesion), no_memory=no_memory_note(plain, seed),
-        attention_note=attention_note(lesioned, lesion), forced_words=forced.split(),
+        request,
+        "partials/memory_results.html",
+        plain=plain,
+        lesioned=lesioned if lesioned is not plain else None,
+        lesion=lesion,
+        diff=word_diff(plain.trace.translations[0], lesioned.trace.translations[0]),
+        figures=figures,
+        seed=seed,
+        outcome=None if lesioned is plain else lesion_outcome(plain, lesioned, lesion),
+        no_memory=no_memory_note(plain, seed),
+        attention_note=attention_note(lesioned, lesion),
+        forced_words=forced.split(),
     )

@@ -36,6 +36,19 @@ class MetricColumn:
 
 def metric_columns(entries: list[RegistryEntry]) -> list[MetricColumn]:
     """Every (metric, test split) some model reports, validation splits left out: BLEU first, then in TEST_SETS order."""
-    found = {MetricColumn(metric, split) for entry in entries for metric in METRICS for split in entry.metrics.get(metric, {}) if "test" in split}
+    found = {
+        MetricColumn(metric, split)
+        for entry in entries
+        for metric in METRICS
+        for split in entry.metrics.get(metric, {})
+        if "test" in split
+    }
     order = list(TEST_SETS)
-    return sorted(found, key=lambda c: (list(METRICS).index(c.metric), order.index(c.split) if c.split in order else len(order), c.split))
+    return sorted(
+        found,
+        key=lambda c: (
+            list(METRICS).index(c.metric),
+            order.index(c.split) if c.split in order else len(order),
+            c.split,
+        ),
+    )

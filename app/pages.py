@@ -12,8 +12,8 @@ from app.demo import demo_sentences
 from app.deps import RunnerDep
 from app.figures import attention_heatmap, attribution_chart, block_summary, compare_blocks, head_grid
 from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, Runner
-from app.validation import MAX_INDEX, FieldText, InputError, ModelName, parse_number, shown
 from app.textdiff import word_diff
+from app.validation import MAX_INDEX, FieldText, InputError, ModelName, parse_number, shown
 from inference.analyses.attention import attention_stacks, layer_attention
 from inference.analyses.blocks import attention_blocks
 from inference.decoding import Decoding
@@ -26,11 +26,25 @@ def render(request: Request, template: str, **context) -> HTMLResponse:
     return request.app.state.templates.TemplateResponse(request, template, context)
 
 
-def error_page(request: Request, status: int, message: str, title: str | None = None, links: list[tuple[str, str]] = (),
-               links_heading: str = "", elsewhere: tuple[str, str, str] | None = None) -> HTMLResponse:
+def error_page(
+    request: Request,
+    status: int,
+    message: str,
+    title: str | None = None,
+    links: list[tuple[str, str]] = (),
+    links_heading: str = "",
+    elsewhere: tuple[str, str, str] | None = None,
+) -> HTMLResponse:
     """A readable 4xx page: why the request cannot be shown, links (label, href)
     to what can, and optionally (text, label, href) where the request's model is shown."""
-    context = {"status": status, "message": message, "title": title, "links": links, "links_heading": links_heading, "elsewhere": elsewhere}
+    context = {
+        "status": status,
+        "message": message,
+        "title": title,
+        "links": links,
+        "links_heading": links_heading,
+        "elsewhere": elsewhere,
+    }
     return request.app.state.templates.TemplateResponse(request, "pages/error.html", context, status_code=status)
 
 
@@ -55,7 +69,9 @@ def parse_heads(text: str) -> tuple[HeadRef, ...]:
     for item in items:
         attn, _, head = item.rpartition(":")
         if not attn:
-            raise InputError(f"cannot read head {shown(item)}: write attention-module:head, e.g. decoder.layers.1.cross_attn:3")
+            raise InputError(
+                f"cannot read head {shown(item)}: write attention-module:head, e.g. decoder.layers.1.cross_attn:3"
+            )
         heads.append(HeadRef(attn=attn.strip(), head=parse_number(head, "head")))
     return tuple(dict.fromkeys(heads))
 
@@ -67,14 +83,26 @@ def explore_controls(runner: Runner, model: str) -> dict:
 
 
 @router.get("/explore")
-def explore(request: Request, runner: RunnerDep, model: Annotated[ModelName | None, Query()] = None, text: Annotated[FieldText, Query()] = ""):
+def explore(
+    request: Request,
+    runner: RunnerDep,
+    model: Annotated[ModelName | None, Query()] = None,
+    text: Annotated[FieldText, Query()] = "",
+):
     if model in runner.available(WORKING_MEMORY):  # its views are on the Working memory page
         return RedirectResponse(f"/memory?{urlencode({'model': model, 'text': text})}", status_code=303)
     if model in runner.available(LANGUAGE_MODEL):  # and the language model's on the FF memories page
         return RedirectResponse(f"/ff?{urlencode({'model': model, 'text': text})}", status_code=303)
     available, model = runner.page_models(model, TRANSLATION)
-    return render(request, "pages/explore.html", models=available, model=model, text=text, demos=demo_sentences(),
-                  **explore_controls(runner, model))
+    return render(
+        request,
+        "pages/explore.html",
+        models=available,
+        model=model,
+        text=text,
+        demos=demo_sentences(),
+        **explore_controls(runner, model),
+    )
 
 
 def lesion_form(
@@ -85,7 +113,12 @@ def lesion_form(
 ) -> Interventions:
     """The lesion controls of the Explore form as interventions."""
     return Interventions.model_validate(
-        {"memory_size": memory_size, "knockout_slots": tuple(knockout), "block_memory_reads": block_reads, "ablate_heads": parse_heads(ablate)}
+        {
+            "memory_size": memory_size,
+            "knockout_slots": tuple(knockout),
+            "block_memory_reads": block_reads,
+            "ablate_heads": parse_heads(ablate),
+        }
     )
 
 
@@ -125,7 +158,9 @@ def explore_run(
     if layer >= stacks[stack]:
         raise InputError(f"layer {layer} is out of range (0 to {stacks[stack] - 1})")
     plain = runner.trace(model, text, Interventions(), names=["*.pattern"], decoding=decoding)
-    if lesion.memory_size == plain.config["memory_size"]:  # the slider always sends a size; the trained one is no lesion
+    if (
+        lesion.memory_size == plain.config["memory_size"]
+    ):  # the slider always sends a size; the trained one is no lesion
         lesion = lesion.model_copy(update={"memory_size": None})
     lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=["*.pattern"], decoding=decoding)
     view = layer_attention(lesioned, stack, layer)
@@ -137,20 +172,34 @@ def explore_run(
         "blocks": figure_json(block_summary(attention_blocks(lesioned), stack)),
     }
     return render(
-        request, "partials/explore_results.html",
-        plain=plain, lesioned=lesioned if lesioned is not plain else None,
-        diff=word_diff(plain.translations[0], lesioned.translations[0]), figures=figures,
-        stack=stack, layer=layer, head=head, output_tokens=lesioned.tokens["dec"][0][1:] + ["<eos>"], decoding=decoding,
+        request,
+        "partials/explore_results.html",
+        plain=plain,
+        lesioned=lesioned if lesioned is not plain else None,
+        diff=word_diff(plain.translations[0], lesioned.translations[0]),
+        figures=figures,
+        stack=stack,
+        layer=layer,
+        head=head,
+        output_tokens=lesioned.tokens["dec"][0][1:] + ["<eos>"],
+        decoding=decoding,
     )
 
 
 @router.post("/explore/attribution")
 def explore_attribution(
-    request: Request, runner: RunnerDep, lesion: LesionDep, decoding: DecodingDep, model: Annotated[ModelName, Form()],
-    position: Annotated[int, Form(ge=0, le=MAX_INDEX)], text: Annotated[FieldText, Form()] = "",
+    request: Request,
+    runner: RunnerDep,
+    lesion: LesionDep,
+    decoding: DecodingDep,
+    model: Annotated[ModelName, Form()],
+    position: Annotated[int, Form(ge=0, le=MAX_INDEX)],
+    text: Annotated[FieldText, Form()] = "",
 ):
     attribution = runner.attribution(model, text, position, lesion, decoding)
-    return render(request, "partials/figures.html", figures={"attribution": figure_json(attribution_chart(attribution))})
+    return render(
+        request, "partials/figures.html", figures={"attribution": figure_json(attribution_chart(attribution))}
+    )
 
 
 @router.get("/compare")
@@ -159,11 +208,24 @@ def compare_page(request: Request, runner: RunnerDep, text: Annotated[FieldText,
 
 
 @router.post("/compare/run")
-def compare_run(request: Request, runner: RunnerDep, decoding: DecodingDep, models: Annotated[list[ModelName], Form(max_length=6)] = [],
-                text: Annotated[FieldText, Form()] = ""):
+def compare_run(
+    request: Request,
+    runner: RunnerDep,
+    decoding: DecodingDep,
+    models: Annotated[list[ModelName], Form(max_length=6)] = [],
+    text: Annotated[FieldText, Form()] = "",
+):
     if len(models) < 2:
         raise InputError("choose at least two models to compare")
-    traces = {model: runner.trace(model, text, Interventions(), names=["*.pattern"], decoding=decoding) for model in dict.fromkeys(models)}
+    traces = {
+        model: runner.trace(model, text, Interventions(), names=["*.pattern"], decoding=decoding)
+        for model in dict.fromkeys(models)
+    }
     blocks = {model: attention_blocks(trace) for model, trace in traces.items()}
-    return render(request, "partials/compare_results.html", traces=traces, decoding=decoding,
-                  figures={"compare": figure_json(compare_blocks(blocks))})
+    return render(
+        request,
+        "partials/compare_results.html",
+        traces=traces,
+        decoding=decoding,
+        figures={"compare": figure_json(compare_blocks(blocks))},
+    )

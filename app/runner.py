@@ -18,19 +18,25 @@ from dataclasses import dataclass
 from app.client_gone import ClientGone, client_gone
 from app.validation import InputError, shown, visible_text
 from inference.analyses.attribution import Attribution, attribute
+from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.analyses.ff_mining import TriggerStore
 from inference.analyses.ff_values import FFMemories, ff_memories
-from inference.analyses.blocks import HeadBlocks, attention_blocks
-from inference.analyses.working_memory import MemoryAttention, StepDecision, StreamToken, step_decisions, stream_tokens, target_to_memory_attention
-from inference.checkpoint import CheckpointRegistry, LoadedModel, read_json_object
+from inference.analyses.working_memory import (
+    MemoryAttention,
+    StepDecision,
+    StreamToken,
+    step_decisions,
+    stream_tokens,
+    target_to_memory_attention,
+)
 from inference.byte_cache import ByteBudgetCache, tensor_bytes
+from inference.checkpoint import CheckpointRegistry, LoadedModel, read_json_object
 from inference.decoding import GREEDY, Decoding
 from inference.interventions import Interventions
 from inference.models.language_model import FAMILY as LANGUAGE_MODEL_FAMILY
 from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
 from inference.trace import Trace, run_with_trace
 from training.ff_study import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
-
 
 RECENT_TRACE_BYTES = 256 * 2**20  # a trace with every pattern of a 256-token input is tens of MB
 FF_STUDY_BYTES = 512 * 2**20  # the language model's values, embedding and triggers are about 70 MB
@@ -61,7 +67,9 @@ class Translation:
     roles: dict[str, list[str]]  # axis -> roles
     memory_size: int
     interventions: dict
-    decoding: dict | None  # how the output was chosen (Decoding); None for a working-memory model, which samples its memory
+    decoding: (
+        dict | None
+    )  # how the output was chosen (Decoding); None for a working-memory model, which samples its memory
 
 
 @dataclass
@@ -83,13 +91,23 @@ class FFStudy:
 
 
 class Runner:
-    def __init__(self, registry: CheckpointRegistry, max_text_chars: int, max_source_tokens: int, max_new_tokens: int,
-                 continuation_tokens: int = 24, recent_trace_bytes: int = RECENT_TRACE_BYTES, ff_study_bytes: int = FF_STUDY_BYTES):
+    def __init__(
+        self,
+        registry: CheckpointRegistry,
+        max_text_chars: int,
+        max_source_tokens: int,
+        max_new_tokens: int,
+        continuation_tokens: int = 24,
+        recent_trace_bytes: int = RECENT_TRACE_BYTES,
+        ff_study_bytes: int = FF_STUDY_BYTES,
+    ):
         self.registry = registry
         self.max_text_chars = max_text_chars
         self.max_source_tokens = max_source_tokens
         self.max_new_tokens = max_new_tokens
-        self.continuation_tokens = continuation_tokens  # the language model's greedy continuation on the FF memories page
+        self.continuation_tokens = (
+            continuation_tokens  # the language model's greedy continuation on the FF memories page
+        )
         self.lock = threading.Lock()  # held for every model run
         self._recent: ByteBudgetCache[Trace] = ByteBudgetCache(recent_trace_bytes, trace_bytes)
         self._ff: ByteBudgetCache[tuple[FFMemories, FFStudy]] = ByteBudgetCache(ff_study_bytes, ff_bytes)
@@ -118,19 +136,25 @@ class Runner:
         """(the models a page offers, the one it shows: the requested one, else the first)."""
         available = self.available(*kinds)
         if not available:
-            raise InputError(f"no usable {' or '.join(kinds)} checkpoint: see the home page for the models and why any is unavailable")
+            raise InputError(
+                f"no usable {' or '.join(kinds)} checkpoint: see the home page for the models and why any is unavailable"
+            )
         return available, requested or available[0]
 
     def model(self, name: str) -> LoadedModel:
         if name not in self.registry.entries:
-            raise UnknownModel(f"unknown model {shown(name)}; available: {', '.join(self.registry.available()) or 'none'}")
+            raise UnknownModel(
+                f"unknown model {shown(name)}; available: {', '.join(self.registry.available()) or 'none'}"
+            )
         return self.registry.get(name)
 
     def translator(self, name: str) -> LoadedModel:
         """A model that translates; the language model is refused with where its views are."""
         loaded = self.model(name)
         if kind_of(loaded.config.family) == LANGUAGE_MODEL:
-            raise InputError(f"{name} is a language model, not a translation model: its views are on the FF memories page (/ff)")
+            raise InputError(
+                f"{name} is a language model, not a translation model: its views are on the FF memories page (/ff)"
+            )
         return loaded
 
     def check_text(self, loaded: LoadedModel, text: str) -> str:
@@ -142,19 +166,44 @@ class Runner:
             raise InputError(f"the text has {n_tokens} tokens; the limit is {self.max_source_tokens}")
         return text
 
-    def trace(self, model: str, text: str, interventions: Interventions, names: list[str] | None, seed: int = 0,
-              decoding: Decoding = GREEDY) -> Trace:
+    def trace(
+        self,
+        model: str,
+        text: str,
+        interventions: Interventions,
+        names: list[str] | None,
+        seed: int = 0,
+        decoding: Decoding = GREEDY,
+    ) -> Trace:
         """The model's own translation of `text` under `interventions`, traced
         (`seed`: the working memory's sampling seed; `decoding`: greedy or beam search).
 
         Recent traces are kept: toggling a lesion back and forth, or
         switching the layer on view, re-runs nothing."""
-        return self._recent_trace(self.translator(model), text, interventions, names, self.max_new_tokens, seed, decoding)
+        return self._recent_trace(
+            self.translator(model), text, interventions, names, self.max_new_tokens, seed, decoding
+        )
 
-    def _recent_trace(self, loaded: LoadedModel, text: str, interventions: Interventions, names: list[str] | None, max_new_tokens: int, seed: int,
-                      decoding: Decoding = GREEDY) -> Trace:
+    def _recent_trace(
+        self,
+        loaded: LoadedModel,
+        text: str,
+        interventions: Interventions,
+        names: list[str] | None,
+        max_new_tokens: int,
+        seed: int,
+        decoding: Decoding = GREEDY,
+    ) -> Trace:
         text = self.check_text(loaded, text)
-        key = (loaded.name, text, interventions, tuple(names) if names is not None else None, max_new_tokens, seed, decoding)
+        key = (
+            loaded.name,
+            text,
+            interventions,
+            tuple(names) if names is not None else None,
+            max_new_tokens,
+            seed,
+            decoding,
+        )
         trace = self._recent.get(key)
         if trace is not None:
             return trace
@@ -163,8 +212,15 @@ class Runner:
             if trace is not None:
                 return trace
             try:
-                trace = run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=max_new_tokens, seed=seed,
-                                       decoding=decoding)
+                trace = run_with_trace(
+                    loaded,
+                    text,
+                    names=names,
+                    interventions=interventions,
+                    max_new_tokens=max_new_tokens,
+                    seed=seed,
+                    decoding=decoding,
+                )
             except ValueError as error:  # input the checks above cannot see: a text longer than the language model's window, beam search on a model that samples
                 raise InputError(str(error)) from None
         self._recent.put(key, trace)
@@ -182,7 +238,9 @@ class Runner:
             found = self._ff.get(model)
             if found is None:
                 folder = self.registry.entries[model].path
-                triggers = TriggerStore(read_triggers(folder / TRIGGERS_FILE)) if (folder / TRIGGERS_FILE).exists() else None
+                triggers = (
+                    TriggerStore(read_triggers(folder / TRIGGERS_FILE)) if (folder / TRIGGERS_FILE).exists() else None
+                )
                 analysis = read_json_object(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).exists() else None
                 found = (ff_memories(loaded.model), FFStudy(triggers, analysis))
                 self._ff.put(model, found)
@@ -201,7 +259,9 @@ class Runner:
         translation, with the hooks of the aggregation and the logit lens."""
         loaded = self.model(model)
         memories, _ = self.ff(model)
-        new_tokens = self.continuation_tokens if kind_of(loaded.config.family) == LANGUAGE_MODEL else self.max_new_tokens
+        new_tokens = (
+            self.continuation_tokens if kind_of(loaded.config.family) == LANGUAGE_MODEL else self.max_new_tokens
+        )
         return self._recent_trace(loaded, text, interventions, memories.capture_hooks(), new_tokens, 0)
 
     def ff_runs(self, model: str, text: str, interventions: Interventions) -> tuple[Trace, Trace | None]:
@@ -209,17 +269,23 @@ class Runner:
         plain = self.ff_trace(model, text, Interventions())
         return plain, None if interventions.is_noop() else self.ff_trace(model, text, interventions)
 
-    def trace_many(self, model: str, texts: list[str], names: list[str] | None, interventions: Interventions | None = None) -> Trace:
+    def trace_many(
+        self, model: str, texts: list[str], names: list[str] | None, interventions: Interventions | None = None
+    ) -> Trace:
         """A batch of already checked texts, traced; not kept."""
         loaded = self.translator(model)
         with self.model_turn():
-            return run_with_trace(loaded, texts, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens)
+            return run_with_trace(
+                loaded, texts, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens
+            )
 
     def working_memory(self, name: str) -> LoadedModel:
         """A working-memory model; a model of another family is refused before it is loaded."""
         entry = self.registry.entries.get(name)
         if entry is not None and entry.ok and entry.config.family != WORKING_MEMORY_FAMILY:
-            raise InputError(f"{name} has no working memory; working-memory models: {', '.join(self.available(WORKING_MEMORY)) or 'none'}")
+            raise InputError(
+                f"{name} has no working memory; working-memory models: {', '.join(self.available(WORKING_MEMORY)) or 'none'}"
+            )
         return self.model(name)  # unknown: UnknownModel; broken: CheckpointError
 
     def memory_view(self, model: str, text: str, interventions: Interventions, seed: int, layer: int) -> MemoryView:
@@ -227,16 +293,27 @@ class Runner:
         if not 0 <= layer < loaded.config.n_decoder_layers:
             raise InputError(f"layer {layer} is out of range (0 to {loaded.config.n_decoder_layers - 1})")
         trace = self.trace(model, text, interventions, ["decoder.layers.*.self_attn.pattern"], seed)
-        return MemoryView(trace, stream_tokens(trace), step_decisions(trace, loaded.tokenizer), target_to_memory_attention(trace, layer))
+        return MemoryView(
+            trace,
+            stream_tokens(trace),
+            step_decisions(trace, loaded.tokenizer),
+            target_to_memory_attention(trace, layer),
+        )
 
-    def translate(self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY) -> Translation:
+    def translate(
+        self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY
+    ) -> Translation:
         trace = self.trace(model, text, interventions, names=["logits"], decoding=decoding)
         return translation_of(trace)
 
-    def attribution(self, model: str, text: str, position: int, interventions: Interventions, decoding: Decoding = GREEDY) -> Attribution:
+    def attribution(
+        self, model: str, text: str, position: int, interventions: Interventions, decoding: Decoding = GREEDY
+    ) -> Attribution:
         loaded = self.translator(model)
         if loaded.config.family == WORKING_MEMORY_FAMILY:
-            raise InputError(f"{model} is a working-memory model: attribution onto [mem] slots does not apply (see its Working memory page)")
+            raise InputError(
+                f"{model} is a working-memory model: attribution onto [mem] slots does not apply (see its Working memory page)"
+            )
         text = self.check_text(loaded, text)
         with self.model_turn():
             try:
@@ -244,7 +321,9 @@ class Runner:
             except ValueError as error:  # an output position the translation does not have
                 raise InputError(str(error)) from None
 
-    def blocks(self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY) -> list[HeadBlocks]:
+    def blocks(
+        self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY
+    ) -> list[HeadBlocks]:
         return attention_blocks(self.trace(model, text, interventions, names=["*.pattern"], decoding=decoding))
 
 
@@ -269,5 +348,7 @@ def trace_bytes(trace: Trace) -> int:
 def ff_bytes(entry: tuple[FFMemories, FFStudy]) -> int:
     """Bytes of a model's FF values and output embedding (copies of its weights) and its decoded trigger store."""
     memories, study = entry
-    triggers = [array for arrays in study.triggers.arrays.values() for array in arrays.values()] if study.triggers else []
+    triggers = (
+        [array for arrays in study.triggers.arrays.values() for array in arrays.values()] if study.triggers else []
+    )
     return tensor_bytes(*memories.values.values(), memories.output_embedding, *triggers)

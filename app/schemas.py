@@ -16,7 +16,10 @@ DEMO_TEXT = "Ein Hund läuft über die Wiese."
 
 
 class ErrorResponse(BaseModel):
-    detail: str = Field(description="what was wrong with the request, in words", examples=["unknown model 'nope'; available: transformer, …"])
+    detail: str = Field(
+        description="what was wrong with the request, in words",
+        examples=["unknown model 'nope'; available: transformer, …"],
+    )
 
 
 def errors(*statuses: int) -> dict[int | str, dict]:
@@ -38,48 +41,80 @@ MODEL_ERRORS = errors(400, 404, 409)  # routes that run a model on client input
 
 
 class TextRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT}]})
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT}]}
+    )
     model: ModelName
-    text: FieldText = Field(description="source sentence, in the model's source language (German or Russian)", examples=[DEMO_TEXT])
+    text: FieldText = Field(
+        description="source sentence, in the model's source language (German or Russian)", examples=[DEMO_TEXT]
+    )
     interventions: Interventions = Field(default_factory=Interventions)
 
 
 class DecodedTextRequest(TextRequest):
     """A text the model translates itself, greedily or by beam search (the Memory Transformer families)."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [
-        {"model": "memtransformer_10", "text": DEMO_TEXT},
-        {"model": "memtransformer_10", "text": DEMO_TEXT, "decoding": {"method": "beam", "beam_size": 4, "length_penalty": 0.6}},
-    ]})
-    decoding: Decoding = Field(default_factory=Decoding, description="greedy (default) or beam search; a working-memory model decodes greedily only")
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"model": "memtransformer_10", "text": DEMO_TEXT},
+                {
+                    "model": "memtransformer_10",
+                    "text": DEMO_TEXT,
+                    "decoding": {"method": "beam", "beam_size": 4, "length_penalty": 0.6},
+                },
+            ]
+        }
+    )
+    decoding: Decoding = Field(
+        default_factory=Decoding,
+        description="greedy (default) or beam search; a working-memory model decodes greedily only",
+    )
 
 
 class AttentionRequest(DecodedTextRequest):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "stack": "decoder.cross_attn", "layer": 1}]})
-    stack: str = Field(max_length=100, description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn")
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "stack": "decoder.cross_attn", "layer": 1}]
+        }
+    )
+    stack: str = Field(
+        max_length=100, description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn"
+    )
     layer: int = Field(ge=0, le=MAX_INDEX)
 
 
 class SweepRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"model": "memtransformer_10", "reference": "demo"}]})
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"model": "memtransformer_10", "reference": "demo"}]}
+    )
     model: ModelName
     reference: Reference = "demo"
 
 
 class AttributionRequest(DecodedTextRequest):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "position": 0}]})
-    position: int = Field(ge=0, le=MAX_INDEX, description="index of the output token in the model's translation (the final EOS included)")
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "position": 0}]}
+    )
+    position: int = Field(
+        ge=0, le=MAX_INDEX, description="index of the output token in the model's translation (the final EOS included)"
+    )
 
 
 class CompareRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"models": ["transformer", "memtransformer_10"], "text": DEMO_TEXT}]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"models": ["transformer", "memtransformer_10"], "text": DEMO_TEXT}]},
+    )
     models: list[ModelName] = Field(min_length=1, max_length=6)
     text: FieldText
     decoding: Decoding = Field(default_factory=Decoding)
 
 
 class MemoryRequest(TextRequest):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"model": "working_memory_de_en", "text": DEMO_TEXT, "seed": 0, "layer": 0}]})
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"model": "working_memory_de_en", "text": DEMO_TEXT, "seed": 0, "layer": 0}]}
+    )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the working memory's nucleus sampling")
     layer: int = Field(0, ge=0, le=MAX_INDEX, description="decoder layer whose target-to-memory attention is returned")
 
@@ -124,7 +159,9 @@ class TranslationResponse(BaseModel):
     roles: dict[str, list[str]]
     memory_size: int
     interventions: dict[str, Any]
-    decoding: dict[str, Any] | None = Field(description="how the output was chosen; null for a working-memory model, which samples its memory")
+    decoding: dict[str, Any] | None = Field(
+        description="how the output was chosen; null for a working-memory model, which samples its memory"
+    )
 
 
 class AttentionResponse(BaseModel):
@@ -214,4 +251,3 @@ class Health(BaseModel):
     models: int
     broken: int
     device: str
-

@@ -48,7 +48,9 @@ def cross_origin_reason(method: str, headers: Headers) -> str | None:
     """Why a request is a cross-origin state change, or None when it is not one."""
     if method not in STATE_CHANGING:
         return None
-    fetch_site = headers.get("sec-fetch-site")  # set by the browser alone, so it decides where present (Host may be a proxy's)
+    fetch_site = headers.get(
+        "sec-fetch-site"
+    )  # set by the browser alone, so it decides where present (Host may be a proxy's)
     if fetch_site is not None:
         return None if fetch_site in SAME_ORIGIN_FETCH_SITES else f"the browser marked it as {fetch_site}"
     origin = headers.get("origin")

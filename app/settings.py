@@ -15,7 +15,9 @@ class Settings(BaseSettings):
 
     checkpoint_dir: Path = Field(REPO_ROOT / "checkpoints", description="folder of checkpoint folders")
     device: str = Field("auto", description="auto (CUDA when available), cpu, cuda, cuda:N")
-    data_dir: Path = Field(REPO_ROOT.parent / "shared" / "data", description="raw corpora (training and reference sets)")
+    data_dir: Path = Field(
+        REPO_ROOT.parent / "shared" / "data", description="raw corpora (training and reference sets)"
+    )
     max_text_chars: int = Field(2000, description="longest input text accepted")
     max_source_tokens: int = Field(256, description="longest input in tokens")
     max_new_tokens: int = Field(128, description="longest translation decoded")

@@ -59,13 +59,17 @@ class JobStore:
             self._db.execute(SCHEMA)
             # A job still running belonged to a server that died during it (a server that stops
             # cleanly puts its job back in the queue); queued jobs are run again (JobRunner).
-            self._db.execute("UPDATE jobs SET status = 'failed', error = ? WHERE status = 'running'", (DIED_DURING_JOB,))
+            self._db.execute(
+                "UPDATE jobs SET status = 'failed', error = ? WHERE status = 'running'", (DIED_DURING_JOB,)
+            )
 
     def create(self, kind: str, params: dict, total: int) -> Job:
         job_id = uuid.uuid4().hex[:12]
         with self._lock, self._db:
-            self._db.execute("INSERT INTO jobs (id, kind, params, status, total, created) VALUES (?, ?, ?, 'queued', ?, ?)",
-                             (job_id, kind, json.dumps(params, sort_keys=True), total, time.time()))
+            self._db.execute(
+                "INSERT INTO jobs (id, kind, params, status, total, created) VALUES (?, ?, ?, 'queued', ?, ?)",
+                (job_id, kind, json.dumps(params, sort_keys=True), total, time.time()),
+            )
         return self.get(job_id)
 
     def update(self, job_id: str, **fields) -> None:
@@ -82,8 +86,10 @@ class JobStore:
 
     def find_done(self, kind: str, params: dict) -> Job | None:
         with self._lock:
-            row = self._db.execute("SELECT * FROM jobs WHERE kind = ? AND params = ? AND status = 'done' ORDER BY created DESC LIMIT 1",
-                                   (kind, json.dumps(params, sort_keys=True))).fetchone()
+            row = self._db.execute(
+                "SELECT * FROM jobs WHERE kind = ? AND params = ? AND status = 'done' ORDER BY created DESC LIMIT 1",
+                (kind, json.dumps(params, sort_keys=True)),
+            ).fetchone()
         return _job(row) if row else None
 
     def queued(self) -> list[Job]:
@@ -100,4 +106,6 @@ class JobStore:
 
 def _job(row) -> Job:
     job_id, kind, params, status, done, total, result, error, created = row
-    return Job(job_id, kind, json.loads(params), status, done, total, json.loads(result) if result else None, error, created)
+    return Job(
+        job_id, kind, json.loads(params), status, done, total, json.loads(result) if result else None, error, created
+    )

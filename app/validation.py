@@ -15,7 +15,9 @@ from pydantic import AfterValidator, Field, StringConstraints
 ECHO_CHARS = 60  # the most of a client's string that an error message repeats
 MAX_FIELD_CHARS = 20_000  # any text field; the configured text limit (Settings.max_text_chars) is checked after this
 MAX_NUMBER_DIGITS = 9
-MAX_INDEX = 1024  # the largest layer, head or output position a request may name; the model's own sizes are checked after
+MAX_INDEX = (
+    1024  # the largest layer, head or output position a request may name; the model's own sizes are checked after
+)
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls, tab and newlines excepted
 NUMBER = re.compile(r"[0-9]{1,%d}" % MAX_NUMBER_DIGITS)  # ASCII digits: str.isdigit() also accepts '²', '①', '٣'
 DECIMAL = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,9})?|\.[0-9]{1,9})")  # float() also accepts '١', '1_0', 'nan', 'inf'
@@ -39,11 +41,15 @@ def valid_unicode(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
-        raise InputError(f"the text holds an unpaired surrogate (U+{ord(text[error.start]):04X}) at character {error.start}: "
-                         "send valid Unicode") from None
+        raise InputError(
+            f"the text holds an unpaired surrogate (U+{ord(text[error.start]):04X}) at character {error.start}: "
+            "send valid Unicode"
+        ) from None
     control = CONTROL.search(text)
     if control:
-        raise InputError(f"the text holds a control character (U+{ord(control.group()):04X}) at character {control.start()}")
+        raise InputError(
+            f"the text holds a control character (U+{ord(control.group()):04X}) at character {control.start()}"
+        )
     return text
 
 
@@ -54,7 +60,9 @@ def visible_text(text: str) -> str:
     if not text:
         raise InputError("the text is empty: type a sentence")
     if not any(unicodedata.category(char).startswith(VISIBLE_CATEGORIES) for char in text):
-        raise InputError("the text has no visible character (only spaces, zero-width, bidi or control characters): type a sentence")
+        raise InputError(
+            "the text has no visible character (only spaces, zero-width, bidi or control characters): type a sentence"
+        )
     return text
 
 
@@ -62,7 +70,9 @@ def parse_number(text: str, what: str) -> int:
     """One whole number in ASCII digits (the JSON API's integers and the forms' typed numbers read alike)."""
     text = text.strip()
     if not NUMBER.fullmatch(text):
-        raise InputError(f"cannot read {what} {shown(text)}: write a whole number in ASCII digits (at most {MAX_NUMBER_DIGITS}), e.g. 12")
+        raise InputError(
+            f"cannot read {what} {shown(text)}: write a whole number in ASCII digits (at most {MAX_NUMBER_DIGITS}), e.g. 12"
+        )
     return int(text)
 
 
@@ -84,9 +94,21 @@ def parse_numbers(text: str, what: str, limit: int) -> tuple[int, ...]:
 
 # Field types for request models and form fields.
 FieldText = Annotated[str, Field(max_length=MAX_FIELD_CHARS), AfterValidator(valid_unicode)]
-ModelName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"),
-                      Field(description="checkpoint name, as listed by GET /api/models", examples=["memtransformer_10"])]
-JobId = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{12}$"), Field(description="job id, as returned when the job was submitted")]
+ModelName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"),
+    Field(description="checkpoint name, as listed by GET /api/models", examples=["memtransformer_10"]),
+]
+JobId = Annotated[
+    str,
+    StringConstraints(pattern=r"^[0-9a-f]{12}$"),
+    Field(description="job id, as returned when the job was submitted"),
+]
 ModuleName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.]+$")]
-Reference = Annotated[str, StringConstraints(pattern=r"^(demo|multi30k_test_2016|[0-9a-f]{12})$"),
-                      Field(description='"demo", "multi30k_test_2016" (read from the data directory) or the job id of an uploaded .tsv corpus')]
+Reference = Annotated[
+    str,
+    StringConstraints(pattern=r"^(demo|multi30k_test_2016|[0-9a-f]{12})$"),
+    Field(
+        description='"demo", "multi30k_test_2016" (read from the data directory) or the job id of an uploaded .tsv corpus'
+    ),
+]

@@ -55,7 +55,14 @@ def main() -> None:
         sizes = [k for k in range(3 * memory + 1) if k != memory]
 
         def toggle(i: int):
-            form = {"model": args.model, "text": sentence, "memory_size": sizes[i % len(sizes)], "stack": "encoder.attn", "layer": 0, "head": 0}
+            form = {
+                "model": args.model,
+                "text": sentence,
+                "memory_size": sizes[i % len(sizes)],
+                "stack": "encoder.attn",
+                "layer": 0,
+                "head": 0,
+            }
             return client.post("/explore/run", data=form, headers={"HX-Request": "true"})
 
         def translate(i: int):
@@ -68,7 +75,14 @@ def main() -> None:
         long_text = text_of_tokens(loaded.tokenizer, 256)
 
         def long_toggle(i: int):
-            form = {"model": args.model, "text": long_text, "memory_size": sizes[i % len(sizes)], "stack": "encoder.attn", "layer": 0, "head": 0}
+            form = {
+                "model": args.model,
+                "text": long_text,
+                "memory_size": sizes[i % len(sizes)],
+                "stack": "encoder.attn",
+                "layer": 0,
+                "head": 0,
+            }
             return client.post("/explore/run", data=form, headers={"HX-Request": "true"})
 
         long_ms = median_ms(long_toggle, max(3, args.repeats // 3))

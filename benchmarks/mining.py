@@ -83,18 +83,27 @@ def main() -> None:
     loaded = load_checkpoint(args.checkpoint, "cpu")
     corpus = study_corpus(loaded, resolve_data_dir(args.data_dir), args.sentences, 0)
     tokens = sum(len(prefix_stream(loaded, text)) for text in corpus.texts)
-    print(f"{loaded.name} on {args.device}, torch threads {torch.get_num_threads()}: {len(corpus.texts):,} sentences "
-          f"({tokens:,} tokens) of {corpus.description}, batches of {args.batch}")
+    print(
+        f"{loaded.name} on {args.device}, torch threads {torch.get_num_threads()}: {len(corpus.texts):,} sentences "
+        f"({tokens:,} tokens) of {corpus.description}, batches of {args.batch}"
+    )
     context = multiprocessing.get_context("spawn")  # a fresh process per mode: its peak memory is its own
     results = {}
     for mode in MODES:
         with context.Pool(1) as pool:
-            results[mode] = pool.apply(run_mode, (mode, args.checkpoint, args.device, corpus.texts, corpus.sources, args.batch))
+            results[mode] = pool.apply(
+                run_mode, (mode, args.checkpoint, args.device, corpus.texts, corpus.sources, args.batch)
+            )
     floor = results["forward"]
-    print(f"{'mode':<9} {'sentences/s':>12} {'x forward':>10} {'peak RSS MB':>12} {'x forward':>10}" + ("  peak CUDA MB" if floor["peak_cuda_mb"] is not None else ""))
+    print(
+        f"{'mode':<9} {'sentences/s':>12} {'x forward':>10} {'peak RSS MB':>12} {'x forward':>10}"
+        + ("  peak CUDA MB" if floor["peak_cuda_mb"] is not None else "")
+    )
     for mode, r in results.items():
-        line = (f"{mode:<9} {r['sentences_per_second']:>12.1f} {r['sentences_per_second'] / floor['sentences_per_second']:>10.2f} "
-                f"{r['peak_rss_mb']:>12.0f} {r['peak_rss_mb'] / floor['peak_rss_mb']:>10.2f}")
+        line = (
+            f"{mode:<9} {r['sentences_per_second']:>12.1f} {r['sentences_per_second'] / floor['sentences_per_second']:>10.2f} "
+            f"{r['peak_rss_mb']:>12.0f} {r['peak_rss_mb'] / floor['peak_rss_mb']:>10.2f}"
+        )
         print(line + (f"  {r['peak_cuda_mb']:.0f}" if r["peak_cuda_mb"] is not None else ""))
 
 

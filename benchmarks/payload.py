@@ -36,8 +36,13 @@ def our_payload(attention: torch.Tensor, tokens: list[str]) -> int:
     total = 0
     for layer in range(attention.shape[0]):
         body = {
-            "stack": "encoder.attn", "layer": layer, "translation": "", "query_tokens": tokens, "key_tokens": tokens,
-            "query_roles": roles, "key_roles": roles,
+            "stack": "encoder.attn",
+            "layer": layer,
+            "translation": "",
+            "query_tokens": tokens,
+            "key_tokens": tokens,
+            "query_roles": roles,
+            "key_roles": roles,
             "weights": {**binary_array(quantize_percent(attention[layer])), "unit": "percent"},
         }
         total += len(json.dumps(body).encode())
@@ -60,14 +65,18 @@ def timed(fn, *args) -> tuple[int, float]:
 
 def main() -> None:
     print(f"{LAYERS} layers x {HEADS} heads, random attention; sizes in KiB, times in ms")
-    print(f"{'N':>5} {'ours KiB':>10} {'ours ms':>9} {'BertViz KiB':>12} {'BertViz ms':>11} {'size ratio':>11} {'time ratio':>11}")
+    print(
+        f"{'N':>5} {'ours KiB':>10} {'ours ms':>9} {'BertViz KiB':>12} {'BertViz ms':>11} {'size ratio':>11} {'time ratio':>11}"
+    )
     for n in (64, 128, 256):
         attention = random_attention(n)
         tokens = [f"tok{i}" for i in range(n)]
         ours, ours_time = timed(our_payload, attention, tokens)
         theirs, theirs_time = timed(bertviz_payload, attention, tokens)
-        print(f"{n:>5} {ours / 1024:>10.0f} {ours_time * 1e3:>9.0f} {theirs / 1024:>12.0f} {theirs_time * 1e3:>11.0f} "
-              f"{theirs / ours:>10.1f}x {theirs_time / ours_time:>10.1f}x")
+        print(
+            f"{n:>5} {ours / 1024:>10.0f} {ours_time * 1e3:>9.0f} {theirs / 1024:>12.0f} {theirs_time * 1e3:>11.0f} "
+            f"{theirs / ours:>10.1f}x {theirs_time / ours_time:>10.1f}x"
+        )
     print("ratio = BertViz / ours (goal: size ratio >= 30)")
 
 

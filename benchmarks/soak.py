@@ -46,13 +46,27 @@ def valid_request(rng: random.Random) -> tuple[str, str, dict | None]:
     if kind == "beam":
         return "POST", "/api/translate", {"model": model, "text": text, "decoding": {"method": "beam", "beam_size": 4}}
     if kind == "attention":
-        return "POST", "/api/attention", {"model": model, "text": text, "stack": "decoder.cross_attn", "layer": rng.randrange(4), "interventions": lesion}
+        return (
+            "POST",
+            "/api/attention",
+            {
+                "model": model,
+                "text": text,
+                "stack": "decoder.cross_attn",
+                "layer": rng.randrange(4),
+                "interventions": lesion,
+            },
+        )
     if kind == "blocks":
         return "POST", "/api/blocks", {"model": model, "text": text, "interventions": lesion}
     if kind == "memory":
         return "POST", "/api/memory", {"model": WORKING_MEMORY[0], "text": text, "seed": rng.randrange(4)}
     if kind == "lens":
-        return "POST", "/api/ff/lens", {"model": "language_model", "text": rng.choice(["The river flows into the", "A dog runs across the"])}
+        return (
+            "POST",
+            "/api/ff/lens",
+            {"model": "language_model", "text": rng.choice(["The river flows into the", "A dog runs across the"])},
+        )
     if kind == "keys":
         return "POST", "/api/ff/keys", {"model": "language_model", "layer": rng.randrange(6), "limit": 5}
     return "GET", "/api/models", None
@@ -67,16 +81,32 @@ def invalid_request(rng: random.Random) -> tuple[str, str, dict | str | None]:
     if kind == 1:
         return "POST", "/api/translate", {"model": "transformer", "text": "\u200b\u200d\u202e"}
     if kind == 2:
-        return "POST", "/api/ff/keys", {"model": "language_model", "keys": list(range(rng.choice([500, 50_000, 400_000])))}
+        return (
+            "POST",
+            "/api/ff/keys",
+            {"model": "language_model", "keys": list(range(rng.choice([500, 50_000, 400_000])))},
+        )
     if kind == 3:
         heads = [{"attn": "decoder.layers.1.cross_attn", "head": h % 8} for h in range(20_000)]
-        return "POST", "/api/translate", {"model": "memtransformer_10", "text": text, "interventions": {"ablate_heads": heads}}
+        return (
+            "POST",
+            "/api/translate",
+            {"model": "memtransformer_10", "text": text, "interventions": {"ablate_heads": heads}},
+        )
     if kind == 4:
-        return "POST", "/api/ff/lens", '{"model": "language_model", "text": "a", "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1], "scale": NaN}]}}'
+        return (
+            "POST",
+            "/api/ff/lens",
+            '{"model": "language_model", "text": "a", "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1], "scale": NaN}]}}',
+        )
     if kind == 5:
         return "POST", "/api/translate", {"model": "m" * rng.choice([100, 5000]), "text": text}
     if kind == 6:
-        return "POST", "/api/translate", {"model": "transformer", "text": text, **{f"x{i}": i for i in range(rng.choice([10, 20_000]))}}
+        return (
+            "POST",
+            "/api/translate",
+            {"model": "transformer", "text": text, **{f"x{i}": i for i in range(rng.choice([10, 20_000]))}},
+        )
     if kind == 7:
         return "GET", f"/api/jobs/{rng.choice(['nope', '0123456789ab'])}", None
     return "POST", "/api/memory", {"model": "transformer", "text": text}
@@ -126,13 +156,20 @@ def main() -> None:
 
     database = Path(tempfile.mkdtemp()) / "soak.sqlite3"
     environment = {**os.environ, "MEMLENS_DATABASE": str(database), "MEMLENS_DEVICE": "cpu"}
-    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(args.port)], cwd=ROOT, env=environment)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(args.port)], cwd=ROOT, env=environment
+    )
     base = f"http://127.0.0.1:{args.port}"
     try:
         wait_for(f"{base}/healthz", server)
-        with httpx.Client(base_url=base, timeout=120) as warm:  # load every model used once, so the start figure includes them
+        with httpx.Client(
+            base_url=base, timeout=120
+        ) as warm:  # load every model used once, so the start figure includes them
             for model in TRANSLATORS + WORKING_MEMORY:
-                warm.post("/api/translate" if model in TRANSLATORS else "/api/memory", json={"model": model, "text": "Ein Hund."})
+                warm.post(
+                    "/api/translate" if model in TRANSLATORS else "/api/memory",
+                    json={"model": model, "text": "Ein Hund."},
+                )
             warm.post("/api/ff/lens", json={"model": "language_model", "text": "The river"})
         start_mb = resident_mb(server.pid)
         statuses: Counter = Counter()
@@ -150,7 +187,9 @@ def main() -> None:
                     content = body if isinstance(body, str) else json.dumps(body) if body is not None else None
                     began = time.perf_counter()
                     try:
-                        status = http.request(method, path, content=content, headers={"content-type": "application/json"}).status_code
+                        status = http.request(
+                            method, path, content=content, headers={"content-type": "application/json"}
+                        ).status_code
                     except httpx.HTTPError as error:
                         status = type(error).__name__
                     elapsed = time.perf_counter() - began
@@ -172,8 +211,20 @@ def main() -> None:
         served = sum(statuses.values())
         second_half = [p for p in memory if p[0] >= served / 2]
 
-        in_flight = [threading.Thread(target=lambda: httpx.post(f"{base}/api/attribution", timeout=60, json={
-            "model": "memtransformer_20", "text": " ".join(d.source for d in demo_sentences()[:4]), "position": 3})) for _ in range(4)]
+        in_flight = [
+            threading.Thread(
+                target=lambda: httpx.post(
+                    f"{base}/api/attribution",
+                    timeout=60,
+                    json={
+                        "model": "memtransformer_20",
+                        "text": " ".join(d.source for d in demo_sentences()[:4]),
+                        "position": 3,
+                    },
+                )
+            )
+            for _ in range(4)
+        ]
         for thread in in_flight:
             thread.start()
         time.sleep(1.0)
@@ -182,16 +233,26 @@ def main() -> None:
         server.wait(timeout=120)
         exit_seconds = time.monotonic() - signalled
 
-        print(f"{args.clients} clients, {elapsed / 60:.1f} minutes, {served} requests ({served / elapsed:.1f}/s), "
-              f"{100 * args.invalid_share:.0f}% invalid by design")
-        print("status counts: " + ", ".join(f"{status}: {count}" for status, count in sorted(statuses.items(), key=str)))
+        print(
+            f"{args.clients} clients, {elapsed / 60:.1f} minutes, {served} requests ({served / elapsed:.1f}/s), "
+            f"{100 * args.invalid_share:.0f}% invalid by design"
+        )
+        print(
+            "status counts: " + ", ".join(f"{status}: {count}" for status, count in sorted(statuses.items(), key=str))
+        )
         print(f"server errors (5xx): {sum(c for s, c in statuses.items() if isinstance(s, int) and s >= 500)}")
         for valid, name in ((True, "valid"), (False, "invalid")):
             times = latencies[valid]
-            print(f"{name:8s} requests: {len(times):5d}  p50 {1000 * percentile(times, 0.5):8.1f} ms  p95 {1000 * percentile(times, 0.95):8.1f} ms")
-        print(f"resident memory: {start_mb:.0f} MB at the start (models loaded), {end_mb:.0f} MB at the end; "
-              f"slope {slope_per_100(memory):+.2f} MB per 100 requests over the run, {slope_per_100(second_half):+.2f} over its second half")
-        print(f"SIGTERM with 4 attributions in flight: the server exited in {exit_seconds:.1f} s (code {server.returncode})")
+            print(
+                f"{name:8s} requests: {len(times):5d}  p50 {1000 * percentile(times, 0.5):8.1f} ms  p95 {1000 * percentile(times, 0.95):8.1f} ms"
+            )
+        print(
+            f"resident memory: {start_mb:.0f} MB at the start (models loaded), {end_mb:.0f} MB at the end; "
+            f"slope {slope_per_100(memory):+.2f} MB per 100 requests over the run, {slope_per_100(second_half):+.2f} over its second half"
+        )
+        print(
+            f"SIGTERM with 4 attributions in flight: the server exited in {exit_seconds:.1f} s (code {server.returncode})"
+        )
     finally:
         if server.poll() is None:
             server.kill()

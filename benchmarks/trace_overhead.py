@@ -63,8 +63,12 @@ def main() -> None:
     model, c = loaded.model, loaded.config
     torch.manual_seed(1)
     lengths = torch.randint(12, 28, (args.batch,)).tolist()
-    src_ids = pad_batch([torch.randint(4, c.vocab_size, (n,)).tolist() + [c.eos_id] for n in lengths], c.pad_id)  # [b, n]
-    tgt_in = pad_batch([[c.bos_id] + torch.randint(4, c.vocab_size, (n,)).tolist() for n in lengths], c.pad_id)  # [b, t]
+    src_ids = pad_batch(
+        [torch.randint(4, c.vocab_size, (n,)).tolist() + [c.eos_id] for n in lengths], c.pad_id
+    )  # [b, n]
+    tgt_in = pad_batch(
+        [[c.bos_id] + torch.randint(4, c.vocab_size, (n,)).tolist() for n in lengths], c.pad_id
+    )  # [b, t]
 
     captured = {}
 
@@ -77,11 +81,18 @@ def main() -> None:
 
     fast = median_seconds(lambda: model(src_ids, tgt_in), args.repeats)
     traced_time = median_seconds(traced, args.repeats)
-    cached = median_seconds(lambda: greedy_decode(model, src_ids, max_new_tokens=40, stop_at_eos=False), max(3, args.repeats // 3))
-    uncached = median_seconds(lambda: greedy_decode(model, src_ids, max_new_tokens=40, use_cache=False, stop_at_eos=False), max(3, args.repeats // 3))
+    cached = median_seconds(
+        lambda: greedy_decode(model, src_ids, max_new_tokens=40, stop_at_eos=False), max(3, args.repeats // 3)
+    )
+    uncached = median_seconds(
+        lambda: greedy_decode(model, src_ids, max_new_tokens=40, use_cache=False, stop_at_eos=False),
+        max(3, args.repeats // 3),
+    )
 
-    print(f"model {loaded.name} ({c.family}, d_model {c.d_model}, {c.n_encoder_layers}+{c.n_decoder_layers} layers, memory {c.memory_size}), "
-          f"batch {args.batch}, source/target tokens {src_ids.shape[1]}/{tgt_in.shape[1]}, threads {torch.get_num_threads()}")
+    print(
+        f"model {loaded.name} ({c.family}, d_model {c.d_model}, {c.n_encoder_layers}+{c.n_decoder_layers} layers, memory {c.memory_size}), "
+        f"batch {args.batch}, source/target tokens {src_ids.shape[1]}/{tgt_in.shape[1]}, threads {torch.get_num_threads()}"
+    )
     print(f"hook points captured: {len(captured)} ({sum(t.numel() for t in captured.values()) * 4 / 2**20:.1f} MiB)")
     print(f"fast forward   {fast * 1e3:8.1f} ms")
     print(f"traced forward {traced_time * 1e3:8.1f} ms")

@@ -18,12 +18,12 @@ import time
 
 import torch
 
+from inference.analyses.lesion import PAPER_MEMORY_SIZES
 from inference.checkpoint import load_checkpoint
 from inference.models import build_model
+from inference.translate import translate_all
 from training.config import load_config
 from training.data import bucketed_batches, make_batch, read_multi30k, resolve_data_dir, tokenize_pairs
-from inference.translate import translate_all
-from inference.analyses.lesion import PAPER_MEMORY_SIZES
 from training.evaluate import lesion_sweep
 from training.loop import make_optimizer, noam_lr, optimizer_step
 
@@ -41,17 +41,25 @@ def training_throughput(loaded, config_path: str, steps: int, data_dir) -> tuple
         batch = make_batch([examples[i] for i in indices], loaded.tokenizer)
         if step == 2:  # the first steps warm up allocators
             start = time.perf_counter()
-        optimizer_step(model, optimizer, batch, config.train, noam_lr(step + 1, model.config.d_model, config.train.warmup_steps))
+        optimizer_step(
+            model, optimizer, batch, config.train, noam_lr(step + 1, model.config.d_model, config.train.warmup_steps)
+        )
         if step >= 2:
             target_tokens += int((batch.tgt_out != loaded.tokenizer.pad_id).sum())
-            all_tokens += int((batch.src_ids != loaded.tokenizer.pad_id).sum()) + int((batch.tgt_out != loaded.tokenizer.pad_id).sum())
+            all_tokens += int((batch.src_ids != loaded.tokenizer.pad_id).sum()) + int(
+                (batch.tgt_out != loaded.tokenizer.pad_id).sum()
+            )
     seconds = time.perf_counter() - start
     return target_tokens / seconds, all_tokens / seconds, seconds / steps
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", default="checkpoints/memtransformer_10", help="shipped checkpoint: its tokenizer, and its weights for the sweep")
+    parser.add_argument(
+        "--checkpoint",
+        default="checkpoints/memtransformer_10",
+        help="shipped checkpoint: its tokenizer, and its weights for the sweep",
+    )
     parser.add_argument("--config", default="training/configs/memtransformer_10.json")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--sentences", type=int, default=500, help="test_2016_flickr sentences decoded for the sweep")
@@ -70,12 +78,20 @@ def main() -> None:
     sweep = lesion_sweep(loaded.model, loaded.tokenizer, pairs, PAPER_MEMORY_SIZES)
     sweep_seconds = time.perf_counter() - start
 
-    print(f"threads {torch.get_num_threads()}; training config {args.config}, {args.steps} steps of real Multi30k batches")
-    print(f"training: {target_rate:,.0f} target tokens/s, {all_rate:,.0f} source+target tokens/s, {step_seconds:.3f} s/step")
+    print(
+        f"threads {torch.get_num_threads()}; training config {args.config}, {args.steps} steps of real Multi30k batches"
+    )
+    print(
+        f"training: {target_rate:,.0f} target tokens/s, {all_rate:,.0f} source+target tokens/s, {step_seconds:.3f} s/step"
+    )
     print(f"plain batched greedy decode of {len(sources)} sentences: {plain:.2f} s")
-    print(f"lesion sweep at memory sizes {sweep['memory_size']} on the same sentences: {sweep_seconds:.2f} s "
-          f"(BLEU {', '.join(f'{b:.1f}' for b in sweep['bleu'])})")
-    print(f"lesion sweep / plain decode: {sweep_seconds / plain:.2f}  ({len(sweep['memory_size'])} decodes; 1 per size is the floor of this method)")
+    print(
+        f"lesion sweep at memory sizes {sweep['memory_size']} on the same sentences: {sweep_seconds:.2f} s "
+        f"(BLEU {', '.join(f'{b:.1f}' for b in sweep['bleu'])})"
+    )
+    print(
+        f"lesion sweep / plain decode: {sweep_seconds / plain:.2f}  ({len(sweep['memory_size'])} decodes; 1 per size is the floor of this method)"
+    )
 
 
 if __name__ == "__main__":

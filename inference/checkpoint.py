@@ -65,7 +65,7 @@ class LoadedModel:
 
 
 def select_device(setting: str | None = None) -> torch.device:
-    """"auto" (default; also env MEMLENS_DEVICE) picks CUDA when present, else CPU."""
+    """ "auto" (default; also env MEMLENS_DEVICE) picks CUDA when present, else CPU."""
     setting = setting or os.environ.get("MEMLENS_DEVICE") or "auto"
     if setting == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -93,7 +93,10 @@ def save_checkpoint(
         meta["weights_dtype"] = weights_dtype
     config = {"format_version": FORMAT_VERSION, "model": asdict(model.config), "meta": meta}
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    save_model(model if weights_dtype == "float32" else cast_copy(model, WEIGHTS_DTYPES[weights_dtype]), str(folder / "model.safetensors"))
+    save_model(
+        model if weights_dtype == "float32" else cast_copy(model, WEIGHTS_DTYPES[weights_dtype]),
+        str(folder / "model.safetensors"),
+    )
     tokenizer.save(folder / "tokenizer.json")
     (folder / "metrics.json").write_text(json.dumps(metrics or {}, indent=2) + "\n")
     return folder
@@ -105,7 +108,9 @@ def cast_copy(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
     (they would turn into inf)."""
     limit = torch.finfo(dtype).max
     for name, parameter in model.named_parameters():
-        if parameter.numel() and parameter.detach().abs().max() > limit:  # a model without memory has an empty memory parameter
+        if (
+            parameter.numel() and parameter.detach().abs().max() > limit
+        ):  # a model without memory has an empty memory parameter
             raise ValueError(f"{name} has values beyond {dtype}'s range (±{limit:g}); store it as float32")
     return copy.deepcopy(model).to("cpu", dtype)
 
@@ -126,7 +131,9 @@ def read_config(folder: Path) -> tuple[MemoryTransformerConfig, dict]:
     """(model config, meta) from config.json, validated."""
     raw = read_json_object(folder / "config.json")
     if raw.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"config.json has format_version {raw.get('format_version')!r}; expected {FORMAT_VERSION}")
+        raise CheckpointError(
+            f"config.json has format_version {raw.get('format_version')!r}; expected {FORMAT_VERSION}"
+        )
     try:
         config = config_from_dict(raw.get("model") or {})
     except (TypeError, ValueError) as error:
@@ -154,7 +161,9 @@ def check_weights(folder: Path, expected: dict[str, tuple[int, ...]]) -> None:
         raise CheckpointError(f"model.safetensors lacks {len(missing)} tensors, e.g. {missing[0]}")
     for name, shape in expected.items():
         if found[name] != shape:
-            raise CheckpointError(f"shape mismatch for {name}: file has {list(found[name])}, config implies {list(shape)}")
+            raise CheckpointError(
+                f"shape mismatch for {name}: file has {list(found[name])}, config implies {list(shape)}"
+            )
 
 
 def load_tokenizer(folder: Path, config: MemoryTransformerConfig) -> TextTokenizer:
@@ -166,7 +175,9 @@ def load_tokenizer(folder: Path, config: MemoryTransformerConfig) -> TextTokeniz
     except Exception as error:  # tokenizers raises a bare Exception on malformed files
         raise CheckpointError(f"tokenizer.json cannot be loaded: {error}") from None
     if tokenizer.vocab_size != config.vocab_size:
-        raise CheckpointError(f"tokenizer has {tokenizer.vocab_size} tokens but the model config says {config.vocab_size}")
+        raise CheckpointError(
+            f"tokenizer has {tokenizer.vocab_size} tokens but the model config says {config.vocab_size}"
+        )
     return tokenizer
 
 
@@ -212,17 +223,25 @@ class CheckpointRegistry:
     """All checkpoint folders under a root; models load on first use and stay
     loaded within a byte budget (the least recently used is dropped first)."""
 
-    def __init__(self, root: str | Path, device: torch.device | str | None = None, loaded_bytes: int = LOADED_MODEL_BYTES):
+    def __init__(
+        self, root: str | Path, device: torch.device | str | None = None, loaded_bytes: int = LOADED_MODEL_BYTES
+    ):
         self.root = Path(root)
         self.device = select_device(str(device)) if device is not None else select_device()
-        self._loaded: ByteBudgetCache[LoadedModel] = ByteBudgetCache(loaded_bytes, model_bytes)  # the least recently used go first
+        self._loaded: ByteBudgetCache[LoadedModel] = ByteBudgetCache(
+            loaded_bytes, model_bytes
+        )  # the least recently used go first
         self._lock = threading.Lock()
         self.entries: dict[str, RegistryEntry] = {}
         self.scan()
 
     def scan(self) -> None:
         entries = {}
-        folders = sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")) if self.root.is_dir() else []
+        folders = (
+            sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+            if self.root.is_dir()
+            else []
+        )
         for folder in folders:
             entries[folder.name] = self._check(folder)
         self.entries = entries

@@ -29,7 +29,9 @@ class Decoding(BaseModel):
 
     method: Literal["greedy", "beam"] = "greedy"
     beam_size: int = Field(4, ge=1, le=8, description="hypotheses kept per input (beam only)")
-    length_penalty: float = Field(0.6, ge=0.0, le=2.0, allow_inf_nan=False, description="GNMT length normalisation exponent (beam only)")
+    length_penalty: float = Field(
+        0.6, ge=0.0, le=2.0, allow_inf_nan=False, description="GNMT length normalisation exponent (beam only)"
+    )
 
     @property
     def label(self) -> str:
@@ -55,7 +57,9 @@ def decode(
     return greedy_decode(model, src_ids, interventions, max_new_tokens)
 
 
-def pad_batch(sequences: list[list[int]], pad_id: int, device: torch.device | str = "cpu") -> torch.Tensor:  # [b, max_len]
+def pad_batch(
+    sequences: list[list[int]], pad_id: int, device: torch.device | str = "cpu"
+) -> torch.Tensor:  # [b, max_len]
     width = max((len(s) for s in sequences), default=0)
     batch = torch.full((len(sequences), max(width, 1)), pad_id, dtype=torch.long)
     for row, sequence in enumerate(sequences):
@@ -124,7 +128,9 @@ def beam_search(
         finished = torch.zeros(b * beam_size, dtype=torch.bool, device=device)
         cache = model.new_cache()
         for _ in range(max_new_tokens):
-            logits = model.decode(tokens[:, -1:], encoded, cache, tgt_key_mask=torch.ones_like(tokens, dtype=torch.bool))
+            logits = model.decode(
+                tokens[:, -1:], encoded, cache, tgt_key_mask=torch.ones_like(tokens, dtype=torch.bool)
+            )
             log_probs = logits[:, -1].log_softmax(dim=-1)  # [b*k, vocab]
             # A finished beam may only extend itself with pad, at no cost.
             log_probs[finished] = float("-inf")

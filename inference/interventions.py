@@ -40,16 +40,29 @@ def _unique(items: tuple) -> tuple:
 
 class HeadRef(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    attn: str = Field(pattern=MODULE_NAME, description="attention module name (`memlens hooks` lists them without '.z')",
-                      examples=["encoder.layers.2.attn", "decoder.layers.1.cross_attn"])
+    attn: str = Field(
+        pattern=MODULE_NAME,
+        description="attention module name (`memlens hooks` lists them without '.z')",
+        examples=["encoder.layers.2.attn", "decoder.layers.1.cross_attn"],
+    )
     head: int = Field(ge=0, le=MAX_LISTED)
 
 
 class FFKeyScale(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    ff: str = Field(pattern=MODULE_NAME, description="feed-forward module name", examples=["decoder.layers.1.ff", "layers.3.ff"])
-    keys: tuple[Annotated[int, Field(ge=0)], ...] = Field(min_length=1, max_length=MAX_KEYS)  # each checked against the layer's width
-    scale: float = Field(0.0, ge=-MAX_SCALE, le=MAX_SCALE, allow_inf_nan=False, description="0 zeroes the keys, 2 doubles their coefficients")
+    ff: str = Field(
+        pattern=MODULE_NAME, description="feed-forward module name", examples=["decoder.layers.1.ff", "layers.3.ff"]
+    )
+    keys: tuple[Annotated[int, Field(ge=0)], ...] = Field(
+        min_length=1, max_length=MAX_KEYS
+    )  # each checked against the layer's width
+    scale: float = Field(
+        0.0,
+        ge=-MAX_SCALE,
+        le=MAX_SCALE,
+        allow_inf_nan=False,
+        description="0 zeroes the keys, 2 doubles their coefficients",
+    )
 
     _unique_keys = field_validator("keys")(_unique)
 
@@ -58,20 +71,36 @@ class Interventions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     memory_size: int | None = Field(
-        None, ge=0, le=MAX_LISTED,
+        None,
+        ge=0,
+        le=MAX_LISTED,
         description="memory at inference ([mem] slots, or working-memory tokens); None = as trained; up to the model's max_memory_size",
     )
-    knockout_slots: tuple[Annotated[int, Field(ge=0, le=MAX_LISTED)], ...] = Field((), max_length=MAX_LISTED, description="memory slots no query may attend")
+    knockout_slots: tuple[Annotated[int, Field(ge=0, le=MAX_LISTED)], ...] = Field(
+        (), max_length=MAX_LISTED, description="memory slots no query may attend"
+    )
     block_memory_reads: Literal["none", "encoder", "decoder", "both"] = Field(
-        "none", description="sequence queries may not attend memory keys (encoder self-attention, decoder cross-attention, or both)"
+        "none",
+        description="sequence queries may not attend memory keys (encoder self-attention, decoder cross-attention, or both)",
     )
-    mask_memory: bool = Field(False, description="working memory: target-type queries may not attend memory-type keys in decoder self-attention")
+    mask_memory: bool = Field(
+        False,
+        description="working memory: target-type queries may not attend memory-type keys in decoder self-attention",
+    )
     forced_memory: tuple[Annotated[int, Field(ge=0)], ...] = Field(
-        (), max_length=MAX_LISTED, description="working memory: token ids that are the whole memory, written first and in order, whatever the type head chooses; at most the memory size"
+        (),
+        max_length=MAX_LISTED,
+        description="working memory: token ids that are the whole memory, written first and in order, whatever the type head chooses; at most the memory size",
     )
-    ablate_heads: tuple[HeadRef, ...] = Field((), max_length=MAX_LISTED, description="heads whose output is zeroed",
-                                              examples=[[{"attn": "decoder.layers.1.cross_attn", "head": 1}]])
-    scale_ff_keys: tuple[FFKeyScale, ...] = Field((), max_length=MAX_LISTED, description="feed-forward key coefficients to zero or scale")
+    ablate_heads: tuple[HeadRef, ...] = Field(
+        (),
+        max_length=MAX_LISTED,
+        description="heads whose output is zeroed",
+        examples=[[{"attn": "decoder.layers.1.cross_attn", "head": 1}]],
+    )
+    scale_ff_keys: tuple[FFKeyScale, ...] = Field(
+        (), max_length=MAX_LISTED, description="feed-forward key coefficients to zero or scale"
+    )
 
     _unique_lists = field_validator("knockout_slots", "ablate_heads", "scale_ff_keys")(_unique)
 
@@ -100,7 +129,9 @@ def effective_memory_size(model: nn.Module, interventions: Interventions) -> int
         return config.memory_size
     if interventions.memory_size > config.max_memory_size:
         if config.memory_size == 0:
-            raise InterventionError(f"memory_size {interventions.memory_size} is out of range: this model has no memory")
+            raise InterventionError(
+                f"memory_size {interventions.memory_size} is out of range: this model has no memory"
+            )
         raise InterventionError(
             f"memory_size {interventions.memory_size} is out of range: this model allows 0 to {config.max_memory_size} "
             f"({config.max_memory_size // config.memory_size} x its trained {config.memory_size})"
@@ -115,7 +146,9 @@ def intervention_hooks(model: nn.Module, interventions: Interventions, memory_si
 
     for slot in interventions.knockout_slots:
         if not 0 <= slot < memory_size:
-            raise InterventionError(f"memory slot {slot} is out of range: the run has {memory_size} slots (0 to {memory_size - 1})")
+            raise InterventionError(
+                f"memory slot {slot} is out of range: the run has {memory_size} slots (0 to {memory_size - 1})"
+            )
     if interventions.knockout_slots:
         slots = list(interventions.knockout_slots)
         for name, point in points.items():
@@ -124,7 +157,11 @@ def intervention_hooks(model: nn.Module, interventions: Interventions, memory_si
 
     blocked_stacks = {"none": (), "encoder": ("encoder.",), "decoder": ("decoder.",), "both": ("encoder.", "decoder.")}
     for name, point in points.items():
-        if name.endswith(".mask") and point.axes[1] == "enc" and name.startswith(blocked_stacks[interventions.block_memory_reads]):
+        if (
+            name.endswith(".mask")
+            and point.axes[1] == "enc"
+            and name.startswith(blocked_stacks[interventions.block_memory_reads])
+        ):
             _, sequence_rows = model.memory_rows(point.axes[0], memory_size)
             memory_keys, _ = model.memory_rows(point.axes[1], memory_size)
             hooks.append((name, _block_rows_from_keys(sequence_rows, memory_keys)))
@@ -132,7 +169,9 @@ def intervention_hooks(model: nn.Module, interventions: Interventions, memory_si
     for ref in interventions.ablate_heads:
         point = points.get(f"{ref.attn}.z")
         if point is None:
-            raise InterventionError(f"unknown attention module {ref.attn!r}; names end in '.attn', e.g. {_example(points, '.z')}")
+            raise InterventionError(
+                f"unknown attention module {ref.attn!r}; names end in '.attn', e.g. {_example(points, '.z')}"
+            )
         n_heads = model.get_submodule(ref.attn).n_heads
         if ref.head >= n_heads:
             raise InterventionError(f"head {ref.head} is out of range for {ref.attn} (heads 0 to {n_heads - 1})")
@@ -141,7 +180,9 @@ def intervention_hooks(model: nn.Module, interventions: Interventions, memory_si
     for edit in interventions.scale_ff_keys:
         point = points.get(f"{edit.ff}.keys")
         if point is None:
-            raise InterventionError(f"unknown feed-forward module {edit.ff!r}; names end in '.ff', e.g. {_example(points, '.keys')}")
+            raise InterventionError(
+                f"unknown feed-forward module {edit.ff!r}; names end in '.ff', e.g. {_example(points, '.keys')}"
+            )
         d_ff = model.get_submodule(edit.ff).w_in.out_features
         bad = [k for k in edit.keys if not 0 <= k < d_ff]
         if bad:
@@ -198,16 +239,22 @@ def _working_memory_hooks(model: nn.Module, interventions: Interventions, memory
     asked for belong to the model's family."""
     if not isinstance(model, WorkingMemoryTransformer):
         if interventions.mask_memory or interventions.forced_memory:
-            raise InterventionError("mask_memory and forced_memory are lesions of working-memory models; this model has [mem] slots")
+            raise InterventionError(
+                "mask_memory and forced_memory are lesions of working-memory models; this model has [mem] slots"
+            )
         return []
     if interventions.knockout_slots or interventions.block_memory_reads != "none":
-        raise InterventionError("knockout_slots and block_memory_reads act on [mem] slots; a working-memory model has none (use mask_memory)")
+        raise InterventionError(
+            "knockout_slots and block_memory_reads act on [mem] slots; a working-memory model has none (use mask_memory)"
+        )
     vocab_size = model.config.vocab_size
     bad = [t for t in interventions.forced_memory if not 0 <= t < vocab_size]
     if bad:
         raise InterventionError(f"forced memory tokens {bad} are outside the vocabulary (0 to {vocab_size - 1})")
     if len(interventions.forced_memory) > memory_size:
-        raise InterventionError(f"{len(interventions.forced_memory)} forced memory tokens do not fit a memory of {memory_size}")
+        raise InterventionError(
+            f"{len(interventions.forced_memory)} forced memory tokens do not fit a memory of {memory_size}"
+        )
     hooks = _mask_memory_hooks(model) if interventions.mask_memory else []
     if interventions.forced_memory:
         hooks.insert(0, ("decoder.wm.choice", _force_memory(list(interventions.forced_memory))))

@@ -23,7 +23,9 @@ def prompt_ids(tokenizer: TextTokenizer, text: str) -> list[int]:
 
 
 @torch.no_grad()
-def greedy_continuation(model: LanguageModel, prompt: list[int], max_new_tokens: int, interventions: Interventions | None = None) -> list[int]:
+def greedy_continuation(
+    model: LanguageModel, prompt: list[int], max_new_tokens: int, interventions: Interventions | None = None
+) -> list[int]:
     """The greedy next tokens after `prompt`, stopping at EOS (the end of the
     article, left out) or where the context window is full."""
     c = model.config

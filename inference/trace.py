@@ -51,7 +51,9 @@ class Trace:
     tokens: dict[str, list[list[str]]]  # axis ("enc", "dec") -> display token per position, per example
     roles: dict[str, list[list[str]]]  # axis -> role per position, per example
     sources: list[str]
-    target_ids: list[list[int]]  # the target the decoder was forced on (given or the model's own output; working memory: the stream)
+    target_ids: list[
+        list[int]
+    ]  # the target the decoder was forced on (given or the model's own output; working memory: the stream)
     translations: list[str]  # detokenized target text
     logits: torch.Tensor  # [b, t, vocab] teacher-forced logits on target_ids
     config: dict  # model name, model config, interventions, memory size used
@@ -122,7 +124,9 @@ def run_with_trace(
     src_ids = encode_sources(loaded, sources)  # [b, n]
     if isinstance(model, WorkingMemoryTransformer):
         if targets is not None:
-            raise ValueError("a working-memory model is traced on its own output: it chooses its memory while it writes, so leave the target out")
+            raise ValueError(
+                "a working-memory model is traced on its own output: it chooses its memory while it writes, so leave the target out"
+            )
         return _trace_working_memory(loaded, sources, src_ids, names, interventions, max_new_tokens, seed)
     if targets is None:
         generated = decode(model, src_ids, decoding, interventions, max_new_tokens)
@@ -182,28 +186,46 @@ def _check_beam_applies(model: nn.Module, targets: str | list[str] | None) -> No
 
 
 @contextmanager
-def _captured(model: nn.Module, names: list[str], interventions: Interventions) -> Iterator[tuple[dict[str, torch.Tensor], int]]:
+def _captured(
+    model: nn.Module, names: list[str], interventions: Interventions
+) -> Iterator[tuple[dict[str, torch.Tensor], int]]:
     """For one run: (name -> captured tensor, filled as the model runs; the memory size in force)."""
     captured: dict[str, torch.Tensor] = {}
 
     def capture(tensor: torch.Tensor, point: HookPoint) -> None:
         captured[point.name] = tensor.detach().cpu()
 
-    with torch.no_grad(), applied_interventions(model, interventions) as memory_size, registered_hooks(model, [(name, capture) for name in names]):
+    with (
+        torch.no_grad(),
+        applied_interventions(model, interventions) as memory_size,
+        registered_hooks(model, [(name, capture) for name in names]),
+    ):
         yield captured, memory_size
 
 
 def _trace_working_memory(
-    loaded: LoadedModel, sources: list[str], src_ids: torch.Tensor, names: list[str] | None, interventions: Interventions, max_new_tokens: int, seed: int
+    loaded: LoadedModel,
+    sources: list[str],
+    src_ids: torch.Tensor,
+    names: list[str] | None,
+    interventions: Interventions,
+    max_new_tokens: int,
+    seed: int,
 ) -> Trace:
     """Generate memory and translation, then record the hook points in one
     teacher-forced pass over the generated stream (BOS + elements before
     the final EOS, as a decoder input)."""
     model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
     generation = wm_generate(model, src_ids, interventions, seed=seed, max_new_tokens=max_new_tokens)
-    streams = [example.ids[:-1] if example.ids[-1:] == [config.eos_id] else example.ids for example in generation.examples]
+    streams = [
+        example.ids[:-1] if example.ids[-1:] == [config.eos_id] else example.ids for example in generation.examples
+    ]
     ids = pad_batch([[config.bos_id] + stream for stream in streams], config.pad_id, loaded.device)  # [b, t]
-    types = pad_batch([[TARGET_TYPE] + example.types[: len(stream)] for stream, example in zip(streams, generation.examples)], TARGET_TYPE, loaded.device)
+    types = pad_batch(
+        [[TARGET_TYPE] + example.types[: len(stream)] for stream, example in zip(streams, generation.examples)],
+        TARGET_TYPE,
+        loaded.device,
+    )
     key_mask = pad_batch([[1] * (1 + len(stream)) for stream in streams], 0, loaded.device).bool()  # [b, t]
     selected = select_hook_names(model, names)
     points = hook_points(model)
@@ -212,7 +234,10 @@ def _trace_working_memory(
     return Trace(
         tensors=captured,
         axes={name: points[name].axes for name in selected},
-        tokens={"enc": [tokenizer.display_tokens(row) for row in src_ids.tolist()], "dec": [tokenizer.display_tokens(row) for row in ids.tolist()]},
+        tokens={
+            "enc": [tokenizer.display_tokens(row) for row in src_ids.tolist()],
+            "dec": [tokenizer.display_tokens(row) for row in ids.tolist()],
+        },
         roles=model.position_roles(src_ids.cpu(), ids.cpu(), types.cpu(), key_mask.cpu()),
         sources=sources,
         target_ids=streams,
@@ -232,7 +257,9 @@ def _trace_working_memory(
     )
 
 
-def _trace_language_model(loaded: LoadedModel, texts: list[str], names: list[str] | None, interventions: Interventions, max_new_tokens: int) -> Trace:
+def _trace_language_model(
+    loaded: LoadedModel, texts: list[str], names: list[str] | None, interventions: Interventions, max_new_tokens: int
+) -> Trace:
     """Continue each text greedily, then record the hook points in one pass
     over [EOS] + text + continuation."""
     model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
@@ -241,8 +268,13 @@ def _trace_language_model(loaded: LoadedModel, texts: list[str], names: list[str
     prompts = [prompt_ids(tokenizer, text) for text in texts]
     for prompt in prompts:
         if len(prompt) > config.max_positions:
-            raise ValueError(f"the text has {len(prompt) - 1} tokens; the model reads at most {config.max_positions - 1}")
-    continuations = [greedy_continuation(model, prompt, max_new_tokens, interventions) if max_new_tokens else [] for prompt in prompts]
+            raise ValueError(
+                f"the text has {len(prompt) - 1} tokens; the model reads at most {config.max_positions - 1}"
+            )
+    continuations = [
+        greedy_continuation(model, prompt, max_new_tokens, interventions) if max_new_tokens else []
+        for prompt in prompts
+    ]
     streams = [prompt + continuation for prompt, continuation in zip(prompts, continuations)]
     ids = pad_batch(streams, config.pad_id, loaded.device)  # [b, t]
     selected = select_hook_names(model, names)

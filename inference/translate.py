@@ -31,7 +31,10 @@ def translate_all(
 ) -> list[str]:
     """Translations of `sources`; `on_batch(n)` after each batch of n."""
     if isinstance(model, WorkingMemoryTransformer):
-        return [tokenizer.decode(example.translation) for example in wm_generate_all(model, tokenizer, sources, batch_size, interventions, on_batch)]
+        return [
+            tokenizer.decode(example.translation)
+            for example in wm_generate_all(model, tokenizer, sources, batch_size, interventions, on_batch)
+        ]
     translations = [""] * len(sources)
     for rows, src_ids in _length_sorted_batches(model, tokenizer, sources, batch_size):
         generated = greedy_decode(model, src_ids, interventions, MAX_NEW_TOKENS)  # [b, steps]
@@ -63,7 +66,9 @@ def wm_generate_all(
     return examples
 
 
-def _length_sorted_batches(model: Model, tokenizer: TextTokenizer, sources: Sequence[str], batch_size: int) -> Iterator[tuple[list[int], torch.Tensor]]:
+def _length_sorted_batches(
+    model: Model, tokenizer: TextTokenizer, sources: Sequence[str], batch_size: int
+) -> Iterator[tuple[list[int], torch.Tensor]]:
     """(row indices, padded source ids [b, n]) with similar lengths per batch: less padding."""
     model.eval()
     device = next(model.parameters()).device

@@ -144,7 +144,10 @@ def _choose(
         tokens = torch.where(types == TARGET_TYPE, gold, tokens)
     tokens = tokens.masked_fill(~active, c.pad_id)
     record = record.clone()
-    record[:, COL["type"]], record[:, COL["token"]] = types.float(), tokens.float()  # what was written, after hooks and cap
+    record[:, COL["type"]], record[:, COL["token"]] = (
+        types.float(),
+        tokens.float(),
+    )  # what was written, after hooks and cap
     record[:, COL["nucleus_size"]] *= types == MEMORY_TYPE  # a target token was not sampled
     return types, tokens, record
 
@@ -217,7 +220,9 @@ def wm_generate(
                 token_logits, type_logits = model.decode(ids[:, -1:], types[:, -1:], encoded, cache)
             else:
                 token_logits, type_logits = model.decode(ids, types, encoded)
-            next_type, next_token, record = _choose(model, token_logits[:, -1], type_logits[:, -1], memory_count, memory_size, active, generator)
+            next_type, next_token, record = _choose(
+                model, token_logits[:, -1], type_logits[:, -1], memory_count, memory_size, active, generator
+            )
             choices.append(record.cpu())
             ids = torch.cat([ids, next_token[:, None]], dim=1)
             types = torch.cat([types, next_type[:, None]], dim=1)
@@ -288,7 +293,9 @@ def wm_training_forward(
     if longest > c.max_positions:
         raise ValueError(f"a built stream may have {longest} elements; max_positions is {c.max_positions}")
     lengths = torch.tensor([len(t) for t in targets], device=device)  # [b]
-    gold = torch.full((b, max(len(t) for t in targets) + 1), c.pad_id, dtype=torch.long, device=device)  # one spare column
+    gold = torch.full(
+        (b, max(len(t) for t in targets) + 1), c.pad_id, dtype=torch.long, device=device
+    )  # one spare column
     for row, target in enumerate(targets):
         gold[row, : len(target)] = torch.tensor(target, dtype=torch.long)
     generator = seed if isinstance(seed, torch.Generator) else torch.Generator(device=device).manual_seed(seed)
@@ -308,7 +315,9 @@ def wm_training_forward(
                 break
             token_logits, type_logits = model.decode(ids[:, -1:], types[:, -1:], encoded, cache)
             next_gold = gold[rows, appended.clamp(max=gold.shape[1] - 1)]
-            next_type, next_token, _ = _choose(model, token_logits[:, -1], type_logits[:, -1], memory_count, m, active, generator, next_gold)
+            next_type, next_token, _ = _choose(
+                model, token_logits[:, -1], type_logits[:, -1], memory_count, m, active, generator, next_gold
+            )
             ids = torch.cat([ids, next_token[:, None]], dim=1)
             types = torch.cat([types, next_type[:, None]], dim=1)
             key_mask = torch.cat([key_mask, active[:, None]], dim=1)
@@ -322,10 +331,14 @@ def wm_training_forward(
     target_loss = F.cross_entropy(pred[is_target], next_ids[is_target], label_smoothing=label_smoothing)
 
     # Self-supervised type labels (module doc).
-    targets_in = ((types == TARGET_TYPE) & key_mask).cumsum(dim=1) - 1  # [b, L] gold tokens in the stream up to s (BOS excluded)
+    targets_in = ((types == TARGET_TYPE) & key_mask).cumsum(
+        dim=1
+    ) - 1  # [b, L] gold tokens in the stream up to s (BOS excluded)
     memory_in = ((types == MEMORY_TYPE) & key_mask).cumsum(dim=1)  # [b, L]
     gold_index = targets_in[:, :-1].clamp(max=gold.shape[1] - 1)
-    probs = pred.detach().float().softmax(dim=-1).gather(-1, gold[rows[:, None], gold_index][..., None]).squeeze(-1)  # [b, L-1]
+    probs = (
+        pred.detach().float().softmax(dim=-1).gather(-1, gold[rows[:, None], gold_index][..., None]).squeeze(-1)
+    )  # [b, L-1]
     gold_probs = torch.where(next_real, probs, torch.full_like(probs, float("nan")))
     eligible = next_real & (memory_in[:, :-1] < m)
     labels = torch.stack([type_labels(gold_probs[r], eligible[r], next_real[r], m, type_threshold) for r in range(b)])

@@ -53,8 +53,16 @@ def make_tiny_working_memory(tokenizer: TextTokenizer, memory_bias: float = 1.0,
     """A tiny working-memory model whose type head leans towards memory by
     `memory_bias` logits, so that it writes some memory before translating."""
     torch.manual_seed(seed)
-    config = WorkingMemoryConfig(vocab_size=tokenizer.vocab_size, d_model=16, d_ff=32, n_heads=2, n_encoder_layers=2, n_decoder_layers=2,
-                                 memory_size=TINY_MEMORY, max_positions=64)
+    config = WorkingMemoryConfig(
+        vocab_size=tokenizer.vocab_size,
+        d_model=16,
+        d_ff=32,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        memory_size=TINY_MEMORY,
+        max_positions=64,
+    )
     model = build_model(config).eval()
     with torch.no_grad():
         model.type_head.bias.copy_(torch.tensor([memory_bias, 0.0]))
@@ -63,7 +71,9 @@ def make_tiny_working_memory(tokenizer: TextTokenizer, memory_bias: float = 1.0,
 
 def make_tiny_language_model(tokenizer: TextTokenizer, seed: int = 0) -> LanguageModel:
     torch.manual_seed(seed)
-    config = LanguageModelConfig(vocab_size=tokenizer.vocab_size, d_model=16, d_ff=32, n_heads=2, n_layers=2, max_positions=64)
+    config = LanguageModelConfig(
+        vocab_size=tokenizer.vocab_size, d_model=16, d_ff=32, n_heads=2, n_layers=2, max_positions=64
+    )
     return build_model(config).eval()
 
 
@@ -107,5 +117,9 @@ def missing_corpus_reason(data_dir: Path, corpus: str) -> str | None:
     if not missing:
         return None
     total = len(load_manifest().corpora[corpus])
-    what = f"{data_dir / corpus} is missing" if len(missing) == total else f"{data_dir / missing[0]} is missing ({len(missing)} of {total} files)"
+    what = (
+        f"{data_dir / corpus} is missing"
+        if len(missing) == total
+        else f"{data_dir / missing[0]} is missing ({len(missing)} of {total} files)"
+    )
     return f"needs the {corpus} corpus: {what}; set {DATA_DIR_ENV} or run `memlens data fetch {corpus}`"

@@ -33,52 +33,96 @@ def add_data_and_device(command: argparse.ArgumentParser, data: str = "shared da
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m training", description="Train and evaluate the memory models (Multi30k de-en, OPUS-MT ru-en) and the language model (enwiki, WikiText).")
+    parser = argparse.ArgumentParser(
+        prog="python -m training",
+        description="Train and evaluate the memory models (Multi30k de-en, OPUS-MT ru-en) and the language model (enwiki, WikiText).",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", help="train (or resume) a model from a JSON config and write its checkpoint folder")
+    train = commands.add_parser(
+        "train", help="train (or resume) a model from a JSON config and write its checkpoint folder"
+    )
     train.add_argument("config", help="training config, e.g. training/configs/memtransformer_10.json")
     add_data_and_device(train, "shared data folder holding multi30k/, enwiki/, ...")
     train.add_argument("--out", help="checkpoint folder to write (default: checkpoints/<name>)")
     train.add_argument("--run-dir", help="folder for resumable state and the log (default: runs/<name>)")
-    train.add_argument("--max-steps", type=int, help="stop after this many optimiser steps in the run (smoke runs); rerun with more to continue")
+    train.add_argument(
+        "--max-steps",
+        type=int,
+        help="stop after this many optimiser steps in the run (smoke runs); rerun with more to continue",
+    )
     train.set_defaults(handler=train_command)
 
-    lesion = commands.add_parser("lesion", help="recompute a checkpoint's memory-size lesion table on test_2016_flickr into its metrics.json")
+    lesion = commands.add_parser(
+        "lesion", help="recompute a checkpoint's memory-size lesion table on test_2016_flickr into its metrics.json"
+    )
     lesion.add_argument("checkpoint", help="checkpoint folder, e.g. checkpoints/memtransformer_10")
     add_data_and_device(lesion, "shared data folder holding multi30k/")
     lesion.set_defaults(handler=lesion_command)
 
-    memory = commands.add_parser("memory-analysis", help="the memory-content study of a working-memory checkpoint, per domain, into its memory_analysis.json")
+    memory = commands.add_parser(
+        "memory-analysis",
+        help="the memory-content study of a working-memory checkpoint, per domain, into its memory_analysis.json",
+    )
     memory.add_argument("checkpoint", help="checkpoint folder, e.g. checkpoints/working_memory_ru_en")
     add_data_and_device(memory)
-    memory.add_argument("--max-sentences", type=int, default=1000, help="sentences per domain (the first ones of each test set)")
+    memory.add_argument(
+        "--max-sentences", type=int, default=1000, help="sentences per domain (the first ones of each test set)"
+    )
     memory.set_defaults(handler=memory_command)
 
-    half = commands.add_parser("store-half", help="store checkpoints' weights in float16 and re-measure their metrics.json (all but train) on the stored weights")
-    half.add_argument("checkpoints", nargs="+", help="checkpoint folders, e.g. checkpoints/transformer; converted one after the other")
+    half = commands.add_parser(
+        "store-half",
+        help="store checkpoints' weights in float16 and re-measure their metrics.json (all but train) on the stored weights",
+    )
+    half.add_argument(
+        "checkpoints", nargs="+", help="checkpoint folders, e.g. checkpoints/transformer; converted one after the other"
+    )
     add_data_and_device(half)
     half.set_defaults(handler=store_half_command)
 
-    ff = commands.add_parser("ff-memories", help="mine FF-key trigger examples and write a checkpoint's ff_triggers.json.gz and ff_analysis.json (agreement, aggregation)")
-    ff.add_argument("checkpoint", help="checkpoint folder, e.g. checkpoints/language_model or checkpoints/memtransformer_20")
+    ff = commands.add_parser(
+        "ff-memories",
+        help="mine FF-key trigger examples and write a checkpoint's ff_triggers.json.gz and ff_analysis.json (agreement, aggregation)",
+    )
+    ff.add_argument(
+        "checkpoint", help="checkpoint folder, e.g. checkpoints/language_model or checkpoints/memtransformer_20"
+    )
     add_data_and_device(ff)
-    ff.add_argument("--sentences", type=int, default=50_000, help="corpus sentences to mine (language model: a seeded sample of enwiki train; translation: the first training pairs)")
-    ff.add_argument("--eval-sentences", type=int, default=2_000, help="held-out sentences the aggregation is measured on")
+    ff.add_argument(
+        "--sentences",
+        type=int,
+        default=50_000,
+        help="corpus sentences to mine (language model: a seeded sample of enwiki train; translation: the first training pairs)",
+    )
+    ff.add_argument(
+        "--eval-sentences", type=int, default=2_000, help="held-out sentences the aggregation is measured on"
+    )
     ff.add_argument("--batch-size", type=int, default=64)
     ff.add_argument("--top-k", type=int, default=50, help="trigger examples kept per key")
-    ff.add_argument("--run-dir", help="folder of the resumable mining state (default: runs/ff_study/<checkpoint name>); rerun to resume")
+    ff.add_argument(
+        "--run-dir",
+        help="folder of the resumable mining state (default: runs/ff_study/<checkpoint name>); rerun to resume",
+    )
     ff.set_defaults(handler=ff_command)
 
-    examples = commands.add_parser("memory-examples", help="measure which validation sentences make each working-memory checkpoint write memory "
-                                   "and store the Working memory page's example sentences (app/data/memory_examples.json)", add_help=False)
+    examples = commands.add_parser(
+        "memory-examples",
+        help="measure which validation sentences make each working-memory checkpoint write memory "
+        "and store the Working memory page's example sentences (app/data/memory_examples.json)",
+        add_help=False,
+    )
     examples.add_argument("rest", nargs=argparse.REMAINDER)
     examples.set_defaults(handler=memory_examples_command)
 
     results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
     results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
     results.add_argument("--out", default=str(REPO_ROOT / "docs" / "results.md"))
-    results.add_argument("--reading", default=str(REPO_ROOT / "docs" / "results_reading.md"), help="the prose reading of the tables, kept by hand")
+    results.add_argument(
+        "--reading",
+        default=str(REPO_ROOT / "docs" / "results_reading.md"),
+        help="the prose reading of the tables, kept by hand",
+    )
     results.set_defaults(handler=results_command)
     return parser
 
@@ -108,7 +152,16 @@ def memory_command(args: argparse.Namespace) -> None:
 def ff_command(args: argparse.Namespace) -> None:
     from training.ff_study import study_checkpoint
 
-    for path in study_checkpoint(args.checkpoint, args.data_dir, args.device, args.sentences, args.eval_sentences, args.batch_size, args.top_k, args.run_dir):
+    for path in study_checkpoint(
+        args.checkpoint,
+        args.data_dir,
+        args.device,
+        args.sentences,
+        args.eval_sentences,
+        args.batch_size,
+        args.top_k,
+        args.run_dir,
+    ):
         print(path)
 
 

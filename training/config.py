@@ -60,7 +60,12 @@ STRICT = ConfigDict(extra="forbid")
 # The tokenizer decides these; a config that set them could contradict it.
 TOKENIZER_FIELDS = ("vocab_size", "pad_id", "bos_id", "eos_id")
 MODEL_FIELDS = tuple(
-    dict.fromkeys(f.name for cls in (MemoryTransformerConfig, WorkingMemoryConfig, LanguageModelConfig) for f in fields(cls) if f.name not in TOKENIZER_FIELDS)
+    dict.fromkeys(
+        f.name
+        for cls in (MemoryTransformerConfig, WorkingMemoryConfig, LanguageModelConfig)
+        for f in fields(cls)
+        if f.name not in TOKENIZER_FIELDS
+    )
 )
 # What a working-memory model started from a plain Transformer adds to it.
 WM_ONLY_FIELDS = ("family", "memory_size", "top_p")
@@ -72,12 +77,22 @@ class ConfigError(ValueError):
 
 @dataclass(config=STRICT)
 class DataConfig:
-    dataset: Literal["multi30k", "ru_en", "enwiki"] = "multi30k"  # training.corpora.CORPORA; "enwiki": training.lm_corpora
+    dataset: Literal["multi30k", "ru_en", "enwiki"] = (
+        "multi30k"  # training.corpora.CORPORA; "enwiki": training.lm_corpora
+    )
     vocab_size: int | None = Field(None, ge=8)  # shared BPE vocabulary; None: training.vocabulary.DEFAULT_VOCAB_SIZE
-    max_len: int = Field(100, ge=1)  # pairs with more tokens on either side are left out of training; language model: block length
-    max_articles: int | None = Field(None, ge=1)  # language model only: train on the first N training articles (quick runs); None: all
-    max_pairs: int | None = Field(None, ge=1)  # translation only: train on the first N training pairs (quick runs); None: all
-    max_eval_pairs: int | None = Field(None, ge=1)  # translation only: validate, test and lesion on the first N pairs of each split (quick runs); None: all
+    max_len: int = Field(
+        100, ge=1
+    )  # pairs with more tokens on either side are left out of training; language model: block length
+    max_articles: int | None = Field(
+        None, ge=1
+    )  # language model only: train on the first N training articles (quick runs); None: all
+    max_pairs: int | None = Field(
+        None, ge=1
+    )  # translation only: train on the first N training pairs (quick runs); None: all
+    max_eval_pairs: int | None = Field(
+        None, ge=1
+    )  # translation only: validate, test and lesion on the first N pairs of each split (quick runs); None: all
 
 
 @dataclass(config=STRICT)
@@ -90,14 +105,18 @@ class LoopConfig:
     seed: int = 1
     eval_every_epochs: int = Field(1, ge=1)  # validation BLEU (greedy decoding) this often; val loss every epoch
     save_every_steps: int = Field(500, ge=1)  # resumable state also at every epoch end
-    threads: int | None = Field(None, ge=1)  # CPU threads torch may use (torch.set_num_threads); None: its default, one per core.
+    threads: int | None = Field(
+        None, ge=1
+    )  # CPU threads torch may use (torch.set_num_threads); None: its default, one per core.
     # A tiny model is fastest on 1: splitting its small matrix products costs more than it saves, and far more on a busy machine.
 
 
 @dataclass(config=STRICT)
 class WorkingMemoryTraining:
     plain_epochs: int = Field(0, ge=0)  # first epochs as a plain Transformer: every element a target token
-    type_threshold: float = Field(0.25, gt=0, lt=1)  # gold-token probability below which a position is a memory candidate
+    type_threshold: float = Field(
+        0.25, gt=0, lt=1
+    )  # gold-token probability below which a position is a memory candidate
     type_loss_weight: float = Field(0.5, ge=0)  # loss = target loss + weight x type-head loss
 
 
@@ -122,7 +141,13 @@ class TrainConfig:
     def model_config(self, tokenizer: TextTokenizer) -> ModelConfig:
         """The architecture of a new model (runs without init_from)."""
         return model_config_from_dict(
-            {**self.model, "vocab_size": tokenizer.vocab_size, "pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
+            {
+                **self.model,
+                "vocab_size": tokenizer.vocab_size,
+                "pad_id": tokenizer.pad_id,
+                "bos_id": tokenizer.bos_id,
+                "eos_id": tokenizer.eos_id,
+            }
         )
 
     @property
@@ -161,7 +186,9 @@ def config_from_dict(values: Any) -> TrainConfig:
 def _describe(problem: dict) -> str:
     where = ".".join(str(part) for part in problem["loc"])
     if problem["type"] == "unexpected_keyword_argument":
-        section = {"data": DataConfig, "train": LoopConfig}[problem["loc"][0]] if len(problem["loc"]) > 1 else TrainConfig
+        section = (
+            {"data": DataConfig, "train": LoopConfig}[problem["loc"][0]] if len(problem["loc"]) > 1 else TrainConfig
+        )
         return f"unknown key {where!r} (allowed here: {', '.join(f.name for f in fields(section))})"
     return f"{where or 'config'}: {problem['msg']}"
 
@@ -171,24 +198,34 @@ def _check_model_source(config: TrainConfig) -> None:
     if config.working_memory is not None and not config.is_working_memory:
         raise ConfigError("the 'working_memory' section needs a model of family 'working_memory'")
     if config.is_working_memory and config.working_memory is None:
-        raise ConfigError("a working-memory model needs the 'working_memory' section (plain_epochs, type_threshold, type_loss_weight)")
+        raise ConfigError(
+            "a working-memory model needs the 'working_memory' section (plain_epochs, type_threshold, type_loss_weight)"
+        )
     if config.is_language_model != (config.data.dataset == ENWIKI):
-        raise ConfigError(f"a language model trains on data.dataset {ENWIKI!r}, and a translation model on a parallel corpus")
+        raise ConfigError(
+            f"a language model trains on data.dataset {ENWIKI!r}, and a translation model on a parallel corpus"
+        )
     if config.is_language_model and config.init_from is not None:
         raise ConfigError("a language model starts from scratch: init_from is for translation models")
     if config.data.max_articles is not None and not config.is_language_model:
         raise ConfigError("data.max_articles applies to a language model's corpus")
     if config.is_language_model and (config.data.max_pairs is not None or config.data.max_eval_pairs is not None):
-        raise ConfigError("data.max_pairs and data.max_eval_pairs apply to a parallel corpus; a language model has data.max_articles")
+        raise ConfigError(
+            "data.max_pairs and data.max_eval_pairs apply to a parallel corpus; a language model has data.max_articles"
+        )
     if config.init_from is not None:
         if config.is_working_memory:
             extra = sorted(set(config.model) - set(WM_ONLY_FIELDS))
             if extra:
-                raise ConfigError(f"a working-memory model started from a Transformer checkpoint takes its sizes from it: remove model.{', model.'.join(extra)}")
+                raise ConfigError(
+                    f"a working-memory model started from a Transformer checkpoint takes its sizes from it: remove model.{', model.'.join(extra)}"
+                )
             if config.grow_memory_to is not None:
                 raise ConfigError("grow_memory_to applies to Memory Transformer slots, not to a working memory")
         elif config.model is not None:
-            raise ConfigError("a run with init_from takes its architecture from that checkpoint: remove the 'model' section")
+            raise ConfigError(
+                "a run with init_from takes its architecture from that checkpoint: remove the 'model' section"
+            )
         if config.data.vocab_size is not None:
             raise ConfigError("a run with init_from keeps that checkpoint's tokenizer: remove data.vocab_size")
         return

@@ -60,26 +60,53 @@ def read_ru_en(data_dir: Path) -> dict[str, list[Pair]]:
     root = _opus_root(data_dir)
     tatoeba_dir = root / "datasets/helsinki_nlp/tatoeba/testsets/eng-rus"
     tatoeba = _unique(
-        pair for release in TATOEBA_RELEASES for pair in _parallel(tatoeba_dir / f"tatoeba-test-{release}.rus.gz", tatoeba_dir / f"tatoeba-test-{release}.eng.gz")
+        pair
+        for release in TATOEBA_RELEASES
+        for pair in _parallel(
+            tatoeba_dir / f"tatoeba-test-{release}.rus.gz", tatoeba_dir / f"tatoeba-test-{release}.eng.gz"
+        )
     )
     news_dir = root / "testsets/rus-eng"
     wmt = root / "datasets/statmt"
     news_train = _unique(
-        [pair for year in NEWS_TRAIN_YEARS for pair in _parallel(news_dir / f"newstest{year}.rus.gz", news_dir / f"newstest{year}.eng.gz")]
-        + _parallel(wmt / "wmt21-news-systems/txt/sources/newstest2021.ru-en.src.ru.gz", wmt / "wmt21-news-systems/txt/references/newstest2021.ru-en.ref.A.en.gz")
-        + _parallel(wmt / "wmt22-news-systems/txt/sources/generaltest2022.ru-en.src.ru.gz", wmt / "wmt22-news-systems/txt/references/generaltest2022.ru-en.ref.A.en.gz")
+        [
+            pair
+            for year in NEWS_TRAIN_YEARS
+            for pair in _parallel(news_dir / f"newstest{year}.rus.gz", news_dir / f"newstest{year}.eng.gz")
+        ]
+        + _parallel(
+            wmt / "wmt21-news-systems/txt/sources/newstest2021.ru-en.src.ru.gz",
+            wmt / "wmt21-news-systems/txt/references/newstest2021.ru-en.ref.A.en.gz",
+        )
+        + _parallel(
+            wmt / "wmt22-news-systems/txt/sources/generaltest2022.ru-en.src.ru.gz",
+            wmt / "wmt22-news-systems/txt/references/generaltest2022.ru-en.ref.A.en.gz",
+        )
     )
     news_test = _unique(_parallel(news_dir / "newstest2019.rus.gz", news_dir / "newstest2019.eng.gz"))
-    tico = _unique(_parallel(root / "datasets/tico19/testsets/en-ru/tico19-test.ru.gz", root / "datasets/tico19/testsets/en-ru/tico19-test.en.gz"))
+    tico = _unique(
+        _parallel(
+            root / "datasets/tico19/testsets/en-ru/tico19-test.ru.gz",
+            root / "datasets/tico19/testsets/en-ru/tico19-test.en.gz",
+        )
+    )
 
     rng = random.Random(SPLIT_SEED)
-    tatoeba_test, tatoeba_val, tatoeba_train = _split_by_source(tatoeba, TEST_PER_DOMAIN["tatoeba"], VAL_PER_DOMAIN, rng)
+    tatoeba_test, tatoeba_val, tatoeba_train = _split_by_source(
+        tatoeba, TEST_PER_DOMAIN["tatoeba"], VAL_PER_DOMAIN, rng
+    )
     rng.shuffle(tico)
-    tico_test, tico_val, tico_train = tico[: TEST_PER_DOMAIN["tico19"]], tico[TEST_PER_DOMAIN["tico19"] : TEST_PER_DOMAIN["tico19"] + VAL_PER_DOMAIN], tico[TEST_PER_DOMAIN["tico19"] + VAL_PER_DOMAIN :]
+    tico_test, tico_val, tico_train = (
+        tico[: TEST_PER_DOMAIN["tico19"]],
+        tico[TEST_PER_DOMAIN["tico19"] : TEST_PER_DOMAIN["tico19"] + VAL_PER_DOMAIN],
+        tico[TEST_PER_DOMAIN["tico19"] + VAL_PER_DOMAIN :],
+    )
     rng.shuffle(news_train)
     news_val, news_train = news_train[:VAL_PER_DOMAIN], news_train[VAL_PER_DOMAIN:]
 
-    held_out = {source for pairs in (tatoeba_test, tatoeba_val, news_test, news_val, tico_test, tico_val) for source, _ in pairs}
+    held_out = {
+        source for pairs in (tatoeba_test, tatoeba_val, news_test, news_val, tico_test, tico_val) for source, _ in pairs
+    }
     train = [pair for pair in tatoeba_train + news_train + tico_train if pair[0] not in held_out]
     rng.shuffle(train)
     return {
@@ -107,7 +134,9 @@ def _opus_root(data_dir: Path) -> Path:
 def _parallel(source_path: Path, target_path: Path) -> list[Pair]:
     sources, targets = read_lines(source_path), read_lines(target_path)
     if len(sources) != len(targets):
-        raise DataError(f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; the files must be parallel")
+        raise DataError(
+            f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; the files must be parallel"
+        )
     return [(s, t) for s, t in zip(sources, targets) if s and t]
 
 
@@ -115,7 +144,9 @@ def _unique(pairs) -> list[Pair]:
     return list(dict.fromkeys(pairs))
 
 
-def _split_by_source(pairs: list[Pair], n_test: int, n_val: int, rng: random.Random) -> tuple[list[Pair], list[Pair], list[Pair]]:
+def _split_by_source(
+    pairs: list[Pair], n_test: int, n_val: int, rng: random.Random
+) -> tuple[list[Pair], list[Pair], list[Pair]]:
     """(test, val, train): whole source sentences to each side; test and val keep one reference per source."""
     by_source: dict[str, list[str]] = {}
     for source, target in pairs:

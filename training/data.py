@@ -37,7 +37,9 @@ def read_multi30k(data_dir: Path, split: str) -> list[Pair]:
     german = read_lines(folder / f"{split}.de.gz")
     english = read_lines(folder / f"{split}.en.gz")
     if len(german) != len(english):
-        raise DataError(f"{folder}/{split}.de.gz has {len(german)} lines but {split}.en.gz has {len(english)}; the files must be parallel")
+        raise DataError(
+            f"{folder}/{split}.de.gz has {len(german)} lines but {split}.en.gz has {len(english)}; the files must be parallel"
+        )
     return list(zip(german, english))
 
 

@@ -66,7 +66,9 @@ class Manifest:
 
 def load_manifest(path: str | Path = MANIFEST) -> Manifest:
     values = json.loads(Path(path).read_text())
-    return Manifest(values["base_url"], {name: [ManifestFile(**f) for f in files] for name, files in values["corpora"].items()})
+    return Manifest(
+        values["base_url"], {name: [ManifestFile(**f) for f in files] for name, files in values["corpora"].items()}
+    )
 
 
 def missing_files(data_dir: Path, corpus: str, manifest: Manifest | None = None) -> list[str]:
@@ -125,7 +127,11 @@ def fetch_file(entry: ManifestFile, target: Path, url: str) -> None:
     if entry.gzip:
         staged = target.parent / f".{target.name}.gz-part"
         try:
-            with part.open("rb") as raw, staged.open("wb") as out, gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0) as packed:
+            with (
+                part.open("rb") as raw,
+                staged.open("wb") as out,
+                gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0) as packed,
+            ):
                 shutil.copyfileobj(raw, packed)
             os.replace(staged, target)
         finally:
@@ -155,7 +161,10 @@ def download(url: str, part: Path, size: int, label: str) -> None:
     with response:
         resumed = response.status == 206 and response.headers.get("Content-Range", "").startswith(f"bytes {have}-")
         start = have if resumed else 0
-        with part.open("ab" if resumed else "wb") as out, tqdm(desc=label, total=size, initial=start, unit="B", unit_scale=True, leave=False) as bar:
+        with (
+            part.open("ab" if resumed else "wb") as out,
+            tqdm(desc=label, total=size, initial=start, unit="B", unit_scale=True, leave=False) as bar,
+        ):
             while chunk := response.read(CHUNK):
                 out.write(chunk)
                 bar.update(len(chunk))
@@ -183,12 +192,33 @@ def list_corpora(manifest: Manifest, data_dir: Path) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memlens data fetch", description="Download the corpora training and evaluation read, checking each file's sha256.")
-    parser.add_argument("corpora", nargs="*", metavar="corpus", help="which to fetch: multi30k, opus_mt_testsets, enwiki, wikitext (default: all; see --list)")
-    parser.add_argument("--data-dir", help=f"data folder to fill (default: ${DATA_DIR_ENV}, else ../shared/data beside the repository)")
-    parser.add_argument("--list", action="store_true", help="list the corpora, their sizes and whether the data folder has them; download nothing")
-    parser.add_argument("--base-url", help=f"server to download from instead of the manifest's (default: ${BASE_URL_ENV}, else the manifest's base_url)")
-    parser.add_argument("--manifest", default=str(MANIFEST), help="manifest of files and checksums (default: training/data_manifest.json)")
+    parser = argparse.ArgumentParser(
+        prog="memlens data fetch",
+        description="Download the corpora training and evaluation read, checking each file's sha256.",
+    )
+    parser.add_argument(
+        "corpora",
+        nargs="*",
+        metavar="corpus",
+        help="which to fetch: multi30k, opus_mt_testsets, enwiki, wikitext (default: all; see --list)",
+    )
+    parser.add_argument(
+        "--data-dir", help=f"data folder to fill (default: ${DATA_DIR_ENV}, else ../shared/data beside the repository)"
+    )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="list the corpora, their sizes and whether the data folder has them; download nothing",
+    )
+    parser.add_argument(
+        "--base-url",
+        help=f"server to download from instead of the manifest's (default: ${BASE_URL_ENV}, else the manifest's base_url)",
+    )
+    parser.add_argument(
+        "--manifest",
+        default=str(MANIFEST),
+        help="manifest of files and checksums (default: training/data_manifest.json)",
+    )
     return parser
 
 
@@ -211,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         except FetchError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        print(f"{name}: {downloaded} of {len(files)} files downloaded, {len(files) - downloaded} already in place under {data_dir}")
+        print(
+            f"{name}: {downloaded} of {len(files)} files downloaded, {len(files) - downloaded} already in place under {data_dir}"
+        )
     return 0
 
 

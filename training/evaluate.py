@@ -20,7 +20,12 @@ EVAL_BATCH_SIZE = BATCH_SIZE
 
 
 def bleu_and_chrf(
-    model: Model, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE, interventions: Interventions | None = None, desc: str = "translating"
+    model: Model,
+    tokenizer: TextTokenizer,
+    pairs: list[Pair],
+    batch_size: int = EVAL_BATCH_SIZE,
+    interventions: Interventions | None = None,
+    desc: str = "translating",
 ) -> tuple[float, float]:
     """Corpus BLEU and chrF of greedy translations against the references;
     a progress bar named `desc` counts the sentences translated."""
@@ -31,19 +36,36 @@ def bleu_and_chrf(
     return quality.bleu, quality.chrf
 
 
-def score_splits(model: Model, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], batch_size: int = EVAL_BATCH_SIZE) -> dict:
+def score_splits(
+    model: Model, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], batch_size: int = EVAL_BATCH_SIZE
+) -> dict:
     """{"bleu": {split: ..}, "chrf": {split: ..}}, as metrics.json stores them."""
-    scores = {split: bleu_and_chrf(model, tokenizer, pairs, batch_size, desc=f"BLEU {split}") for split, pairs in splits.items()}
-    return {"bleu": {split: bleu for split, (bleu, _) in scores.items()}, "chrf": {split: chrf for split, (_, chrf) in scores.items()}}
+    scores = {
+        split: bleu_and_chrf(model, tokenizer, pairs, batch_size, desc=f"BLEU {split}")
+        for split, pairs in splits.items()
+    }
+    return {
+        "bleu": {split: bleu for split, (bleu, _) in scores.items()},
+        "chrf": {split: chrf for split, (_, chrf) in scores.items()},
+    }
 
 
-def lesion_sweep(model: Model, tokenizer: TextTokenizer, pairs: list[Pair], memory_sizes: Sequence[int], batch_size: int = EVAL_BATCH_SIZE) -> dict:
+def lesion_sweep(
+    model: Model,
+    tokenizer: TextTokenizer,
+    pairs: list[Pair],
+    memory_sizes: Sequence[int],
+    batch_size: int = EVAL_BATCH_SIZE,
+) -> dict:
     """{"memory_size": [...], "bleu": [...]}: BLEU with the model run at each
     inference memory size, through the same interventions the app applies.
     Sizes above the model's max_memory_size are skipped: it allows no more."""
     sources, references = zip(*pairs)
     sizes = [k for k in memory_sizes if k <= model.config.max_memory_size]
-    bleu = [quality_at_memory_size(model, tokenizer, sources, references, k, batch_size).bleu for k in tqdm(sizes, desc="lesion sweep", unit="memory size")]
+    bleu = [
+        quality_at_memory_size(model, tokenizer, sources, references, k, batch_size).bleu
+        for k in tqdm(sizes, desc="lesion sweep", unit="memory size")
+    ]
     return {"memory_size": sizes, "bleu": bleu}
 
 
@@ -51,8 +73,12 @@ def lesion_table(model: Model, tokenizer: TextTokenizer, pairs: list[Pair], batc
     """The lesion sweep stored in metrics.json: the paper's sizes plus the
     trained size, so the table always shows the unlesioned model too; for a
     working-memory model also "masked_bleu", BLEU with the memory mask."""
-    table = lesion_sweep(model, tokenizer, pairs, lesion_sizes(model.config.memory_size, model.config.max_memory_size), batch_size)
+    table = lesion_sweep(
+        model, tokenizer, pairs, lesion_sizes(model.config.memory_size, model.config.max_memory_size), batch_size
+    )
     if isinstance(model, WorkingMemoryTransformer):
         sources, references = zip(*pairs)
-        table["masked_bleu"] = quality_at_memory_size(model, tokenizer, sources, references, None, batch_size, mask_memory=True).bleu
+        table["masked_bleu"] = quality_at_memory_size(
+            model, tokenizer, sources, references, None, batch_size, mask_memory=True
+        ).bleu
     return table

@@ -35,7 +35,14 @@ from tqdm import tqdm
 
 from inference.analyses.ff_aggregation import ff_aggregation, summarise_aggregation
 from inference.analyses.ff_agreement import LayerAgreement, key_value_agreement
-from inference.analyses.ff_mining import MiningState, TriggerStore, compact_triggers, mine_triggers, prefix_stream, trace_texts
+from inference.analyses.ff_mining import (
+    MiningState,
+    TriggerStore,
+    compact_triggers,
+    mine_triggers,
+    prefix_stream,
+    trace_texts,
+)
 from inference.analyses.ff_values import ff_memories, value_logits
 from inference.checkpoint import LoadedModel, load_checkpoint
 from inference.models.language_model import LanguageModel
@@ -77,8 +84,13 @@ def study_corpus(loaded: LoadedModel, data_dir: Path, sentences: int, eval_sente
     splits = CORPORA[corpus].read(data_dir)
     train = [(s, t) for s, t in splits["train"] if fits(t)][:sentences]
     val = [(s, t) for s, t in splits["val"] if fits(t)][:eval_sentences]
-    return StudyCorpus(f"{corpus} train targets, the first {len(train):,} pairs", [t for _, t in train], [s for s, _ in train],
-                       [t for _, t in val], [s for s, _ in val])
+    return StudyCorpus(
+        f"{corpus} train targets, the first {len(train):,} pairs",
+        [t for _, t in train],
+        [s for s, _ in train],
+        [t for _, t in val],
+        [s for s, _ in val],
+    )
 
 
 def _fits_window(loaded: LoadedModel):
@@ -92,7 +104,9 @@ def _fits_window(loaded: LoadedModel):
     return fits
 
 
-def mine_corpus(loaded: LoadedModel, corpus: StudyCorpus, run_dir: Path, batch_size: int, top_k: int) -> tuple[MiningState, float]:
+def mine_corpus(
+    loaded: LoadedModel, corpus: StudyCorpus, run_dir: Path, batch_size: int, top_k: int
+) -> tuple[MiningState, float]:
     """Mine (resuming from run_dir's state); returns the state and this session's sentences per second."""
     state_path = run_dir / STATE_FILE
     state = MiningState.load(state_path) if state_path.exists() else None
@@ -123,7 +137,9 @@ def agreement_record(agreement: LayerAgreement) -> dict:
     record["baseline_median_rank"] = baseline.median().item() if len(baseline) else None
     for threshold in RANK_THRESHOLDS:
         record[f"rank_below_{threshold}"] = (ranks < threshold).double().mean().item() if len(ranks) else None
-        record[f"baseline_rank_below_{threshold}"] = (baseline < threshold).double().mean().item() if len(baseline) else None
+        record[f"baseline_rank_below_{threshold}"] = (
+            (baseline < threshold).double().mean().item() if len(baseline) else None
+        )
     return record
 
 
@@ -165,15 +181,23 @@ def study_checkpoint(
     loaded = load_checkpoint(folder, device)
     run_dir = Path(run_dir or REPO_ROOT / "runs" / "ff_study" / folder.name)
     corpus = study_corpus(loaded, resolve_data_dir(data_dir), sentences, eval_sentences)
-    print(f"{folder.name}: mining {corpus.description}; aggregating on {len(corpus.eval_texts):,} held-out sentences", flush=True)
+    print(
+        f"{folder.name}: mining {corpus.description}; aggregating on {len(corpus.eval_texts):,} held-out sentences",
+        flush=True,
+    )
     paths = run_study(loaded, folder, corpus, run_dir, batch_size, top_k)
     for record in json.loads(paths[1].read_text())["agreement"]:
-        print(f"{record['layer']}: agreement {record['agreement']:.3f} (random keys {record['baseline_agreement']:.3f}), "
-              f"median rank {record['median_rank']}", flush=True)
+        print(
+            f"{record['layer']}: agreement {record['agreement']:.3f} (random keys {record['baseline_agreement']:.3f}), "
+            f"median rank {record['median_rank']}",
+            flush=True,
+        )
     return paths
 
 
-def run_study(loaded: LoadedModel, folder: Path, corpus: StudyCorpus, run_dir: Path, batch_size: int = 64, top_k: int = 50) -> tuple[Path, Path]:
+def run_study(
+    loaded: LoadedModel, folder: Path, corpus: StudyCorpus, run_dir: Path, batch_size: int = 64, top_k: int = 50
+) -> tuple[Path, Path]:
     """Mine `corpus`, store the compact triggers and the analysis in `folder`."""
     run_dir.mkdir(parents=True, exist_ok=True)
     with torch.inference_mode():
@@ -182,14 +206,25 @@ def run_study(loaded: LoadedModel, folder: Path, corpus: StudyCorpus, run_dir: P
         triggers_path = folder / TRIGGERS_FILE
         write_triggers(compact, triggers_path)
         memories = ff_memories(loaded.model)
-        agreements = key_value_agreement({layer: value_logits(memories, layer) for layer in memories.layers}, TriggerStore(compact).trigger_tokens())
+        agreements = key_value_agreement(
+            {layer: value_logits(memories, layer) for layer in memories.layers}, TriggerStore(compact).trigger_tokens()
+        )
         started = time.monotonic()
         aggregation = aggregate(loaded, corpus, batch_size)
     analysis = {
         "model": folder.name,
-        "mining": {"corpus": corpus.description, "sentences": state.sentences_consumed, "top_k": top_k, "sentences_per_second": round(rate, 1)},
+        "mining": {
+            "corpus": corpus.description,
+            "sentences": state.sentences_consumed,
+            "top_k": top_k,
+            "sentences_per_second": round(rate, 1),
+        },
         "agreement": [agreement_record(a) for a in agreements],
-        "aggregation": {"sentences": len(corpus.eval_texts), "seconds": round(time.monotonic() - started, 1), "layers": aggregation},
+        "aggregation": {
+            "sentences": len(corpus.eval_texts),
+            "seconds": round(time.monotonic() - started, 1),
+            "layers": aggregation,
+        },
     }
     analysis_path = folder / ANALYSIS_FILE
     analysis_path.write_text(json.dumps(analysis, indent=1) + "\n")

@@ -136,7 +136,7 @@ def read_wikitext(data_dir: Path, split: str) -> WikiTextSplit:
 
 
 def _is_article_title(tokens: list[str]) -> bool:
-    """" = Title = " (level 1); section headings are " = = Section = = "."""
+    """ " = Title = " (level 1); section headings are " = = Section = = "."""
     return len(tokens) >= 3 and tokens[0] == tokens[-1] == "=" and tokens[1] != "="
 
 

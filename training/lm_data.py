@@ -72,7 +72,9 @@ def tokenize_documents(tokenizer: TextTokenizer, documents: Sequence[Document]) 
     footprint = length + last_of_document  # [s] tokens each sentence occupies, its EOS included
     starts = np.cumsum(footprint) - footprint  # [s]
     tokens = np.full(int(footprint.sum()), tokenizer.eos_id, dtype=np.int32)
-    within = np.arange(flat.size) - np.repeat(np.cumsum(length) - length, length)  # [sum(length)] index inside its sentence
+    within = np.arange(flat.size) - np.repeat(
+        np.cumsum(length) - length, length
+    )  # [sum(length)] index inside its sentence
     tokens[np.repeat(starts, length) + within] = flat
     spans = np.stack([starts, starts + length], axis=1)  # [s, 2]
     return TokenStream(torch.from_numpy(tokens), torch.from_numpy(spans))

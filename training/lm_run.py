@@ -42,7 +42,9 @@ def run_language_model_training(
     run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
     torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
     vocab_size = config.data.vocab_size or DEFAULT_VOCAB_SIZE
-    tokenizer = load_or_train(run.tokenizer_path, lambda: train_bpe((s for document in train_documents for s in document), vocab_size))
+    tokenizer = load_or_train(
+        run.tokenizer_path, lambda: train_bpe((s for document in train_documents for s in document), vocab_size)
+    )
     model = build_model(config.model_config(tokenizer)).to(device)
     data = LanguageModelData(
         load_or_tokenize(run.path / TRAIN_STREAM, tokenizer, train_documents),
@@ -60,34 +62,56 @@ def run_language_model_training(
     metrics = {**evaluation_metrics(model, tokenizer, texts, device), "train": progress.train_record(device, 0)}
     meta = checkpoint_meta(config, model.config, len(train_documents), data, progress.step)
     folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
-    run.log(f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}")
+    run.log(
+        f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}"
+    )
     return folder
 
 
-def evaluation_texts(tokenizer: TextTokenizer, val: TokenStream, val_documents: list[Document], data_dir: Path) -> dict[str, EvalText]:
+def evaluation_texts(
+    tokenizer: TextTokenizer, val: TokenStream, val_documents: list[Document], data_dir: Path
+) -> dict[str, EvalText]:
     """enwiki_val (`val`: the stream of `val_documents`) and the WikiText
     splits, as streams with their word counts."""
-    texts = {"enwiki_val": EvalText(evaluation_stream(val, tokenizer.eos_id), sum(len(s.split()) for document in val_documents for s in document))}
+    texts = {
+        "enwiki_val": EvalText(
+            evaluation_stream(val, tokenizer.eos_id),
+            sum(len(s.split()) for document in val_documents for s in document),
+        )
+    }
     for split in WIKITEXT_FILES:
         wikitext = read_wikitext(data_dir, split)
-        texts[split] = EvalText(evaluation_stream(tokenize_documents(tokenizer, wikitext.articles), tokenizer.eos_id), wikitext.words)
+        texts[split] = EvalText(
+            evaluation_stream(tokenize_documents(tokenizer, wikitext.articles), tokenizer.eos_id), wikitext.words
+        )
     return texts
 
 
-def evaluation_metrics(model: LanguageModel, tokenizer: TextTokenizer, texts: dict[str, EvalText], device: torch.device | str) -> dict:
+def evaluation_metrics(
+    model: LanguageModel, tokenizer: TextTokenizer, texts: dict[str, EvalText], device: torch.device | str
+) -> dict:
     """The measured part of a language model's metrics.json (all but "train")."""
     return perplexity_metrics(model, (tokenizer.eos_id, tokenizer.unk_id), texts, device)
 
 
-def remeasure(model: LanguageModel, tokenizer: TextTokenizer, data_dir: str | Path | None, device: torch.device | str) -> dict:
+def remeasure(
+    model: LanguageModel, tokenizer: TextTokenizer, data_dir: str | Path | None, device: torch.device | str
+) -> dict:
     """evaluation_metrics of a trained model, its texts rebuilt from the
     data folder as the run built them (the run caches the same stream)."""
     data_dir = resolve_data_dir(data_dir)
     val_documents = read_enwiki(data_dir)["val"]
-    return evaluation_metrics(model, tokenizer, evaluation_texts(tokenizer, tokenize_documents(tokenizer, val_documents), val_documents, data_dir), device)
+    return evaluation_metrics(
+        model,
+        tokenizer,
+        evaluation_texts(tokenizer, tokenize_documents(tokenizer, val_documents), val_documents, data_dir),
+        device,
+    )
 
 
-def checkpoint_meta(config: TrainConfig, model_config: LanguageModelConfig, train_articles: int, data: LanguageModelData, steps: int) -> dict:
+def checkpoint_meta(
+    config: TrainConfig, model_config: LanguageModelConfig, train_articles: int, data: LanguageModelData, steps: int
+) -> dict:
     """`steps`: the optimiser steps trained, which a --max-steps run stops short of the configured epochs."""
     c = model_config
     tokens = steps * config.train.batch_size * data.block_len

@@ -79,7 +79,13 @@ def make_optimizer(model: Model) -> torch.optim.Adam:
 
 
 def optimizer_step(
-    model: Model, optimizer: torch.optim.Optimizer, batch: Batch | LMBatch, settings: LoopConfig, lr: float, objective: Objective | None = None, seed: int = 0
+    model: Model,
+    optimizer: torch.optim.Optimizer,
+    batch: Batch | LMBatch,
+    settings: LoopConfig,
+    lr: float,
+    objective: Objective | None = None,
+    seed: int = 0,
 ) -> float:
     """One training step on `batch` at learning rate `lr`; returns the loss.
     objective: default the plain target-token loss."""
@@ -96,7 +102,9 @@ def optimizer_step(
 
 
 @torch.no_grad()
-def validation_loss(model: Model, tokenizer: TextTokenizer, data: LoopData, settings: LoopConfig, objective: Objective) -> float:
+def validation_loss(
+    model: Model, tokenizer: TextTokenizer, data: LoopData, settings: LoopConfig, objective: Objective
+) -> float:
     """Token-weighted mean of the training objective on the validation data,
     without dropout; the same label smoothing keeps it comparable with the
     train curve."""
@@ -135,21 +143,27 @@ def train(
         progress = Progress()
         run.log(f"start: {sum(p.numel() for p in model.parameters())} parameters; epochs: {settings.epochs}")
     else:
-        run.log(f"resume at step {progress.step}: {progress.epoch} epochs done, {progress.batch_in_epoch} batches into the next")
+        run.log(
+            f"resume at step {progress.step}: {progress.epoch} epochs done, {progress.batch_in_epoch} batches into the next"
+        )
     session = Session(progress)
     while progress.epoch < settings.epochs:
         # Each epoch's batch order follows from the seed and the epoch number
         # alone, so a resumed run continues the very same sequence of batches.
         batches = data.epoch_batches(settings.batch_size, seed=settings.seed + progress.epoch)
         objective = objective_for_epoch(model, settings.label_smoothing, working_memory, progress.epoch)
-        finished = run_epoch(model, tokenizer, optimizer, settings, data, batches, run, session, max_steps, schedule_offset, objective)
+        finished = run_epoch(
+            model, tokenizer, optimizer, settings, data, batches, run, session, max_steps, schedule_offset, objective
+        )
         if not finished:
             session.save(run, model, optimizer)
             run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
             return progress
         end_epoch(model, tokenizer, settings, data, progress, objective)
         session.save(run, model, optimizer)
-        val_bleu = f", val BLEU {progress.val_bleu[-1]:.2f}" if progress.val_bleu_epochs[-1:] == [progress.epoch] else ""
+        val_bleu = (
+            f", val BLEU {progress.val_bleu[-1]:.2f}" if progress.val_bleu_epochs[-1:] == [progress.epoch] else ""
+        )
         run.log(
             f"epoch {progress.epoch}: train loss {progress.loss_curve[-1]:.4f}, val loss {progress.val_loss[-1]:.4f}"
             f"{val_bleu}, {session.seconds_per_step():.3f} s/step"
@@ -191,7 +205,9 @@ def run_epoch(
     """Train on the batches of this epoch not yet trained; False if stopped by max_steps."""
     progress = session.progress
     device = next(model.parameters()).device
-    bar = tqdm(desc=f"epoch {progress.epoch + 1}/{settings.epochs}", initial=progress.batch_in_epoch, total=len(batches))
+    bar = tqdm(
+        desc=f"epoch {progress.epoch + 1}/{settings.epochs}", initial=progress.batch_in_epoch, total=len(batches)
+    )
     for indices in batches[progress.batch_in_epoch :]:
         if max_steps is not None and progress.step >= max_steps:
             bar.close()
@@ -199,7 +215,9 @@ def run_epoch(
         lr = noam_lr(schedule_offset + progress.step + 1, model.config.d_model, settings.warmup_steps)
         batch = data.train_batch(indices, tokenizer).to(device)
         # The step number seeds the step's memory sampling: a resumed run draws the same.
-        loss_value = optimizer_step(model, optimizer, batch, settings, lr, objective, seed=settings.seed * 1_000_003 + progress.step)
+        loss_value = optimizer_step(
+            model, optimizer, batch, settings, lr, objective, seed=settings.seed * 1_000_003 + progress.step
+        )
         n = batch.n_targets(tokenizer.pad_id)
         progress.epoch_loss_sum += loss_value * n
         progress.epoch_tokens += n
@@ -208,14 +226,23 @@ def run_epoch(
         bar.update()
         bar.set_postfix(loss=f"{loss_value:.3f}", lr=f"{lr:.2e}")
         if progress.step % LOG_EVERY_STEPS == 0:
-            run.log(f"step {progress.step}: loss {loss_value:.4f}, lr {lr:.3e}, {session.seconds_per_step():.3f} s/step")
+            run.log(
+                f"step {progress.step}: loss {loss_value:.4f}, lr {lr:.3e}, {session.seconds_per_step():.3f} s/step"
+            )
         if progress.step % settings.save_every_steps == 0:
             session.save(run, model, optimizer)
     bar.close()
     return True
 
 
-def end_epoch(model: Model, tokenizer: TextTokenizer, settings: LoopConfig, data: LoopData, progress: Progress, objective: Objective) -> None:
+def end_epoch(
+    model: Model,
+    tokenizer: TextTokenizer,
+    settings: LoopConfig,
+    data: LoopData,
+    progress: Progress,
+    objective: Objective,
+) -> None:
     """Close the epoch in `progress`: its mean train loss, validation loss and
     (every settings.eval_every_epochs, for a task with translations) validation BLEU."""
     progress.loss_curve.append(progress.epoch_loss_sum / max(progress.epoch_tokens, 1))

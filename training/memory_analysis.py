@@ -43,14 +43,20 @@ def memory_length_counts(lengths: list[int], memory_size: int) -> list[int]:
     return [lengths.count(k) for k in range(memory_size + 1)]
 
 
-def analyse_checkpoint(folder: str | Path, data_dir: str | Path | None = None, device: str = "auto", max_sentences: int = 1000) -> Path:
+def analyse_checkpoint(
+    folder: str | Path, data_dir: str | Path | None = None, device: str = "auto", max_sentences: int = 1000
+) -> Path:
     """Run the study on every domain (the first `max_sentences` pairs of each) and write the JSON; returns its path."""
     folder = Path(folder)
     loaded = load_checkpoint(folder, device)
     if not isinstance(loaded.model, WorkingMemoryTransformer):
         raise CheckpointError(f"{folder} is not a working-memory model")
     domains = {}
-    for split, (label, pairs) in tqdm(domain_sets(loaded.meta.get("corpus", "multi30k"), resolve_data_dir(data_dir)).items(), desc="memory analysis", unit="domain"):
+    for split, (label, pairs) in tqdm(
+        domain_sets(loaded.meta.get("corpus", "multi30k"), resolve_data_dir(data_dir)).items(),
+        desc="memory analysis",
+        unit="domain",
+    ):
         pairs = pairs[:max_sentences]
         sources, references = [s for s, _ in pairs], [r for _, r in pairs]
         start = time.monotonic()
@@ -64,11 +70,20 @@ def analyse_checkpoint(folder: str | Path, data_dir: str | Path | None = None, d
             "summary": result["summary"],
             "examples": [
                 {"source": s, "memory": m, "translation": t, "reference": r}
-                for s, m, t, r in list(zip(sources, result["memory"], result["translations"], references))[:EXAMPLES_KEPT]
+                for s, m, t, r in list(zip(sources, result["memory"], result["translations"], references))[
+                    :EXAMPLES_KEPT
+                ]
             ],
             "seconds": round(time.monotonic() - start, 1),
         }
-        tqdm.write(f"{split}: BLEU {result['bleu']}, mean unique memory tokens {result['summary']['unique_tokens']['mean_unique']:.2f}")
+        tqdm.write(
+            f"{split}: BLEU {result['bleu']}, mean unique memory tokens {result['summary']['unique_tokens']['mean_unique']:.2f}"
+        )
     out = folder / ANALYSIS_FILE
-    out.write_text(json.dumps({"model": folder.name, "max_sentences": max_sentences, "domains": domains}, indent=1, ensure_ascii=False) + "\n")
+    out.write_text(
+        json.dumps(
+            {"model": folder.name, "max_sentences": max_sentences, "domains": domains}, indent=1, ensure_ascii=False
+        )
+        + "\n"
+    )
     return out

@@ -83,7 +83,14 @@ def measure(loaded: LoadedModel, source: str, reference: str) -> Measured:
 
     plain = run(None)
     lesioned = {name: tokenizer.decode(run(lesion).translation) for name, lesion in LESIONS.items()}
-    return Measured(source, reference, len(plain.memory), tokenizer.display_tokens(plain.memory), tokenizer.decode(plain.translation), **lesioned)
+    return Measured(
+        source,
+        reference,
+        len(plain.memory),
+        tokenizer.display_tokens(plain.memory),
+        tokenizer.decode(plain.translation),
+        **lesioned,
+    )
 
 
 def pick(measured: list[Measured], n: int = EXAMPLES_PER_MODEL) -> list[Measured]:
@@ -140,9 +147,11 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)  # one sentence at a time: a second thread only waits (15x slower on a busy 2-core machine)
     written = write_examples(args.checkpoints, resolve_data_dir(args.data_dir), args.out)
     for name, found in written["models"].items():
-        print(f"{name}: {found['writing_memory']} of {found['sentences']} {found['corpus']} sentences write memory; "
-              f"{found['writing_memory_alone']} of {found['measured_alone']} short ones alone; "
-              f"translation changed by the mask in {found['changed_by_mask']}, by memory size 0 in {found['changed_by_no_memory']}")
+        print(
+            f"{name}: {found['writing_memory']} of {found['sentences']} {found['corpus']} sentences write memory; "
+            f"{found['writing_memory_alone']} of {found['measured_alone']} short ones alone; "
+            f"translation changed by the mask in {found['changed_by_mask']}, by memory size 0 in {found['changed_by_no_memory']}"
+        )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ def grow_memory(model: MemoryTransformer, memory_size: int, seed: int) -> Memory
     with torch.no_grad():
         memory = model.memory_vectors(memory_size).clone()  # [memory_size, d], slot j = trained slot j mod m
         generator = torch.Generator().manual_seed(seed)
-        noise = torch.randn(memory_size - trained, memory.shape[1], generator=generator) * NEW_SLOT_NOISE_STD  # [new, d]
+        noise = (
+            torch.randn(memory_size - trained, memory.shape[1], generator=generator) * NEW_SLOT_NOISE_STD
+        )  # [new, d]
         memory[trained:] += noise.to(memory.device)
     state["memory"] = memory
     grown.load_state_dict(state)

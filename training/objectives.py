@@ -35,19 +35,27 @@ Objective = Callable[[Model, Batch | LMBatch, int], torch.Tensor]
 def token_loss(model: Model, batch: Batch, label_smoothing: float) -> torch.Tensor:
     """Mean label-smoothed cross-entropy over the non-pad target tokens."""
     if isinstance(model, WorkingMemoryTransformer):
-        logits, _ = model(batch.src_ids, batch.tgt_in, torch.full_like(batch.tgt_in, TARGET_TYPE))  # no memory in the stream
+        logits, _ = model(
+            batch.src_ids, batch.tgt_in, torch.full_like(batch.tgt_in, TARGET_TYPE)
+        )  # no memory in the stream
     else:
         logits = model(batch.src_ids, batch.tgt_in)  # [b, t, vocab]
-    return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id, label_smoothing=label_smoothing)
+    return F.cross_entropy(
+        logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id, label_smoothing=label_smoothing
+    )
 
 
 def next_token_loss(model: LanguageModel, batch: LMBatch, label_smoothing: float) -> torch.Tensor:
     """Mean cross-entropy of the next token at every non-pad target."""
     logits = model(batch.ids)  # [b, t, vocab]
-    return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=model.config.pad_id, label_smoothing=label_smoothing)
+    return F.cross_entropy(
+        logits.flatten(0, 1), batch.targets.flatten(), ignore_index=model.config.pad_id, label_smoothing=label_smoothing
+    )
 
 
-def objective_for_epoch(model: Model, label_smoothing: float, working_memory: WorkingMemoryTraining | None, epoch: int) -> Objective:
+def objective_for_epoch(
+    model: Model, label_smoothing: float, working_memory: WorkingMemoryTraining | None, epoch: int
+) -> Objective:
     """The objective of 0-based epoch `epoch`."""
     if isinstance(model, LanguageModel):
         return lambda model, batch, seed: next_token_loss(model, batch, label_smoothing)

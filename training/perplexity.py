@@ -95,7 +95,9 @@ def score_stream(
     for i in range(0, len(windows), batch_size):
         chunk = windows[i : i + batch_size]
         bar.update(len(chunk))
-        ids = torch.full((len(chunk), context), pad_id, dtype=torch.long)  # [b, context]; a short last window is padded after
+        ids = torch.full(
+            (len(chunk), context), pad_id, dtype=torch.long
+        )  # [b, context]; a short last window is padded after
         scored = torch.zeros(len(chunk), context, dtype=torch.bool)  # [b, context] positions whose target counts
         targets = torch.full((len(chunk), context), pad_id, dtype=torch.long)
         for row, (start, first) in enumerate(chunk):
@@ -119,14 +121,26 @@ class EvalText:
     words: int  # words of the scored text on the reference tokenization (module doc)
 
 
-def perplexity_metrics(model: LanguageModel, unscored_ids: tuple[int, ...], texts: dict[str, EvalText], device: torch.device | str) -> dict:
+def perplexity_metrics(
+    model: LanguageModel, unscored_ids: tuple[int, ...], texts: dict[str, EvalText], device: torch.device | str
+) -> dict:
     """metrics.json's perplexity records: token- and word-level per text,
     and the counts behind them."""
     model.eval()
     context = model.config.max_positions
     stride = max(context // 2, 1)
     scores = {
-        name: score_stream(model, text.stream, context, unscored_ids, model.config.pad_id, stride, device=device, desc=f"perplexity {name}") for name, text in texts.items()
+        name: score_stream(
+            model,
+            text.stream,
+            context,
+            unscored_ids,
+            model.config.pad_id,
+            stride,
+            device=device,
+            desc=f"perplexity {name}",
+        )
+        for name, text in texts.items()
     }
     return {
         "perplexity": {name: round(score.token_perplexity, 3) for name, score in scores.items()},
@@ -134,6 +148,14 @@ def perplexity_metrics(model: LanguageModel, unscored_ids: tuple[int, ...], text
         "perplexity_counts": {
             "context": context,
             "stride": stride,
-            "splits": {name: {"nll": round(score.nll, 3), "tokens": score.tokens, "words": texts[name].words, "unscored": score.unscored} for name, score in scores.items()},
+            "splits": {
+                name: {
+                    "nll": round(score.nll, 3),
+                    "tokens": score.tokens,
+                    "words": texts[name].words,
+                    "unscored": score.unscored,
+                }
+                for name, score in scores.items()
+            },
         },
     }

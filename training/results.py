@@ -59,8 +59,15 @@ DECODING = {
 
 # Working memory (paper 004): the models, and the plain Transformers beside the German-English one.
 WM_MODELS = ["working_memory_de_en", "working_memory_ru_en"]
-WM_PLAIN = {"transformer": "Transformer, 4 epochs (the warm start)", "transformer_finetuned": "Transformer, 4 + 2 epochs (as long as the WM model)"}
-WM_LESION_ROWS = {"memory": "working memory", "masked": "working memory, masked", "no_memory": "working memory, size 0 at inference"}
+WM_PLAIN = {
+    "transformer": "Transformer, 4 epochs (the warm start)",
+    "transformer_finetuned": "Transformer, 4 + 2 epochs (as long as the WM model)",
+}
+WM_LESION_ROWS = {
+    "memory": "working memory",
+    "masked": "working memory, masked",
+    "no_memory": "working memory, size 0 at inference",
+}
 # Paper 004, Table 3 (TED ru-en validation, BLEU): standard 21.16, WM 21.30, WM masked 20.56.
 PAPER_WM_TABLE_3 = {"standard": 21.16, "memory": 21.30, "masked": 20.56}
 
@@ -105,7 +112,9 @@ def table_2(metrics: dict[str, dict]) -> list[str]:
         lesion = metrics.get(name, {}).get("lesion")
         if lesion:
             by_size = dict(zip(lesion["memory_size"], lesion["bleu"]))
-            lines.append(f"| {label} (ours) | " + " | ".join(_lesion_cell(by_size.get(k), k, name) for k in sizes) + " |")
+            lines.append(
+                f"| {label} (ours) | " + " | ".join(_lesion_cell(by_size.get(k), k, name) for k in sizes) + " |"
+            )
         if name in PAPER_TABLE_2:
             by_size = dict(zip(PAPER_LESION_SIZES, PAPER_TABLE_2[name]))
             lines.append(f"| {label} (paper, base) | " + " | ".join(_number(by_size.get(k)) for k in sizes) + " |")
@@ -119,7 +128,10 @@ def _lesion_cell(value, size: int, name: str) -> str:
 
 
 def table_3(metrics: dict[str, dict]) -> list[str]:
-    lines = ["| stage | memory | epochs in total | BLEU test_2016_flickr (ours) | paper (WMT-14; 20 + 5 per stage epochs) |", "|---|---|---|---|---|"]
+    lines = [
+        "| stage | memory | epochs in total | BLEU test_2016_flickr (ours) | paper (WMT-14; 20 + 5 per stage epochs) |",
+        "|---|---|---|---|---|",
+    ]
     epochs = 0
     for stage, (name, paper) in enumerate(zip(EXTENSION_STAGES, PAPER_TABLE_3)):
         m = metrics.get(name)
@@ -128,11 +140,15 @@ def table_3(metrics: dict[str, dict]) -> list[str]:
             lines.append(f"| {label} | {5 * (stage + 1)} | | not trained yet | {_number(paper)} |")
             continue
         epochs += m.get("train", {}).get("epochs", 0)
-        lines.append(f"| {label} | {5 * (stage + 1)} | {epochs} | {_number(m['bleu'].get(TEST_SPLIT))} | {_number(paper)} |")
+        lines.append(
+            f"| {label} | {5 * (stage + 1)} | {epochs} | {_number(m['bleu'].get(TEST_SPLIT))} | {_number(paper)} |"
+        )
     control, base = metrics.get(EXTENSION_CONTROL), metrics.get(EXTENSION_STAGES[0])
     if control and base:
         epochs = base.get("train", {}).get("epochs", 0) + control.get("train", {}).get("epochs", 0)
-        lines.append(f"| control: fine-tuned, memory not grown | 5 | {epochs} | {_number(control['bleu'].get(TEST_SPLIT))} | - |")
+        lines.append(
+            f"| control: fine-tuned, memory not grown | 5 | {epochs} | {_number(control['bleu'].get(TEST_SPLIT))} | - |"
+        )
     return lines
 
 
@@ -146,7 +162,10 @@ def working_memory_bleu(metrics: dict[str, dict], analyses: dict[str, dict]) -> 
             continue
         domains = analysis["domains"]
         lines += [f"**{name}** ({analysis['max_sentences']} sentences per domain at most)", ""]
-        lines += ["| model | " + " | ".join(d["domain"] for d in domains.values()) + " |", "|---|" + "---|" * len(domains)]
+        lines += [
+            "| model | " + " | ".join(d["domain"] for d in domains.values()) + " |",
+            "|---|" + "---|" * len(domains),
+        ]
         if name == "working_memory_de_en":
             for plain, label in WM_PLAIN.items():
                 bleu = metrics.get(plain, {}).get("bleu", {})
@@ -155,17 +174,21 @@ def working_memory_bleu(metrics: dict[str, dict], analyses: dict[str, dict]) -> 
             lines.append(f"| {label} | " + " | ".join(_number(d["bleu"][key]) for d in domains.values()) + " |")
         lines.append("")
     paper = PAPER_WM_TABLE_3
-    lines.append(f"Paper (TED ru-en validation, 20 epochs, 3 runs): standard Transformer {paper['standard']}, working memory {paper['memory']}, "
-                 f"working memory masked {paper['masked']}.")
+    lines.append(
+        f"Paper (TED ru-en validation, 20 epochs, 3 runs): standard Transformer {paper['standard']}, working memory {paper['memory']}, "
+        f"working memory masked {paper['masked']}."
+    )
     return lines
 
 
 def memory_content_table(analyses: dict[str, dict]) -> list[str]:
     lines = [
-        ("| model | domain | sentences | source words | memory length | no memory / full memory | unique tokens (mean / median) "
-        "| Spearman(length, unique) | keywords in memory: per word; sentences with one or more (own / rotated) "
-        "| content words in memory: per word; sentences with one or more (own / rotated) | sub-word pieces "
-        "| top parts of speech |"),
+        (
+            "| model | domain | sentences | source words | memory length | no memory / full memory | unique tokens (mean / median) "
+            "| Spearman(length, unique) | keywords in memory: per word; sentences with one or more (own / rotated) "
+            "| content words in memory: per word; sentences with one or more (own / rotated) | sub-word pieces "
+            "| top parts of speech |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in WM_MODELS:
@@ -196,55 +219,84 @@ def _rates(found: dict) -> str:
 
 
 # Paper 003's shapes (16-layer Transformer LM on WikiText-103), as docs/REFERENCE.md states them.
-PAPER_FF_SHAPES = ("agreement near 0 in the lower layers, rising in the upper layers; zero agreement in most predictions; "
-                   "the residual agrees with the final output more and more with depth; the FF output overriding the residual is rare")
+PAPER_FF_SHAPES = (
+    "agreement near 0 in the lower layers, rising in the upper layers; zero agreement in most predictions; "
+    "the residual agrees with the final output more and more with depth; the FF output overriding the residual is rare"
+)
 LM_SPLITS = ["enwiki_val", "wikitext2_valid", "wikitext2_test", "wikitext103_valid", "wikitext103_test"]
 
 
 def language_model_table(metrics: dict[str, dict]) -> list[str]:
     """Perplexity of every language model: per token of its own vocabulary, and per word (comparable across tokenizers)."""
-    lines = ["| model | " + " | ".join(f"{split} word ppl (token ppl)" for split in LM_SPLITS) + " | steps | train minutes |",
-             "|---|" + "---|" * (len(LM_SPLITS) + 2)]
+    lines = [
+        "| model | "
+        + " | ".join(f"{split} word ppl (token ppl)" for split in LM_SPLITS)
+        + " | steps | train minutes |",
+        "|---|" + "---|" * (len(LM_SPLITS) + 2),
+    ]
     for name, m in metrics.items():
         if "word_perplexity" not in m:
             continue
         cells = [f"{_number(m['word_perplexity'].get(s))} ({_number(m['perplexity'].get(s))})" for s in LM_SPLITS]
         train = m.get("train", {})
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {train.get('steps', '-')} | {_number(train['seconds'] / 60) if 'seconds' in train else '-'} |")
+        lines.append(
+            f"| {name} | "
+            + " | ".join(cells)
+            + f" | {train.get('steps', '-')} | {_number(train['seconds'] / 60) if 'seconds' in train else '-'} |"
+        )
     return lines
 
 
 def ff_agreement_table(ff: dict[str, dict]) -> list[str]:
-    lines = [("| model | layer | keys with triggers | agreement (random keys) | any top-50 trigger agrees | median rank of w (random) "
-             "| rank < 10 (random) |"), "|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| model | layer | keys with triggers | agreement (random keys) | any top-50 trigger agrees | median rank of w (random) "
+            "| rank < 10 (random) |"
+        ),
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, study in ff.items():
         for r in study["agreement"]:
-            lines.append(f"| {name} | {r['layer']} | {r['keys_with_triggers']} | {_share(r['agreement'])} ({_share(r['baseline_agreement'])}) "
-                         f"| {_share(r['any_trigger_agreement'])} | {r['median_rank']:.0f} ({r['baseline_median_rank']:.0f}) "
-                         f"| {_share(r['rank_below_10'])} ({_share(r['baseline_rank_below_10'])}) |")
+            lines.append(
+                f"| {name} | {r['layer']} | {r['keys_with_triggers']} | {_share(r['agreement'])} ({_share(r['baseline_agreement'])}) "
+                f"| {_share(r['any_trigger_agreement'])} | {r['median_rank']:.0f} ({r['baseline_median_rank']:.0f}) "
+                f"| {_share(r['rank_below_10'])} ({_share(r['baseline_rank_below_10'])}) |"
+            )
     return lines
 
 
 def ff_aggregation_table(ff: dict[str, dict]) -> list[str]:
-    lines = [("| model | layer | active keys per prediction | zero agreement | residual wins | FF wins | all agree | composition "
-             "| residual = final prediction |"), "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| model | layer | active keys per prediction | zero agreement | residual wins | FF wins | all agree | composition "
+            "| residual = final prediction |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, study in ff.items():
         for r in study["aggregation"]["layers"]:
-            lines.append(f"| {name} | {r['layer']} | {r['mean_active_memories']:.1f} | {_share(r['zero_agreement'])} | {_share(r['residual_wins'])} "
-                         f"| {_share(r['ff_wins'])} | {_share(r['all_agree'])} | {_share(r['composition'])} | {_share(r['residual_agrees_with_final'])} |")
+            lines.append(
+                f"| {name} | {r['layer']} | {r['mean_active_memories']:.1f} | {_share(r['zero_agreement'])} | {_share(r['residual_wins'])} "
+                f"| {_share(r['ff_wins'])} | {_share(r['all_agree'])} | {_share(r['composition'])} | {_share(r['residual_agrees_with_final'])} |"
+            )
     return lines
 
 
 def ff_corpora(ff: dict[str, dict]) -> list[str]:
-    return [f"- {name}: mined on {s['mining']['corpus']} ({s['mining']['sentences']:,} sentences, top {s['mining']['top_k']} per key); "
-            f"aggregation on {s['aggregation']['sentences']:,} held-out sentences" for name, s in ff.items()]
+    return [
+        f"- {name}: mined on {s['mining']['corpus']} ({s['mining']['sentences']:,} sentences, top {s['mining']['top_k']} per key); "
+        f"aggregation on {s['aggregation']['sentences']:,} held-out sentences"
+        for name, s in ff.items()
+    ]
 
 
 def _share(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def render(metrics: dict[str, dict], reading: str, analyses: dict[str, dict] | None = None, ff: dict[str, dict] | None = None) -> str:
+def render(
+    metrics: dict[str, dict], reading: str, analyses: dict[str, dict] | None = None, ff: dict[str, dict] | None = None
+) -> str:
     parts = [
         "# Results: the memory models at small scale",
         "",
@@ -323,5 +375,12 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
     """Render the tables; the prose reading is kept in its own file
     (docs/results_reading.md) because it is judgement, not data."""
     reading = reading_file.read_text().strip() if reading_file.exists() else "(no reading written yet)"
-    out.write_text(render(load_metrics(checkpoints), reading, load_metrics(checkpoints, "memory_analysis.json"), load_metrics(checkpoints, "ff_analysis.json")))
+    out.write_text(
+        render(
+            load_metrics(checkpoints),
+            reading,
+            load_metrics(checkpoints, "memory_analysis.json"),
+            load_metrics(checkpoints, "ff_analysis.json"),
+        )
+    )
     return out

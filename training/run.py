@@ -61,8 +61,14 @@ def run_training(
     model, tokenizer, schedule_offset = initial_model(config, splits["train"], run)
     model.to(device)
     max_len = config.data.max_len
-    data = TrainingData(tokenize_pairs(tokenizer, splits["train"], max_len), tokenize_pairs(tokenizer, splits["val"], max_len), splits["val"])
-    run.log(f"vocabulary of {tokenizer.vocab_size}; {len(data.train)} of {len(splits['train'])} training pairs within max_len {max_len}")
+    data = TrainingData(
+        tokenize_pairs(tokenizer, splits["train"], max_len),
+        tokenize_pairs(tokenizer, splits["val"], max_len),
+        splits["val"],
+    )
+    run.log(
+        f"vocabulary of {tokenizer.vocab_size}; {len(data.train)} of {len(splits['train'])} training pairs within max_len {max_len}"
+    )
     progress = train(model, tokenizer, config.train, data, run, max_steps, schedule_offset, config.working_memory)
 
     run.log(f"evaluating on val and {', '.join(corpus.test_splits)}")
@@ -90,15 +96,23 @@ def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> 
     turned into a working-memory model, if asked), continuing that
     checkpoint's learning-rate schedule."""
     if config.init_from_folder is None:
-        tokenizer = load_or_train_vocabulary(run.tokenizer_path, train_pairs, config.data.vocab_size or DEFAULT_VOCAB_SIZE)
+        tokenizer = load_or_train_vocabulary(
+            run.tokenizer_path, train_pairs, config.data.vocab_size or DEFAULT_VOCAB_SIZE
+        )
         return build_model(config.model_config(tokenizer)), tokenizer, 0
     source = load_checkpoint(config.init_from_folder, device="cpu")
     schedule_steps = source.metrics.get("train", {}).get("schedule_steps")
     if schedule_steps is None:
-        raise CheckpointError(f"{config.init_from_folder}/metrics.json lacks train.schedule_steps, the learning-rate schedule position to continue from")
+        raise CheckpointError(
+            f"{config.init_from_folder}/metrics.json lacks train.schedule_steps, the learning-rate schedule position to continue from"
+        )
     if config.is_working_memory:
         return working_memory_from_transformer(source.model, config.model), source.tokenizer, schedule_steps
-    model = source.model if config.grow_memory_to is None else grow_memory(source.model, config.grow_memory_to, config.train.seed)
+    model = (
+        source.model
+        if config.grow_memory_to is None
+        else grow_memory(source.model, config.grow_memory_to, config.train.seed)
+    )
     return model, source.tokenizer, schedule_steps
 
 
@@ -107,19 +121,36 @@ def working_memory_from_transformer(transformer: Model, working_memory_fields: d
     (Algorithm 1's warm-up, done): only the type embedding (zero) and the
     type head are new."""
     if transformer.config.family != "transformer":
-        raise ConfigError(f"a working-memory model can start from a plain Transformer checkpoint, not from family {transformer.config.family!r}")
+        raise ConfigError(
+            f"a working-memory model can start from a plain Transformer checkpoint, not from family {transformer.config.family!r}"
+        )
     sizes = {k: v for k, v in asdict(transformer.config).items() if k not in ("family", "memory_size")}
     model = WorkingMemoryTransformer(WorkingMemoryConfig(**{**sizes, **working_memory_fields}))
     missing, unexpected = model.load_state_dict(transformer.state_dict(), strict=False)
-    if set(missing) != {"type_embed.weight", "type_head.weight", "type_head.bias"} or any(p.numel() for n, p in transformer.state_dict().items() if n in unexpected):
-        raise ConfigError(f"the Transformer checkpoint does not fit a working-memory model: missing {missing}, unexpected {unexpected}")
+    if set(missing) != {"type_embed.weight", "type_head.weight", "type_head.bias"} or any(
+        p.numel() for n, p in transformer.state_dict().items() if n in unexpected
+    ):
+        raise ConfigError(
+            f"the Transformer checkpoint does not fit a working-memory model: missing {missing}, unexpected {unexpected}"
+        )
     return model
 
 
-def final_metrics(model: Model, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]], progress: Progress, device: torch.device, schedule_offset: int) -> dict:
+def final_metrics(
+    model: Model,
+    tokenizer: TextTokenizer,
+    corpus: Corpus,
+    splits: dict[str, list[Pair]],
+    progress: Progress,
+    device: torch.device,
+    schedule_offset: int,
+) -> dict:
     """metrics.json of a finished run."""
     metrics = evaluation_metrics(model, tokenizer, corpus, splits)
-    metrics["train"] = {**progress.train_record(device, schedule_offset), "val_bleu": {"epoch": progress.val_bleu_epochs, "bleu": progress.val_bleu}}
+    metrics["train"] = {
+        **progress.train_record(device, schedule_offset),
+        "val_bleu": {"epoch": progress.val_bleu_epochs, "bleu": progress.val_bleu},
+    }
     if "lesion" in metrics:
         metrics["lesion"] = metrics.pop("lesion")  # after "train", where metrics.json has always had it
     return metrics
@@ -144,8 +175,16 @@ def checkpoint_meta(config: TrainConfig, model_config: ModelConfig, train_pairs:
     else:
         memory = f"{c.memory_size} memory slots" if c.memory_size else "no memory"
     origin = f", fine-tuned from {config.init_from}" if config.init_from else ""
-    evaluated = f"; evaluated on the first {config.data.max_eval_pairs:,} pairs of each held-out split" if config.data.max_eval_pairs else ""
-    plain = f" ({config.working_memory.plain_epochs} of them without memory)" if config.working_memory and config.working_memory.plain_epochs else ""
+    evaluated = (
+        f"; evaluated on the first {config.data.max_eval_pairs:,} pairs of each held-out split"
+        if config.data.max_eval_pairs
+        else ""
+    )
+    plain = (
+        f" ({config.working_memory.plain_epochs} of them without memory)"
+        if config.working_memory and config.working_memory.plain_epochs
+        else ""
+    )
     description = (
         f"{FAMILY_NAMES[c.family]}, {memory}; d_model {c.d_model}, {c.n_encoder_layers}+{c.n_decoder_layers} layers; "
         f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}{plain} on {corpus.description}{origin}{evaluated}"
@@ -193,7 +232,9 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     folder = Path(folder)
     others = sorted(path.name for path in folder.iterdir() if path.name not in FILES) if folder.is_dir() else []
     if others:
-        raise CheckpointError(f"{folder} holds {', '.join(others)}, made from its current weights and not re-measured by store-half; nothing was changed")
+        raise CheckpointError(
+            f"{folder} holds {', '.join(others)}, made from its current weights and not re-measured by store-half; nothing was changed"
+        )
     loaded = load_checkpoint(folder, "cpu")
     staging = folder.parent / f".{folder.name}.float16"
     shutil.rmtree(staging, ignore_errors=True)
@@ -202,7 +243,9 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
         measured = remeasure(load_checkpoint(staging, device), data_dir)  # the stored weights, read back as float32
         unmeasured = missing_numbers({k: v for k, v in loaded.metrics.items() if k != "train"}, measured)
         if unmeasured:
-            raise CheckpointError(f"{folder}/metrics.json holds numbers the training code does not measure, e.g. {unmeasured[0]}; nothing was changed")
+            raise CheckpointError(
+                f"{folder}/metrics.json holds numbers the training code does not measure, e.g. {unmeasured[0]}; nothing was changed"
+            )
         metrics = {**loaded.metrics, **measured}
         (staging / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")  # the layout save_checkpoint writes
         for name in FILES:

@@ -49,7 +49,8 @@ class Progress:
         return {
             "epochs": self.epoch,
             "steps": self.step,
-            "schedule_steps": schedule_offset + self.step,  # where a run initialised from this checkpoint continues the lr schedule
+            "schedule_steps": schedule_offset
+            + self.step,  # where a run initialised from this checkpoint continues the lr schedule
             "seconds": round(self.seconds, 1),
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else device.type,
             "loss_curve": self.loss_curve,
@@ -118,4 +119,8 @@ class RunDir:
 def without_unset(config: dict) -> dict:
     """The config without its None settings: a run recorded before an
     optional key existed matches the same config read today."""
-    return {key: without_unset(value) if isinstance(value, dict) else value for key, value in config.items() if value is not None}
+    return {
+        key: without_unset(value) if isinstance(value, dict) else value
+        for key, value in config.items()
+        if value is not None
+    }

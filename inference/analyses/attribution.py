@@ -53,7 +53,9 @@ def attribute(
     if not 0 <= position < len(target_ids):
         raise ValueError(f"output position {position} is out of range (0 to {len(target_ids) - 1})")
     src_ids = encode_sources(loaded, [text])  # [1, n]
-    tgt_in = pad_batch([[config.bos_id] + trace.target_ids[0]], config.pad_id, loaded.device)[:, : position + 1]  # [1, position+1]
+    tgt_in = pad_batch([[config.bos_id] + trace.target_ids[0]], config.pad_id, loaded.device)[
+        :, : position + 1
+    ]  # [1, position+1]
     token_id = target_ids[position]
 
     with applied_interventions(model, interventions) as memory_size:
@@ -67,10 +69,15 @@ def attribute(
             return model.decode(tgt_in.expand(k, -1), encoded)[:, position, token_id]
 
         integrated, delta = IntegratedGradients(token_logit).attribute(
-            (x_seq, x_mem), baselines=(torch.zeros_like(x_seq), torch.zeros_like(x_mem)), n_steps=n_steps,
-            internal_batch_size=internal_batch_size, return_convergence_delta=True,
+            (x_seq, x_mem),
+            baselines=(torch.zeros_like(x_seq), torch.zeros_like(x_mem)),
+            n_steps=n_steps,
+            internal_batch_size=internal_batch_size,
+            return_convergence_delta=True,
         )
-        gradients = Saliency(token_logit).attribute((x_seq.clone().requires_grad_(), x_mem.clone().requires_grad_()), abs=True)
+        gradients = Saliency(token_logit).attribute(
+            (x_seq.clone().requires_grad_(), x_mem.clone().requires_grad_()), abs=True
+        )
 
     return Attribution(
         position=position,

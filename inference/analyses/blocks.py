@@ -44,7 +44,12 @@ def block_rows(pattern: torch.Tensor, query_roles: list[str], key_roles: list[st
     to_memory = (pattern * key_memory).sum(-1)  # [h, q]
     to_sequence = (pattern * key_sequence).sum(-1)
     return torch.stack(
-        [to_sequence * query_sequence, to_sequence * query_memory, to_memory * query_sequence, to_memory * query_memory],
+        [
+            to_sequence * query_sequence,
+            to_sequence * query_memory,
+            to_memory * query_sequence,
+            to_memory * query_memory,
+        ],
         dim=-1,
     )  # [h, q, 4]
 
@@ -81,7 +86,14 @@ def merge_blocks(batches: list[list[HeadBlocks]]) -> list[HeadBlocks]:
             key = (b.stack, b.layer, b.head)
             rows = b.memory_queries + b.sequence_queries
             if key not in merged:
-                merged[key] = HeadBlocks(b.stack, b.layer, b.head, *(getattr(b, name) * rows for name in BLOCKS), b.memory_queries, b.sequence_queries)
+                merged[key] = HeadBlocks(
+                    b.stack,
+                    b.layer,
+                    b.head,
+                    *(getattr(b, name) * rows for name in BLOCKS),
+                    b.memory_queries,
+                    b.sequence_queries,
+                )
                 continue
             into = merged[key]
             for name in BLOCKS:

@@ -77,7 +77,9 @@ class LayerSummary:
     residual_agrees_with_final: float  # top(r) = the model's final prediction
 
 
-def prediction_cases(residual_top: torch.Tensor, ff_top: torch.Tensor, output_top: torch.Tensor) -> torch.Tensor:  # [n] each -> [n]
+def prediction_cases(
+    residual_top: torch.Tensor, ff_top: torch.Tensor, output_top: torch.Tensor
+) -> torch.Tensor:  # [n] each -> [n]
     """Index into CASES of every prediction."""
     residual_agrees = residual_top == output_top
     ff_agrees = ff_top == output_top
@@ -98,16 +100,18 @@ def ff_aggregation(trace: Trace, memories: FFMemories, top_memories: int | None 
         residual_top, ff_top, output_top = (logits.argmax(dim=-1) for logits in _lens_logits(memories, r, y, o))
         value_top = value_logits(memories, layer).argmax(dim=-1)  # [d_ff]
         considered = _considered_memories(m, memories.values[layer].norm(dim=-1), top_memories)  # [n, d_ff]
-        layers.append(LayerPredictions(
-            layer=layer,
-            active_memories=(m > 0).sum(dim=-1),
-            residual_top=residual_top,
-            ff_top=ff_top,
-            output_top=output_top,
-            case=prediction_cases(residual_top, ff_top, output_top),
-            zero_agreement=~(considered & (value_top[None, :] == ff_top[:, None])).any(dim=-1),
-            output_zero_agreement=~(considered & (value_top[None, :] == output_top[:, None])).any(dim=-1),
-        ))
+        layers.append(
+            LayerPredictions(
+                layer=layer,
+                active_memories=(m > 0).sum(dim=-1),
+                residual_top=residual_top,
+                ff_top=ff_top,
+                output_top=output_top,
+                case=prediction_cases(residual_top, ff_top, output_top),
+                zero_agreement=~(considered & (value_top[None, :] == ff_top[:, None])).any(dim=-1),
+                output_zero_agreement=~(considered & (value_top[None, :] == output_top[:, None])).any(dim=-1),
+            )
+        )
     return FFAggregation(examples, positions, trace.logits[examples, positions].argmax(dim=-1), layers)
 
 
@@ -118,21 +122,27 @@ def summarise_aggregation(aggregations: Sequence[FFAggregation]) -> list[LayerSu
     summaries = []
     for depth, first in enumerate(aggregations[0].layers):
         parts = [a.layers[depth] for a in aggregations]
-        joined = {field: torch.cat([getattr(p, field) for p in parts]) for field in
-                  ("active_memories", "case", "zero_agreement", "output_zero_agreement", "residual_top")}  # field -> [n]
-        residual_wins, ff_wins, all_agree, composition = (torch.bincount(joined["case"], minlength=len(CASES)).double() / n).tolist()
-        summaries.append(LayerSummary(
-            layer=first.layer,
-            predictions=n,
-            mean_active_memories=joined["active_memories"].double().mean().item(),
-            residual_wins=residual_wins,
-            ff_wins=ff_wins,
-            all_agree=all_agree,
-            composition=composition,
-            zero_agreement=joined["zero_agreement"].double().mean().item(),
-            output_zero_agreement=joined["output_zero_agreement"].double().mean().item(),
-            residual_agrees_with_final=(joined["residual_top"] == final_top).double().mean().item(),
-        ))
+        joined = {
+            field: torch.cat([getattr(p, field) for p in parts])
+            for field in ("active_memories", "case", "zero_agreement", "output_zero_agreement", "residual_top")
+        }  # field -> [n]
+        residual_wins, ff_wins, all_agree, composition = (
+            torch.bincount(joined["case"], minlength=len(CASES)).double() / n
+        ).tolist()
+        summaries.append(
+            LayerSummary(
+                layer=first.layer,
+                predictions=n,
+                mean_active_memories=joined["active_memories"].double().mean().item(),
+                residual_wins=residual_wins,
+                ff_wins=ff_wins,
+                all_agree=all_agree,
+                composition=composition,
+                zero_agreement=joined["zero_agreement"].double().mean().item(),
+                output_zero_agreement=joined["output_zero_agreement"].double().mean().item(),
+                residual_agrees_with_final=(joined["residual_top"] == final_top).double().mean().item(),
+            )
+        )
     return summaries
 
 
@@ -158,7 +168,9 @@ class LogitLens:
     layers: list[LensLayer]
 
 
-def logit_lens(trace: Trace, memories: FFMemories, example: int = 0, top_keys: int = 5, top_tokens: int = 5) -> LogitLens:
+def logit_lens(
+    trace: Trace, memories: FFMemories, example: int = 0, top_keys: int = 5, top_tokens: int = 5
+) -> LogitLens:
     examples, positions = _real_positions(trace, memories.axis)
     positions = positions[examples == example]  # [t]
     examples = torch.full_like(positions, example)
@@ -167,12 +179,16 @@ def logit_lens(trace: Trace, memories: FFMemories, example: int = 0, top_keys: i
         m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
         key_scores, key_indices = (m * memories.values[layer].norm(dim=-1)).topk(top_keys, dim=-1)  # [t, top_keys]
         value_top = value_logits(memories, layer).argmax(dim=-1)  # [d_ff]
-        (rp, rt), (fp, ft), (op, ot) = (logits.softmax(dim=-1).topk(top_tokens, dim=-1) for logits in _lens_logits(memories, r, y, o))
+        (rp, rt), (fp, ft), (op, ot) = (
+            logits.softmax(dim=-1).topk(top_tokens, dim=-1) for logits in _lens_logits(memories, r, y, o)
+        )
         layers.append(LensLayer(layer, key_indices, key_scores, value_top[key_indices], rt, rp, ft, fp, ot, op))
     return LogitLens([trace.tokens[memories.axis][example][p] for p in positions.tolist()], layers)
 
 
-def _lens_logits(memories: FFMemories, r: torch.Tensor, y: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor, ...]:  # 3 x [n, vocab]
+def _lens_logits(
+    memories: FFMemories, r: torch.Tensor, y: torch.Tensor, o: torch.Tensor
+) -> tuple[torch.Tensor, ...]:  # 3 x [n, vocab]
     """Logits of the residual, the FF output and the layer output (module doc)."""
     return memories.stream_logits(r), y @ memories.output_embedding.T, memories.stream_logits(o)
 
@@ -187,12 +203,16 @@ def _layer_vectors(trace: Trace, memories: FFMemories, layer: str, examples: tor
     hooks = (f"{layer}.keys", memories.residual_hook(layer), f"{layer}.out")
     missing = [hook for hook in hooks if hook not in trace.tensors]
     if missing:
-        raise ValueError(f"the trace lacks {missing}; capture them: run_with_trace(..., names=memories.capture_hooks())")
+        raise ValueError(
+            f"the trace lacks {missing}; capture them: run_with_trace(..., names=memories.capture_hooks())"
+        )
     m, r, y = (trace.tensors[hook][examples, positions].float() for hook in hooks)
     return m, r, y, memories.layer_output(layer, r, y)
 
 
-def _considered_memories(m: torch.Tensor, value_norms: torch.Tensor, top_memories: int | None) -> torch.Tensor:  # [n, d_ff] bool
+def _considered_memories(
+    m: torch.Tensor, value_norms: torch.Tensor, top_memories: int | None
+) -> torch.Tensor:  # [n, d_ff] bool
     """The active memories (m_i > 0), or the top_memories of them by m_i ||v_i||."""
     active = m > 0
     if top_memories is None:

@@ -48,7 +48,9 @@ class LayerAgreement:
     baseline_ranks: torch.Tensor  # [d_ff] long, rank of the permuted key's w in p_i; -1 likewise
 
 
-def key_value_agreement(value_logits: Mapping[str, torch.Tensor], triggers: Mapping[str, TriggerTokens], seed: int = 0) -> list[LayerAgreement]:
+def key_value_agreement(
+    value_logits: Mapping[str, torch.Tensor], triggers: Mapping[str, TriggerTokens], seed: int = 0
+) -> list[LayerAgreement]:
     """value_logits: layer -> v_i · E^T [d_ff, vocab] (ff_values.value_logits);
     triggers: layer -> the mined TriggerTokens of the same layer."""
     generator = torch.Generator().manual_seed(seed)
@@ -65,16 +67,18 @@ def key_value_agreement(value_logits: Mapping[str, torch.Tensor], triggers: Mapp
         baseline_ranks = torch.full_like(top_token, -1)
         ranks[keys] = token_rank(logits[keys], w)
         baseline_ranks[keys] = token_rank(logits[keys], shuffled_w)
-        results.append(LayerAgreement(
-            layer=layer,
-            keys_with_triggers=len(keys),
-            agreement=(top_token[keys] == w).sum().item() / n,
-            baseline_agreement=(top_token[keys] == shuffled_w).sum().item() / n,
-            any_trigger_agreement=(tokens.next[keys] == top_token[keys, None]).any(dim=1).sum().item() / n,
-            trigger_token_agreement=(top_token[keys] == tokens.trigger[keys, 0]).sum().item() / n,
-            ranks=ranks,
-            baseline_ranks=baseline_ranks,
-        ))
+        results.append(
+            LayerAgreement(
+                layer=layer,
+                keys_with_triggers=len(keys),
+                agreement=(top_token[keys] == w).sum().item() / n,
+                baseline_agreement=(top_token[keys] == shuffled_w).sum().item() / n,
+                any_trigger_agreement=(tokens.next[keys] == top_token[keys, None]).any(dim=1).sum().item() / n,
+                trigger_token_agreement=(top_token[keys] == tokens.trigger[keys, 0]).sum().item() / n,
+                ranks=ranks,
+                baseline_ranks=baseline_ranks,
+            )
+        )
     return results
 
 

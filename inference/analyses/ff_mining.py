@@ -61,8 +61,14 @@ class MiningState:
         )
 
     def save(self, path: str | Path) -> None:
-        record = {"format": STATE_FORMAT, "top_k": self.top_k, "sentences_consumed": self.sentences_consumed,
-                  "coefficients": self.coefficients, "sentences": self.sentences, "positions": self.positions}
+        record = {
+            "format": STATE_FORMAT,
+            "top_k": self.top_k,
+            "sentences_consumed": self.sentences_consumed,
+            "coefficients": self.coefficients,
+            "sentences": self.sentences,
+            "positions": self.positions,
+        }
         torch.save(record, path)
 
     @classmethod
@@ -70,7 +76,13 @@ class MiningState:
         record = torch.load(path, map_location="cpu", weights_only=True)
         if record.get("format") != STATE_FORMAT:
             raise ValueError(f"{path}: mining state format {record.get('format')!r}, expected {STATE_FORMAT}")
-        return cls(record["top_k"], record["sentences_consumed"], record["coefficients"], record["sentences"], record["positions"])
+        return cls(
+            record["top_k"],
+            record["sentences_consumed"],
+            record["coefficients"],
+            record["sentences"],
+            record["positions"],
+        )
 
 
 def add_batch(state: MiningState, keys: dict[str, torch.Tensor], lengths: Sequence[int]) -> MiningState:
@@ -95,7 +107,9 @@ def add_batch(state: MiningState, keys: dict[str, torch.Tensor], lengths: Sequen
         candidate_coefficients = torch.cat([state.coefficients[layer], peak.T], dim=1)  # [d_ff, top_k + b]
         candidate_sentences = torch.cat([state.sentences[layer], batch_sentences.expand(d_ff, b)], dim=1)
         candidate_positions = torch.cat([state.positions[layer], peak_position.T], dim=1)
-        order = candidate_coefficients.sort(dim=1, descending=True, stable=True).indices[:, : state.top_k]  # [d_ff, top_k]
+        order = candidate_coefficients.sort(dim=1, descending=True, stable=True).indices[
+            :, : state.top_k
+        ]  # [d_ff, top_k]
         coefficients[layer] = candidate_coefficients.gather(1, order)
         sentences[layer] = candidate_sentences.gather(1, order)
         positions[layer] = candidate_positions.gather(1, order)
@@ -123,7 +137,9 @@ def mine_triggers(
     """
     layers = ff_memories(loaded.model).layers
     if state is None:
-        state = MiningState.empty({layer: loaded.model.get_submodule(layer).w_in.out_features for layer in layers}, top_k)
+        state = MiningState.empty(
+            {layer: loaded.model.get_submodule(layer).w_in.out_features for layer in layers}, top_k
+        )
     if list(state.coefficients) != layers:
         raise ValueError(f"the state holds layers {list(state.coefficients)}; the model has {layers}")
     if state.sentences_consumed > len(texts):
@@ -132,13 +148,19 @@ def mine_triggers(
         batch = slice(start, start + batch_size)
         lengths = [len(prefix_stream(loaded, text)) - 1 for text in texts[batch]]
         # No name holds the batch's keys: they are freed before the next batch runs.
-        state = add_batch(state, _batch_keys(loaded, list(texts[batch]), None if sources is None else list(sources[batch]), layers), lengths)
+        state = add_batch(
+            state,
+            _batch_keys(loaded, list(texts[batch]), None if sources is None else list(sources[batch]), layers),
+            lengths,
+        )
         if on_batch is not None:
             on_batch(state)
     return state
 
 
-def _batch_keys(loaded: LoadedModel, texts: list[str], sources: list[str] | None, layers: list[str]) -> dict[str, torch.Tensor]:
+def _batch_keys(
+    loaded: LoadedModel, texts: list[str], sources: list[str] | None, layers: list[str]
+) -> dict[str, torch.Tensor]:
     """layer -> key coefficients [b, t, d_ff] of one batch. Only these leave:
     the trace's logits ([b, t, vocab], the largest tensor of a batch) are
     freed at once, not kept alive while the next batch runs."""
@@ -193,7 +215,9 @@ def trigger_tokens(state: MiningState, loaded: LoadedModel, texts: Sequence[str]
 
 def _streams(state: MiningState, loaded: LoadedModel, texts: Sequence[str]) -> dict[int, list[int]]:
     """Streams of the sentences some trigger refers to."""
-    used = sorted({s for layer, sentences in state.sentences.items() for s in sentences[state.coefficients[layer] > 0].tolist()})
+    used = sorted(
+        {s for layer, sentences in state.sentences.items() for s in sentences[state.coefficients[layer] > 0].tolist()}
+    )
     return {s: prefix_stream(loaded, texts[s]) for s in used}
 
 
@@ -250,7 +274,9 @@ def compact_triggers(state: MiningState, loaded: LoadedModel, texts: Sequence[st
             "coefficients": encode_array(state.coefficients[layer][fired], "<f2"),
             "sentences": encode_array(state.sentences[layer][fired], "<i4"),
             "positions": encode_array(state.positions[layer][fired], "<u2"),
-            "tokens": encode_array(torch.tensor(tokens, dtype=torch.long).reshape(len(rows), context_tokens + 1), "<u2"),
+            "tokens": encode_array(
+                torch.tensor(tokens, dtype=torch.long).reshape(len(rows), context_tokens + 1), "<u2"
+            ),
         }
     return {
         "format": COMPACT_FORMAT,
@@ -292,8 +318,13 @@ class TriggerStore:
         self.sentences_consumed = compact["sentences_consumed"]
         self.vocabulary_ids = torch.tensor(compact["vocabulary"]["ids"], dtype=torch.long)  # local index -> token id
         self.vocabulary_tokens = compact["vocabulary"]["tokens"]
-        self.arrays = {layer: {name: decode_array(record[name]) for name in ("counts", "coefficients", "sentences", "positions", "tokens")}
-                       for layer, record in compact["layers"].items()}
+        self.arrays = {
+            layer: {
+                name: decode_array(record[name])
+                for name in ("counts", "coefficients", "sentences", "positions", "tokens")
+            }
+            for layer, record in compact["layers"].items()
+        }
         self._trigger_tokens = self._decode_trigger_tokens()  # every key-browser page ranks keys by them
 
     @property
@@ -310,10 +341,20 @@ class TriggerStore:
         starts = self._rows(layer)
         rows = slice(int(starts[key]), int(starts[key + 1]))
         return [
-            StoredTrigger([self.vocabulary_tokens[t] for t in tokens[:-1] if t != NO_TOKEN], self.vocabulary_tokens[tokens[-1]], float(coefficient),
-                          int(sentence), int(position), int(position) + 1 > self.context_tokens)
+            StoredTrigger(
+                [self.vocabulary_tokens[t] for t in tokens[:-1] if t != NO_TOKEN],
+                self.vocabulary_tokens[tokens[-1]],
+                float(coefficient),
+                int(sentence),
+                int(position),
+                int(position) + 1 > self.context_tokens,
+            )
             for tokens, coefficient, sentence, position in zip(
-                arrays["tokens"][rows], arrays["coefficients"][rows], arrays["sentences"][rows], arrays["positions"][rows])
+                arrays["tokens"][rows],
+                arrays["coefficients"][rows],
+                arrays["sentences"][rows],
+                arrays["positions"][rows],
+            )
         ]
 
     def top_coefficients(self, layer: str) -> torch.Tensor:  # [d_ff]

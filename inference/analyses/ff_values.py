@@ -103,7 +103,12 @@ def decoder_ff_memories(model: MemoryTransformer) -> FFMemories:
         name = f"decoder.layers.{i}.ff"
         values[name] = _values(decoder_layer.ff)
         norm = decoder_layer.ff_norm
-        norms[name] = (norm.normalized_shape, norm.weight.detach().float().cpu(), norm.bias.detach().float().cpu(), norm.eps)
+        norms[name] = (
+            norm.normalized_shape,
+            norm.weight.detach().float().cpu(),
+            norm.bias.detach().float().cpu(),
+            norm.eps,
+        )
 
     def layer_output(layer: str, residual: torch.Tensor, ff_out: torch.Tensor) -> torch.Tensor:
         shape, weight, bias, eps = norms[layer]
@@ -117,7 +122,12 @@ def language_model_ff_memories(model: LanguageModel) -> FFMemories:
     output; stream states are read through the final LayerNorm."""
     values = {f"layers.{i}.ff": _values(layer.ff) for i, layer in enumerate(model.layers)}
     norm = model.final_norm
-    shape, weight, bias, eps = norm.normalized_shape, norm.weight.detach().float().cpu(), norm.bias.detach().float().cpu(), norm.eps
+    shape, weight, bias, eps = (
+        norm.normalized_shape,
+        norm.weight.detach().float().cpu(),
+        norm.bias.detach().float().cpu(),
+        norm.eps,
+    )
 
     def layer_output(layer: str, residual: torch.Tensor, ff_out: torch.Tensor) -> torch.Tensor:
         return residual + ff_out

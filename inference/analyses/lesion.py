@@ -32,5 +32,7 @@ def quality_at_memory_size(
     mask_memory: bool = False,
 ) -> Quality:
     """Quality with `memory_size` memory (None: as trained), the working memory masked if asked."""
-    translations = translate_all(model, tokenizer, sources, batch_size, Interventions(memory_size=memory_size, mask_memory=mask_memory))
+    translations = translate_all(
+        model, tokenizer, sources, batch_size, Interventions(memory_size=memory_size, mask_memory=mask_memory)
+    )
     return corpus_quality(translations, references)

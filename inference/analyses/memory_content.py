@@ -382,7 +382,9 @@ def _rotated_match_rates(wanted: Sequence[Sequence[str]], memories: Sequence[set
 
 def _keyword_in_memory(corpus: _Corpus, top: int) -> KeywordsInMemory:
     keywords = corpus.keywords(top)
-    return KeywordsInMemory(top, _match_rates(keywords, corpus.memory_words), _rotated_match_rates(keywords, corpus.memory_words))
+    return KeywordsInMemory(
+        top, _match_rates(keywords, corpus.memory_words), _rotated_match_rates(keywords, corpus.memory_words)
+    )
 
 
 def _content_words_in_memory(corpus: _Corpus) -> ContentWordsInMemory:
@@ -441,7 +443,9 @@ def unique_token_histogram(records: Sequence[MemoryRecord]) -> UniqueTokenHistog
     return _unique_token_histogram(_Corpus(records))
 
 
-def diversity_by_length(records: Sequence[MemoryRecord], edges: Sequence[float] = DEFAULT_LENGTH_EDGES) -> DiversityByLength:
+def diversity_by_length(
+    records: Sequence[MemoryRecord], edges: Sequence[float] = DEFAULT_LENGTH_EDGES
+) -> DiversityByLength:
     return _diversity_by_length(_Corpus(records), edges)
 
 

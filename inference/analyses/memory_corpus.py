@@ -30,7 +30,9 @@ class MemoryCorpusRun:
     lesioned: dict[str, list[str]] = field(default_factory=dict)  # LESIONS name -> translations
 
 
-def generate_memory_corpus(loaded: LoadedModel, sources: Sequence[str], with_lesions: bool, batch_size: int = BATCH_SIZE) -> MemoryCorpusRun:
+def generate_memory_corpus(
+    loaded: LoadedModel, sources: Sequence[str], with_lesions: bool, batch_size: int = BATCH_SIZE
+) -> MemoryCorpusRun:
     model, tokenizer = loaded.model, loaded.tokenizer
     if not isinstance(model, WorkingMemoryTransformer):
         raise ValueError(f"{loaded.name} has no working memory to analyse")
@@ -41,7 +43,9 @@ def generate_memory_corpus(loaded: LoadedModel, sources: Sequence[str], with_les
         memory_tokens=[tokenizer.display_tokens(e.memory) for e in examples],
     )
     if with_lesions:
-        run.lesioned = {name: translate_all(model, tokenizer, sources, batch_size, lesion) for name, lesion in LESIONS.items()}
+        run.lesioned = {
+            name: translate_all(model, tokenizer, sources, batch_size, lesion) for name, lesion in LESIONS.items()
+        }
     return run
 
 
@@ -56,9 +60,18 @@ def summarise_memory_corpus(runs: Sequence[MemoryCorpusRun], references: Sequenc
         bleu = {"memory": corpus_quality(translations, references).bleu}
         for name in LESIONS:
             bleu[name] = corpus_quality([t for run in runs for t in run.lesioned[name]], references).bleu
-    return {"translations": translations, "memory": [m for run in runs for m in run.memory_tokens], "summary": memory_content_summary(records), "bleu": bleu}
+    return {
+        "translations": translations,
+        "memory": [m for run in runs for m in run.memory_tokens],
+        "summary": memory_content_summary(records),
+        "bleu": bleu,
+    }
 
 
-def analyse_memory_corpus(loaded: LoadedModel, sources: Sequence[str], references: Sequence[str] | None = None, batch_size: int = BATCH_SIZE) -> dict:
+def analyse_memory_corpus(
+    loaded: LoadedModel, sources: Sequence[str], references: Sequence[str] | None = None, batch_size: int = BATCH_SIZE
+) -> dict:
     """Both steps in one call (see the module doc)."""
-    return summarise_memory_corpus([generate_memory_corpus(loaded, sources, references is not None, batch_size)], references)
+    return summarise_memory_corpus(
+        [generate_memory_corpus(loaded, sources, references is not None, batch_size)], references
+    )

@@ -19,4 +19,8 @@ def corpus_quality(hypotheses: Sequence[str], references: Sequence[str]) -> Qual
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
     refs = [list(references)]
-    return Quality(sacrebleu.corpus_bleu(list(hypotheses), refs).score, sacrebleu.corpus_chrf(list(hypotheses), refs).score, len(hypotheses))
+    return Quality(
+        sacrebleu.corpus_bleu(list(hypotheses), refs).score,
+        sacrebleu.corpus_chrf(list(hypotheses), refs).score,
+        len(hypotheses),
+    )

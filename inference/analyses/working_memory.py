@@ -56,7 +56,11 @@ def stream_tokens(trace: Trace, example: int = 0) -> list[StreamToken]:
     """The generated stream after BOS: every element, memory or target, in order."""
     require_working_memory(trace)
     pairs = zip(trace.tokens["dec"][example], trace.roles["dec"][example])
-    return [StreamToken(token, "memory" if role == MEMORY_ROLE else "target") for token, role in list(pairs)[1:] if role != "pad"]
+    return [
+        StreamToken(token, "memory" if role == MEMORY_ROLE else "target")
+        for token, role in list(pairs)[1:]
+        if role != "pad"
+    ]
 
 
 def memory_tokens(trace: Trace, example: int = 0) -> list[str]:

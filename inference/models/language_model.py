@@ -71,7 +71,10 @@ class LanguageModelConfig:
             raise ValueError("vocab_size, d_ff and n_layers must be positive")
         if self.max_positions < 2:
             raise ValueError("max_positions must be at least 2")
-        if len({self.pad_id, self.bos_id, self.eos_id}) != 3 or max(self.pad_id, self.bos_id, self.eos_id) >= self.vocab_size:
+        if (
+            len({self.pad_id, self.bos_id, self.eos_id}) != 3
+            or max(self.pad_id, self.bos_id, self.eos_id) >= self.vocab_size
+        ):
             raise ValueError("pad, bos and eos ids must be distinct and inside the vocabulary")
 
     # No memory slots: the model listings and the interventions' memory-size
@@ -90,7 +93,10 @@ class LanguageModel(nn.Module):
         super().__init__()
         c = self.config = config
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.max_positions, c.dropout, c.pad_id)
-        self.layers = nn.ModuleList(PreNormAttentionFeedForward(c.d_model, c.n_heads, c.d_ff, c.dropout, (AXIS, AXIS)) for _ in range(c.n_layers))
+        self.layers = nn.ModuleList(
+            PreNormAttentionFeedForward(c.d_model, c.n_heads, c.d_ff, c.dropout, (AXIS, AXIS))
+            for _ in range(c.n_layers)
+        )
         self.final_norm = nn.LayerNorm(c.d_model)
         self.out = HookPoint("b t d  final LayerNorm output: what the output embedding reads")
         self.logits = HookPoint("b t vocab  next-token logits")
@@ -111,4 +117,8 @@ class LanguageModel(nn.Module):
         """A role for every position of the "tok" axis: text, special (BOS/EOS), pad."""
         c = self.config
         special = {c.bos_id, c.eos_id}
-        return {AXIS: [["pad" if i == c.pad_id else "special" if i in special else "text" for i in row] for row in ids.tolist()]}
+        return {
+            AXIS: [
+                ["pad" if i == c.pad_id else "special" if i in special else "text" for i in row] for row in ids.tolist()
+            ]
+        }

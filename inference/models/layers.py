@@ -124,7 +124,9 @@ class AttentionFeedForward(nn.Module):
         self.ff_norm = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # x [b, q, d] -> [b, q, d]
+    def forward(
+        self, x: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:  # x [b, q, d] -> [b, q, d]
         x = self.resid_mid(add_and_norm(self.attn_norm, self.dropout, x, self.attn(x, kv, mask)))
         return add_and_norm(self.ff_norm, self.dropout, x, self.ff(x))
 
@@ -149,7 +151,9 @@ class PreNormAttentionFeedForward(nn.Module):
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # x [b, t, d], mask [b, 1, t, t] -> [b, t, d]
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:  # x [b, t, d], mask [b, 1, t, t] -> [b, t, d]
         h = self.attn_norm(x)
         x = self.resid_mid(x + self.dropout(self.attn(h, h, mask)))
         return x + self.dropout(self.ff(self.ff_norm(x)))
@@ -177,7 +181,9 @@ class TokenEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:  # [b, t] -> [b, t, d]
         if offset + ids.shape[1] > self.positions.shape[0]:
-            raise ValueError(f"sequence of {offset + ids.shape[1]} tokens exceeds max_positions {self.positions.shape[0]}")
+            raise ValueError(
+                f"sequence of {offset + ids.shape[1]} tokens exceeds max_positions {self.positions.shape[0]}"
+            )
         x = F.embedding(ids, self.weight, padding_idx=self.pad_id) * self.scale
         return self.dropout(x + self.positions[offset : offset + ids.shape[1]])
 

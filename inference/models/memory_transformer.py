@@ -163,7 +163,9 @@ class DecoderLayer(nn.Module):
         self_cache = cache.setdefault("self", {}) if cache is not None else None
         cross_cache = cache.setdefault("cross", {}) if cache is not None else None
         y = add_and_norm(self.self_attn_norm, self.dropout, y, self.self_attn(y, y, self_mask, self_cache))
-        y = add_and_norm(self.cross_attn_norm, self.dropout, y, self.cross_attn(y, memory, cross_mask, cross_cache, static_kv=True))
+        y = add_and_norm(
+            self.cross_attn_norm, self.dropout, y, self.cross_attn(y, memory, cross_mask, cross_cache, static_kv=True)
+        )
         y = self.resid_mid(y)
         return add_and_norm(self.ff_norm, self.dropout, y, self.ff(y))
 
@@ -227,7 +229,9 @@ class MemoryTransformer(nn.Module):
         t = tgt_in.shape[1]
         if tgt_key_mask is None:
             tgt_key_mask = tgt_in != self.config.pad_id
-        causal = torch.ones(t, offset + t, dtype=torch.bool, device=tgt_in.device).tril(diagonal=offset)  # [t, offset+t]
+        causal = torch.ones(t, offset + t, dtype=torch.bool, device=tgt_in.device).tril(
+            diagonal=offset
+        )  # [t, offset+t]
         self_mask = causal[None, None] & tgt_key_mask[:, None, None, :]  # [b, 1, t, offset+t]
         cross_mask = encoded.key_mask[:, None, None, :].expand(-1, -1, t, -1)  # [b, 1, t, m+n]
         y = self.embed(tgt_in, offset)  # [b, t, d]
@@ -252,13 +256,18 @@ class MemoryTransformer(nn.Module):
             return slice(0, None), slice(0, 0)
         return slice(0, 0), slice(0, None)  # "enc.seq", "dec": no memory rows
 
-    def position_roles(self, src_ids: torch.Tensor, tgt_in: torch.Tensor, memory_size: int) -> dict[str, list[list[str]]]:
+    def position_roles(
+        self, src_ids: torch.Tensor, tgt_in: torch.Tensor, memory_size: int
+    ) -> dict[str, list[list[str]]]:
         """A role for every position of every axis: mem, src, tgt, special, pad."""
         c = self.config
 
         def roles(ids: torch.Tensor, content_role: str) -> list[list[str]]:
             special = {c.bos_id, c.eos_id}
-            return [["pad" if i == c.pad_id else "special" if i in special else content_role for i in row] for row in ids.tolist()]
+            return [
+                ["pad" if i == c.pad_id else "special" if i in special else content_role for i in row]
+                for row in ids.tolist()
+            ]
 
         return {
             "enc": [["mem"] * memory_size + row for row in roles(src_ids, "src")],

@@ -56,8 +56,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from inference.hooks import HookPoint, name_hook_points
-from inference.models.memory_transformer import DecoderLayer, EncoderLayer, EncoderOutput, MemoryTransformerConfig
 from inference.models.layers import LayerCache, TokenEmbedding
+from inference.models.memory_transformer import DecoderLayer, EncoderLayer, EncoderOutput, MemoryTransformerConfig
 
 FAMILY = "working_memory"
 MEMORY_TYPE, TARGET_TYPE = 0, 1
@@ -108,7 +108,10 @@ class WorkingMemoryConfig:
             raise ValueError("vocab_size, d_ff and layer counts must be positive")
         if self.max_positions < 2:
             raise ValueError("max_positions must be at least 2")
-        if len({self.pad_id, self.bos_id, self.eos_id}) != 3 or max(self.pad_id, self.bos_id, self.eos_id) >= self.vocab_size:
+        if (
+            len({self.pad_id, self.bos_id, self.eos_id}) != 3
+            or max(self.pad_id, self.bos_id, self.eos_id) >= self.vocab_size
+        ):
             raise ValueError("pad, bos and eos ids must be distinct and inside the vocabulary")
 
     @property
@@ -188,13 +191,19 @@ class WorkingMemoryTransformer(nn.Module):
             x = layer(x, key_mask, 0)
         return EncoderOutput(self.encoder.out(x), key_mask, 0)
 
-    def embed_stream(self, ids: torch.Tensor, types: torch.Tensor, offset: int = 0) -> torch.Tensor:  # [b, t] -> [b, t, d]
+    def embed_stream(
+        self, ids: torch.Tensor, types: torch.Tensor, offset: int = 0
+    ) -> torch.Tensor:  # [b, t] -> [b, t, d]
         """Token x sqrt(d) + stream position + type embedding, then dropout."""
         e = self.embed
         t = ids.shape[1]
         if offset + t > e.positions.shape[0]:
             raise ValueError(f"decoder stream of {offset + t} elements exceeds max_positions {e.positions.shape[0]}")
-        x = F.embedding(ids, e.weight, padding_idx=e.pad_id) * e.scale + e.positions[offset : offset + t] + self.type_embed(types)
+        x = (
+            F.embedding(ids, e.weight, padding_idx=e.pad_id) * e.scale
+            + e.positions[offset : offset + t]
+            + self.type_embed(types)
+        )
         return e.dropout(x)
 
     def decode(
@@ -243,7 +252,9 @@ class WorkingMemoryTransformer(nn.Module):
         tokens), tgt, special (BOS/EOS target elements), pad."""
         c = self.config
         special = {c.bos_id, c.eos_id}
-        enc = [["pad" if i == c.pad_id else "special" if i in special else "src" for i in row] for row in src_ids.tolist()]
+        enc = [
+            ["pad" if i == c.pad_id else "special" if i in special else "src" for i in row] for row in src_ids.tolist()
+        ]
         if key_mask is None:
             key_mask = torch.ones_like(ids, dtype=torch.bool)
         dec = []

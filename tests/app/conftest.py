@@ -19,30 +19,68 @@ def checkpoint_dir(tmp_path_factory, tiny_tokenizer):
     root = tmp_path_factory.mktemp("checkpoints")
     for family in ("transformer", "memtransformer", "membottleneck"):
         loaded = make_tiny(family, tiny_tokenizer)
-        save_checkpoint(root / f"tiny_{family}", loaded.model, loaded.tokenizer, meta={"training_data": "tiny test corpus"},
-                        metrics={"bleu": {"val": 1.5, "test_2016_flickr": 2.5}})
+        save_checkpoint(
+            root / f"tiny_{family}",
+            loaded.model,
+            loaded.tokenizer,
+            meta={"training_data": "tiny test corpus"},
+            metrics={"bleu": {"val": 1.5, "test_2016_flickr": 2.5}},
+        )
     wm = make_tiny_working_memory(tiny_tokenizer)
-    save_checkpoint(root / "tiny_working_memory", wm.model, wm.tokenizer, meta={"training_data": "tiny test corpus", "source_language": "Russian"},
-                    metrics={"bleu": {"val": 1.0, "test_tatoeba": 2.0}})
+    save_checkpoint(
+        root / "tiny_working_memory",
+        wm.model,
+        wm.tokenizer,
+        meta={"training_data": "tiny test corpus", "source_language": "Russian"},
+        metrics={"bleu": {"val": 1.0, "test_tatoeba": 2.0}},
+    )
     lm = LoadedModel("tiny_language_model", make_tiny_language_model(tiny_tokenizer), tiny_tokenizer)
-    save_checkpoint(root / lm.name, lm.model, lm.tokenizer, meta={"training_data": "tiny test corpus"},
-                    metrics={"word_perplexity": {"wikitext103_test": 900.0}})
+    save_checkpoint(
+        root / lm.name,
+        lm.model,
+        lm.tokenizer,
+        meta={"training_data": "tiny test corpus"},
+        metrics={"word_perplexity": {"wikitext103_test": 900.0}},
+    )
     english = TINY_CORPUS[1::2]
-    run_study(lm, root / lm.name, StudyCorpus("tiny English", english, None, english, None), tmp_path_factory.mktemp("lm_study"), batch_size=2, top_k=3)
+    run_study(
+        lm,
+        root / lm.name,
+        StudyCorpus("tiny English", english, None, english, None),
+        tmp_path_factory.mktemp("lm_study"),
+        batch_size=2,
+        top_k=3,
+    )
     translator = make_tiny("memtransformer", tiny_tokenizer)
-    run_study(translator, root / "tiny_memtransformer", StudyCorpus("tiny pairs", english, TINY_CORPUS[0::2], english, TINY_CORPUS[0::2]),
-              tmp_path_factory.mktemp("mt_study"), batch_size=2, top_k=3)
+    run_study(
+        translator,
+        root / "tiny_memtransformer",
+        StudyCorpus("tiny pairs", english, TINY_CORPUS[0::2], english, TINY_CORPUS[0::2]),
+        tmp_path_factory.mktemp("mt_study"),
+        batch_size=2,
+        top_k=3,
+    )
     (root / "broken_model").mkdir()
     (root / "broken_model" / "config.json").write_text("{oops")
-    shutil.copytree(root / "tiny_transformer", root / "broken_tokenizer")  # sound weights, a tokenizer that does not load
+    shutil.copytree(
+        root / "tiny_transformer", root / "broken_tokenizer"
+    )  # sound weights, a tokenizer that does not load
     (root / "broken_tokenizer" / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "Nonsense"}}')
     return root
 
 
 @pytest.fixture(scope="session")
 def settings(checkpoint_dir, tmp_path_factory) -> Settings:
-    return Settings(checkpoint_dir=checkpoint_dir, device="cpu", max_text_chars=300, max_source_tokens=40, max_new_tokens=12,
-                    max_upload_bytes=2000, max_upload_lines=20, database=tmp_path_factory.mktemp("db") / "memlens.sqlite3")
+    return Settings(
+        checkpoint_dir=checkpoint_dir,
+        device="cpu",
+        max_text_chars=300,
+        max_source_tokens=40,
+        max_new_tokens=12,
+        max_upload_bytes=2000,
+        max_upload_lines=20,
+        database=tmp_path_factory.mktemp("db") / "memlens.sqlite3",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -55,7 +55,11 @@ def test_text_with_nothing_visible_is_refused_on_every_text_route(client, route,
 @pytest.mark.parametrize("where", ["reference", "job"])
 def test_surrogates_never_reach_the_job_store(client, where):
     if where == "reference":
-        response = client.post("/api/sweeps", content='{"model": "%s", "reference": "\\ud800"}' % MT, headers={"content-type": "application/json"})
+        response = client.post(
+            "/api/sweeps",
+            content='{"model": "%s", "reference": "\\ud800"}' % MT,
+            headers={"content-type": "application/json"},
+        )
     else:
         response = client.get("/api/jobs/%ED%A0%80")
     assert response.status_code == 422
@@ -65,11 +69,17 @@ def test_surrogates_never_reach_the_job_store(client, where):
 def test_unicode_digits_are_refused_by_the_forms_as_by_the_api(client, digits):
     keys = client.get("/ff/keys", params={"model": LM, "key": f"1, {digits}"}, headers=HTMX)
     assert keys.status_code == 400 and "ASCII digits" in html.unescape(keys.text)
-    edits = client.post("/ff/run", data={"model": LM, "text": "a dog runs", "edits": f"layers.0.ff:{digits} x0"}, headers=HTMX)
+    edits = client.post(
+        "/ff/run", data={"model": LM, "text": "a dog runs", "edits": f"layers.0.ff:{digits} x0"}, headers=HTMX
+    )
     assert edits.status_code == 400 and "cannot read" in html.unescape(edits.text)
-    scale = client.post("/ff/run", data={"model": LM, "text": "a dog runs", "edits": f"layers.0.ff:1 x{digits}"}, headers=HTMX)
+    scale = client.post(
+        "/ff/run", data={"model": LM, "text": "a dog runs", "edits": f"layers.0.ff:1 x{digits}"}, headers=HTMX
+    )
     assert scale.status_code == 400 and "ASCII digits" in html.unescape(scale.text)
-    heads = client.post("/explore/run", data={"model": MT, "text": TEXT, "ablate": f"encoder.layers.0.attn:{digits}"}, headers=HTMX)
+    heads = client.post(
+        "/explore/run", data={"model": MT, "text": TEXT, "ablate": f"encoder.layers.0.attn:{digits}"}, headers=HTMX
+    )
     assert heads.status_code == 400 and "ASCII digits" in html.unescape(heads.text)
     api = client.post("/api/ff/keys", json={"model": LM, "keys": [digits]})
     assert api.status_code == 422
@@ -81,16 +91,26 @@ def test_unbounded_lists_are_refused_with_the_limit(client):
     heads = [{"attn": "encoder.layers.0.attn", "head": h % 2} for h in range(20_000)]
     ablate = client.post("/api/translate", json={"model": MT, "text": TEXT, "interventions": {"ablate_heads": heads}})
     assert ablate.status_code == 422 and "at most 1024" in detail(ablate)
-    scaled = client.post("/api/ff/lens", json={"model": LM, "text": "a dog", "interventions": {"scale_ff_keys": [
-        {"ff": "layers.0.ff", "keys": list(range(20_000)), "scale": 2}]}})
+    scaled = client.post(
+        "/api/ff/lens",
+        json={
+            "model": LM,
+            "text": "a dog",
+            "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": list(range(20_000)), "scale": 2}]},
+        },
+    )
     assert scaled.status_code == 422 and "at most 8192" in detail(scaled)
     typed = client.get("/ff/keys", params={"model": LM, "key": " ".join(["1"] * 500)}, headers=HTMX)
     assert typed.status_code == 400 and "at most 200" in html.unescape(typed.text)
 
 
 def test_duplicates_are_asked_once(client):
-    once = client.post("/api/translate", json={"model": MT, "text": TEXT, "interventions": {"knockout_slots": [1]}}).json()
-    many = client.post("/api/translate", json={"model": MT, "text": TEXT, "interventions": {"knockout_slots": [1] * 900}}).json()
+    once = client.post(
+        "/api/translate", json={"model": MT, "text": TEXT, "interventions": {"knockout_slots": [1]}}
+    ).json()
+    many = client.post(
+        "/api/translate", json={"model": MT, "text": TEXT, "interventions": {"knockout_slots": [1] * 900}}
+    ).json()
     assert many["interventions"]["knockout_slots"] == [1] and many["translation"] == once["translation"]
 
 
@@ -102,9 +122,14 @@ def test_a_body_over_the_limit_is_413_before_it_is_parsed(client, settings):
 
 @pytest.mark.parametrize("scale", ["NaN", "Infinity", "-Infinity", "1e309"])
 def test_nan_and_infinite_scales_are_refused(client, scale):
-    body = '{"model": "%s", "text": "a dog", "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1], "scale": %s}]}}' % (LM, scale)
+    body = (
+        '{"model": "%s", "text": "a dog", "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1], "scale": %s}]}}'
+        % (LM, scale)
+    )
     assert client.post("/api/ff/lens", content=body, headers={"content-type": "application/json"}).status_code == 422
-    form = client.post("/ff/run", data={"model": LM, "text": "a dog", "edits": f"layers.0.ff:1 x{scale.lower()}"}, headers=HTMX)
+    form = client.post(
+        "/ff/run", data={"model": LM, "text": "a dog", "edits": f"layers.0.ff:1 x{scale.lower()}"}, headers=HTMX
+    )
     assert form.status_code == 400
 
 
@@ -136,7 +161,9 @@ def test_a_broken_checkpoint_is_listed_at_start_and_answered_with_a_page(client)
     broken = {entry["name"]: entry["reason"] for entry in client.get("/api/models").json()["broken"]}
     assert "broken_tokenizer" in broken and "tokenizer.json cannot be loaded" in broken["broken_tokenizer"]
     page = client.get("/explore", params={"model": "broken_tokenizer"})
-    assert page.status_code == 409 and "unavailable" in html.unescape(page.text) and not page.text.lstrip().startswith("{")
+    assert (
+        page.status_code == 409 and "unavailable" in html.unescape(page.text) and not page.text.lstrip().startswith("{")
+    )
 
 
 def test_an_oversized_form_post_gets_a_readable_413_with_the_security_headers(client, settings):
@@ -145,11 +172,16 @@ def test_an_oversized_form_post_gets_a_readable_413_with_the_security_headers(cl
     assert fragment.status_code == 413 and fragment.headers["HX-Retarget"] == "#errors" and "bytes" in fragment.text
     api = client.post("/api/translate", content=too_big, headers={"content-type": "application/json"})
     assert api.status_code == 413 and "over" in detail(api)
-    assert "default-src 'self'" in api.headers["content-security-policy"] and api.headers["x-content-type-options"] == "nosniff"
+    assert (
+        "default-src 'self'" in api.headers["content-security-policy"]
+        and api.headers["x-content-type-options"] == "nosniff"
+    )
 
 
 def test_an_upload_file_name_is_bounded_and_valid(client):
-    long_name = client.post("/api/uploads", data={"model": MT}, files={"file": ("x" * 3000 + ".txt", b"ein Hund\n", "text/plain")})
+    long_name = client.post(
+        "/api/uploads", data={"model": MT}, files={"file": ("x" * 3000 + ".txt", b"ein Hund\n", "text/plain")}
+    )
     assert long_name.status_code == 400 and "over 200 characters" in detail(long_name) and len(long_name.content) < 1000
 
 

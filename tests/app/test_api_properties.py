@@ -16,7 +16,11 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from app.main import create_app
 from app.settings import REPO_ROOT, Settings
@@ -31,8 +35,18 @@ CALL_TIMEOUT_SECONDS = 120  # a first call loads its model; an attribution integ
 
 # The app on the shipped checkpoints, with short texts and translations so that every example stays quick.
 DATABASE_DIR = Path(tempfile.mkdtemp(prefix="memlens-api-properties-"))
-APP = create_app(Settings(checkpoint_dir=REPO_ROOT / "checkpoints", device="cpu", max_text_chars=200, max_source_tokens=24,
-                          max_new_tokens=12, max_upload_lines=4, max_upload_bytes=4000, database=DATABASE_DIR / "memlens.sqlite3"))
+APP = create_app(
+    Settings(
+        checkpoint_dir=REPO_ROOT / "checkpoints",
+        device="cpu",
+        max_text_chars=200,
+        max_source_tokens=24,
+        max_new_tokens=12,
+        max_upload_lines=4,
+        max_upload_bytes=4000,
+        database=DATABASE_DIR / "memlens.sqlite3",
+    )
+)
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 
@@ -82,5 +96,7 @@ def test_no_job_the_examples_started_failed_on_the_server():
     deadline = time.monotonic() + JOB_WAIT_SECONDS
     while time.monotonic() < deadline and not all(job.finished for job in store.recent(limit=10_000)):
         time.sleep(0.5)
-    failed = [(job.kind, job.params.get("model"), job.error) for job in store.recent(limit=10_000) if job.status == "failed"]
+    failed = [
+        (job.kind, job.params.get("model"), job.error) for job in store.recent(limit=10_000) if job.status == "failed"
+    ]
     assert [f for f in failed if f[2].startswith("the job failed on the server")] == []

@@ -54,11 +54,14 @@ def test_keys_can_be_picked_by_number(client):
     assert "key 7" in fragment.text and "key 3" in fragment.text
 
 
-@pytest.mark.parametrize(("params", "message"), [
-    ({"layer": 5}, "layer 5 is out of range (0 to 1)"),
-    ({"key": "seven"}, "cannot read key"),
-    ({"key": "99"}, "keys [99] are out of range"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"layer": 5}, "layer 5 is out of range (0 to 1)"),
+        ({"key": "seven"}, "cannot read key"),
+        ({"key": "99"}, "keys [99] are out of range"),
+    ],
+)
 def test_bad_key_requests_are_400_with_a_message(client, params, message):
     response = client.get("/ff/keys", params={"model": LM, **params}, headers=HTMX)
     assert response.status_code == 400
@@ -79,33 +82,53 @@ def test_one_input_shows_the_continuation_and_the_lens(client):
 
 def test_a_key_edit_reruns_and_shows_what_changed(client, tiny_tokenizer):
     keys = ",".join(str(k) for k in range(32))
-    fragment = client.post("/ff/run", data={"model": LM, "text": "a man reads a book", "layer": 1, "edits": f"layers.1.ff:{keys} x0"})
+    fragment = client.post(
+        "/ff/run", data={"model": LM, "text": "a man reads a book", "layer": 1, "edits": f"layers.1.ff:{keys} x0"}
+    )
     assert "with key edits" in fragment.text and 'id="prediction-changes"' in fragment.text
 
-    body = client.post("/api/ff/lens", json={"model": LM, "text": "a man reads a book",
-                                             "interventions": {"scale_ff_keys": [{"ff": "layers.1.ff", "keys": list(range(32)), "scale": 0}]}}).json()
+    body = client.post(
+        "/api/ff/lens",
+        json={
+            "model": LM,
+            "text": "a man reads a book",
+            "interventions": {"scale_ff_keys": [{"ff": "layers.1.ff", "keys": list(range(32)), "scale": 0}]},
+        },
+    ).json()
     assert [layer["layer"] for layer in body["layers"]] == ["layers.0.ff", "layers.1.ff"]
-    assert all(cell["keys"] == [] and cell["ff"] == body["layers"][1]["positions"][0]["ff"] for cell in body["layers"][1]["positions"])  # nothing fires: y is the bias alone
-    prompt = 1 + len(tiny_tokenizer.encode("a man reads a book"))  # EOS + the text: every prompt position is shared by both runs
+    assert all(
+        cell["keys"] == [] and cell["ff"] == body["layers"][1]["positions"][0]["ff"]
+        for cell in body["layers"][1]["positions"]
+    )  # nothing fires: y is the bias alone
+    prompt = 1 + len(
+        tiny_tokenizer.encode("a man reads a book")
+    )  # EOS + the text: every prompt position is shared by both runs
     changes = body["prediction_changes"]
-    assert prompt <= len(changes) <= len(body["tokens"]) and [c["position"] for c in changes] == list(range(len(changes)))
+    assert prompt <= len(changes) <= len(body["tokens"]) and [c["position"] for c in changes] == list(
+        range(len(changes))
+    )
     assert [c["token"] for c in changes[:prompt]] == body["tokens"][:prompt]
     assert "plain_output" in body
 
 
 def test_a_translation_model_is_read_on_its_own_translation(client):
-    body = client.post("/api/ff/lens", json={"model": TRANSLATOR, "text": "ein Hund läuft", "top_keys": 2, "top_tokens": 2}).json()
+    body = client.post(
+        "/api/ff/lens", json={"model": TRANSLATOR, "text": "ein Hund läuft", "top_keys": 2, "top_tokens": 2}
+    ).json()
     assert body["tokens"][0] == "<bos>"
     assert [layer["layer"] for layer in body["layers"]] == ["decoder.layers.0.ff", "decoder.layers.1.ff"]
     assert all(len(cell["residual"]) == 2 for layer in body["layers"] for cell in layer["positions"])
 
 
-@pytest.mark.parametrize(("edits", "message"), [
-    ("layers.1.ff", "cannot read 'layers.1.ff'"),
-    ("layers.1.ff:3 xbig", "cannot read"),
-    ("layers.9.ff:3", "unknown feed-forward module 'layers.9.ff'"),
-    ("layers.1.ff:300", "keys [300] are out of range"),
-])
+@pytest.mark.parametrize(
+    ("edits", "message"),
+    [
+        ("layers.1.ff", "cannot read 'layers.1.ff'"),
+        ("layers.1.ff:3 xbig", "cannot read"),
+        ("layers.9.ff:3", "unknown feed-forward module 'layers.9.ff'"),
+        ("layers.1.ff:300", "keys [300] are out of range"),
+    ],
+)
 def test_bad_key_edits_are_400_with_a_message(client, edits, message):
     response = client.post("/ff/run", data={"model": LM, "text": "a man", "edits": edits}, headers=HTMX)
     assert response.status_code == 400
@@ -128,7 +151,9 @@ def test_home_links_every_model_to_its_ff_memories(client):
 
 
 def test_a_working_memory_decoder_is_read_on_its_stream(client):
-    body = client.post("/api/ff/lens", json={"model": "tiny_working_memory", "text": "ein Hund", "top_keys": 2, "top_tokens": 2}).json()
+    body = client.post(
+        "/api/ff/lens", json={"model": "tiny_working_memory", "text": "ein Hund", "top_keys": 2, "top_tokens": 2}
+    ).json()
     assert [layer["layer"] for layer in body["layers"]] == ["decoder.layers.0.ff", "decoder.layers.1.ff"]
     assert len(body["layers"][0]["positions"]) == len(body["tokens"]) and body["tokens"][0] == "<bos>"
     page = client.get("/ff", params={"model": "tiny_working_memory"})
@@ -136,9 +161,17 @@ def test_a_working_memory_decoder_is_read_on_its_stream(client):
 
 
 def test_an_edit_that_changes_nothing_shares_every_position(client):
-    body = client.post("/api/ff/lens", json={"model": LM, "text": "a man reads a book",
-                                             "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1, 2], "scale": 1.0}]}}).json()
+    body = client.post(
+        "/api/ff/lens",
+        json={
+            "model": LM,
+            "text": "a man reads a book",
+            "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1, 2], "scale": 1.0}]},
+        },
+    ).json()
     assert body["output"] == body["plain_output"]
     changes = body["prediction_changes"]
     assert len(changes) == len(body["tokens"])
-    assert all(c["before"] == c["after"] and abs(c["before_probability"] - c["before_token_after"]) < 1e-6 for c in changes)
+    assert all(
+        c["before"] == c["after"] and abs(c["before_probability"] - c["before_token_after"]) < 1e-6 for c in changes
+    )

@@ -47,7 +47,9 @@ def models_table(page: str) -> dict[str, dict[str, str]]:
     parser.feed(page)
     header, *rows = parser.rows
     assert all(len(row) == len(header) for row in rows)
-    return {row[0].split()[0]: dict(zip(header, row)) for row in rows}  # the model cell: its name, then links to its pages
+    return {
+        row[0].split()[0]: dict(zip(header, row)) for row in rows
+    }  # the model cell: its name, then links to its pages
 
 
 def assert_no_perplexity_under_bleu(table: dict[str, dict[str, str]], language_models: list[str]) -> None:
@@ -63,7 +65,10 @@ def test_tiny_checkpoints_metrics_under_their_own_headers(client):
     table = models_table(client.get("/").text)
     headers = list(table["tiny_memtransformer"])
     assert [h for h in headers if h.startswith(("BLEU", "word perplexity"))] == [
-        "BLEU Multi30k test 2016", "BLEU Tatoeba test (ru-en)", "word perplexity WikiText-103 test"]
+        "BLEU Multi30k test 2016",
+        "BLEU Tatoeba test (ru-en)",
+        "word perplexity WikiText-103 test",
+    ]
     assert table["tiny_memtransformer"]["BLEU Multi30k test 2016"] == "2.50"
     assert table["tiny_working_memory"]["BLEU Tatoeba test (ru-en)"] == "2.00"
     assert table["tiny_language_model"]["word perplexity WikiText-103 test"] == "900.0"
@@ -73,7 +78,11 @@ def test_tiny_checkpoints_metrics_under_their_own_headers(client):
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory):
-    settings = Settings(checkpoint_dir=REPO_ROOT / "checkpoints", device="cpu", database=tmp_path_factory.mktemp("db") / "memlens.sqlite3")
+    settings = Settings(
+        checkpoint_dir=REPO_ROOT / "checkpoints",
+        device="cpu",
+        database=tmp_path_factory.mktemp("db") / "memlens.sqlite3",
+    )
     with TestClient(create_app(settings)) as client:
         yield client
 

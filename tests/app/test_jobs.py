@@ -38,12 +38,16 @@ def test_tsv_upload_gives_translations_bleu_and_blocks(client):
     stacks = {b["stack"] for b in result["blocks"]}
     assert stacks == {"encoder.attn", "decoder.self_attn", "decoder.cross_attn"}
     page = client.get(done["url"]).text
-    assert 'id="bleu"' in page and "Kinder spielen" in page and "/explore?model=tiny_memtransformer&text=Kinder%20spielen" in page
+    assert (
+        'id="bleu"' in page
+        and "Kinder spielen" in page
+        and "/explore?model=tiny_memtransformer&text=Kinder%20spielen" in page
+    )
     assert 'id="figure-data-encoder-attn"' in page
 
 
 def test_txt_upload_has_no_bleu(client):
-    job = wait_for(client, upload(client, "plain.txt", "ein Hund\nzwei Katzen\n".encode()).json()["id"])
+    job = wait_for(client, upload(client, "plain.txt", b"ein Hund\nzwei Katzen\n").json()["id"])
     assert job["status"] == "done" and job["result"]["quality"] is None
     assert "No references" in client.get(job["url"]).text
 
@@ -55,22 +59,29 @@ def test_result_survives_a_restart(client, settings):
         assert 'id="bleu"' in restarted.get(job["url"]).text
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("set.tsv", "zwei Männer\ttwo men\n".encode("latin-1"), "not UTF-8"),
-    ("set.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00", "binary"),
-    ("big.txt", ("ein Hund\n" * 300).encode(), "the limit is 2,000"),
-    ("set.csv", b"ein Hund,a dog\n", "upload a .txt"),
-    ("empty.txt", b"\n \n", "holds no sentence"),
-    ("bad.tsv", "ein Hund\ta dog\nnur eine Spalte\n".encode(), "line 2: expected source<TAB>reference"),
-    ("many.txt", "".join(f"Satz {i}\n" for i in range(21)).encode(), "21 sentences; the limit is 20"),
-    ("long.txt", ("Hund " * 50 + "\n").encode(), "line 1: the text has"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("set.tsv", "zwei Männer\ttwo men\n".encode("latin-1"), "not UTF-8"),
+        ("set.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00", "binary"),
+        ("big.txt", ("ein Hund\n" * 300).encode(), "the limit is 2,000"),
+        ("set.csv", b"ein Hund,a dog\n", "upload a .txt"),
+        ("empty.txt", b"\n \n", "holds no sentence"),
+        ("bad.tsv", b"ein Hund\ta dog\nnur eine Spalte\n", "line 2: expected source<TAB>reference"),
+        ("many.txt", "".join(f"Satz {i}\n" for i in range(21)).encode(), "21 sentences; the limit is 20"),
+        ("long.txt", ("Hund " * 50 + "\n").encode(), "line 1: the text has"),
+    ],
+)
 def test_bad_uploads_are_refused(client, name, content, message):
     response = upload(client, name, content)
     assert response.status_code == 400, response.text
     assert message in response.json()["detail"]
     fragment = client.post("/upload", data={"model": MODEL}, files={"file": (name, content)}, headers=HTMX)
-    assert fragment.status_code == 400 and fragment.headers["HX-Retarget"] == "#errors" and html.escape(message) in fragment.text
+    assert (
+        fragment.status_code == 400
+        and fragment.headers["HX-Retarget"] == "#errors"
+        and html.escape(message) in fragment.text
+    )
 
 
 def test_upload_to_unknown_model_is_404(client):
@@ -98,11 +109,14 @@ def test_lesion_sweep_on_uploaded_set(client):
     assert done["status"] == "done" and done["result"]["sentences"] == 3
 
 
-@pytest.mark.parametrize("body, status, message", [
-    ({"model": "tiny_transformer"}, 400, "has no memory"),
-    ({"model": MODEL, "reference": "000000000000"}, 400, "no uploaded corpus"),
-    ({"model": "nope"}, 404, "unknown model"),
-])
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"model": "tiny_transformer"}, 400, "has no memory"),
+        ({"model": MODEL, "reference": "000000000000"}, 400, "no uploaded corpus"),
+        ({"model": "nope"}, 404, "unknown model"),
+    ],
+)
 def test_bad_sweeps_are_refused(client, body, status, message):
     response = client.post("/api/sweeps", json=body)
     assert response.status_code == status and message in response.json()["detail"]
@@ -126,7 +140,9 @@ def test_sweep_on_multi30k_needs_the_data_directory(client, settings, tmp_path):
         response = other.post("/api/sweeps", json={"model": MODEL, "reference": "multi30k_test_2016"})
     detail = response.json()["detail"]
     assert response.status_code == 400 and "Multi30k test set is not in the server's data directory" in detail
-    assert str(tmp_path) not in detail and "/" not in detail.replace("`memlens data fetch multi30k`", "")  # no server path reaches a client
+    assert str(tmp_path) not in detail and "/" not in detail.replace(
+        "`memlens data fetch multi30k`", ""
+    )  # no server path reaches a client
 
 
 @pytest.mark.needs_corpus("multi30k")

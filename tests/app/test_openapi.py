@@ -34,7 +34,11 @@ def test_every_error_status_answers_the_one_error_model(spec):
 def test_every_json_route_has_a_response_model(spec):
     for path, method, operation in operations(spec):
         schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
-        assert schema not in ({}, {"type": "object"}, {"additionalProperties": True, "type": "object", "title": "Response"}), (method, path)
+        assert schema not in (
+            {},
+            {"type": "object"},
+            {"additionalProperties": True, "type": "object", "title": "Response"},
+        ), (method, path)
 
 
 def test_model_routes_document_400_404_and_409(spec):
@@ -47,16 +51,29 @@ def test_model_routes_document_400_404_and_409(spec):
 def test_the_schema_examples_are_accepted(spec, client):
     """The request examples name the shipped models; here every example is sent
     with a tiny model of the same kind in its place."""
-    tiny = {"memtransformer_10": "tiny_memtransformer", "transformer": "tiny_transformer", "working_memory_de_en": "tiny_working_memory",
-            "language_model": "tiny_language_model"}
+    tiny = {
+        "memtransformer_10": "tiny_memtransformer",
+        "transformer": "tiny_transformer",
+        "working_memory_de_en": "tiny_working_memory",
+        "language_model": "tiny_language_model",
+    }
     schemas = spec["components"]["schemas"]
     sent = 0
     for path, method, operation in operations(spec):
-        ref = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {}).get("$ref")
+        ref = (
+            operation.get("requestBody", {})
+            .get("content", {})
+            .get("application/json", {})
+            .get("schema", {})
+            .get("$ref")
+        )
         if not ref:
             continue
         for example in schemas[ref.rsplit("/", 1)[1]].get("examples", []):
-            body = {k: tiny.get(v, v) if isinstance(v, str) else [tiny.get(m, m) for m in v] if k == "models" else v for k, v in example.items()}
+            body = {
+                k: tiny.get(v, v) if isinstance(v, str) else [tiny.get(m, m) for m in v] if k == "models" else v
+                for k, v in example.items()
+            }
             if body.get("model") == "tiny_language_model" and "layer" in body:
                 body["layer"] = 1
             response = client.post(path, json=body)
@@ -67,5 +84,8 @@ def test_the_schema_examples_are_accepted(spec, client):
 
 def test_the_ablate_heads_example_names_a_real_module(spec, client):
     example = spec["components"]["schemas"]["Interventions"]["properties"]["ablate_heads"]["examples"][0]
-    response = client.post("/api/translate", json={"model": "tiny_memtransformer", "text": "ein Hund", "interventions": {"ablate_heads": example}})
+    response = client.post(
+        "/api/translate",
+        json={"model": "tiny_memtransformer", "text": "ein Hund", "interventions": {"ablate_heads": example}},
+    )
     assert response.status_code == 200, response.text

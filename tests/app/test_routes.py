@@ -13,7 +13,12 @@ TEXT = "ein Hund spielt im Park"
 
 
 def test_healthz(client):
-    assert client.get("/healthz").json() == {"status": "ok", "models": 5, "broken": 2, "device": "cpu"}  # broken_model, broken_tokenizer
+    assert client.get("/healthz").json() == {
+        "status": "ok",
+        "models": 5,
+        "broken": 2,
+        "device": "cpu",
+    }  # broken_model, broken_tokenizer
 
 
 def test_home_lists_models_and_broken_reasons(client):
@@ -70,22 +75,25 @@ def test_explore_run_with_lesion_shows_both_translations(client):
     assert 'id="translation-lesioned"' in response.text and "memory size 0 (trained 3)" in response.text
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"text": "   "}, "the text is empty"),
-    ({"text": "x" * 301}, "301 characters; the limit is 300"),
-    ({"text": " ".join(["Hund"] * 60)}, "tokens; the limit is 40"),
-    ({"memory_size": 10}, "memory_size 10 is out of range"),
-    ({"memory_size": -1}, "memory_size"),
-    ({"memory_size": 2, "knockout": [2]}, "memory slot 2 is out of range"),
-    ({"block_reads": "sideways"}, "block_memory_reads"),
-    ({"ablate": "decoder.layers.0.self_attn:7"}, "head 7 is out of range"),
-    ({"ablate": "decoder.layers.0.self_attn"}, "cannot read head"),
-    ({"ablate": "decoder.layers.5.self_attn:0"}, "unknown attention module"),
-    ({"stack": "encoder.mem.attn"}, "unknown stack"),
-    ({"layer": 2}, "layer 2 is out of range"),
-    ({"head": 2}, "head 2 is out of range"),
-    ({"model": "nope"}, "unknown model"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"text": "   "}, "the text is empty"),
+        ({"text": "x" * 301}, "301 characters; the limit is 300"),
+        ({"text": " ".join(["Hund"] * 60)}, "tokens; the limit is 40"),
+        ({"memory_size": 10}, "memory_size 10 is out of range"),
+        ({"memory_size": -1}, "memory_size"),
+        ({"memory_size": 2, "knockout": [2]}, "memory slot 2 is out of range"),
+        ({"block_reads": "sideways"}, "block_memory_reads"),
+        ({"ablate": "decoder.layers.0.self_attn:7"}, "head 7 is out of range"),
+        ({"ablate": "decoder.layers.0.self_attn"}, "cannot read head"),
+        ({"ablate": "decoder.layers.5.self_attn:0"}, "unknown attention module"),
+        ({"stack": "encoder.mem.attn"}, "unknown stack"),
+        ({"layer": 2}, "layer 2 is out of range"),
+        ({"head": 2}, "head 2 is out of range"),
+        ({"model": "nope"}, "unknown model"),
+    ],
+)
 def test_explore_run_bad_input_gets_error_fragment(client, fields, message):
     response = run(client, **fields)
     assert 400 <= response.status_code < 500
@@ -95,13 +103,22 @@ def test_explore_run_bad_input_gets_error_fragment(client, fields, message):
 
 def test_api_models(client):
     body = client.get("/api/models").json()
-    assert [m["name"] for m in body["models"]] == ["tiny_language_model", "tiny_membottleneck", "tiny_memtransformer", "tiny_transformer", "tiny_working_memory"]
+    assert [m["name"] for m in body["models"]] == [
+        "tiny_language_model",
+        "tiny_membottleneck",
+        "tiny_memtransformer",
+        "tiny_transformer",
+        "tiny_working_memory",
+    ]
     assert body["models"][1]["config"]["memory_size"] == 3 and body["models"][1]["bleu"]["test_2016_flickr"] == 2.5
     assert body["broken"][0]["name"] == "broken_model"
 
 
 def test_api_translate_with_interventions(client):
-    body = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "interventions": {"memory_size": 5, "knockout_slots": [4]}}).json()
+    body = client.post(
+        "/api/translate",
+        json={"model": MODEL, "text": TEXT, "interventions": {"memory_size": 5, "knockout_slots": [4]}},
+    ).json()
     assert body["memory_size"] == 5 and body["interventions"]["knockout_slots"] == [4]
     assert body["roles"]["enc"][:5] == ["mem"] * 5 and body["roles"]["enc"][-1] == "special"
     assert body["tokens"]["enc"][:2] == ["[mem0]", "[mem1]"]
@@ -109,7 +126,9 @@ def test_api_translate_with_interventions(client):
 
 
 def test_api_attention_ships_uint8_layer(client):
-    body = client.post("/api/attention", json={"model": MODEL, "text": TEXT, "stack": "decoder.cross_attn", "layer": 1}).json()
+    body = client.post(
+        "/api/attention", json={"model": MODEL, "text": TEXT, "stack": "decoder.cross_attn", "layer": 1}
+    ).json()
     weights = body["weights"]
     assert weights["dtype"] == "u1" and weights["unit"] == "percent"
     heads, q, k = weights["shape"]
@@ -126,18 +145,31 @@ def test_api_blocks_sum_to_one(client):
         assert abs(head["update"] + head["write"] + head["read"] + head["process"] - 1) < 1e-4
 
 
-@pytest.mark.parametrize("path, body, status, message", [
-    ("/api/translate", {"model": "nope", "text": TEXT}, 404, "unknown model"),
-    ("/api/translate", {"model": MODEL, "text": ""}, 400, "the text is empty"),
-    ("/api/translate", {"model": MODEL, "text": TEXT, "interventions": {"memory_size": 99}}, 400, "out of range"),
-    ("/api/translate", {"model": MODEL, "text": TEXT, "interventions": {"shrink": True}}, 422, "Extra inputs"),
-    ("/api/translate", {"model": "tiny_transformer", "text": TEXT, "interventions": {"memory_size": 1}}, 400, "out of range"),
-    ("/api/translate", {"model": "broken_model", "text": TEXT}, 409, "unavailable"),
-    ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "encoder.attn", "layer": 9}, 400, "layer 9 is out of range"),
-    ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "nowhere", "layer": 0}, 400, "unknown stack"),
-    ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "encoder.attn", "layer": -1}, 422, "layer"),
-    ("/api/blocks", {"model": MODEL}, 422, "text"),
-])
+@pytest.mark.parametrize(
+    "path, body, status, message",
+    [
+        ("/api/translate", {"model": "nope", "text": TEXT}, 404, "unknown model"),
+        ("/api/translate", {"model": MODEL, "text": ""}, 400, "the text is empty"),
+        ("/api/translate", {"model": MODEL, "text": TEXT, "interventions": {"memory_size": 99}}, 400, "out of range"),
+        ("/api/translate", {"model": MODEL, "text": TEXT, "interventions": {"shrink": True}}, 422, "Extra inputs"),
+        (
+            "/api/translate",
+            {"model": "tiny_transformer", "text": TEXT, "interventions": {"memory_size": 1}},
+            400,
+            "out of range",
+        ),
+        ("/api/translate", {"model": "broken_model", "text": TEXT}, 409, "unavailable"),
+        (
+            "/api/attention",
+            {"model": MODEL, "text": TEXT, "stack": "encoder.attn", "layer": 9},
+            400,
+            "layer 9 is out of range",
+        ),
+        ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "nowhere", "layer": 0}, 400, "unknown stack"),
+        ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "encoder.attn", "layer": -1}, 422, "layer"),
+        ("/api/blocks", {"model": MODEL}, 422, "text"),
+    ],
+)
 def test_api_bad_input_is_4xx_with_detail(client, path, body, status, message):
     response = client.post(path, json=body)
     assert response.status_code == status
@@ -169,15 +201,24 @@ def test_api_attribution(client):
 
 
 def test_explore_attribution_fragment(client):
-    response = client.post("/explore/attribution", data={"model": MODEL, "text": TEXT, "position": 0, "memory_size": 5}, headers=HTMX)
+    response = client.post(
+        "/explore/attribution", data={"model": MODEL, "text": TEXT, "position": 0, "memory_size": 5}, headers=HTMX
+    )
     assert response.status_code == 200 and 'id="figure-data-attribution"' in response.text
     assert "[mem4]" in response.text
 
 
 def test_api_compare(client):
-    body = client.post("/api/compare", json={"models": [MODEL, "tiny_membottleneck", "tiny_transformer"], "text": TEXT}).json()
+    body = client.post(
+        "/api/compare", json={"models": [MODEL, "tiny_membottleneck", "tiny_transformer"], "text": TEXT}
+    ).json()
     assert [row["model"] for row in body["models"]] == [MODEL, "tiny_membottleneck", "tiny_transformer"]
-    assert {b["stack"] for b in body["models"][1]["blocks"]} == {"encoder.mem.attn", "encoder.seq.attn", "decoder.self_attn", "decoder.cross_attn"}
+    assert {b["stack"] for b in body["models"][1]["blocks"]} == {
+        "encoder.mem.attn",
+        "encoder.seq.attn",
+        "decoder.self_attn",
+        "decoder.cross_attn",
+    }
     assert client.post("/api/compare", json={"models": ["nope", MODEL], "text": TEXT}).status_code == 404
     assert client.post("/api/compare", json={"models": [], "text": TEXT}).status_code == 422
 
@@ -194,8 +235,14 @@ def test_compare_page_and_fragment(client):
 def test_concurrent_requests_queue_and_agree(client):
     from concurrent.futures import ThreadPoolExecutor
 
-    bodies = [{"model": MODEL, "text": f"{TEXT} {i}", "interventions": {"memory_size": i % 4, "block_memory_reads": ["none", "both"][i % 2]}}
-              for i in range(8)]
+    bodies = [
+        {
+            "model": MODEL,
+            "text": f"{TEXT} {i}",
+            "interventions": {"memory_size": i % 4, "block_memory_reads": ["none", "both"][i % 2]},
+        }
+        for i in range(8)
+    ]
     expected = [client.post("/api/translate", json=body).json() for body in bodies]
     client.app.state.runner._recent.clear()  # make the parallel round compute again
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -211,27 +258,56 @@ def test_translate_by_beam_search_says_how_it_decoded(client, checkpoint_dir):
 
     beam = {"method": "beam", "beam_size": 3, "length_penalty": 1.0}
     response = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "decoding": beam}).json()
-    expected = run_with_trace(load_checkpoint(checkpoint_dir / MODEL, "cpu"), TEXT, names=["logits"], decoding=Decoding(**beam), max_new_tokens=12)
+    expected = run_with_trace(
+        load_checkpoint(checkpoint_dir / MODEL, "cpu"),
+        TEXT,
+        names=["logits"],
+        decoding=Decoding(**beam),
+        max_new_tokens=12,
+    )
     assert response["decoding"] == beam and response["translation"] == expected.translations[0]
     assert client.post("/api/translate", json={"model": MODEL, "text": TEXT}).json()["decoding"]["method"] == "greedy"
 
 
 def test_beam_search_on_a_model_that_samples_its_memory_is_a_400(client):
-    response = client.post("/api/translate", json={"model": "tiny_working_memory", "text": TEXT, "decoding": {"method": "beam"}})
+    response = client.post(
+        "/api/translate", json={"model": "tiny_working_memory", "text": TEXT, "decoding": {"method": "beam"}}
+    )
     assert response.status_code == 400 and "beam" in response.json()["detail"]
-    bad = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "decoding": {"method": "beam", "beam_size": 50}})
+    bad = client.post(
+        "/api/translate", json={"model": MODEL, "text": TEXT, "decoding": {"method": "beam", "beam_size": 50}}
+    )
     assert bad.status_code == 422
 
 
 def test_explore_decodes_by_beam_search_when_asked(client):
     greedy = client.post("/explore/run", data={"model": MODEL, "text": TEXT, "stack": "encoder.attn"}, headers=HTMX)
-    beam = client.post("/explore/run", data={"model": MODEL, "text": TEXT, "stack": "encoder.attn", "decoding": "beam", "beam_size": 3,
-                                             "length_penalty": 1.0}, headers=HTMX)
+    beam = client.post(
+        "/explore/run",
+        data={
+            "model": MODEL,
+            "text": TEXT,
+            "stack": "encoder.attn",
+            "decoding": "beam",
+            "beam_size": 3,
+            "length_penalty": 1.0,
+        },
+        headers=HTMX,
+    )
     assert greedy.status_code == beam.status_code == 200
     assert "decoded by greedy" in greedy.text and "decoded by beam 3, length penalty 1" in beam.text
-    expected = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "decoding": {"method": "beam", "beam_size": 3, "length_penalty": 1.0}})
+    expected = client.post(
+        "/api/translate",
+        json={"model": MODEL, "text": TEXT, "decoding": {"method": "beam", "beam_size": 3, "length_penalty": 1.0}},
+    )
     assert html.escape(expected.json()["translation"], quote=False) in beam.text
-    compare = client.post("/compare/run", data={"models": [MODEL, "tiny_transformer"], "text": TEXT, "decoding": "beam"}, headers=HTMX)
+    compare = client.post(
+        "/compare/run", data={"models": [MODEL, "tiny_transformer"], "text": TEXT, "decoding": "beam"}, headers=HTMX
+    )
     assert compare.status_code == 200 and "decoded by beam 4, length penalty 0.6" in compare.text
-    for bad in ({"decoding": "sample"}, {"decoding": "beam", "beam_size": 40}, {"decoding": "beam", "length_penalty": "nan"}):
+    for bad in (
+        {"decoding": "sample"},
+        {"decoding": "beam", "beam_size": 40},
+        {"decoding": "beam", "length_penalty": "nan"},
+    ):
         assert client.post("/explore/run", data={"model": MODEL, "text": TEXT, **bad}, headers=HTMX).status_code == 422

@@ -19,14 +19,18 @@ TEXTS = ["ein Hund spielt im Park", "zwei Frauen lesen", "Kinder spielen im Wass
 
 @pytest.fixture
 def runner(checkpoint_dir) -> Runner:
-    return Runner(CheckpointRegistry(checkpoint_dir, "cpu"), max_text_chars=300, max_source_tokens=40, max_new_tokens=12)
+    return Runner(
+        CheckpointRegistry(checkpoint_dir, "cpu"), max_text_chars=300, max_source_tokens=40, max_new_tokens=12
+    )
 
 
 def test_a_cached_view_is_served_while_the_model_is_busy(runner):
     first = runner.trace(MODEL, TEXTS[0], Interventions(), names=["*.pattern"])
     served = []
     with runner.lock:  # a long run holds the model
-        reader = threading.Thread(target=lambda: served.append(runner.trace(MODEL, TEXTS[0], Interventions(), names=["*.pattern"])))
+        reader = threading.Thread(
+            target=lambda: served.append(runner.trace(MODEL, TEXTS[0], Interventions(), names=["*.pattern"]))
+        )
         reader.start()
         reader.join(timeout=60)
         assert served and served[0] is first, "the cached trace waited for the model lock"

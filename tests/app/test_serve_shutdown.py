@@ -27,7 +27,11 @@ def free_port() -> int:
 def test_a_stopping_server_exits_while_requests_wait_for_the_model_and_runs_none_of_them(settings, tmp_path):
     app = create_app(settings.model_copy(update={"database": tmp_path / "jobs.sqlite3"}))
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS
+        )
+    )
     serving = threading.Thread(target=server.run)
     serving.start()
     deadline = time.monotonic() + 60
@@ -38,8 +42,13 @@ def test_a_stopping_server_exits_while_requests_wait_for_the_model_and_runs_none
 
     def translate(i: int) -> None:
         try:
-            answers.append(httpx.post(f"http://127.0.0.1:{port}/api/translate", timeout=120,
-                                      json={"model": "tiny_memtransformer", "text": f"ein Hund spielt {i}"}).status_code)
+            answers.append(
+                httpx.post(
+                    f"http://127.0.0.1:{port}/api/translate",
+                    timeout=120,
+                    json={"model": "tiny_memtransformer", "text": f"ein Hund spielt {i}"},
+                ).status_code
+            )
         except httpx.HTTPError:
             answers.append("no answer")
 

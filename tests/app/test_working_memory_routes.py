@@ -87,9 +87,16 @@ def test_api_memory_returns_stream_steps_and_attention(client):
     assert len(body["steps"]) >= len(body["stream"]) and body["steps"][0]["step"] == 1
     weights = body["attention"]["weights"]
     assert weights["shape"] == [2, len(body["attention"]["query_tokens"]), len(body["memory"])]
-    masked = client.post("/api/memory", json={"model": WM, "text": TEXT, "seed": 1, "interventions": {"mask_memory": True}}).json()
+    masked = client.post(
+        "/api/memory", json={"model": WM, "text": TEXT, "seed": 1, "interventions": {"mask_memory": True}}
+    ).json()
     assert masked["interventions"]["mask_memory"] is True
-    assert client.post("/api/memory", json={"model": WM, "text": TEXT, "interventions": {"knockout_slots": [0]}}).status_code == 400
+    assert (
+        client.post(
+            "/api/memory", json={"model": WM, "text": TEXT, "interventions": {"knockout_slots": [0]}}
+        ).status_code
+        == 400
+    )
 
 
 def test_cyrillic_input_round_trips(client):
@@ -100,7 +107,12 @@ def test_cyrillic_input_round_trips(client):
 
 
 def test_corpus_upload_gives_the_memory_analyses_and_bleu_lesions(client):
-    job = upload(client, "corpus.tsv", b"ein Hund spielt im Park\ta dog plays in the park\nzwei Frauen lesen\ttwo women read\n", model=WM).json()
+    job = upload(
+        client,
+        "corpus.tsv",
+        b"ein Hund spielt im Park\ta dog plays in the park\nzwei Frauen lesen\ttwo women read\n",
+        model=WM,
+    ).json()
     done = wait_for(client, job["id"])
     assert done["status"] == "done", done["error"]
     result = done["result"]
@@ -145,11 +157,16 @@ def outcome_of(fragment: str) -> str:
 
 
 def lesioned_translation(fragment: str) -> str:
-    parts = re.findall(r'<span class="diff-(?:same|added)">(.*?)</span>', re.search(r'id="translation-lesioned">(.*?)</span></p>', fragment, re.DOTALL).group(1))
+    parts = re.findall(
+        r'<span class="diff-(?:same|added)">(.*?)</span>',
+        re.search(r'id="translation-lesioned">(.*?)</span></p>', fragment, re.DOTALL).group(1),
+    )
     return " ".join(html.unescape(p) for p in parts)
 
 
-@pytest.mark.parametrize("form", [{"memory_size": 0}, {"memory_size": 1}, {"memory_size": 6}, {"mask_memory": "true"}, {"forced": "Park"}])
+@pytest.mark.parametrize(
+    "form", [{"memory_size": 0}, {"memory_size": 1}, {"memory_size": 6}, {"mask_memory": "true"}, {"forced": "Park"}]
+)
 def test_the_outcome_says_differences_only_when_the_translation_differs(client, form):
     for seed in range(3):
         fragment = run(client, seed=seed, **form).text
@@ -174,7 +191,9 @@ def shy_client(tmp_path_factory, tiny_tokenizer, settings):
     """A server with one working-memory model whose type head never asks for memory."""
     root = tmp_path_factory.mktemp("shy")
     shy = make_tiny_working_memory(tiny_tokenizer, memory_bias=-20.0)
-    save_checkpoint(root / "shy_working_memory", shy.model, shy.tokenizer, meta={"training_data": "tiny test corpus"}, metrics={})
+    save_checkpoint(
+        root / "shy_working_memory", shy.model, shy.tokenizer, meta={"training_data": "tiny test corpus"}, metrics={}
+    )
     with TestClient(create_app(settings.model_copy(update={"checkpoint_dir": root}))) as client:
         yield client
 
@@ -183,11 +202,21 @@ def test_an_input_without_memory_says_that_the_controls_have_nothing_to_act_on(s
     form = {"model": "shy_working_memory", "text": TEXT}
     fragment = shy_client.post("/memory/run", data=form, headers=HTMX).text
     assert memory_in(fragment, "stream-plain") == []
-    assert "This input wrote no memory tokens with seed 0: memory size, mask, seed and the attention view have nothing to act on" in fragment
-    assert 'id="figure-memory-attention"' not in fragment and "this run wrote no memory tokens" in fragment  # no empty heatmap
+    assert (
+        "This input wrote no memory tokens with seed 0: memory size, mask, seed and the attention view have nothing to act on"
+        in fragment
+    )
+    assert (
+        'id="figure-memory-attention"' not in fragment and "this run wrote no memory tokens" in fragment
+    )  # no empty heatmap
     masked = shy_client.post("/memory/run", data={**form, "mask_memory": "true", "memory_size": 6}, headers=HTMX).text
-    assert outcome_of(masked) == "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."
-    forced = shy_client.post("/memory/run", data={**form, "forced": "Hund"}, headers=HTMX).text  # forcing writes memory all the same
+    assert (
+        outcome_of(masked)
+        == "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."
+    )
+    forced = shy_client.post(
+        "/memory/run", data={**form, "forced": "Hund"}, headers=HTMX
+    ).text  # forcing writes memory all the same
     assert memory_in(forced, "stream-lesioned") and 'id="figure-memory-attention"' in forced
 
 
@@ -202,42 +231,84 @@ def test_a_masked_memory_says_its_attention_is_zero_by_construction(client):
 @pytest.mark.parametrize(
     ("model", "status", "reason", "elsewhere"),
     [
-        ("tiny_transformer", 400, "tiny_transformer has no working memory: it is a translation model of the transformer family", "/explore?model=tiny_transformer"),
+        (
+            "tiny_transformer",
+            400,
+            "tiny_transformer has no working memory: it is a translation model of the transformer family",
+            "/explore?model=tiny_transformer",
+        ),
         ("tiny_memtransformer", 400, "tiny_memtransformer has no working memory", "/explore?model=tiny_memtransformer"),
-        ("tiny_language_model", 400, "tiny_language_model has no working memory: it is a language model", "/ff?model=tiny_language_model"),
+        (
+            "tiny_language_model",
+            400,
+            "tiny_language_model has no working memory: it is a language model",
+            "/ff?model=tiny_language_model",
+        ),
         ("nope", 404, "There is no model named 'nope'.", None),
         ("broken_model", 409, "broken_model cannot be loaded: ", None),
     ],
 )
-def test_an_unsuitable_model_gets_a_readable_page_that_links_to_the_suitable_ones(client, model, status, reason, elsewhere):
+def test_an_unsuitable_model_gets_a_readable_page_that_links_to_the_suitable_ones(
+    client, model, status, reason, elsewhere
+):
     response = client.get("/memory", params={"model": model, "text": TEXT})
     assert response.status_code == status and response.headers["content-type"].startswith("text/html")
     page = html.unescape(response.text)
     assert reason in page and '<select name="model"' not in page  # the page of another model is not shown
-    assert re.findall(r'<ul id="suitable-models">\s*<li><a href="([^"]+)">', response.text) == ["/memory?model=tiny_working_memory"]
+    assert re.findall(r'<ul id="suitable-models">\s*<li><a href="([^"]+)">', response.text) == [
+        "/memory?model=tiny_working_memory"
+    ]
     if elsewhere:
         assert f'href="{elsewhere}"' in response.text
 
 
 def test_an_unknown_name_is_not_echoed_without_bound(client):
-    too_long = client.get("/memory", params={"model": "x" * 20_000})  # refused where it enters: names are at most 100 characters
+    too_long = client.get(
+        "/memory", params={"model": "x" * 20_000}
+    )  # refused where it enters: names are at most 100 characters
     assert too_long.status_code == 422 and len(too_long.content) < 5_000
     unknown = client.get("/memory", params={"model": "x" * 100})
     assert unknown.status_code == 404 and len(unknown.content) < 5_000 and "x" * 61 not in unknown.text
 
 
 def test_running_an_unsuitable_model_is_a_clear_error(client):
-    for model, status in (("tiny_language_model", 400), ("nope", 404), ("broken_model", 409), ("x" * 100, 404), ("x" * 20_000, 422)):
+    for model, status in (
+        ("tiny_language_model", 400),
+        ("nope", 404),
+        ("broken_model", 409),
+        ("x" * 100, 404),
+        ("x" * 20_000, 422),
+    ):
         response = client.post("/memory/run", data={"model": model, "text": TEXT}, headers=HTMX)
-        assert response.status_code == status and response.headers["HX-Retarget"] == "#errors" and len(response.content) < 2_000
+        assert (
+            response.status_code == status
+            and response.headers["HX-Retarget"] == "#errors"
+            and len(response.content) < 2_000
+        )
 
 
 # ---------------------------------------------------------------- example sentences
 
 
 def test_the_page_offers_the_measured_examples_as_links_that_run_them(client, monkeypatch):
-    measured = {"models": {WM: {"corpus": "tiny corpus, val", "examples": [
-        {"source": TEXT, "reference": "a dog plays in the park", "memory_tokens": 2, "memory": ["a", "b"], "translation": "x", "masked": "y", "no_memory": "x"}]}}}
+    measured = {
+        "models": {
+            WM: {
+                "corpus": "tiny corpus, val",
+                "examples": [
+                    {
+                        "source": TEXT,
+                        "reference": "a dog plays in the park",
+                        "memory_tokens": 2,
+                        "memory": ["a", "b"],
+                        "translation": "x",
+                        "masked": "y",
+                        "no_memory": "x",
+                    }
+                ],
+            }
+        }
+    }
     monkeypatch.setattr(memory_pages, "_examples_file", lambda: measured)
     page = client.get("/memory").text
     link = re.search(r'<a class="memory-example" href="([^"]+)"[^>]*>(.*?)</a>\s*<small>(.*?)</small>', page, re.DOTALL)

@@ -20,8 +20,16 @@ from app.settings import REPO_ROOT, Settings
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO_ROOT / "test-artifacts"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--disable-quic"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
 
 
 def free_port() -> int:
@@ -33,7 +41,11 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def server_url(tmp_path_factory):
     port = free_port()
-    settings = Settings(checkpoint_dir=REPO_ROOT / "checkpoints", device="cpu", database=tmp_path_factory.mktemp("db") / "memlens.sqlite3")
+    settings = Settings(
+        checkpoint_dir=REPO_ROOT / "checkpoints",
+        device="cpu",
+        database=tmp_path_factory.mktemp("db") / "memlens.sqlite3",
+    )
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -64,7 +76,10 @@ def page(browser, request):
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     violations: list[str] = []  # the browser reports what the Content-Security-Policy blocked as console errors
-    page.on("console", lambda message: violations.append(message.text) if "Content Security Policy" in message.text else None)
+    page.on(
+        "console",
+        lambda message: violations.append(message.text) if "Content Security Policy" in message.text else None,
+    )
     yield page
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)

@@ -15,9 +15,16 @@ def sweeps_listed(page, server_url) -> int:
 def test_form_post_from_another_site_is_refused(page, server_url):
     """The page elsewhere would start a lesion sweep (a job on the server) with one click."""
     sweeps = sweeps_listed(page, server_url)
-    page.route(ELSEWHERE, lambda route: route.fulfill(content_type="text/html", body=(
-        f'<form method="post" action="{server_url}/sweep"><input type="hidden" name="model" value="memtransformer_10">'
-        '<input type="hidden" name="reference" value="demo"><button>win a prize</button></form>')))
+    page.route(
+        ELSEWHERE,
+        lambda route: route.fulfill(
+            content_type="text/html",
+            body=(
+                f'<form method="post" action="{server_url}/sweep"><input type="hidden" name="model" value="memtransformer_10">'
+                '<input type="hidden" name="reference" value="demo"><button>win a prize</button></form>'
+            ),
+        ),
+    )
     page.goto(ELSEWHERE)
     with page.expect_response(f"{server_url}/sweep") as answer:
         page.click("button")

@@ -42,7 +42,9 @@ def test_key_browser_orders_pages_and_jumps_to_keys(page, server_url):
     with page.expect_response(lambda response: "/ff/keys" in response.url):
         page.select_option("#ff-keys select[name=order]", "coefficient")
     page.wait_for_function("document.querySelector('#keys').textContent.includes('keys by coefficient')")
-    coefficients = [float(re.search(r"top m ([\d.]+)", cards.nth(i).text_content()).group(1)) for i in range(cards.count())]
+    coefficients = [
+        float(re.search(r"top m ([\d.]+)", cards.nth(i).text_content()).group(1)) for i in range(cards.count())
+    ]
     assert coefficients == sorted(coefficients, reverse=True)
 
     with page.expect_response(lambda response: "/ff/keys" in response.url):
@@ -61,7 +63,9 @@ def test_live_key_intervention_changes_the_predictions(page, server_url):
     run_text(page, ENGLISH)
     continuation = page.text_content("#output-plain").strip()
     assert continuation
-    assert page.locator("#lens-table tbody tr").first.locator("td").first.text_content() == "<eos>"  # the text is read as an article's start
+    assert (
+        page.locator("#lens-table tbody tr").first.locator("td").first.text_content() == "<eos>"
+    )  # the text is read as an article's start
 
     # The top key at the first position of the lens fires there; zero it from the key browser.
     link = page.locator("#lens-table .key-link").first

@@ -169,7 +169,10 @@ def test_ff_model_switches_runs_and_key_browser(page, server_url, swaps):
     for i in range(swaps):
         model = ["transformer", "language_model"][i % 2]
         swap(page, page.select_option, "select[name=model]", model, settles=2)
-    page.fill("#ff-run textarea[name=text]", SENTENCES[0] if model == "transformer" else "The city is the capital of the province.")
+    page.fill(
+        "#ff-run textarea[name=text]",
+        SENTENCES[0] if model == "transformer" else "The city is the capital of the province.",
+    )
     swap(page, page.click, "#ff-run button[type=submit]")
     swap(page, page.click, "#keys button.page")
     assert_layout(page, 3)
@@ -198,10 +201,12 @@ def test_job_result_after_polling(page, server_url, tmp_path):
     assert_layout(page, 2)
 
 
-LONG = ("Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, während zwei Kinder im Garten mit einem großen "
-        "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, das sie gestern in der kleinen Buchhandlung am "
-        "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, und eine Katze beobachtet die Vögel, die auf dem "
-        "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, die mit ihrem Fahrrad zur Arbeit fährt.")
+LONG = (
+    "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, während zwei Kinder im Garten mit einem großen "
+    "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, das sie gestern in der kleinen Buchhandlung am "
+    "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, und eine Katze beobachtet die Vögel, die auf dem "
+    "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, die mit ihrem Fahrrad zur Arbeit fährt."
+)
 
 # Per axis: the tick labels in screen order, and those a person cannot read: closer than a line of text to the
 # previous one, or not on screen (inside the figure's own scrolling box) once scrolled to.
@@ -245,7 +250,10 @@ def test_long_input_keeps_every_token_label_reachable(page, server_url):
       scrollBy(0, plot.bottom - innerHeight + 40);
     }""")
     plot = page.locator("#figure-heatmap .nsewdrag").bounding_box()
-    page.mouse.move(plot["x"] + plot["width"] * (1 - 0.5 / len(figure["x"])), plot["y"] + plot["height"] * (1 - 0.5 / len(figure["y"])))
+    page.mouse.move(
+        plot["x"] + plot["width"] * (1 - 0.5 / len(figure["x"])),
+        plot["y"] + plot["height"] * (1 - 0.5 / len(figure["y"])),
+    )
     page.wait_for_selector("#figure-heatmap .hoverlayer .hovertext")
     hover = page.text_content("#figure-heatmap .hoverlayer")
     assert f"query {html.unescape(figure['y'][-1])}" in hover and f"key {html.unescape(figure['x'][-1])}" in hover

@@ -40,7 +40,9 @@ def test_memory_inline_decisions_and_live_mask(page, server_url):
     assert page.text_content("#translation-plain").strip()
     with page.expect_response(lambda response: response.url.endswith("/memory/run")):
         page.select_option("select[name=layer]", "1")  # layer 0 barely reads memory; layer 1 does
-    page.wait_for_function("JSON.parse(document.getElementById('figure-data-memory-attention').textContent).layout.title.text.includes('layer 1')")
+    page.wait_for_function(
+        "JSON.parse(document.getElementById('figure-data-memory-attention').textContent).layout.title.text.includes('layer 1')"
+    )
     assert max(memory_mass(page)) > 0
     with page.expect_response(lambda response: response.url.endswith("/memory/run")):
         page.check("input[name=mask_memory]")
@@ -80,20 +82,29 @@ def rerun(page, action) -> None:
 
 
 def set_memory_size(page, size: int) -> None:
-    page.locator("input[name=memory_size]").evaluate("(e, size) => { e.value = size; e.dispatchEvent(new Event('change', {bubbles: true})); }", size)
+    page.locator("input[name=memory_size]").evaluate(
+        "(e, size) => { e.value = size; e.dispatchEvent(new Event('change', {bubbles: true})); }", size
+    )
 
 
 def lesioned_text(page) -> str:
-    return " ".join(page.locator("#translation-lesioned .diff-same, #translation-lesioned .diff-added").all_text_contents())
+    return " ".join(
+        page.locator("#translation-lesioned .diff-same, #translation-lesioned .diff-added").all_text_contents()
+    )
 
 
 def test_an_input_without_memory_says_so_and_force_memory_writes_it(page, server_url):
     open_memory(page, server_url, GERMAN_MODEL, NO_MEMORY)
     assert page.locator("#stream-plain .wm-token").count() == 0
     assert "This input wrote no memory tokens with seed 0" in page.text_content("#no-memory-note")
-    assert page.locator("#figure-memory-attention").count() == 0 and "wrote no memory tokens" in page.text_content("#attention-note")
+    assert page.locator("#figure-memory-attention").count() == 0 and "wrote no memory tokens" in page.text_content(
+        "#attention-note"
+    )
     rerun(page, lambda: page.check("input[name=mask_memory]"))
-    assert page.text_content("#lesion-outcome") == "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."
+    assert (
+        page.text_content("#lesion-outcome")
+        == "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."
+    )
     assert "differences marked" not in page.text_content(".translations")
     rerun(page, lambda: page.uncheck("input[name=mask_memory]"))
     rerun(page, lambda: (page.fill("input[name=forced]", "Katze"), page.dispatch_event("input[name=forced]", "change")))
@@ -127,7 +138,9 @@ def test_the_shipped_examples_write_their_measured_memory_and_the_lesions_act(pa
     rerun(page, lambda: set_memory_size(page, 0))
     assert page.locator("#stream-lesioned .wm-token").count() == 0
     assert lesioned_text(page).split() == example["no_memory"].split()
-    assert ("differences marked" in page.text_content("#lesion-outcome")) == (example["no_memory"] != example["translation"])
+    assert ("differences marked" in page.text_content("#lesion-outcome")) == (
+        example["no_memory"] != example["translation"]
+    )
 
 
 def test_the_russian_examples_write_memory(page, server_url):
@@ -139,7 +152,12 @@ def test_the_russian_examples_write_memory(page, server_url):
 
 
 def test_a_model_without_working_memory_gets_a_page_that_links_to_the_suitable_ones(page, server_url):
-    for model, status in (("transformer", 400), ("memtransformer_10", 400), ("language_model", 400), ("no_such_model", 404)):
+    for model, status in (
+        ("transformer", 400),
+        ("memtransformer_10", 400),
+        ("language_model", 400),
+        ("no_such_model", 404),
+    ):
         response = page.goto(f"{server_url}/memory?model={model}")
         assert response.status == status
         assert page.locator("select[name=model]").count() == 0  # no other model's page in its place

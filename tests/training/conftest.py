@@ -53,7 +53,15 @@ def make_tiny_config(name: str = "tiny_test", **train: object) -> TrainConfig:
     return config_from_dict(
         {
             "name": name,
-            "model": {"family": "memtransformer", "d_model": 16, "d_ff": 32, "n_heads": 2, "n_encoder_layers": 1, "n_decoder_layers": 1, "memory_size": 2},
+            "model": {
+                "family": "memtransformer",
+                "d_model": 16,
+                "d_ff": 32,
+                "n_heads": 2,
+                "n_encoder_layers": 1,
+                "n_decoder_layers": 1,
+                "memory_size": 2,
+            },
             "data": {"dataset": "multi30k", "vocab_size": 60, "max_len": 24},
             "train": {"epochs": 3, "batch_size": 16, "warmup_steps": 20, "seed": 0, "save_every_steps": 4, **train},
         }
@@ -82,7 +90,12 @@ def write_synthetic_enwiki(root: Path, seed: int = 0) -> Path:
         blocks = []
         for i in range(ENWIKI_ARTICLES // 2):
             title = f"Article {part}-{i}"
-            body = "" if i % 4 == 0 else "\n".join([" ".join(grammar_sentence(rng) for _ in range(3)), "Career.", grammar_sentence(rng)]) + "\n"
+            body = (
+                ""
+                if i % 4 == 0
+                else "\n".join([" ".join(grammar_sentence(rng) for _ in range(3)), "Career.", grammar_sentence(rng)])
+                + "\n"
+            )
             blocks.append(f'<doc id="{part}{i}" url="?curid={part}{i}" title="{title}">\n{title}\n\n{body}\n</doc>\n')
         with gzip.open(folder / f"wiki_0{part}.gz", "wt", encoding="utf-8") as out:
             out.write("".join(blocks))
@@ -92,7 +105,15 @@ def write_synthetic_enwiki(root: Path, seed: int = 0) -> Path:
 def wikitext_article(rng: random.Random, title: str, unk: str) -> list[str]:
     """Lines in WikiText's tokenized layout."""
     sentence = lambda: grammar_sentence(rng)[:-1] + " ."  # noqa: E731
-    return [f" = {title} = \n", " \n", f" {sentence()} {sentence()} \n", " \n", " = = Career = = \n", " \n", f" The well @-@ known {unk} , 1 @,@ 000 . \n"]
+    return [
+        f" = {title} = \n",
+        " \n",
+        f" {sentence()} {sentence()} \n",
+        " \n",
+        " = = Career = = \n",
+        " \n",
+        f" The well @-@ known {unk} , 1 @,@ 000 . \n",
+    ]
 
 
 def write_synthetic_wikitext(root: Path, seed: int = 0) -> Path:
@@ -116,8 +137,23 @@ def make_tiny_lm_config(name: str = "tiny_lm_test", **train: object) -> TrainCon
     return config_from_dict(
         {
             "name": name,
-            "model": {"family": "language_model", "d_model": 32, "d_ff": 64, "n_heads": 2, "n_layers": 2, "max_positions": 16},
+            "model": {
+                "family": "language_model",
+                "d_model": 32,
+                "d_ff": 64,
+                "n_heads": 2,
+                "n_layers": 2,
+                "max_positions": 16,
+            },
             "data": {"dataset": "enwiki", "vocab_size": 80, "max_len": 16},
-            "train": {"epochs": 3, "batch_size": 8, "warmup_steps": 20, "label_smoothing": 0.0, "seed": 0, "save_every_steps": 10, **train},
+            "train": {
+                "epochs": 3,
+                "batch_size": 8,
+                "warmup_steps": 20,
+                "label_smoothing": 0.0,
+                "seed": 0,
+                "save_every_steps": 10,
+                **train,
+            },
         }
     )

@@ -110,7 +110,13 @@ def manifest(tmp_path, server, originals) -> Path:
         url = f"owner/{corpus}/{COMMIT}/{relative if served_gzipped else relative.removesuffix('.gz')}"
         server.files[f"/{url}"] = body
         corpora.setdefault(corpus, []).append(
-            {"url": url, "path": relative, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body), "gzip": not served_gzipped}
+            {
+                "url": url,
+                "path": relative,
+                "sha256": hashlib.sha256(body).hexdigest(),
+                "size": len(body),
+                "gzip": not served_gzipped,
+            }
         )
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps({"base_url": server.url, "corpora": corpora}))
@@ -238,7 +244,12 @@ def test_list_and_unknown_corpus(tmp_path, manifest, capsys):
 def test_the_committed_manifest_covers_every_file_the_readers_open(tmp_path):
     """Stand-in files at the manifest's paths only: every reader finds what it opens."""
     manifest = load_manifest()
-    assert list(manifest.corpora) == ["multi30k", "opus_mt_testsets", "enwiki", "wikitext"]  # the smallest and most used first
+    assert list(manifest.corpora) == [
+        "multi30k",
+        "opus_mt_testsets",
+        "enwiki",
+        "wikitext",
+    ]  # the smallest and most used first
     for files in manifest.corpora.values():
         for entry in files:
             path = tmp_path / entry.path

@@ -70,7 +70,9 @@ def test_token_stream_is_documents_then_eos_with_sentence_spans(tmp_path):
     assert stream.tokens.dtype == torch.int32
 
     cached = load_or_tokenize(tmp_path / "stream.safetensors", tokenizer, documents)
-    again = load_or_tokenize(tmp_path / "stream.safetensors", tokenizer, [])  # read back from the cache, not re-tokenized
+    again = load_or_tokenize(
+        tmp_path / "stream.safetensors", tokenizer, []
+    )  # read back from the cache, not re-tokenized
     assert torch.equal(again.tokens, cached.tokens) and torch.equal(again.sentence_spans, stream.sentence_spans)
 
 
@@ -90,7 +92,9 @@ def test_scoring_windows_score_every_target_once_with_enough_context(n, context,
     for start, first in scoring_windows(n, context, stride):
         end = min(start + context, n - 1)
         targets = list(range(first, end + 1))
-        assert all(j - 1 - start >= min(j - 1, context - stride) for j in targets)  # tokens of context before each target
+        assert all(
+            j - 1 - start >= min(j - 1, context - stride) for j in targets
+        )  # tokens of context before each target
         scored += targets
     assert scored == list(range(1, n))
 
@@ -106,13 +110,18 @@ def test_perplexity_is_exp_of_the_mean_nll_on_a_hand_computed_case():
     stream = torch.tensor([eos, x, y, x, unk, y, eos, x])
     score = score_stream(lambda ids: table[ids], stream, context=3, unscored_ids=(eos, unk), pad_id=0, stride=2)
     # Scored targets: x|eos, y|x, x|y, y|unk, x|eos; unk|x and eos|y are not scored.
-    expected_nll = -sum(math.log(float(probabilities[c, f] / probabilities[c].sum())) for c, f in ((eos, x), (x, y), (y, x), (unk, y), (eos, x)))
+    expected_nll = -sum(
+        math.log(float(probabilities[c, f] / probabilities[c].sum()))
+        for c, f in ((eos, x), (x, y), (y, x), (unk, y), (eos, x))
+    )
     assert (score.tokens, score.unscored) == (5, 2)
     assert score.nll == pytest.approx(expected_nll, rel=1e-5)
     assert score.token_perplexity == pytest.approx(math.exp(expected_nll / 5), rel=1e-5)
     assert perplexity(score.nll, 2) == pytest.approx(math.exp(expected_nll / 2), rel=1e-5)  # per word, two words say
 
-    uniform = score_stream(lambda ids: torch.zeros(*ids.shape, vocab), stream, context=4, unscored_ids=(eos, unk), pad_id=0)
+    uniform = score_stream(
+        lambda ids: torch.zeros(*ids.shape, vocab), stream, context=4, unscored_ids=(eos, unk), pad_id=0
+    )
     assert uniform.token_perplexity == pytest.approx(vocab)
 
 
@@ -120,7 +129,9 @@ def test_perplexity_is_exp_of_the_mean_nll_on_a_hand_computed_case():
 def trained_lm(tmp_path_factory, synthetic_lm_data_dir):
     """A 3-epoch run of the tiny language-model config: (checkpoint root, folder, run dir)."""
     root = tmp_path_factory.mktemp("trained_lm")
-    folder = run_training(make_tiny_lm_config(), synthetic_lm_data_dir, root / "checkpoints" / "tiny_lm_test", root / "run", device="cpu")
+    folder = run_training(
+        make_tiny_lm_config(), synthetic_lm_data_dir, root / "checkpoints" / "tiny_lm_test", root / "run", device="cpu"
+    )
     return root / "checkpoints", folder, root / "run"
 
 
@@ -131,7 +142,12 @@ def test_language_model_loss_falls_and_perplexity_is_recorded(trained_lm, synthe
     assert train["epochs"] == 3 and len(train["loss_curve"]) == len(train["val_loss"]) == 3 and "val_bleu" not in train
     assert train["loss_curve"][-1] < train["loss_curve"][0] - 0.5
     assert train["val_loss"][-1] < train["val_loss"][0]
-    assert set(metrics["perplexity"]) == set(metrics["word_perplexity"]) == set(metrics["perplexity_counts"]["splits"]) == EVAL_SPLITS
+    assert (
+        set(metrics["perplexity"])
+        == set(metrics["word_perplexity"])
+        == set(metrics["perplexity_counts"]["splits"])
+        == EVAL_SPLITS
+    )
     counts = metrics["perplexity_counts"]
     assert (counts["context"], counts["stride"]) == (16, 8)
     for split, record in counts["splits"].items():
@@ -151,7 +167,9 @@ def test_language_model_checkpoint_serves_through_the_registry(trained_lm):
     assert entry.ok, entry.error
     assert entry.meta["family"] == "language_model" and entry.meta["corpus"] == "enwiki"
     assert "89 articles" in entry.meta["training_data"]
-    assert f"{entry.metrics['train']['steps']} steps of 8 blocks" in entry.meta["description"]  # what was trained, not the configured epochs
+    assert (
+        f"{entry.metrics['train']['steps']} steps of 8 blocks" in entry.meta["description"]
+    )  # what was trained, not the configured epochs
     loaded = registry.get("tiny_lm_test")
     assert isinstance(loaded.model, LanguageModel) and loaded.config.vocab_size == loaded.tokenizer.vocab_size
 
@@ -173,7 +191,12 @@ def test_rerun_of_a_finished_language_model_run_trains_no_more(trained_lm, synth
     ],
 )
 def test_language_model_configs_are_checked(changes, message):
-    values = {"name": "x", "model": {"family": "language_model", "max_positions": 32}, "data": {"dataset": "enwiki", "max_len": 32}, "train": {}}
+    values = {
+        "name": "x",
+        "model": {"family": "language_model", "max_positions": 32},
+        "data": {"dataset": "enwiki", "max_len": 32},
+        "train": {},
+    }
     for section, update in changes.items():
         values[section] = {**values[section], **update}
     with pytest.raises(ConfigError, match=message):
@@ -182,7 +205,14 @@ def test_language_model_configs_are_checked(changes, message):
 
 def test_max_articles_is_for_language_models_only():
     with pytest.raises(ConfigError, match="max_articles"):
-        config_from_dict({"name": "x", "model": {"family": "transformer", "memory_size": 0}, "data": {"max_articles": 5}, "train": {}})
+        config_from_dict(
+            {
+                "name": "x",
+                "model": {"family": "transformer", "memory_size": 0},
+                "data": {"max_articles": 5},
+                "train": {},
+            }
+        )
 
 
 def test_store_half_remeasures_a_language_model(tmp_path, trained_lm, synthetic_lm_data_dir):
@@ -190,18 +220,46 @@ def test_store_half_remeasures_a_language_model(tmp_path, trained_lm, synthetic_
     folder = shutil.copytree(source, tmp_path / "tiny_lm_half")
     old, new = store_half(folder, synthetic_lm_data_dir, "cpu")
     assert json.loads((folder / "metrics.json").read_text()) == new and new["train"] == old["train"]
-    assert set(new) == set(old) and new["perplexity_counts"]["splits"].keys() == old["perplexity_counts"]["splits"].keys()
+    assert (
+        set(new) == set(old) and new["perplexity_counts"]["splits"].keys() == old["perplexity_counts"]["splits"].keys()
+    )
     for split, record in new["perplexity_counts"]["splits"].items():
-        assert (record["tokens"], record["words"]) == (old["perplexity_counts"]["splits"][split]["tokens"], old["perplexity_counts"]["splits"][split]["words"])
-        assert new["perplexity"][split] == pytest.approx(old["perplexity"][split], rel=0.01)  # float16 rounding moves it a little
-    assert new == {**old, **remeasure(load_checkpoint(folder, "cpu"), synthetic_lm_data_dir)}  # the stored weights' numbers
+        assert (record["tokens"], record["words"]) == (
+            old["perplexity_counts"]["splits"][split]["tokens"],
+            old["perplexity_counts"]["splits"][split]["words"],
+        )
+        assert new["perplexity"][split] == pytest.approx(
+            old["perplexity"][split], rel=0.01
+        )  # float16 rounding moves it a little
+    assert new == {
+        **old,
+        **remeasure(load_checkpoint(folder, "cpu"), synthetic_lm_data_dir),
+    }  # the stored weights' numbers
 
 
-def test_ff_memories_cli_mines_the_language_model_and_stores_its_study(tmp_path, trained_lm, synthetic_lm_data_dir, capsys):
+def test_ff_memories_cli_mines_the_language_model_and_stores_its_study(
+    tmp_path, trained_lm, synthetic_lm_data_dir, capsys
+):
     _, source, _ = trained_lm
     folder = shutil.copytree(source, tmp_path / "tiny_lm_study")
-    command = ["ff-memories", str(folder), "--data-dir", str(synthetic_lm_data_dir), "--device", "cpu", "--sentences", "40",
-               "--eval-sentences", "12", "--batch-size", "8", "--top-k", "5", "--run-dir", str(tmp_path / "run")]
+    command = [
+        "ff-memories",
+        str(folder),
+        "--data-dir",
+        str(synthetic_lm_data_dir),
+        "--device",
+        "cpu",
+        "--sentences",
+        "40",
+        "--eval-sentences",
+        "12",
+        "--batch-size",
+        "8",
+        "--top-k",
+        "5",
+        "--run-dir",
+        str(tmp_path / "run"),
+    ]
     assert main(command) == 0
     assert "agreement" in capsys.readouterr().out
 
@@ -210,9 +268,15 @@ def test_ff_memories_cli_mines_the_language_model_and_stores_its_study(tmp_path,
     loaded = load_checkpoint(folder, "cpu")
     layers = [f"layers.{i}.ff" for i in range(loaded.config.n_layers)]
     assert store.layers == layers and store.sentences_consumed == analysis["mining"]["sentences"] == 40
-    assert [record["layer"] for record in analysis["agreement"]] == [record["layer"] for record in analysis["aggregation"]["layers"]] == layers
+    assert (
+        [record["layer"] for record in analysis["agreement"]]
+        == [record["layer"] for record in analysis["aggregation"]["layers"]]
+        == layers
+    )
     for record in analysis["aggregation"]["layers"]:
-        assert record["residual_wins"] + record["ff_wins"] + record["all_agree"] + record["composition"] == pytest.approx(1.0)
+        assert record["residual_wins"] + record["ff_wins"] + record["all_agree"] + record[
+            "composition"
+        ] == pytest.approx(1.0)
     top = store.top_coefficients("layers.0.ff")  # [d_ff]
     key = int(top.argmax())
     assert store.triggers("layers.0.ff", key)[0].coefficient == pytest.approx(float(top[key]), rel=1e-3)

@@ -15,7 +15,10 @@ from training.cli import main
 def test_memory_analysis_covers_every_domain(tmp_path, synthetic_data_dir, tiny_tokenizer):
     news = tmp_path / "data" / "opus_mt_testsets" / "testsets" / "deu-eng"
     news.mkdir(parents=True)
-    for language, lines in (("deu", ["ein Hund spielt im Park", "zwei Frauen lesen"]), ("eng", ["a dog plays in the park", "two women read"])):
+    for language, lines in (
+        ("deu", ["ein Hund spielt im Park", "zwei Frauen lesen"]),
+        ("eng", ["a dog plays in the park", "two women read"]),
+    ):
         with gzip.open(news / f"newstest2014.{language}.gz", "wt", encoding="utf-8") as out:
             out.writelines(line + "\n" for line in lines)
     for folder in synthetic_data_dir.iterdir():
@@ -23,7 +26,21 @@ def test_memory_analysis_covers_every_domain(tmp_path, synthetic_data_dir, tiny_
     loaded = make_tiny_working_memory(tiny_tokenizer)
     folder = save_checkpoint(tmp_path / "tiny_wm", loaded.model, loaded.tokenizer, meta={"corpus": "multi30k"})
 
-    assert main(["memory-analysis", str(folder), "--data-dir", str(tmp_path / "data"), "--device", "cpu", "--max-sentences", "5"]) == 0
+    assert (
+        main(
+            [
+                "memory-analysis",
+                str(folder),
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--device",
+                "cpu",
+                "--max-sentences",
+                "5",
+            ]
+        )
+        == 0
+    )
     analysis = json.loads((folder / "memory_analysis.json").read_text())
     assert list(analysis["domains"]) == ["test_2016_flickr", "newstest2014"]
     for domain, sentences in (("test_2016_flickr", 5), ("newstest2014", 2)):

@@ -10,7 +10,16 @@ from training.memory_growth import NEW_SLOT_NOISE_STD, grow_memory
 
 def tiny_model(memory_size: int, family: str = "memtransformer"):
     torch.manual_seed(0)
-    config = MemoryTransformerConfig(family=family, vocab_size=40, d_model=16, d_ff=32, n_heads=2, n_encoder_layers=2, n_decoder_layers=1, memory_size=memory_size)
+    config = MemoryTransformerConfig(
+        family=family,
+        vocab_size=40,
+        d_model=16,
+        d_ff=32,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=1,
+        memory_size=memory_size,
+    )
     return build_model(config)
 
 

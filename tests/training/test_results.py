@@ -11,10 +11,18 @@ def test_results_tables_come_from_metrics(tmp_path):
         ("transformer", 30.5, None),
         ("memtransformer_5", 28.0, None),
         ("memtransformer_5_finetuned", 29.5, None),
-        ("memtransformer_10", 31.25, {"memory_size": [0, 2, 5, 10, 20, 30], "bleu": [10.0, 20.0, 25.0, 31.25, 28.0, 22.0]}),
+        (
+            "memtransformer_10",
+            31.25,
+            {"memory_size": [0, 2, 5, 10, 20, 30], "bleu": [10.0, 20.0, 25.0, 31.25, 28.0, 22.0]},
+        ),
     ]:
         (checkpoints / name).mkdir(parents=True)
-        metrics = {"bleu": {"val": bleu + 1, "test_2016_flickr": bleu}, "chrf": {"test_2016_flickr": 50.0}, "train": {"epochs": 4, "seconds": 600}}
+        metrics = {
+            "bleu": {"val": bleu + 1, "test_2016_flickr": bleu},
+            "chrf": {"test_2016_flickr": 50.0},
+            "train": {"epochs": 4, "seconds": 600},
+        }
         if lesion:
             metrics["lesion"] = lesion
         (checkpoints / name / "metrics.json").write_text(json.dumps(metrics))
@@ -35,21 +43,34 @@ def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
     checkpoints = tmp_path / "checkpoints"
     (checkpoints / "working_memory_de_en").mkdir(parents=True)
     (checkpoints / "transformer").mkdir()
-    (checkpoints / "transformer" / "metrics.json").write_text(json.dumps({"bleu": {"test_2016_flickr": 30.0}, "chrf": {}}))
-    summary = memory_content_summary([MemoryRecord("A dog runs.", ["▁dog", "▁dog"]), MemoryRecord("Two men sit.", ["▁men"])])
+    (checkpoints / "transformer" / "metrics.json").write_text(
+        json.dumps({"bleu": {"test_2016_flickr": 30.0}, "chrf": {}})
+    )
+    summary = memory_content_summary(
+        [MemoryRecord("A dog runs.", ["▁dog", "▁dog"]), MemoryRecord("Two men sit.", ["▁men"])]
+    )
     analysis = {
         "model": "working_memory_de_en",
         "max_sentences": 2,
         "domains": {
-            "test_2016_flickr": {"domain": "Multi30k captions", "sentences": 2, "mean_source_words": 3.0,
-                                 "bleu": {"memory": 31.0, "masked": 29.5, "no_memory": 12.25}, "summary": summary,
-                                 "memory_length_counts": [0, 1, 1]},
+            "test_2016_flickr": {
+                "domain": "Multi30k captions",
+                "sentences": 2,
+                "mean_source_words": 3.0,
+                "bleu": {"memory": 31.0, "masked": 29.5, "no_memory": 12.25},
+                "summary": summary,
+                "memory_length_counts": [0, 1, 1],
+            },
         },
     }
     (checkpoints / "working_memory_de_en" / "memory_analysis.json").write_text(json.dumps(analysis))
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
     assert "| Transformer, 4 epochs (the warm start) | 30.00 |" in text
-    assert "| working memory | 31.00 |" in text and "| working memory, masked | 29.50 |" in text and "| working memory, size 0 at inference | 12.25 |" in text
+    assert (
+        "| working memory | 31.00 |" in text
+        and "| working memory, masked | 29.50 |" in text
+        and "| working memory, size 0 at inference | 12.25 |" in text
+    )
     assert "| working_memory_de_en | Multi30k captions | 2 | 3.0 | 1.50 | 0.00 / 0.50 | 1.00 / 1 |" in text
     assert "working_memory_ru_en: not trained or not analysed yet." in text
 
@@ -58,20 +79,61 @@ def test_ff_tables_come_from_the_ff_analysis(tmp_path):
     checkpoints = tmp_path / "checkpoints"
     (checkpoints / "language_model").mkdir(parents=True)
     splits = ["enwiki_val", "wikitext2_valid", "wikitext2_test", "wikitext103_valid", "wikitext103_test"]
-    (checkpoints / "language_model" / "metrics.json").write_text(json.dumps({
-        "perplexity": {s: 40.0 + i for i, s in enumerate(splits)}, "word_perplexity": {s: 100.0 + i for i, s in enumerate(splits)},
-        "train": {"steps": 800, "seconds": 3600},
-    }))
-    agreement = {"layer": "layers.5.ff", "keys_with_triggers": 760, "agreement": 0.125, "baseline_agreement": 0.0025, "any_trigger_agreement": 0.5,
-                 "trigger_token_agreement": 0.01, "median_rank": 42.0, "baseline_median_rank": 3000.0, "rank_below_10": 0.3, "baseline_rank_below_10": 0.01}
-    aggregation = {"layer": "layers.5.ff", "predictions": 100, "mean_active_memories": 55.25, "residual_wins": 0.5, "ff_wins": 0.05, "all_agree": 0.3,
-                   "composition": 0.15, "zero_agreement": 0.7, "output_zero_agreement": 0.75, "residual_agrees_with_final": 0.8}
-    (checkpoints / "language_model" / "ff_analysis.json").write_text(json.dumps({
-        "model": "language_model", "mining": {"corpus": "enwiki train, a seeded sample of 50,000 sentences", "sentences": 50000, "top_k": 50},
-        "agreement": [agreement], "aggregation": {"sentences": 2000, "layers": [aggregation]},
-    }))
+    (checkpoints / "language_model" / "metrics.json").write_text(
+        json.dumps(
+            {
+                "perplexity": {s: 40.0 + i for i, s in enumerate(splits)},
+                "word_perplexity": {s: 100.0 + i for i, s in enumerate(splits)},
+                "train": {"steps": 800, "seconds": 3600},
+            }
+        )
+    )
+    agreement = {
+        "layer": "layers.5.ff",
+        "keys_with_triggers": 760,
+        "agreement": 0.125,
+        "baseline_agreement": 0.0025,
+        "any_trigger_agreement": 0.5,
+        "trigger_token_agreement": 0.01,
+        "median_rank": 42.0,
+        "baseline_median_rank": 3000.0,
+        "rank_below_10": 0.3,
+        "baseline_rank_below_10": 0.01,
+    }
+    aggregation = {
+        "layer": "layers.5.ff",
+        "predictions": 100,
+        "mean_active_memories": 55.25,
+        "residual_wins": 0.5,
+        "ff_wins": 0.05,
+        "all_agree": 0.3,
+        "composition": 0.15,
+        "zero_agreement": 0.7,
+        "output_zero_agreement": 0.75,
+        "residual_agrees_with_final": 0.8,
+    }
+    (checkpoints / "language_model" / "ff_analysis.json").write_text(
+        json.dumps(
+            {
+                "model": "language_model",
+                "mining": {
+                    "corpus": "enwiki train, a seeded sample of 50,000 sentences",
+                    "sentences": 50000,
+                    "top_k": 50,
+                },
+                "agreement": [agreement],
+                "aggregation": {"sentences": 2000, "layers": [aggregation]},
+            }
+        )
+    )
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "reading.md").read_text()
-    assert "| language_model | 100.00 (40.00) | 101.00 (41.00) | 102.00 (42.00) | 103.00 (43.00) | 104.00 (44.00) | 800 | 60.00 |" in text
-    assert "- language_model: mined on enwiki train, a seeded sample of 50,000 sentences (50,000 sentences, top 50 per key); aggregation on 2,000 held-out sentences" in text
+    assert (
+        "| language_model | 100.00 (40.00) | 101.00 (41.00) | 102.00 (42.00) | 103.00 (43.00) | 104.00 (44.00) | 800 | 60.00 |"
+        in text
+    )
+    assert (
+        "- language_model: mined on enwiki train, a seeded sample of 50,000 sentences (50,000 sentences, top 50 per key); aggregation on 2,000 held-out sentences"
+        in text
+    )
     assert "| language_model | layers.5.ff | 760 | 12.5% (0.2%) | 50.0% | 42 (3000) | 30.0% (1.0%) |" in text
     assert "| language_model | layers.5.ff | 55.2 | 70.0% | 50.0% | 5.0% | 30.0% | 15.0% | 80.0% |" in text

@@ -52,7 +52,10 @@ def test_unknown_keys_are_errors_that_name_the_key(changes, key):
         ({"init_from": "checkpoints/x"}, "remove the 'model' section"),
         ({"data": {"max_eval_pairs": 0}}, "data.max_eval_pairs"),
         ({"train": {"threads": 0}}, "train.threads"),
-        ({"model": {"family": "language_model"}, "data": {"dataset": "enwiki", "max_pairs": 100}}, "a language model has data.max_articles"),
+        (
+            {"model": {"family": "language_model"}, "data": {"dataset": "enwiki", "max_pairs": 100}},
+            "a language model has data.max_articles",
+        ),
     ],
 )
 def test_invalid_values_are_errors(changes, message):
@@ -85,7 +88,14 @@ def test_all_shipped_models_have_a_config():
 
 def test_memory_extension_stages_chain():
     """Each stage starts from the previous stage's checkpoint and grows by 5."""
-    stages = [load_config(REPO_ROOT / "training" / "configs" / f"memtransformer_{a}_to_{b}.json") for a, b in ((5, 10), (10, 15), (15, 20))]
-    assert [s.init_from for s in stages] == ["checkpoints/memtransformer_5", "checkpoints/memtransformer_5_to_10", "checkpoints/memtransformer_10_to_15"]
+    stages = [
+        load_config(REPO_ROOT / "training" / "configs" / f"memtransformer_{a}_to_{b}.json")
+        for a, b in ((5, 10), (10, 15), (15, 20))
+    ]
+    assert [s.init_from for s in stages] == [
+        "checkpoints/memtransformer_5",
+        "checkpoints/memtransformer_5_to_10",
+        "checkpoints/memtransformer_10_to_15",
+    ]
     assert [s.grow_memory_to for s in stages] == [10, 15, 20]
     assert len({(s.train.epochs, s.train.batch_size) for s in stages}) == 1  # one fine-tuning schedule per stage

@@ -61,8 +61,14 @@ def test_batches_cover_every_example_once_and_repeat_with_the_seed(tokenized):
 def test_batches_group_similar_lengths(tokenized):
     """Within a chunk a batch spans a narrow range of source lengths."""
     _, examples = tokenized
-    spread = [max(len(examples[i][0]) for i in b) - min(len(examples[i][0]) for i in b) for b in bucketed_batches(examples, 16, seed=0)]
-    unsorted_spread = [max(len(e[0]) for e in examples[i : i + 16]) - min(len(e[0]) for e in examples[i : i + 16]) for i in range(0, len(examples), 16)]
+    spread = [
+        max(len(examples[i][0]) for i in b) - min(len(examples[i][0]) for i in b)
+        for b in bucketed_batches(examples, 16, seed=0)
+    ]
+    unsorted_spread = [
+        max(len(e[0]) for e in examples[i : i + 16]) - min(len(e[0]) for e in examples[i : i + 16])
+        for i in range(0, len(examples), 16)
+    ]
     assert sum(spread) < sum(unsorted_spread) / 2
 
 

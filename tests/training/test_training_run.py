@@ -25,7 +25,9 @@ from training.rundir import RunDirError
 def trained(tmp_path_factory, synthetic_data_dir, tiny_config):
     """A 3-epoch run of the tiny config: (checkpoint root, checkpoint folder, run dir)."""
     root = tmp_path_factory.mktemp("trained")
-    folder = run_training(tiny_config(), synthetic_data_dir, root / "checkpoints" / "tiny_test", root / "run", device="cpu")
+    folder = run_training(
+        tiny_config(), synthetic_data_dir, root / "checkpoints" / "tiny_test", root / "run", device="cpu"
+    )
     return root / "checkpoints", folder, root / "run"
 
 
@@ -67,11 +69,15 @@ def test_resume_continues_the_same_run(tmp_path, synthetic_data_dir, tiny_config
     """6 steps, stop, rerun to 10 steps == 10 steps at once: same weights,
     so position in the epoch, optimiser and dropout RNG were all restored."""
     config = tiny_config()
-    straight = run_training(config, synthetic_data_dir, tmp_path / "straight", tmp_path / "run_straight", device="cpu", max_steps=10)
+    straight = run_training(
+        config, synthetic_data_dir, tmp_path / "straight", tmp_path / "run_straight", device="cpu", max_steps=10
+    )
     run_training(config, synthetic_data_dir, tmp_path / "resumed", tmp_path / "run_resumed", device="cpu", max_steps=6)
     state = torch.load(tmp_path / "run_resumed" / "state.pt", weights_only=True)
     assert state["progress"]["step"] == 6
-    resumed = run_training(config, synthetic_data_dir, tmp_path / "resumed", tmp_path / "run_resumed", device="cpu", max_steps=10)
+    resumed = run_training(
+        config, synthetic_data_dir, tmp_path / "resumed", tmp_path / "run_resumed", device="cpu", max_steps=10
+    )
 
     assert json.loads((resumed / "metrics.json").read_text())["train"]["steps"] == 10
     assert "resume at step 6" in (tmp_path / "run_resumed" / "train.log").read_text()
@@ -84,7 +90,9 @@ def test_resume_continues_the_same_run(tmp_path, synthetic_data_dir, tiny_config
 def test_run_dir_refuses_a_different_config(tmp_path, synthetic_data_dir, tiny_config):
     run_training(tiny_config(), synthetic_data_dir, tmp_path / "out", tmp_path / "run", device="cpu", max_steps=1)
     with pytest.raises(RunDirError, match="train"):
-        run_training(tiny_config(epochs=5), synthetic_data_dir, tmp_path / "out", tmp_path / "run", device="cpu", max_steps=1)
+        run_training(
+            tiny_config(epochs=5), synthetic_data_dir, tmp_path / "out", tmp_path / "run", device="cpu", max_steps=1
+        )
 
 
 def test_memory_extension_run_continues_from_a_checkpoint(tmp_path, trained, synthetic_data_dir):
@@ -117,10 +125,14 @@ def test_store_half_remeasures_metrics_on_the_float16_weights(tmp_path, trained,
     assert f"bleu.val: {before['bleu']['val']} -> " in out and "lesion.bleu[2]: " in out and "train." not in out
 
     loaded = load_checkpoint(folder, "cpu")
-    assert loaded.meta["weights_dtype"] == "float16" and {t.dtype for t in load_file(folder / "model.safetensors").values()} == {torch.float16}
+    assert loaded.meta["weights_dtype"] == "float16" and {
+        t.dtype for t in load_file(folder / "model.safetensors").values()
+    } == {torch.float16}
     assert loaded.metrics["train"] == before["train"]
     # The numbers are those of the stored weights: measuring them again gives the same.
-    expected = evaluation_metrics(loaded.model, loaded.tokenizer, CORPORA["multi30k"], CORPORA["multi30k"].read(synthetic_data_dir))
+    expected = evaluation_metrics(
+        loaded.model, loaded.tokenizer, CORPORA["multi30k"], CORPORA["multi30k"].read(synthetic_data_dir)
+    )
     assert {k: v for k, v in loaded.metrics.items() if k != "train"} == expected
     assert not list(tmp_path.glob(".*"))  # the staging folder is gone
 
@@ -148,18 +160,30 @@ def test_quick_run_trains_and_evaluates_on_the_first_pairs(tmp_path, synthetic_d
     values["data"].update(max_pairs=64, max_eval_pairs=5)
     threads = torch.get_num_threads()
     try:
-        folder = run_training(config_from_dict(values), synthetic_data_dir, tmp_path / "quick", tmp_path / "run", device="cpu")
+        folder = run_training(
+            config_from_dict(values), synthetic_data_dir, tmp_path / "quick", tmp_path / "run", device="cpu"
+        )
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(threads)
     progress = capsys.readouterr().err  # a bar per phase, with the sentences or steps done and left
-    for bar in ("epoch 1/1: 100%", "val BLEU: 100%", "BLEU val: 100%", "BLEU test_2016_flickr: 100%", "lesion sweep: 100%"):
+    for bar in (
+        "epoch 1/1: 100%",
+        "val BLEU: 100%",
+        "BLEU val: 100%",
+        "BLEU test_2016_flickr: 100%",
+        "lesion sweep: 100%",
+    ):
         assert bar in progress, bar
     assert "5/5 [" in progress and "4/4 [" in progress
     loaded = load_checkpoint(folder, "cpu")
     assert loaded.metrics["train"]["steps"] == 64 // 16
     assert loaded.meta["training_data"].endswith("train (64 pairs)") and loaded.meta["max_eval_pairs"] == 5
     assert "evaluated on the first 5 pairs of each held-out split" in loaded.meta["description"]
-    first = {split: pairs[:5] for split, pairs in CORPORA["multi30k"].read(synthetic_data_dir).items() if split != "train"}
+    first = {
+        split: pairs[:5] for split, pairs in CORPORA["multi30k"].read(synthetic_data_dir).items() if split != "train"
+    }
     assert loaded.metrics["bleu"] == score_splits(loaded.model, loaded.tokenizer, first)["bleu"]
-    assert remeasure(loaded, synthetic_data_dir)["bleu"] == loaded.metrics["bleu"]  # store-half re-measures the same pairs
+    assert (
+        remeasure(loaded, synthetic_data_dir)["bleu"] == loaded.metrics["bleu"]
+    )  # store-half re-measures the same pairs

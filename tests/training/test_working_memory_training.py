@@ -17,23 +17,39 @@ from training.data import make_batch
 from training.objectives import objective_for_epoch, token_loss
 from training.run import run_training, working_memory_from_transformer
 
-WM_MODEL = {"family": "working_memory", "d_model": 16, "d_ff": 32, "n_heads": 2, "n_encoder_layers": 1, "n_decoder_layers": 1, "memory_size": 2}
+WM_MODEL = {
+    "family": "working_memory",
+    "d_model": 16,
+    "d_ff": 32,
+    "n_heads": 2,
+    "n_encoder_layers": 1,
+    "n_decoder_layers": 1,
+    "memory_size": 2,
+}
 WM_SECTION = {"plain_epochs": 1, "type_threshold": 0.5, "type_loss_weight": 0.5}
 DATA = {"dataset": "multi30k", "vocab_size": 60, "max_len": 24}
 TRAIN = {"epochs": 2, "batch_size": 16, "warmup_steps": 20, "seed": 0, "save_every_steps": 4}
 
 
 def wm_config(**changes):
-    return config_from_dict({"name": "tiny_wm", "model": WM_MODEL, "working_memory": WM_SECTION, "data": DATA, "train": TRAIN, **changes})
+    return config_from_dict(
+        {"name": "tiny_wm", "model": WM_MODEL, "working_memory": WM_SECTION, "data": DATA, "train": TRAIN, **changes}
+    )
 
 
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
         ({"working_memory": None}, "needs the 'working_memory' section"),
-        ({"model": {**WM_MODEL, "family": "transformer", "memory_size": 0}}, "needs a model of family 'working_memory'"),
+        (
+            {"model": {**WM_MODEL, "family": "transformer", "memory_size": 0}},
+            "needs a model of family 'working_memory'",
+        ),
         ({"model": {**WM_MODEL, "top_p": 1.5}}, "top_p"),
-        ({"init_from": "checkpoints/transformer", "data": {"dataset": "multi30k"}}, "takes its sizes from it: remove model.d_ff"),
+        (
+            {"init_from": "checkpoints/transformer", "data": {"dataset": "multi30k"}},
+            "takes its sizes from it: remove model.d_ff",
+        ),
         ({"working_memory": {**WM_SECTION, "type_threshold": 1.0}}, "type_threshold"),
     ],
 )
@@ -77,7 +93,9 @@ def test_plain_epoch_is_the_token_loss_and_memory_epoch_adds_the_type_loss(train
 
 
 def test_warm_start_needs_a_plain_transformer(tmp_path, synthetic_data_dir, tiny_config):
-    folder = run_training(tiny_config("tiny_plain", epochs=1), synthetic_data_dir, tmp_path / "tiny_plain", tmp_path / "run", device="cpu")
+    folder = run_training(
+        tiny_config("tiny_plain", epochs=1), synthetic_data_dir, tmp_path / "tiny_plain", tmp_path / "run", device="cpu"
+    )
     transformer = load_checkpoint(folder, "cpu").model
     with pytest.raises(ConfigError, match="not from family 'memtransformer'"):
         working_memory_from_transformer(transformer, {"family": "working_memory", "memory_size": 2})
@@ -92,11 +110,16 @@ def test_warm_start_reproduces_the_plain_transformer(tmp_path, synthetic_data_di
             "train": {**TRAIN, "epochs": 1},
         }
     )
-    transformer = load_checkpoint(run_training(config, synthetic_data_dir, tmp_path / "base", tmp_path / "run", device="cpu"), "cpu")
+    transformer = load_checkpoint(
+        run_training(config, synthetic_data_dir, tmp_path / "base", tmp_path / "run", device="cpu"), "cpu"
+    )
     model = working_memory_from_transformer(transformer.model, {"family": "working_memory", "memory_size": 2}).eval()
     tokenizer = transformer.tokenizer
     src = pad_batch(tokenizer.encode_sources(["hund läuft", "katze"]), tokenizer.pad_id)
-    tgt_in = pad_batch([[tokenizer.bos_id] + tokenizer.encode("runs dog"), [tokenizer.bos_id] + tokenizer.encode("cat")], tokenizer.pad_id)
+    tgt_in = pad_batch(
+        [[tokenizer.bos_id] + tokenizer.encode("runs dog"), [tokenizer.bos_id] + tokenizer.encode("cat")],
+        tokenizer.pad_id,
+    )
     with torch.no_grad():
         expected = transformer.model.eval()(src, tgt_in)
         real = tgt_in != tokenizer.pad_id  # [b, t]

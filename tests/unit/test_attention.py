@@ -74,9 +74,13 @@ def test_block_rows_sum_to_one_per_query_row(tiny_memory):
     for name, pattern in trace.tensors.items():
         query_axis, key_axis = trace.axes[name]
         for example in range(len(SOURCES)):
-            rows = block_rows(pattern[example], trace.axis_roles(query_axis, example), trace.axis_roles(key_axis, example))
+            rows = block_rows(
+                pattern[example], trace.axis_roles(query_axis, example), trace.axis_roles(key_axis, example)
+            )
             real = torch.tensor(real_rows(trace, name, example))
-            torch.testing.assert_close(rows.sum(-1)[:, real], torch.ones(rows.shape[0], int(real.sum())), atol=1e-5, rtol=0)
+            torch.testing.assert_close(
+                rows.sum(-1)[:, real], torch.ones(rows.shape[0], int(real.sum())), atol=1e-5, rtol=0
+            )
             assert rows[:, ~real].abs().sum() == 0.0
 
 
@@ -98,7 +102,9 @@ def test_merged_blocks_equal_blocks_of_the_whole_batch(tiny_memory):
     from inference.analyses.blocks import merge_blocks
 
     whole = attention_blocks(run_with_trace(tiny_memory, SOURCES, TARGETS, names=["*.pattern"]))
-    parts = [attention_blocks(run_with_trace(tiny_memory, [s], [t], names=["*.pattern"])) for s, t in zip(SOURCES, TARGETS)]
+    parts = [
+        attention_blocks(run_with_trace(tiny_memory, [s], [t], names=["*.pattern"])) for s, t in zip(SOURCES, TARGETS)
+    ]
     merged = merge_blocks(parts)
     assert len(merged) == len(whole)
     for a, b in zip(whole, merged):

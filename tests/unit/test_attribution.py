@@ -13,7 +13,11 @@ def test_integrated_gradients_are_complete(tiny_memory):
     result = attribute(tiny_memory, TEXT, position=0, n_steps=64)
     assert len(result.integrated_gradients_source) == len(result.source_tokens) == len(result.saliency_source)
     assert len(result.integrated_gradients_memory) == len(result.memory_slots) == 3
-    assert result.convergence_delta < 0.05 * (abs(sum(result.integrated_gradients_source)) + abs(sum(result.integrated_gradients_memory)) + 1e-6) + 1e-3
+    assert (
+        result.convergence_delta
+        < 0.05 * (abs(sum(result.integrated_gradients_source)) + abs(sum(result.integrated_gradients_memory)) + 1e-6)
+        + 1e-3
+    )
     assert any(v != 0 for v in result.saliency_memory)
 
 

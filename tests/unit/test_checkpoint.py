@@ -13,7 +13,9 @@ from tests.conftest import SOURCES, make_tiny
 
 
 def write(folder, loaded):
-    return save_checkpoint(folder, loaded.model, loaded.tokenizer, meta={"family": loaded.config.family}, metrics={"bleu": {"val": 1.0}})
+    return save_checkpoint(
+        folder, loaded.model, loaded.tokenizer, meta={"family": loaded.config.family}, metrics={"bleu": {"val": 1.0}}
+    )
 
 
 def test_checkpoint_round_trips_exactly(tiny, tmp_path):
@@ -62,7 +64,10 @@ def registry_root(tiny_tokenizer, tmp_path):
         (folder / "config.json").write_text(json.dumps(config))
 
     broken("unknown_family", unknown_family)
-    broken("truncated_weights", lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:100]))
+    broken(
+        "truncated_weights",
+        lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:100]),
+    )
     return tmp_path
 
 
@@ -126,7 +131,9 @@ def test_weights_gone_after_the_scan_are_reported_on_load(tiny_tokenizer, tmp_pa
 
 
 def test_float16_checkpoint_loads_as_float32_rounded_weights(tiny, tmp_path):
-    folder = save_checkpoint(tmp_path / "half", tiny.model, tiny.tokenizer, meta={"family": tiny.config.family}, weights_dtype="float16")
+    folder = save_checkpoint(
+        tmp_path / "half", tiny.model, tiny.tokenizer, meta={"family": tiny.config.family}, weights_dtype="float16"
+    )
     with safe_open(str(folder / "model.safetensors"), framework="pt") as stored:
         assert {stored.get_slice(name).get_dtype() for name in stored.keys()} == {"F16"}
     loaded = load_checkpoint(folder, "cpu")
@@ -137,7 +144,9 @@ def test_float16_checkpoint_loads_as_float32_rounded_weights(tiny, tmp_path):
         assert original[name].dtype == restored[name].dtype == torch.float32, name  # the saved model is left as it was
         assert torch.equal(restored[name], original[name].half().float()), name
     # Saved again in float32 (e.g. after fine-tuning), the meta no longer claims float16.
-    assert load_checkpoint(save_checkpoint(tmp_path / "full", loaded.model, loaded.tokenizer, loaded.meta), "cpu").meta == {"family": tiny.config.family}
+    assert load_checkpoint(
+        save_checkpoint(tmp_path / "full", loaded.model, loaded.tokenizer, loaded.meta), "cpu"
+    ).meta == {"family": tiny.config.family}
 
 
 def test_float16_refuses_weights_it_cannot_hold(tiny_tokenizer, tmp_path):

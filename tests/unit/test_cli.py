@@ -52,8 +52,12 @@ def test_translate_shows_working_memory_and_takes_its_lesions(tiny_tokenizer, tm
 def test_models_shows_a_language_model_with_its_perplexity(tiny_tokenizer, tmp_path, capsys):
     from tests.conftest import make_tiny_language_model
 
-    save_checkpoint(tmp_path / "tiny_lm", make_tiny_language_model(tiny_tokenizer), tiny_tokenizer,
-                    metrics={"word_perplexity": {"wikitext2_test": 300.0, "wikitext103_test": 250.25}})
+    save_checkpoint(
+        tmp_path / "tiny_lm",
+        make_tiny_language_model(tiny_tokenizer),
+        tiny_tokenizer,
+        metrics={"word_perplexity": {"wikitext2_test": 300.0, "wikitext103_test": 250.25}},
+    )
     assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "models"]) == 0
     out = capsys.readouterr().out
     assert "language_model" in out and "word perplexity wikitext103_test 250.2" in out and "wikitext2_test" not in out
@@ -68,7 +72,9 @@ def test_translate_with_beam_search_decodes_by_beam(tiny_tokenizer, tmp_path, ca
     save_checkpoint(tmp_path / "tiny_mem", loaded.model, loaded.tokenizer)
     args = ["--checkpoints", str(tmp_path), "--device", "cpu", "translate", "--model", "tiny_mem"]
     assert main(args + ["--beam", "3", "--length-penalty", "1.5", "ein Hund"]) == 0
-    beam = beam_search(loaded.model, encode_sources(loaded, ["ein Hund"]), beam_size=3, max_new_tokens=128, length_penalty=1.5)
+    beam = beam_search(
+        loaded.model, encode_sources(loaded, ["ein Hund"]), beam_size=3, max_new_tokens=128, length_penalty=1.5
+    )
     expected = loaded.tokenizer.decode(strip_after_eos(beam, loaded.config.eos_id)[0])
     assert capsys.readouterr().out == f"ein Hund\t{expected}\n"
     assert main(args + ["--beam", "9", "ein Hund"]) == 2
@@ -84,7 +90,23 @@ def test_beam_search_on_a_working_memory_model_says_why_not(tiny_tokenizer, tmp_
 
     loaded = make_tiny_working_memory(tiny_tokenizer)
     save_checkpoint(tmp_path / "tiny_wm", loaded.model, loaded.tokenizer)
-    assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "translate", "--model", "tiny_wm", "--beam", "2", "ein Hund"]) == 2
+    assert (
+        main(
+            [
+                "--checkpoints",
+                str(tmp_path),
+                "--device",
+                "cpu",
+                "translate",
+                "--model",
+                "tiny_wm",
+                "--beam",
+                "2",
+                "ein Hund",
+            ]
+        )
+        == 2
+    )
     assert "samples its memory" in capsys.readouterr().err
 
 
@@ -92,7 +114,10 @@ def test_translate_names_a_broken_checkpoint(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "translate", "--model", "empty", "x"]) == 2
     assert "checkpoint 'empty' is unavailable: config.json is missing" in capsys.readouterr().err
-    assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "hooks", "--model", "../" + tmp_path.name + "/empty"]) == 2
+    assert (
+        main(["--checkpoints", str(tmp_path), "--device", "cpu", "hooks", "--model", "../" + tmp_path.name + "/empty"])
+        == 2
+    )
     assert "no checkpoint named" in capsys.readouterr().err
 
 
@@ -129,11 +154,19 @@ print("LOADED", *sorted(name for name in {heavy!r} if name in sys.modules), file
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["translate", "--help"], ["models", "--help"], ["hooks", "--help"], ["serve", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["translate", "--help"], ["models", "--help"], ["hooks", "--help"], ["serve", "--help"]]
+)
 def test_help_imports_neither_torch_nor_the_web_stack(argv):
     """`python -m app.cli ... --help` in a fresh interpreter: the help is printed and no heavy module was imported."""
-    result = subprocess.run([sys.executable, "-c", HELP_PROBE.format(heavy=HEAVY_MODULES), *argv], capture_output=True, text=True, timeout=120, check=False,
-                            cwd=Path(__file__).resolve().parents[2])
+    result = subprocess.run(
+        [sys.executable, "-c", HELP_PROBE.format(heavy=HEAVY_MODULES), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert "usage: memlens" in result.stdout
     assert result.stderr.strip().splitlines()[-1] == "LOADED"
 

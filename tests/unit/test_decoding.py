@@ -26,7 +26,9 @@ def test_cached_decoding_equals_uncached_decoding(tiny):
     lesions = LESIONS if tiny.config.memory_size else LESIONS[:1]
     for interventions in lesions:
         cached = greedy_decode(tiny.model, src_ids, interventions, max_new_tokens=12, stop_at_eos=False)
-        uncached = greedy_decode(tiny.model, src_ids, interventions, max_new_tokens=12, use_cache=False, stop_at_eos=False)
+        uncached = greedy_decode(
+            tiny.model, src_ids, interventions, max_new_tokens=12, use_cache=False, stop_at_eos=False
+        )
         assert cached.shape == (len(SOURCES), 12)
         assert torch.equal(cached, uncached)
 
@@ -34,9 +36,14 @@ def test_cached_decoding_equals_uncached_decoding(tiny):
 def test_interventions_apply_during_decoding(tiny_memory):
     src_ids = encode_sources(tiny_memory, SOURCES)
     lesion = Interventions(memory_size=0)
-    decoded = strip_after_eos(greedy_decode(tiny_memory.model, src_ids, lesion, max_new_tokens=12), tiny_memory.config.eos_id)
+    decoded = strip_after_eos(
+        greedy_decode(tiny_memory.model, src_ids, lesion, max_new_tokens=12), tiny_memory.config.eos_id
+    )
     # A traced run without targets follows the lesioned decode, not the plain one.
-    assert run_with_trace(tiny_memory, SOURCES, names=["logits"], interventions=lesion, max_new_tokens=12).target_ids == decoded
+    assert (
+        run_with_trace(tiny_memory, SOURCES, names=["logits"], interventions=lesion, max_new_tokens=12).target_ids
+        == decoded
+    )
     plain = greedy_decode(tiny_memory.model, src_ids, max_new_tokens=12, stop_at_eos=False)
     with torch.no_grad():
         first_step = [tiny_memory.model(src_ids, plain[:, :0].new_full((2, 1), 1), m)[:, -1] for m in (None, 0)]
@@ -71,8 +78,16 @@ def test_beam_search_scores_at_least_greedy(tiny):
 def test_decoding_is_validated_data():
     assert Decoding() == Decoding(method="greedy") and Decoding().label == "greedy"
     assert Decoding(method="beam", beam_size=4, length_penalty=0.6).label == "beam 4, length penalty 0.6"
-    for bad in ({"beam_size": 0}, {"beam_size": 9}, {"length_penalty": -0.1}, {"length_penalty": 2.5},
-                {"length_penalty": float("nan")}, {"length_penalty": float("inf")}, {"method": "sample"}, {"temperature": 1.0}):
+    for bad in (
+        {"beam_size": 0},
+        {"beam_size": 9},
+        {"length_penalty": -0.1},
+        {"length_penalty": 2.5},
+        {"length_penalty": float("nan")},
+        {"length_penalty": float("inf")},
+        {"method": "sample"},
+        {"temperature": 1.0},
+    ):
         with pytest.raises(ValidationError):
             Decoding(**{"method": "beam", **bad})
     with pytest.raises(ValidationError):
@@ -82,11 +97,15 @@ def test_decoding_is_validated_data():
 def test_traced_run_follows_the_beam_and_records_it(tiny_memory):
     src_ids = encode_sources(tiny_memory, SOURCES)
     decoding = Decoding(method="beam", beam_size=3, length_penalty=1.0)
-    beam = strip_after_eos(beam_search(tiny_memory.model, src_ids, 3, max_new_tokens=12, length_penalty=1.0), tiny_memory.config.eos_id)
+    beam = strip_after_eos(
+        beam_search(tiny_memory.model, src_ids, 3, max_new_tokens=12, length_penalty=1.0), tiny_memory.config.eos_id
+    )
     greedy = run_with_trace(tiny_memory, SOURCES, names=["logits"], max_new_tokens=12)
     trace = run_with_trace(tiny_memory, SOURCES, names=["logits"], max_new_tokens=12, decoding=decoding)
     assert trace.target_ids == beam and trace.decoded
-    assert trace.target_ids != greedy.target_ids  # these tiny models decode differently by beam: the test sees which ran
+    assert (
+        trace.target_ids != greedy.target_ids
+    )  # these tiny models decode differently by beam: the test sees which ran
     assert trace.logits.shape[1] == max(len(ids) for ids in beam) + 1  # teacher-forced on BOS + the beam's output
     assert trace.config["decoding"] == {"method": "beam", "beam_size": 3, "length_penalty": 1.0}
     assert greedy.config["decoding"]["method"] == "greedy"

@@ -15,12 +15,12 @@ from inference.analyses.ff_aggregation import (
 from inference.analyses.ff_agreement import key_value_agreement
 from inference.analyses.ff_mining import (
     MiningState,
+    TriggerStore,
     TriggerTokens,
     add_batch,
     compact_triggers,
     mine_triggers,
     prefix_stream,
-    TriggerStore,
     trigger_tokens,
 )
 from inference.analyses.ff_values import (
@@ -79,7 +79,9 @@ def test_mining_finds_the_planted_key_one_prefix_per_sentence(tiny_tokenizer):
     assert all(p in holding[s] for s, p in zip(sentences, positions))
     tokens = trigger_tokens(state, planted, CORPUS_TEXTS)[LAYER0]
     assert tokens.trigger[PLANTED_KEY, : len(sentences)].tolist() == [token] * len(sentences)
-    assert tokens.next[PLANTED_KEY, : len(sentences)].tolist() == [streams[s][p + 1] for s, p in zip(sentences, positions)]
+    assert tokens.next[PLANTED_KEY, : len(sentences)].tolist() == [
+        streams[s][p + 1] for s, p in zip(sentences, positions)
+    ]
     assert (tokens.next[PLANTED_KEY, len(sentences) :] == -1).all()
 
 
@@ -101,7 +103,9 @@ def test_compact_record_is_json_and_keeps_the_triggers(tiny_tokenizer):
         assert t.next_token == tiny_tokenizer.display_tokens([stream[t.position + 1]])[0]
         assert t.truncated == (t.position >= 3)
     from_corpus = trigger_tokens(state, planted, CORPUS_TEXTS)
-    assert store.top_coefficients(LAYER0)[PLANTED_KEY] == pytest.approx(state.coefficients[LAYER0][PLANTED_KEY, 0].item(), rel=1e-3)
+    assert store.top_coefficients(LAYER0)[PLANTED_KEY] == pytest.approx(
+        state.coefficients[LAYER0][PLANTED_KEY, 0].item(), rel=1e-3
+    )
     for layer, tokens in store.trigger_tokens().items():
         assert torch.equal(tokens.trigger, from_corpus[layer].trigger)
         assert torch.equal(tokens.next, from_corpus[layer].next)
@@ -116,7 +120,9 @@ def test_mining_state_round_trips_and_resumes(tiny_tokenizer, tmp_path):
     assert [s.sentences_consumed for s in saved] == [2, 4]
     first_half.save(tmp_path / "state.pt")
     torch.load(tmp_path / "state.pt", weights_only=True)  # plain tensors and numbers only
-    resumed = mine_triggers(tiny, CORPUS_TEXTS, CORPUS_SOURCES, state=MiningState.load(tmp_path / "state.pt"), batch_size=2)
+    resumed = mine_triggers(
+        tiny, CORPUS_TEXTS, CORPUS_SOURCES, state=MiningState.load(tmp_path / "state.pt"), batch_size=2
+    )
 
     assert resumed.sentences_consumed == whole.sentences_consumed == len(PAIRS)
     for field in ("coefficients", "sentences", "positions"):
@@ -127,7 +133,9 @@ def test_mining_state_round_trips_and_resumes(tiny_tokenizer, tmp_path):
 
 
 def test_ties_go_to_earlier_sentences_whatever_the_batches():
-    peaks = torch.tensor([0.5, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0])  # one key's peak per sentence; ReLU keys tie at 0 a lot
+    peaks = torch.tensor(
+        [0.5, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0]
+    )  # one key's peak per sentence; ReLU keys tie at 0 a lot
     keys = peaks[:, None, None].expand(-1, 2, 3)  # [8 sentences, t 2, d_ff 3]: the same peak at both positions
     lengths = [2] * 8
     for split in ([8], [2, 2, 2, 2], [3, 5], [1, 7]):
@@ -143,10 +151,14 @@ def test_agreement_on_constructed_values_and_triggers():
     vocab = 6
     top = torch.tensor([0, 1, 2, 3])  # each value's top token
     logits = {"layer": torch.nn.functional.one_hot(top, vocab).float()}  # [d_ff 4, vocab]
-    triggers = {"layer": TriggerTokens(
-        trigger=torch.tensor([[5, 5], [1, 5], [-1, -1], [5, -1]]),
-        next=torch.tensor([[0, 4], [4, 1], [-1, -1], [3, -1]]),  # keys 0, 3 agree on the top trigger, key 1 only on its second, key 2 never fired
-    )}
+    triggers = {
+        "layer": TriggerTokens(
+            trigger=torch.tensor([[5, 5], [1, 5], [-1, -1], [5, -1]]),
+            next=torch.tensor(
+                [[0, 4], [4, 1], [-1, -1], [3, -1]]
+            ),  # keys 0, 3 agree on the top trigger, key 1 only on its second, key 2 never fired
+        )
+    }
 
     (result,) = key_value_agreement(logits, triggers)
 
@@ -227,7 +239,9 @@ def test_aggregation_on_a_tiny_model(tiny_tokenizer):
     (summary0, summary1) = summarise_aggregation([aggregation, aggregation])
     assert summary1.predictions == 2 * real
     assert summary0.residual_wins + summary0.ff_wins + summary0.all_agree + summary0.composition == pytest.approx(1.0)
-    assert summary1.residual_agrees_with_final == pytest.approx((last.residual_top == aggregation.final_top).double().mean().item())
+    assert summary1.residual_agrees_with_final == pytest.approx(
+        (last.residual_top == aggregation.final_top).double().mean().item()
+    )
 
 
 def test_prediction_cases():
@@ -236,17 +250,29 @@ def test_prediction_cases():
     output = torch.tensor([1, 2, 1, 3, 4])
     wanted = ["residual_wins", "composition", "all_agree", "composition", "composition"]
     assert prediction_cases(residual, ff, output).tolist() == [CASES.index(c) for c in wanted]
-    assert prediction_cases(torch.tensor([1]), torch.tensor([2]), torch.tensor([2])).tolist() == [CASES.index("ff_wins")]
+    assert prediction_cases(torch.tensor([1]), torch.tensor([2]), torch.tensor([2])).tolist() == [
+        CASES.index("ff_wins")
+    ]
 
 
 def hand_built(ff_out: torch.Tensor, keys: torch.Tensor) -> tuple[Trace, FFMemories]:
     """One example, positions as rows; vocab = d = 3, E = identity, two
     values pointing at tokens 0 and 1; the layer output is r + y."""
     t = ff_out.shape[0]
-    memories = FFMemories(["dec.layers.0.ff"], {"dec.layers.0.ff": torch.eye(3)[:2] * torch.tensor([[1.0], [2.0]])}, torch.eye(3),
-                          lambda layer, r, y: r + y)
-    tensors = {"dec.layers.0.ff.keys": keys[None], "dec.layers.0.ff.out": ff_out[None], "dec.layers.0.resid_mid": torch.zeros(1, t, 3)}
-    trace = Trace(tensors, {}, {"dec": [["x"] * t]}, {"dec": [["tgt"] * t]}, ["src"], [[3] * t], ["x"], ff_out[None], {}, False)
+    memories = FFMemories(
+        ["dec.layers.0.ff"],
+        {"dec.layers.0.ff": torch.eye(3)[:2] * torch.tensor([[1.0], [2.0]])},
+        torch.eye(3),
+        lambda layer, r, y: r + y,
+    )
+    tensors = {
+        "dec.layers.0.ff.keys": keys[None],
+        "dec.layers.0.ff.out": ff_out[None],
+        "dec.layers.0.resid_mid": torch.zeros(1, t, 3),
+    }
+    trace = Trace(
+        tensors, {}, {"dec": [["x"] * t]}, {"dec": [["tgt"] * t]}, ["src"], [[3] * t], ["x"], ff_out[None], {}, False
+    )
     return trace, memories
 
 
@@ -276,4 +302,6 @@ def test_logit_lens_of_one_example(tiny_tokenizer):
     assert torch.equal(lens.layers[-1].output_tokens[:, 0], trace.logits[1, :t].argmax(dim=-1))
     scores = trace.tensors[f"{LAYER0}.keys"][1, :t] * memories.values[LAYER0].norm(dim=-1)  # [t, d_ff]
     torch.testing.assert_close(lens.layers[0].key_scores[:, 0], scores.max(dim=-1).values)
-    assert torch.equal(lens.layers[0].key_value_tokens, value_logits(memories, LAYER0).argmax(dim=-1)[lens.layers[0].key_indices])
+    assert torch.equal(
+        lens.layers[0].key_value_tokens, value_logits(memories, LAYER0).argmax(dim=-1)[lens.layers[0].key_indices]
+    )

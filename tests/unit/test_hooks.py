@@ -29,11 +29,16 @@ def test_hook_names_match_golden_file(tiny_tokenizer):
     listing = hook_listing(tiny_tokenizer)
     if os.environ.get("MEMLENS_UPDATE_GOLDEN"):
         GOLDEN.write_text(listing)
-    assert listing == GOLDEN.read_text(), "hook names changed; if intended, rerun with MEMLENS_UPDATE_GOLDEN=1 and review the diff"
+    assert listing == GOLDEN.read_text(), (
+        "hook names changed; if intended, rerun with MEMLENS_UPDATE_GOLDEN=1 and review the diff"
+    )
 
 
 def test_unknown_hook_name_is_refused():
     model = build_model(tiny_config("memtransformer", vocab_size=40))
     with pytest.raises(ValueError, match="no hook point matches"):
         select_hook_names(model, ["encoder.layers.0.attn.patern"])
-    assert select_hook_names(model, ["*.cross_attn.pattern"]) == ["decoder.layers.0.cross_attn.pattern", "decoder.layers.1.cross_attn.pattern"]
+    assert select_hook_names(model, ["*.cross_attn.pattern"]) == [
+        "decoder.layers.0.cross_attn.pattern",
+        "decoder.layers.1.cross_attn.pattern",
+    ]

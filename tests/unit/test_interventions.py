@@ -45,12 +45,16 @@ def test_baseline_refuses_memory(tiny_tokenizer):
     from tests.conftest import make_tiny
 
     with pytest.raises(InterventionError):
-        run_with_trace(make_tiny("transformer", tiny_tokenizer), SOURCES, TARGETS, interventions=Interventions(memory_size=1))
+        run_with_trace(
+            make_tiny("transformer", tiny_tokenizer), SOURCES, TARGETS, interventions=Interventions(memory_size=1)
+        )
 
 
 @pytest.mark.parametrize("where", ["encoder", "decoder", "both"])
 def test_blocking_reads_puts_zero_mass_on_memory_keys(tiny_memory, where):
-    trace = run_with_trace(tiny_memory, SOURCES, TARGETS, names=["*.pattern"], interventions=Interventions(block_memory_reads=where))
+    trace = run_with_trace(
+        tiny_memory, SOURCES, TARGETS, names=["*.pattern"], interventions=Interventions(block_memory_reads=where)
+    )
     blocked = {"encoder": ("encoder.",), "decoder": ("decoder.",), "both": ("encoder.", "decoder.")}[where]
     reads = {h.stack: 0.0 for h in attention_blocks(trace)}
     for head in attention_blocks(trace):
@@ -65,7 +69,9 @@ def test_blocking_reads_puts_zero_mass_on_memory_keys(tiny_memory, where):
 
 
 def test_knocked_out_slots_get_no_attention(tiny_memory):
-    trace = run_with_trace(tiny_memory, SOURCES, TARGETS, names=["*.pattern"], interventions=Interventions(knockout_slots=(0, 2)))
+    trace = run_with_trace(
+        tiny_memory, SOURCES, TARGETS, names=["*.pattern"], interventions=Interventions(knockout_slots=(0, 2))
+    )
     for name, pattern in trace.tensors.items():
         if trace.axes[name][1] == "enc":
             assert pattern[..., [0, 2]].abs().max() == 0.0, name
@@ -90,16 +96,32 @@ def test_head_ablation_zeroes_exactly_that_head(tiny):
 
 def test_bad_head_references_are_refused(tiny):
     with pytest.raises(InterventionError, match="out of range"):
-        run_with_trace(tiny, SOURCES, TARGETS, interventions=Interventions(ablate_heads=(HeadRef(attn="decoder.layers.0.self_attn", head=2),)))
+        run_with_trace(
+            tiny,
+            SOURCES,
+            TARGETS,
+            interventions=Interventions(ablate_heads=(HeadRef(attn="decoder.layers.0.self_attn", head=2),)),
+        )
     with pytest.raises(InterventionError, match="unknown attention module"):
-        run_with_trace(tiny, SOURCES, TARGETS, interventions=Interventions(ablate_heads=(HeadRef(attn="decoder.layers.9.self_attn", head=0),)))
+        run_with_trace(
+            tiny,
+            SOURCES,
+            TARGETS,
+            interventions=Interventions(ablate_heads=(HeadRef(attn="decoder.layers.9.self_attn", head=0),)),
+        )
 
 
 def test_zeroing_ff_keys_zeroes_their_coefficients(tiny):
     ff = "decoder.layers.0.ff"
     plain = run_with_trace(tiny, SOURCES, TARGETS, names=[f"{ff}.keys"])
     keys = tuple(int(k) for k in plain.tensors[f"{ff}.keys"].amax(dim=(0, 1)).topk(3).indices)
-    edited = run_with_trace(tiny, SOURCES, TARGETS, names=[f"{ff}.keys"], interventions=Interventions(scale_ff_keys=(FFKeyScale(ff=ff, keys=keys),)))
+    edited = run_with_trace(
+        tiny,
+        SOURCES,
+        TARGETS,
+        names=[f"{ff}.keys"],
+        interventions=Interventions(scale_ff_keys=(FFKeyScale(ff=ff, keys=keys),)),
+    )
     coefficients = edited.tensors[f"{ff}.keys"]
     assert coefficients[..., list(keys)].abs().max() == 0.0
     others = [k for k in range(coefficients.shape[-1]) if k not in keys]
@@ -109,7 +131,12 @@ def test_zeroing_ff_keys_zeroes_their_coefficients(tiny):
 
 def test_out_of_range_ff_key_is_refused(tiny):
     with pytest.raises(InterventionError, match="out of range"):
-        run_with_trace(tiny, SOURCES, TARGETS, interventions=Interventions(scale_ff_keys=(FFKeyScale(ff="decoder.layers.0.ff", keys=(32,)),)))
+        run_with_trace(
+            tiny,
+            SOURCES,
+            TARGETS,
+            interventions=Interventions(scale_ff_keys=(FFKeyScale(ff="decoder.layers.0.ff", keys=(32,)),)),
+        )
 
 
 def test_interventions_reject_unknown_fields():
@@ -121,6 +148,12 @@ def test_interventions_reject_unknown_fields():
 
 def test_nothing_stays_on_the_model(tiny):
     with pytest.raises(InterventionError):
-        run_with_trace(tiny, SOURCES, TARGETS, names=["*.pattern"], interventions=Interventions(ablate_heads=(HeadRef(attn="decoder.layers.0.self_attn", head=7),)))
+        run_with_trace(
+            tiny,
+            SOURCES,
+            TARGETS,
+            names=["*.pattern"],
+            interventions=Interventions(ablate_heads=(HeadRef(attn="decoder.layers.0.self_attn", head=7),)),
+        )
     run_with_trace(tiny, SOURCES, TARGETS, interventions=Interventions(block_memory_reads="both"))
     assert not any(point.active for point in hook_points(tiny.model).values())

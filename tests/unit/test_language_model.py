@@ -64,7 +64,9 @@ def test_hook_points_have_their_declared_shapes(model):
 def test_traced_attention_path_gives_the_fast_path_logits(model):
     ids = random_ids(model, 2, 9)
     fast = model(ids)
-    with registered_hooks(model, [(f"layers.{i}.attn.pattern", lambda x, point: None) for i in range(model.config.n_layers)]):
+    with registered_hooks(
+        model, [(f"layers.{i}.attn.pattern", lambda x, point: None) for i in range(model.config.n_layers)]
+    ):
         traced = model(ids)
     torch.testing.assert_close(traced, fast, rtol=1e-5, atol=1e-5)
 
@@ -73,7 +75,10 @@ def test_residual_stream_is_a_sum_read_through_the_final_norm(model):
     """Pre-LN: the last layer's output is resid_mid + ff.out, and the logits are final_norm of it times E."""
     captured = {}
     last = model.config.n_layers - 1
-    hooks = [(name, lambda x, point: captured.__setitem__(point.name, x)) for name in (f"layers.{last}.resid_mid", f"layers.{last}.ff.out")]
+    hooks = [
+        (name, lambda x, point: captured.__setitem__(point.name, x))
+        for name in (f"layers.{last}.resid_mid", f"layers.{last}.ff.out")
+    ]
     ids = random_ids(model, 2, 6)
     with registered_hooks(model, hooks):
         logits = model(ids)
@@ -103,7 +108,13 @@ def test_config_is_checked():
 
 
 def test_checkpoint_round_trips_through_the_registry(model, tiny_tokenizer, tmp_path):
-    save_checkpoint(tmp_path / "lm", model, tiny_tokenizer, meta={"family": "language_model"}, metrics={"perplexity": {"wikitext2_test": 99.0}})
+    save_checkpoint(
+        tmp_path / "lm",
+        model,
+        tiny_tokenizer,
+        meta={"family": "language_model"},
+        metrics={"perplexity": {"wikitext2_test": 99.0}},
+    )
     loaded = load_checkpoint(tmp_path / "lm", "cpu")
     assert loaded.config == model.config and isinstance(loaded.model, LanguageModel)
     ids = random_ids(model, 2, 8)

@@ -88,7 +88,9 @@ def test_mining_a_language_model_finds_the_planted_key(tiny_tokenizer):
     planted = planted_language_model(tiny_tokenizer, token)
     streams = [prefix_stream(planted, text) for text in TEXTS]
     assert streams[0] == [tiny_tokenizer.eos_id, *tiny_tokenizer.encode(TEXTS[0])]
-    holding = {s: [p for p, t in enumerate(stream[:-1]) if t == token] for s, stream in enumerate(streams)}  # a prefix needs a next token
+    holding = {
+        s: [p for p, t in enumerate(stream[:-1]) if t == token] for s, stream in enumerate(streams)
+    }  # a prefix needs a next token
     assert any(holding.values())
 
     state = mine_triggers(planted, TEXTS, batch_size=2, top_k=3)
@@ -110,4 +112,6 @@ def test_zeroing_a_language_model_key_removes_exactly_its_contribution(tiny_lm):
 
     m = plain.tensors[f"{LAYER0}.keys"][..., key]  # [b, t]
     value = language_model_ff_memories(tiny_lm.model).values[LAYER0][key]  # [d]
-    torch.testing.assert_close(plain.tensors[f"{LAYER0}.out"] - zeroed.tensors[f"{LAYER0}.out"], m[..., None] * value, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        plain.tensors[f"{LAYER0}.out"] - zeroed.tensors[f"{LAYER0}.out"], m[..., None] * value, atol=1e-5, rtol=1e-5
+    )

@@ -173,7 +173,14 @@ def test_special_and_bare_marker_pieces_have_their_own_categories():
 def test_summary_bundles_everything_as_strict_json():
     records = [record(DOG, "▁dog", "s"), record(MAN, "▁man"), record(WOMEN)]
     summary = memory_content_summary(records)
-    assert set(summary) == {"n_sentences", "unique_tokens", "diversity_by_length", "keywords", "content_words", "parts_of_speech"}
+    assert set(summary) == {
+        "n_sentences",
+        "unique_tokens",
+        "diversity_by_length",
+        "keywords",
+        "content_words",
+        "parts_of_speech",
+    }
     assert summary["unique_tokens"]["sentences_by_unique_count"] == [1, 1, 1]
     assert summary["keywords"]["matched"]["p_in_memory"] == pytest.approx(2 / 9)
     json.dumps(summary, allow_nan=False)  # no inf/NaN: the app serves it as JSON

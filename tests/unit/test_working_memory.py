@@ -30,7 +30,14 @@ STEPS = 16
 
 def tiny_wm_config(vocab_size: int) -> WorkingMemoryConfig:
     return WorkingMemoryConfig(
-        vocab_size=vocab_size, d_model=16, d_ff=32, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, memory_size=TINY_MEMORY, max_positions=64
+        vocab_size=vocab_size,
+        d_model=16,
+        d_ff=32,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        memory_size=TINY_MEMORY,
+        max_positions=64,
     )
 
 
@@ -169,9 +176,13 @@ def test_forced_memory_is_exactly_the_memory_written_first(wm, src, memory_bias)
         assert example.memory == list(forced)
         assert example.types[: len(forced)] == [0] * len(forced) and set(example.types[len(forced) :]) == {1}
         assert greedy_after_its_stream(wm, src[row : row + 1], example)
-        assert not out.choices[row, :, CHOICE_COLUMNS.index("nucleus_size")].any()  # nothing sampled: forced memory, greedy targets
+        assert not out.choices[
+            row, :, CHOICE_COLUMNS.index("nucleus_size")
+        ].any()  # nothing sampled: forced memory, greedy targets
     other = wm_generate(wm, src, Interventions(forced_memory=(8, 9, 10)), max_new_tokens=STEPS)
-    assert [e.translation for e in other.examples] != [e.translation for e in out.examples]  # the translation reads the memory
+    assert [e.translation for e in other.examples] != [
+        e.translation for e in out.examples
+    ]  # the translation reads the memory
 
 
 def test_forced_memory_must_fit_the_memory(wm, src):
@@ -229,7 +240,11 @@ def test_masking_memory_in_a_teacher_forced_pass(hungry, src):
 
     names = [f"decoder.layers.{i}.self_attn.pattern" for i in range(2)]
     lesion = Interventions(mask_memory=True)
-    with torch.no_grad(), applied_interventions(hungry, lesion), registered_hooks(hungry, [(n, capture) for n in names]):
+    with (
+        torch.no_grad(),
+        applied_interventions(hungry, lesion),
+        registered_hooks(hungry, [(n, capture) for n in names]),
+    ):
         hungry(src, out.ids, out.types, out.key_mask)
     blocked = (out.types == 1)[:, None, :, None] & (out.types == 0)[:, None, None, :]  # [b, 1, q, k]
     for name in names:

@@ -14,8 +14,12 @@ def test_measure_runs_a_sentence_alone_as_the_page_does(tiny_tokenizer):
     loaded = make_tiny_working_memory(tiny_tokenizer)
     measured = measure(loaded, SOURCES[0], "a dog plays in the park")
     alone = wm_generate(loaded.model, encode_sources(loaded, [SOURCES[0]]), seed=0).examples[0]
-    assert measured.memory_tokens == len(alone.memory) > 0 and measured.memory == tiny_tokenizer.display_tokens(alone.memory)
-    no_memory = wm_generate(loaded.model, encode_sources(loaded, [SOURCES[0]]), Interventions(memory_size=0), seed=0).examples[0]
+    assert measured.memory_tokens == len(alone.memory) > 0 and measured.memory == tiny_tokenizer.display_tokens(
+        alone.memory
+    )
+    no_memory = wm_generate(
+        loaded.model, encode_sources(loaded, [SOURCES[0]]), Interventions(memory_size=0), seed=0
+    ).examples[0]
     assert measured.no_memory == tiny_tokenizer.decode(no_memory.translation)
 
 

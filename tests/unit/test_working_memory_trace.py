@@ -31,7 +31,9 @@ def test_trace_holds_the_generation_and_its_decisions(keen):
         decisions = step_decisions(trace, keen.tokenizer, example)
         assert [d.kind for d in decisions][: len(kinds)] == kinds  # the last decision may be the final EOS
         assert all(0 <= d.p_memory <= 1 for d in decisions)
-    assert [len(memory_tokens(trace, e)) for e in range(2)] == [int((trace.choices[e, :, 2] == 0).sum()) for e in range(2)]
+    assert [len(memory_tokens(trace, e)) for e in range(2)] == [
+        int((trace.choices[e, :, 2] == 0).sum()) for e in range(2)
+    ]
 
 
 def test_masked_run_puts_no_target_attention_on_memory(keen):
