@@ -24,9 +24,9 @@ import torch
 
 from inference.analyses.ff_mining import mine_triggers, prefix_stream, trace_texts
 from inference.analyses.ff_values import ff_memories
-from inference.checkpoint import load_checkpoint
-from inference.decoding import pad_batch
-from inference.models.language_model import LanguageModel
+from inference.core.checkpoint import load_checkpoint
+from inference.core.decoding import pad_batch
+from inference.families.language_model.model import LanguageModel
 from training.data import resolve_data_dir
 from training.ff_study import study_corpus
 

@@ -19,12 +19,12 @@ import time
 
 import torch
 
-from inference.checkpoint import LoadedModel, load_checkpoint
-from inference.decoding import greedy_decode, pad_batch
-from inference.hooks import HookPoint, hook_points, registered_hooks
-from inference.models import build_model
-from inference.models.memory_transformer import MemoryTransformerConfig
-from inference.tokenizer import train_bpe
+from inference.core.checkpoint import LoadedModel, load_checkpoint
+from inference.core.decoding import greedy_decode, pad_batch
+from inference.core.family import build_model
+from inference.core.hooks import HookPoint, hook_points, registered_hooks
+from inference.core.tokenizer import train_bpe
+from inference.families.memory_transformer.model import MemoryTransformerConfig
 
 SENTENCES = [
     "Ein Mann mit einem orangefarbenen Hut starrt auf etwas.",

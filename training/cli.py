@@ -19,7 +19,7 @@ from training.data_dir import DATA_DIR_ENV
 
 def user_errors() -> tuple[type[Exception], ...]:
     """Problems the user can fix (a path, a config key): reported in one line, no traceback."""
-    from inference.checkpoint import CheckpointError
+    from inference.core.checkpoint import CheckpointError
     from training.config import ConfigError
     from training.data import DataError
     from training.rundir import RunDirError

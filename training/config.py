@@ -26,7 +26,7 @@ from the checkpoint.
 The "working_memory" section (working-memory models only) sets Algorithm 1:
 plain_epochs epochs as a plain Transformer first (no memory written), then
 training with model-chosen memory; type_threshold and type_loss_weight are
-the type head's self-supervised labels (inference.wm_decoding.type_labels).
+the type head's self-supervised labels (inference.families.working_memory.generation.type_labels).
 
 A language model (model family "language_model") trains on data.dataset
 "enwiki", and only there; for it data.max_len is the length of a training
@@ -44,14 +44,14 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 
-from inference.models import ModelConfig
-from inference.models import config_from_dict as model_config_from_dict
-from inference.models.language_model import FAMILY as LANGUAGE_MODEL_FAMILY
-from inference.models.language_model import LanguageModelConfig
-from inference.models.memory_transformer import MemoryTransformerConfig
-from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
-from inference.models.working_memory import WorkingMemoryConfig
-from inference.tokenizer import TextTokenizer
+from inference.core.family import FamilyConfig
+from inference.core.family import config_from_dict as model_config_from_dict
+from inference.core.tokenizer import TextTokenizer
+from inference.families.language_model.model import FAMILY as LANGUAGE_MODEL_FAMILY
+from inference.families.language_model.model import LanguageModelConfig
+from inference.families.memory_transformer.model import MemoryTransformerConfig
+from inference.families.working_memory.model import FAMILY as WORKING_MEMORY_FAMILY
+from inference.families.working_memory.model import WorkingMemoryConfig
 from training import REPO_ROOT
 from training.lm_corpora import ENWIKI
 
@@ -138,7 +138,7 @@ class TrainConfig:
     def is_language_model(self) -> bool:
         return self.model is not None and self.model.get("family") == LANGUAGE_MODEL_FAMILY
 
-    def model_config(self, tokenizer: TextTokenizer) -> ModelConfig:
+    def model_config(self, tokenizer: TextTokenizer) -> FamilyConfig:
         """The architecture of a new model (runs without init_from)."""
         return model_config_from_dict(
             {

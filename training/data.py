@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 
-from inference.decoding import pad_batch
-from inference.tokenizer import TextTokenizer
+from inference.core.decoding import pad_batch
+from inference.core.tokenizer import TextTokenizer
 from training.data_dir import DATA_DIR_ENV, fetch_hint, resolve_data_dir  # noqa: F401 (DATA_DIR_ENV, resolve_data_dir: re-exported for the commands)
 
 SPLITS = ("train", "val", "test_2016_flickr")

@@ -1,26 +1,26 @@
-"""Translation quality: decoding and BLEU/chrF (inference.translate and
+"""Translation quality: decoding and BLEU/chrF (inference.runs.translate and
 inference.analyses.quality, the code the app runs), and the memory-size lesion sweep."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from torch import nn
 from tqdm import tqdm
 
 from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
 from inference.analyses.quality import corpus_quality
-from inference.interventions import Interventions
-from inference.models import Model
-from inference.models.working_memory import WorkingMemoryTransformer
-from inference.tokenizer import TextTokenizer
-from inference.translate import BATCH_SIZE, translate_all
+from inference.core.interventions import Interventions
+from inference.core.tokenizer import TextTokenizer
+from inference.families.working_memory.model import WorkingMemoryTransformer
+from inference.runs.translate import BATCH_SIZE, translate_all
 from training.data import Pair
 
 EVAL_BATCH_SIZE = BATCH_SIZE
 
 
 def bleu_and_chrf(
-    model: Model,
+    model: nn.Module,
     tokenizer: TextTokenizer,
     pairs: list[Pair],
     batch_size: int = EVAL_BATCH_SIZE,
@@ -37,7 +37,7 @@ def bleu_and_chrf(
 
 
 def score_splits(
-    model: Model, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], batch_size: int = EVAL_BATCH_SIZE
+    model: nn.Module, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], batch_size: int = EVAL_BATCH_SIZE
 ) -> dict:
     """{"bleu": {split: ..}, "chrf": {split: ..}}, as metrics.json stores them."""
     scores = {
@@ -51,7 +51,7 @@ def score_splits(
 
 
 def lesion_sweep(
-    model: Model,
+    model: nn.Module,
     tokenizer: TextTokenizer,
     pairs: list[Pair],
     memory_sizes: Sequence[int],
@@ -69,7 +69,7 @@ def lesion_sweep(
     return {"memory_size": sizes, "bleu": bleu}
 
 
-def lesion_table(model: Model, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE) -> dict:
+def lesion_table(model: nn.Module, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE) -> dict:
     """The lesion sweep stored in metrics.json: the paper's sizes plus the
     trained size, so the table always shows the unlesioned model too; for a
     working-memory model also "masked_bleu", BLEU with the memory mask."""

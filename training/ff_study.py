@@ -44,8 +44,8 @@ from inference.analyses.ff_mining import (
     trace_texts,
 )
 from inference.analyses.ff_values import ff_memories, value_logits
-from inference.checkpoint import LoadedModel, load_checkpoint
-from inference.models.language_model import LanguageModel
+from inference.core.checkpoint import LoadedModel, load_checkpoint
+from inference.families.language_model.model import LanguageModel
 from training import REPO_ROOT
 from training.corpora import CORPORA
 from training.data import resolve_data_dir

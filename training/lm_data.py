@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
+from torch import nn
 from tqdm import tqdm
 
-from inference.models import Model
-from inference.tokenizer import TextTokenizer
+from inference.core.tokenizer import TextTokenizer
 from training.lm_corpora import Document
 
 ENCODE_CHUNK = 20_000  # sentences per encode_batch call: bounds the tokenizer's temporary objects
@@ -136,7 +136,7 @@ class LanguageModelData:
         for i in range(0, len(starts), batch_size):
             yield make_lm_batch(self.val.tokens, starts[i : i + batch_size], self.block_len)
 
-    def validation_bleu(self, model: Model, tokenizer: TextTokenizer) -> None:
+    def validation_bleu(self, model: nn.Module, tokenizer: TextTokenizer) -> None:
         """None: no translations to score (with label smoothing 0 the validation
         loss is the log-perplexity of the validation blocks)."""
         return None

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import torch
 
-from inference.checkpoint import save_checkpoint, select_device
-from inference.models import build_model
-from inference.models.language_model import LanguageModel, LanguageModelConfig
-from inference.tokenizer import TextTokenizer, train_bpe
+from inference.core.checkpoint import save_checkpoint, select_device
+from inference.core.family import build_model
+from inference.core.tokenizer import TextTokenizer, train_bpe
+from inference.families.language_model.model import LanguageModel, LanguageModelConfig
 from training import REPO_ROOT
 from training.config import TrainConfig
 from training.data import resolve_data_dir

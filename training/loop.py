@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import torch
+from torch import nn
 from tqdm import tqdm
 
-from inference.models import Model
-from inference.tokenizer import TextTokenizer
+from inference.core.tokenizer import TextTokenizer
 from training.config import LoopConfig, WorkingMemoryTraining
 from training.data import Batch, Example, Pair, bucketed_batches, make_batch
 from training.evaluate import bleu_and_chrf
@@ -42,7 +42,7 @@ class LoopData(Protocol):
 
     def val_batches(self, batch_size: int, tokenizer: TextTokenizer) -> Iterator[Batch | LMBatch]: ...
 
-    def validation_bleu(self, model: Model, tokenizer: TextTokenizer) -> float | None:
+    def validation_bleu(self, model: nn.Module, tokenizer: TextTokenizer) -> float | None:
         """None for a task without translations."""
 
 
@@ -64,7 +64,7 @@ class TrainingData:
         for indices in bucketed_batches(self.val, batch_size, seed=0):
             yield make_batch([self.val[i] for i in indices], tokenizer)
 
-    def validation_bleu(self, model: Model, tokenizer: TextTokenizer) -> float:
+    def validation_bleu(self, model: nn.Module, tokenizer: TextTokenizer) -> float:
         return bleu_and_chrf(model, tokenizer, self.val_pairs, desc="val BLEU")[0]
 
 
@@ -73,13 +73,13 @@ def noam_lr(step: int, d_model: int, warmup_steps: int) -> float:
     return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-def make_optimizer(model: Model) -> torch.optim.Adam:
+def make_optimizer(model: nn.Module) -> torch.optim.Adam:
     # lr is set before every step from the schedule.
     return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
 
 
 def optimizer_step(
-    model: Model,
+    model: nn.Module,
     optimizer: torch.optim.Optimizer,
     batch: Batch | LMBatch,
     settings: LoopConfig,
@@ -103,7 +103,7 @@ def optimizer_step(
 
 @torch.no_grad()
 def validation_loss(
-    model: Model, tokenizer: TextTokenizer, data: LoopData, settings: LoopConfig, objective: Objective
+    model: nn.Module, tokenizer: TextTokenizer, data: LoopData, settings: LoopConfig, objective: Objective
 ) -> float:
     """Token-weighted mean of the training objective on the validation data,
     without dropout; the same label smoothing keeps it comparable with the
@@ -120,7 +120,7 @@ def validation_loss(
 
 
 def train(
-    model: Model,
+    model: nn.Module,
     tokenizer: TextTokenizer,
     settings: LoopConfig,
     data: LoopData,
@@ -184,13 +184,13 @@ class Session:
     def seconds_per_step(self) -> float:
         return (time.monotonic() - self.start_time) / max(self.progress.step - self.start_step, 1)
 
-    def save(self, run: RunDir, model: Model, optimizer: torch.optim.Optimizer) -> None:
+    def save(self, run: RunDir, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
         self.progress.seconds = self.start_seconds + time.monotonic() - self.start_time
         run.save_state(model, optimizer, self.progress)
 
 
 def run_epoch(
-    model: Model,
+    model: nn.Module,
     tokenizer: TextTokenizer,
     optimizer: torch.optim.Optimizer,
     settings: LoopConfig,
@@ -236,7 +236,7 @@ def run_epoch(
 
 
 def end_epoch(
-    model: Model,
+    model: nn.Module,
     tokenizer: TextTokenizer,
     settings: LoopConfig,
     data: LoopData,

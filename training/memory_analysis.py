@@ -18,8 +18,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from inference.analyses.memory_corpus import analyse_memory_corpus
-from inference.checkpoint import CheckpointError, load_checkpoint
-from inference.models.working_memory import WorkingMemoryTransformer
+from inference.core.checkpoint import CheckpointError, load_checkpoint
+from inference.families.working_memory.model import WorkingMemoryTransformer
 from training.corpora import CORPORA, read_de_en_news
 from training.data import Pair, resolve_data_dir
 

@@ -31,12 +31,12 @@ import torch
 from tqdm import tqdm
 
 from app.settings import REPO_ROOT, Settings
-from inference.checkpoint import LoadedModel, load_checkpoint
-from inference.interventions import Interventions
-from inference.models.working_memory import FAMILY
-from inference.trace import encode_sources
-from inference.translate import wm_generate_all
-from inference.wm_decoding import wm_generate
+from inference.core.checkpoint import LoadedModel, load_checkpoint
+from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.core.trace import encode_sources
+from inference.families.working_memory.corpus import wm_generate_all
+from inference.families.working_memory.generation import wm_generate
+from inference.families.working_memory.model import FAMILY
 from training.corpora import CORPORA
 from training.data import resolve_data_dir
 
@@ -47,7 +47,7 @@ MAX_WORDS = 16  # a sentence that reads at a glance
 MEASURED = 200  # candidates run alone per model (three runs each)
 EXAMPLES_PER_MODEL = 6
 MAX_NEW_TOKENS = Settings.model_fields["max_new_tokens"].default  # the page's step budget
-LESIONS = {"masked": Interventions(mask_memory=True), "no_memory": Interventions(memory_size=0)}
+LESIONS = {"masked": Interventions.of(MaskMemory()), "no_memory": Interventions.of(MemorySize(size=0))}
 
 
 @dataclass

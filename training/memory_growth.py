@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import torch
 
-from inference.models import build_model
-from inference.models.memory_transformer import MemoryTransformer
+from inference.core.family import build_model
+from inference.families.memory_transformer.model import MemoryTransformer
 
 NEW_SLOT_NOISE_STD = 0.01
 

@@ -6,7 +6,7 @@
   the decoder stream is the target alone (every element target-type), so the
   model trains as a plain Transformer; afterwards the stream is built with
   model-chosen memory tokens and the loss is
-  `inference.wm_decoding.wm_training_forward`'s (target tokens plus the
+  `inference.families.working_memory.generation.wm_training_forward`'s (target tokens plus the
   type head's self-supervised labels).
 - Language model: next-token cross-entropy over every position of a block
   (label smoothing as configured; the shipped language-model configs use 0,
@@ -19,20 +19,20 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from inference.models import Model
-from inference.models.language_model import LanguageModel
-from inference.models.working_memory import TARGET_TYPE, WorkingMemoryTransformer
-from inference.wm_decoding import wm_training_forward
+from inference.families.language_model.model import LanguageModel
+from inference.families.working_memory.generation import wm_training_forward
+from inference.families.working_memory.model import TARGET_TYPE, WorkingMemoryTransformer
 from training.config import WorkingMemoryTraining
 from training.data import Batch
 from training.lm_data import LMBatch
 
 # (model, batch, seed) -> scalar loss; the seed makes the step's sampling reproducible.
-Objective = Callable[[Model, Batch | LMBatch, int], torch.Tensor]
+Objective = Callable[[nn.Module, Batch | LMBatch, int], torch.Tensor]
 
 
-def token_loss(model: Model, batch: Batch, label_smoothing: float) -> torch.Tensor:
+def token_loss(model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
     """Mean label-smoothed cross-entropy over the non-pad target tokens."""
     if isinstance(model, WorkingMemoryTransformer):
         logits, _ = model(
@@ -54,7 +54,7 @@ def next_token_loss(model: LanguageModel, batch: LMBatch, label_smoothing: float
 
 
 def objective_for_epoch(
-    model: Model, label_smoothing: float, working_memory: WorkingMemoryTraining | None, epoch: int
+    model: nn.Module, label_smoothing: float, working_memory: WorkingMemoryTraining | None, epoch: int
 ) -> Objective:
     """The objective of 0-based epoch `epoch`."""
     if isinstance(model, LanguageModel):

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from inference.models.language_model import LanguageModel
+from inference.families.language_model.model import LanguageModel
 
 EVAL_BATCH_SIZE = 8  # windows per forward pass; bounds the [b, context, vocab] logits
 

@@ -43,10 +43,10 @@ PAPER_TABLE_3 = [19.17, 19.18, 19.19, 19.41]
 EXTENSION_CONTROL = "memtransformer_5_finetuned"
 
 
-# How each section's figures were produced: the decoding of every translation scored (inference.translate:
+# How each section's figures were produced: the decoding of every translation scored (inference.runs.translate:
 # greedy for the Memory Transformer families; a working-memory model samples its memory and picks its
 # translation tokens greedily), or none where the figures come from teacher-forced passes. No figure uses
-# beam search (inference.decoding.Decoding), which the command line and traced runs offer.
+# beam search (inference.core.decoding.Decoding), which the command line and traced runs offer.
 DECODING = {
     "translation": "Decoding: greedy (the most likely token at every step), no beam search.",
     "lesions": "Decoding: greedy at every memory size, no beam search.",

@@ -11,11 +11,19 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
+from torch import nn
 
-from inference.checkpoint import FILES, CheckpointError, LoadedModel, load_checkpoint, save_checkpoint, select_device
-from inference.models import Model, ModelConfig, build_model
-from inference.models.working_memory import WorkingMemoryConfig, WorkingMemoryTransformer
-from inference.tokenizer import TextTokenizer
+from inference.core.checkpoint import (
+    FILES,
+    CheckpointError,
+    LoadedModel,
+    load_checkpoint,
+    save_checkpoint,
+    select_device,
+)
+from inference.core.family import FamilyConfig, build_model
+from inference.core.tokenizer import TextTokenizer
+from inference.families.working_memory.model import WorkingMemoryConfig, WorkingMemoryTransformer
 from training import REPO_ROOT
 from training.config import ConfigError, TrainConfig
 from training.corpora import CORPORA, Corpus
@@ -90,7 +98,7 @@ def evaluation_splits(loaded: LoadedModel, data_dir: str | Path | None) -> tuple
     return corpus, first_pairs(corpus.read(resolve_data_dir(data_dir)), None, loaded.meta.get("max_eval_pairs"))
 
 
-def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> tuple[Model, TextTokenizer, int]:
+def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> tuple[nn.Module, TextTokenizer, int]:
     """(model, tokenizer, schedule offset) before training: a new model on
     the shared vocabulary, or the init_from checkpoint (its memory grown, or
     turned into a working-memory model, if asked), continuing that
@@ -116,7 +124,7 @@ def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> 
     return model, source.tokenizer, schedule_steps
 
 
-def working_memory_from_transformer(transformer: Model, working_memory_fields: dict) -> WorkingMemoryTransformer:
+def working_memory_from_transformer(transformer: nn.Module, working_memory_fields: dict) -> WorkingMemoryTransformer:
     """A working-memory model with a plain Transformer's sizes and weights
     (Algorithm 1's warm-up, done): only the type embedding (zero) and the
     type head are new."""
@@ -137,7 +145,7 @@ def working_memory_from_transformer(transformer: Model, working_memory_fields: d
 
 
 def final_metrics(
-    model: Model,
+    model: nn.Module,
     tokenizer: TextTokenizer,
     corpus: Corpus,
     splits: dict[str, list[Pair]],
@@ -156,7 +164,7 @@ def final_metrics(
     return metrics
 
 
-def evaluation_metrics(model: Model, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]]) -> dict:
+def evaluation_metrics(model: nn.Module, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]]) -> dict:
     """The measured part of a translation model's metrics.json (all but
     "train"): BLEU and chrF on val and the corpus's test splits, and for a
     model with memory the lesion table on the headline split."""
@@ -167,7 +175,7 @@ def evaluation_metrics(model: Model, tokenizer: TextTokenizer, corpus: Corpus, s
     return metrics
 
 
-def checkpoint_meta(config: TrainConfig, model_config: ModelConfig, train_pairs: int) -> dict:
+def checkpoint_meta(config: TrainConfig, model_config: FamilyConfig, train_pairs: int) -> dict:
     c = model_config
     corpus = CORPORA[config.data.dataset]
     if isinstance(c, WorkingMemoryConfig):

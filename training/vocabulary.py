@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from inference.tokenizer import TextTokenizer, train_bpe
+from inference.core.tokenizer import TextTokenizer, train_bpe
 from training.data import Pair
 
 DEFAULT_VOCAB_SIZE = 8000

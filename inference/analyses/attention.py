@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from inference.hooks import hook_points
-from inference.trace import Trace
+from inference.core.hooks import hook_points
+from inference.core.trace import Trace
 
 
 @dataclass
@@ -43,14 +43,15 @@ def attention_stacks(model: nn.Module) -> dict[str, int]:
 def layer_attention(trace: Trace, stack: str, layer: int, example: int = 0) -> LayerAttention:
     """Drop padding on both axes: a view shows real positions only."""
     name = pattern_hook_name(stack, layer)
-    if name not in trace.tensors:
+    if name not in trace.captures:
         raise KeyError(f"the trace holds no {name}")
-    query_axis, key_axis = trace.axes[name]
+    capture = trace.captures[name]
+    query_axis, key_axis = capture.positions["query"], capture.positions["key"]
     query_roles, key_roles = trace.axis_roles(query_axis, example), trace.axis_roles(key_axis, example)
     query_keep = [i for i, r in enumerate(query_roles) if r != "pad"]
     key_keep = [i for i, r in enumerate(key_roles) if r != "pad"]
     query_tokens, key_tokens = trace.axis_tokens(query_axis, example), trace.axis_tokens(key_axis, example)
-    weights = trace.tensors[name][example][:, query_keep][:, :, key_keep]  # [h, q_real, k_real]
+    weights = capture.at()[example][:, query_keep][:, :, key_keep]  # [h, q_real, k_real]
     return LayerAttention(
         stack=stack,
         layer=layer,

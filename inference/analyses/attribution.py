@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import torch
 from captum.attr import IntegratedGradients, Saliency
 
-from inference.checkpoint import LoadedModel
-from inference.decoding import GREEDY, Decoding, pad_batch
-from inference.interventions import Interventions, applied_interventions
-from inference.trace import encode_sources, run_with_trace
+from inference.core.checkpoint import LoadedModel
+from inference.core.decoding import GREEDY, Decoding, pad_batch
+from inference.core.interventions import Interventions, applied_interventions
+from inference.core.trace import encode_sources, run_with_trace
 
 
 @dataclass
@@ -49,11 +49,11 @@ def attribute(
     model, config, tokenizer = loaded.model, loaded.config, loaded.tokenizer
     interventions = interventions or Interventions()
     trace = run_with_trace(loaded, text, names=["logits"], interventions=interventions, decoding=decoding)
-    target_ids = trace.target_ids[0] + [config.eos_id]  # what each decoder position predicts
+    target_ids = trace.output_ids[0] + [config.eos_id]  # what each decoder position predicts
     if not 0 <= position < len(target_ids):
         raise ValueError(f"output position {position} is out of range (0 to {len(target_ids) - 1})")
     src_ids = encode_sources(loaded, [text])  # [1, n]
-    tgt_in = pad_batch([[config.bos_id] + trace.target_ids[0]], config.pad_id, loaded.device)[
+    tgt_in = pad_batch([[config.bos_id] + trace.output_ids[0]], config.pad_id, loaded.device)[
         :, : position + 1
     ]  # [1, position+1]
     token_id = target_ids[position]

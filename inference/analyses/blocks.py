@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from inference.trace import MEMORY_ROLES, Trace
+from inference.core.trace import MEMORY_ROLES, Trace
 
 BLOCKS = ("update", "write", "read", "process")
 _PATTERN_NAME = re.compile(r"^(?P<stack>.+)\.layers\.(?P<layer>\d+)\.(?P<module>.+)\.pattern$")
@@ -57,11 +57,12 @@ def block_rows(pattern: torch.Tensor, query_roles: list[str], key_roles: list[st
 def attention_blocks(trace: Trace) -> list[HeadBlocks]:
     """Block mass for every captured attention pattern, layer and head."""
     results = []
-    for name, pattern in trace.tensors.items():
+    for name, capture in trace.captures.items():
         match = _PATTERN_NAME.match(name)
         if not match:
             continue
-        query_axis, key_axis = trace.axes[name]
+        pattern = capture.at()  # [b, h, q, k]
+        query_axis, key_axis = capture.positions["query"], capture.positions["key"]
         per_head = torch.zeros(pattern.shape[1], 4)  # [h, 4] summed over rows
         memory_queries = sequence_queries = 0
         for example in range(pattern.shape[0]):

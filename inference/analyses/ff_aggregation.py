@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from inference.analyses.ff_values import FFMemories, value_logits
-from inference.trace import Trace
+from inference.core.trace import Trace
 
 CASES = ("residual_wins", "ff_wins", "all_agree", "composition")
 
@@ -201,12 +201,12 @@ def _real_positions(trace: Trace, axis: str) -> tuple[torch.Tensor, torch.Tensor
 def _layer_vectors(trace: Trace, memories: FFMemories, layer: str, examples: torch.Tensor, positions: torch.Tensor):
     """(m [n, d_ff], r [n, d], y [n, d], o [n, d]) of one layer at the given predictions."""
     hooks = (f"{layer}.keys", memories.residual_hook(layer), f"{layer}.out")
-    missing = [hook for hook in hooks if hook not in trace.tensors]
+    missing = [hook for hook in hooks if hook not in trace.captures]
     if missing:
         raise ValueError(
             f"the trace lacks {missing}; capture them: run_with_trace(..., names=memories.capture_hooks())"
         )
-    m, r, y = (trace.tensors[hook][examples, positions].float() for hook in hooks)
+    m, r, y = (trace.tensor(hook)[examples, positions].float() for hook in hooks)
     return m, r, y, memories.layer_output(layer, r, y)
 
 

@@ -28,10 +28,10 @@ import numpy as np
 import torch
 
 from inference.analyses.ff_values import ff_memories
-from inference.checkpoint import LoadedModel
-from inference.lm_decoding import prompt_ids
-from inference.models.language_model import LanguageModel
-from inference.trace import Trace, run_with_trace
+from inference.core.checkpoint import LoadedModel
+from inference.core.trace import Trace, run_with_trace
+from inference.families.language_model.continuation import prompt_ids
+from inference.families.language_model.model import LanguageModel
 
 STATE_FORMAT = 1
 COMPACT_FORMAT = "memlens.ff_triggers.v1"
@@ -165,7 +165,7 @@ def _batch_keys(
     the trace's logits ([b, t, vocab], the largest tensor of a batch) are
     freed at once, not kept alive while the next batch runs."""
     trace = trace_texts(loaded, texts, sources, [f"{layer}.keys" for layer in layers])
-    return {layer: trace.tensors[f"{layer}.keys"] for layer in layers}
+    return {layer: trace.tensor(f"{layer}.keys") for layer in layers}
 
 
 def trace_texts(loaded: LoadedModel, texts: list[str], sources: list[str] | None, names: list[str]) -> Trace:

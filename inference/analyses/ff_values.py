@@ -37,11 +37,11 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from inference.models import Model
-from inference.models.language_model import AXIS as LM_AXIS
-from inference.models.language_model import LanguageModel
-from inference.models.memory_transformer import MemoryTransformer
+from inference.families.language_model.model import AXIS as LM_AXIS
+from inference.families.language_model.model import LanguageModel
+from inference.families.memory_transformer.model import MemoryTransformer
 
 # (layer name, residual [..., d], FF output [..., d]) -> the layer's output [..., d]
 LayerOutputFn = Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -82,7 +82,7 @@ class FFMemories:
         return self.readout(h) @ self.output_embedding.T
 
 
-def ff_memories(model: Model) -> FFMemories:
+def ff_memories(model: nn.Module) -> FFMemories:
     """The FF memories of any shipped model: the language model's layers, or a translation model's decoder."""
     if isinstance(model, LanguageModel):
         return language_model_ff_memories(model)

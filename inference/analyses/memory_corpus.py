@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 
 from inference.analyses.memory_content import MemoryRecord, memory_content_summary
 from inference.analyses.quality import corpus_quality
-from inference.checkpoint import LoadedModel
-from inference.interventions import Interventions
-from inference.models.working_memory import WorkingMemoryTransformer
-from inference.translate import BATCH_SIZE, translate_all, wm_generate_all
+from inference.core.checkpoint import LoadedModel
+from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.families.working_memory.corpus import wm_generate_all
+from inference.families.working_memory.model import WorkingMemoryTransformer
+from inference.runs.translate import BATCH_SIZE, translate_all
 
 # The lesions scored against references: name -> interventions.
-LESIONS = {"masked": Interventions(mask_memory=True), "no_memory": Interventions(memory_size=0)}
+LESIONS = {"masked": Interventions.of(MaskMemory()), "no_memory": Interventions.of(MemorySize(size=0))}
 
 
 @dataclass

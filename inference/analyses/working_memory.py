@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import torch
 
 from inference.analyses.attention import layer_attention
-from inference.models.working_memory import CHOICE_COLUMN, MEMORY_TYPE
-from inference.tokenizer import TextTokenizer
-from inference.trace import Trace
+from inference.core.interventions import ForceMemory
+from inference.core.tokenizer import TextTokenizer
+from inference.core.trace import Trace
+from inference.families.working_memory.model import CHOICE_COLUMN, MEMORY_TYPE
 
 MEMORY_ROLE = "wm"
 
@@ -46,10 +47,16 @@ class MemoryAttention:
         return self.weights.sum(dim=-1).mean(dim=-1)
 
 
+DECISIONS = "decoder.wm.written"  # one call per generated element: the decision as written
+
+
 def require_working_memory(trace: Trace) -> torch.Tensor:  # [b, steps, 7]
-    if trace.choices is None:
-        raise ValueError(f"{trace.config['model']} is not a working-memory model: its trace has no memory decisions")
-    return trace.choices
+    """Every step's decision record (CHOICE_COLUMNS), per example."""
+    capture = trace.captures.get(DECISIONS)
+    if capture is None or not capture.calls:
+        raise ValueError(f"{trace.run.model} is not a working-memory model: its trace has no memory decisions")
+    records, _ = capture.stacked()  # [steps, b, 7]
+    return records.transpose(0, 1)
 
 
 def stream_tokens(trace: Trace, example: int = 0) -> list[StreamToken]:
@@ -74,7 +81,8 @@ def step_decisions(trace: Trace, tokenizer: TextTokenizer, example: int = 0) -> 
     records = records[active]
     ids = records[:, CHOICE_COLUMN["token"]].round().long().tolist()
     shown = tokenizer.display_tokens(ids)
-    n_forced = len(trace.config["interventions"]["forced_memory"])  # forced memory is the first elements of the stream
+    forced = trace.run.interventions.of_kind(ForceMemory)
+    n_forced = len(forced[0].tokens) if forced else 0  # forced memory is the first elements of the stream
     return [
         StepDecision(
             step=i + 1,

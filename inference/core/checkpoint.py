@@ -28,10 +28,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_model, save_model
 
-from inference.byte_cache import ByteBudgetCache, tensor_bytes
-from inference.models import build_model, config_from_dict
-from inference.models.memory_transformer import MemoryTransformer, MemoryTransformerConfig
-from inference.tokenizer import TextTokenizer
+from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
+from inference.core.family import FamilyConfig, build_model, config_from_dict
+from inference.core.tokenizer import TextTokenizer
 
 FORMAT_VERSION = 1
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "metrics.json")
@@ -50,13 +49,13 @@ class LoadedModel:
     """A model ready to run: weights on a device, its tokenizer and records."""
 
     name: str
-    model: MemoryTransformer
+    model: torch.nn.Module
     tokenizer: TextTokenizer
     meta: dict = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
 
     @property
-    def config(self) -> MemoryTransformerConfig:
+    def config(self) -> FamilyConfig:
         return self.model.config
 
     @property
@@ -74,7 +73,7 @@ def select_device(setting: str | None = None) -> torch.device:
 
 def save_checkpoint(
     folder: str | Path,
-    model: MemoryTransformer,
+    model: torch.nn.Module,
     tokenizer: TextTokenizer,
     meta: dict | None = None,
     metrics: dict | None = None,
@@ -127,7 +126,7 @@ def read_json_object(path: Path) -> dict:
     return value
 
 
-def read_config(folder: Path) -> tuple[MemoryTransformerConfig, dict]:
+def read_config(folder: Path) -> tuple[FamilyConfig, dict]:
     """(model config, meta) from config.json, validated."""
     raw = read_json_object(folder / "config.json")
     if raw.get("format_version") != FORMAT_VERSION:
@@ -166,7 +165,7 @@ def check_weights(folder: Path, expected: dict[str, tuple[int, ...]]) -> None:
             )
 
 
-def load_tokenizer(folder: Path, config: MemoryTransformerConfig) -> TextTokenizer:
+def load_tokenizer(folder: Path, config: FamilyConfig) -> TextTokenizer:
     path = folder / "tokenizer.json"
     if not path.exists():
         raise CheckpointError("tokenizer.json is missing")
@@ -202,7 +201,7 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
 class RegistryEntry:
     name: str
     path: Path
-    config: MemoryTransformerConfig | None = None
+    config: FamilyConfig | None = None
     meta: dict = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
     error: str | None = None  # why the entry cannot be used

@@ -45,14 +45,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.hooks import HookPoint, name_hook_points
-from inference.models.layers import (
+from inference.core.hooks import HookPoint, name_hook_points
+from inference.layers import (
     AttentionFeedForward,
-    FeedForward,
-    LayerCache,
-    MultiHeadAttention,
+    DecoderLayer,
+    EncoderLayer,
+    EncoderOutput,
     TokenEmbedding,
-    add_and_norm,
     tie_parameters,
 )
 
@@ -89,24 +88,6 @@ class MemoryTransformerConfig:
         return 3 * self.memory_size
 
 
-@dataclass
-class EncoderOutput:
-    states: torch.Tensor  # [b, m+n, d]  memory states then sequence states
-    key_mask: torch.Tensor  # [b, m+n] bool, True for real (non-pad) positions
-    memory_size: int
-
-
-class EncoderLayer(AttentionFeedForward):
-    """Ordinary layer over [mem; seq]: baseline and MemTransformer."""
-
-    def __init__(self, c: MemoryTransformerConfig):
-        super().__init__(c.d_model, c.n_heads, c.d_ff, c.dropout, ("enc", "enc"))
-
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor, m: int) -> torch.Tensor:  # [b, m+n, d]
-        mask = key_mask[:, None, None, :].expand(-1, -1, x.shape[1], -1)  # [b, 1, m+n, m+n]
-        return super().forward(x, x, mask)
-
-
 class MemoryControllerLayer(nn.Module):
     """MemCtrl and MemBottleneck layers. Memory is updated first by its own
     sub-layers (`mem`: attention + FF) over mem+seq; then the sequence by
@@ -137,58 +118,30 @@ class MemoryControllerLayer(nn.Module):
         return torch.cat([h_mem, h_seq], dim=1)
 
 
-class DecoderLayer(nn.Module):
-    """Baseline decoder layer: causal self-attention, cross-attention to
-    [H_mem; H_seq], feed-forward; each post-LN."""
-
-    def __init__(self, c: MemoryTransformerConfig):
-        super().__init__()
-        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout, ("dec", "dec"))
-        self.self_attn_norm = nn.LayerNorm(c.d_model)
-        self.cross_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout, ("dec", "enc"))
-        self.cross_attn_norm = nn.LayerNorm(c.d_model)
-        self.resid_mid = HookPoint("b t d  residual stream entering the feed-forward layer")
-        self.ff = FeedForward(c.d_model, c.d_ff, c.dropout)
-        self.ff_norm = nn.LayerNorm(c.d_model)
-        self.dropout = nn.Dropout(c.dropout)
-
-    def forward(
-        self,
-        y: torch.Tensor,  # [b, t, d]
-        self_mask: torch.Tensor,  # [b, 1, t, offset+t]
-        memory: torch.Tensor,  # [b, m+n, d]
-        cross_mask: torch.Tensor,  # [b, 1, t, m+n]
-        cache: dict[str, LayerCache] | None = None,
-    ) -> torch.Tensor:
-        self_cache = cache.setdefault("self", {}) if cache is not None else None
-        cross_cache = cache.setdefault("cross", {}) if cache is not None else None
-        y = add_and_norm(self.self_attn_norm, self.dropout, y, self.self_attn(y, y, self_mask, self_cache))
-        y = add_and_norm(
-            self.cross_attn_norm, self.dropout, y, self.cross_attn(y, memory, cross_mask, cross_cache, static_kv=True)
-        )
-        y = self.resid_mid(y)
-        return add_and_norm(self.ff_norm, self.dropout, y, self.ff(y))
-
-
 class MemoryTransformer(nn.Module):
     def __init__(self, config: MemoryTransformerConfig):
         super().__init__()
         c = self.config = config
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.max_positions, c.dropout, c.pad_id)
         self.memory = nn.Parameter(torch.randn(c.memory_size, c.d_model))  # [m, d]
-        self.memory_in = HookPoint("b m d  memory vectors entering the encoder")
-        layer_type = EncoderLayer if c.family in ("transformer", "memtransformer") else MemoryControllerLayer
+        self.memory_in = HookPoint("batch slot d_model", "memory vectors entering the encoder")
         self.encoder = nn.Module()
-        self.encoder.layers = nn.ModuleList(layer_type(c) for _ in range(c.n_encoder_layers))
+        if c.family in ("transformer", "memtransformer"):
+            layers = [EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout) for _ in range(c.n_encoder_layers)]
+        else:
+            layers = [MemoryControllerLayer(c) for _ in range(c.n_encoder_layers)]
+        self.encoder.layers = nn.ModuleList(layers)
         if c.family == "memctrl_shared":
             controller = self.encoder.layers[0]
             for layer in self.encoder.layers[1:]:
                 tie_parameters(layer.mem, controller.mem)
-        self.encoder.out = HookPoint("b m+n d  encoder output [H_mem; H_seq]")
+        self.encoder.out = HookPoint("batch position d_model", "encoder output [H_mem; H_seq]", {"position": "enc"})
         self.decoder = nn.Module()
-        self.decoder.layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
-        self.decoder.out = HookPoint("b t d  final decoder states")
-        self.logits = HookPoint("b t vocab  output logits")
+        self.decoder.layers = nn.ModuleList(
+            DecoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout) for _ in range(c.n_decoder_layers)
+        )
+        self.decoder.out = HookPoint("batch position d_model", "final decoder states", {"position": "dec"})
+        self.logits = HookPoint("batch position vocab", "output logits", {"position": "dec"})
         name_hook_points(self)
 
     def memory_vectors(self, memory_size: int) -> torch.Tensor:  # [memory_size, d]

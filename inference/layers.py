@@ -1,16 +1,18 @@
 """Building blocks shared by the model families: attention, feed-forward,
-post-LN and pre-LN layer bodies, embeddings. Every quantity worth seeing
-passes through a HookPoint declared here with its shape."""
+post-LN and pre-LN layer bodies, the post-LN encoder and decoder layers of
+the translation models, embeddings. Every quantity worth seeing passes
+through a HookPoint declared here with its axes."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.hooks import HookPoint
+from inference.core.hooks import HookPoint
 
 # Per-layer decoding cache: {"k": [b, h, t, d_head], "v": [b, h, t, d_head]}.
 LayerCache = dict[str, torch.Tensor]
@@ -40,9 +42,16 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
-        self.mask = HookPoint("b 1 q k  bool, True where the query may attend the key", axes)
-        self.pattern = HookPoint("b h q k  attention weights", axes)
-        self.z = HookPoint("b h q d_head  per-head outputs before the output projection", (axes[0], "d_head"))
+        query, key = axes
+        tokens = {"query": query, "key": key}
+        self.mask = HookPoint("batch head query key", "bool, True where the query may attend the key (head: 1)", tokens)
+        self.pattern = HookPoint("batch head query key", "attention weights", tokens, {"head": n_heads})
+        self.z = HookPoint(
+            "batch head query d_head",
+            "per-head outputs before the output projection",
+            {"query": query},
+            {"head": n_heads},
+        )
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
@@ -91,13 +100,14 @@ class FeedForward(nn.Module):
     rows of w_in are keys, columns of w_out are values, and the activations
     after the ReLU are the key coefficients m_i."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float):
+    def __init__(self, d_model: int, d_ff: int, dropout: float, axis: str):
         super().__init__()
         self.w_in = nn.Linear(d_model, d_ff)
         self.w_out = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
-        self.keys = HookPoint("b t d_ff  key coefficients after the ReLU")
-        self.out = HookPoint("b t d  feed-forward output")
+        tokens = {"position": axis}
+        self.keys = HookPoint("batch position ff_key", "key coefficients after the ReLU", tokens, {"ff_key": d_ff})
+        self.out = HookPoint("batch position d_model", "feed-forward output", tokens)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [b, t, d] -> [b, t, d]
         coefficients = self.keys(F.relu(self.w_in(x)))  # [b, t, d_ff]
@@ -119,8 +129,10 @@ class AttentionFeedForward(nn.Module):
         super().__init__()
         self.attn = MultiHeadAttention(d_model, n_heads, dropout, axes)
         self.attn_norm = nn.LayerNorm(d_model)
-        self.resid_mid = HookPoint("b t d  residual stream entering the feed-forward layer")
-        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.resid_mid = HookPoint(
+            "batch position d_model", "residual stream entering the feed-forward layer", {"position": axes[0]}
+        )
+        self.ff = FeedForward(d_model, d_ff, dropout, axes[0])
         self.ff_norm = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
 
@@ -146,9 +158,13 @@ class PreNormAttentionFeedForward(nn.Module):
         super().__init__()
         self.attn_norm = nn.LayerNorm(d_model)
         self.attn = MultiHeadAttention(d_model, n_heads, dropout, axes)
-        self.resid_mid = HookPoint("b t d  residual stream entering the feed-forward sub-layer (before its LayerNorm)")
+        self.resid_mid = HookPoint(
+            "batch position d_model",
+            "residual stream entering the feed-forward sub-layer (before its LayerNorm)",
+            {"position": axes[0]},
+        )
         self.ff_norm = nn.LayerNorm(d_model)
-        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout, axes[0])
         self.dropout = nn.Dropout(dropout)
 
     def forward(
@@ -157,6 +173,59 @@ class PreNormAttentionFeedForward(nn.Module):
         h = self.attn_norm(x)
         x = self.resid_mid(x + self.dropout(self.attn(h, h, mask)))
         return x + self.dropout(self.ff(self.ff_norm(x)))
+
+
+@dataclass
+class EncoderOutput:
+    states: torch.Tensor  # [b, m+n, d]  memory states (if any) then sequence states
+    key_mask: torch.Tensor  # [b, m+n] bool, True for real (non-pad) positions
+    memory_size: int  # m, the memory positions in front; 0 for none
+
+
+class EncoderLayer(AttentionFeedForward):
+    """Ordinary post-LN encoder layer over the "enc" axis (memory slots, if any, included)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float):
+        super().__init__(d_model, n_heads, d_ff, dropout, ("enc", "enc"))
+
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor, m: int) -> torch.Tensor:  # [b, m+n, d]
+        mask = key_mask[:, None, None, :].expand(-1, -1, x.shape[1], -1)  # [b, 1, m+n, m+n]
+        return super().forward(x, x, mask)
+
+
+class DecoderLayer(nn.Module):
+    """Post-LN decoder layer of the translation models: causal
+    self-attention, cross-attention to the encoder states, feed-forward."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, ("dec", "dec"))
+        self.self_attn_norm = nn.LayerNorm(d_model)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, ("dec", "enc"))
+        self.cross_attn_norm = nn.LayerNorm(d_model)
+        self.resid_mid = HookPoint(
+            "batch position d_model", "residual stream entering the feed-forward layer", {"position": "dec"}
+        )
+        self.ff = FeedForward(d_model, d_ff, dropout, "dec")
+        self.ff_norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        y: torch.Tensor,  # [b, t, d]
+        self_mask: torch.Tensor,  # [b, 1, t, offset+t]
+        memory: torch.Tensor,  # [b, m+n, d]
+        cross_mask: torch.Tensor,  # [b, 1, t, m+n]
+        cache: dict[str, LayerCache] | None = None,
+    ) -> torch.Tensor:
+        self_cache = cache.setdefault("self", {}) if cache is not None else None
+        cross_cache = cache.setdefault("cross", {}) if cache is not None else None
+        y = add_and_norm(self.self_attn_norm, self.dropout, y, self.self_attn(y, y, self_mask, self_cache))
+        y = add_and_norm(
+            self.cross_attn_norm, self.dropout, y, self.cross_attn(y, memory, cross_mask, cross_cache, static_kv=True)
+        )
+        y = self.resid_mid(y)
+        return add_and_norm(self.ff_norm, self.dropout, y, self.ff(y))
 
 
 def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:  # [n_positions, d]

@@ -1,8 +1,9 @@
-"""Working-memory decoder (paper 004): generation, the teacher-forced
-training step of Algorithm 1, and the family's lesions.
+"""Working-memory decoder (paper 004): generation and the teacher-forced
+training step of Algorithm 1.
 
-Generation (`wm_generate`). From BOS, every step runs the decoder (KV
-cache) on the last element and decides the next one:
+Generation (`wm_generate`), through the shared decoding loop
+(`inference.core.decoding.generate`). From BOS, every step runs the decoder
+(KV cache) on the last element and decides the next one:
 
 - type: argmax of the type head; forced to target when the example already
   holds `memory_size` memory tokens (the inference memory size: trained M,
@@ -18,7 +19,8 @@ hook point `decoder.wm.choice` (columns in `CHOICE_COLUMNS`), and the loop
 reads the type and token back from it, so hooks may edit decisions; the
 memory cap and finished examples are enforced again after the hooks, and a
 memory step that a hook turns into a target step writes the target token
-(greedy, or gold in training) instead of the sampled one.
+(greedy, or gold in training) instead of the sampled one. What was finally
+written passes `decoder.wm.written`.
 
 Training (`wm_training_forward`, Algorithm 1). The interleaved stream is
 built step by step without gradients: the type head chooses the type
@@ -48,9 +50,9 @@ forward pass with gradients over the built stream gives
   tokens by fitting its own choices. total loss = target_loss +
   type_loss_weight x type_loss.
 
-Lesions are `inference.interventions.Interventions` (memory_size as the
-inference memory cap 0 .. 2 x trained, mask_memory, forced_memory,
-ablate_heads, scale_ff_keys), applied by `applied_interventions`.
+Lesions are `inference.core.interventions.Interventions` (memory_size as
+the inference memory cap 0 .. 2 x trained, mask_memory, force_memory, and
+the shared scale), applied by `applied_interventions`.
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from inference.interventions import Interventions, applied_interventions
-from inference.models.working_memory import (
+from inference.core.decoding import Choice, generate
+from inference.core.interventions import Interventions, applied_interventions
+from inference.families.working_memory.model import (
     CHOICE_COLUMN,
     MEMORY_TYPE,
     TARGET_TYPE,
@@ -149,7 +152,7 @@ def _choose(
         tokens.float(),
     )  # what was written, after hooks and cap
     record[:, COL["nucleus_size"]] *= types == MEMORY_TYPE  # a target token was not sampled
-    return types, tokens, record
+    return types, tokens, model.decoder.wm.written(record)
 
 
 # ---------------------------------------------------------------- generation
@@ -191,6 +194,44 @@ def _examples(ids: torch.Tensor, types: torch.Tensor, key_mask: torch.Tensor, eo
     return examples
 
 
+class _Writer:
+    """The working-memory decoder's side of the shared loop: its step runs the
+    decoder on the stream so far (tokens and their types), its chooser picks
+    each element's type and token (`_choose`) and keeps the stream's types."""
+
+    def __init__(
+        self, model: WorkingMemoryTransformer, src_ids: torch.Tensor, memory_size: int, seed: int, use_cache: bool
+    ):
+        b, device = src_ids.shape[0], src_ids.device
+        self.model, self.memory_size = model, memory_size
+        self.encoded = model.encode(src_ids)
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+        self.cache = model.new_cache() if use_cache else None
+        self.types = torch.full((b, 1), TARGET_TYPE, dtype=torch.long, device=device)  # [b, 1 + steps]
+        self.key_mask = torch.ones(b, 1, dtype=torch.bool, device=device)  # [b, 1 + steps] real elements
+        self.memory_count = torch.zeros(b, dtype=torch.long, device=device)  # [b] memory tokens written
+        self.choices: list[torch.Tensor] = []  # per step: [b, 7] the decision as written
+
+    def step(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # [b, t] -> [b, vocab], [b, 2]
+        if self.cache is not None:
+            token_logits, type_logits = self.model.decode(ids[:, -1:], self.types[:, -1:], self.encoded, self.cache)
+        else:
+            token_logits, type_logits = self.model.decode(ids, self.types, self.encoded)
+        return token_logits[:, -1], type_logits[:, -1]
+
+    def choose(self, logits: tuple[torch.Tensor, torch.Tensor], finished: torch.Tensor) -> Choice:
+        token_logits, type_logits = logits
+        active = ~finished  # [b]
+        next_type, next_token, record = _choose(
+            self.model, token_logits, type_logits, self.memory_count, self.memory_size, active, self.generator
+        )
+        self.choices.append(record.cpu())
+        self.types = torch.cat([self.types, next_type[:, None]], dim=1)
+        self.key_mask = torch.cat([self.key_mask, active[:, None]], dim=1)
+        self.memory_count += (next_type == MEMORY_TYPE) & active
+        return Choice(next_token, active & (next_type == TARGET_TYPE) & (next_token == self.model.config.eos_id))
+
+
 @torch.no_grad()
 def wm_generate(
     model: WorkingMemoryTransformer,
@@ -201,38 +242,25 @@ def wm_generate(
     use_cache: bool = True,
 ) -> WMGeneration:
     """Generate memory and translation together (see the module doc)."""
-    c = model.config
-    device = src_ids.device
-    b = src_ids.shape[0]
-    max_new_tokens = min(max_new_tokens, c.max_positions - 1)  # BOS takes position 0
-    generator = torch.Generator(device=device).manual_seed(seed)
     with applied_interventions(model, interventions) as memory_size:
-        encoded = model.encode(src_ids)
-        ids = torch.full((b, 1), c.bos_id, dtype=torch.long, device=device)  # [b, 1 + steps]
-        types = torch.full((b, 1), TARGET_TYPE, dtype=torch.long, device=device)
-        key_mask = torch.ones(b, 1, dtype=torch.bool, device=device)
-        active = torch.ones(b, dtype=torch.bool, device=device)
-        memory_count = torch.zeros(b, dtype=torch.long, device=device)
-        cache = model.new_cache() if use_cache else None
-        choices = []
-        for _ in range(max_new_tokens):
-            if use_cache:
-                token_logits, type_logits = model.decode(ids[:, -1:], types[:, -1:], encoded, cache)
-            else:
-                token_logits, type_logits = model.decode(ids, types, encoded)
-            next_type, next_token, record = _choose(
-                model, token_logits[:, -1], type_logits[:, -1], memory_count, memory_size, active, generator
-            )
-            choices.append(record.cpu())
-            ids = torch.cat([ids, next_token[:, None]], dim=1)
-            types = torch.cat([types, next_type[:, None]], dim=1)
-            key_mask = torch.cat([key_mask, active[:, None]], dim=1)
-            memory_count += (next_type == MEMORY_TYPE) & active
-            active = active & ~((next_type == TARGET_TYPE) & (next_token == c.eos_id))
-            if not active.any():
-                break
-    examples = _examples(ids.cpu(), types.cpu(), key_mask.cpu(), c.eos_id)
-    return WMGeneration(ids, types, key_mask, examples, memory_size, torch.stack(choices, dim=1))
+        return generate_with_memory(model, src_ids, memory_size, seed, max_new_tokens, use_cache)
+
+
+def generate_with_memory(
+    model: WorkingMemoryTransformer,
+    src_ids: torch.Tensor,  # [b, n]
+    memory_size: int,
+    seed: int = 0,
+    max_new_tokens: int = 128,
+    use_cache: bool = True,
+) -> WMGeneration:
+    """`wm_generate` inside interventions the caller has applied already."""
+    c = model.config
+    writer = _Writer(model, src_ids, memory_size, seed, use_cache)
+    start = torch.full((src_ids.shape[0], 1), c.bos_id, dtype=torch.long, device=src_ids.device)  # [b, 1]
+    ids = generate(writer.step, writer.choose, start, min(max_new_tokens, c.max_positions - 1))  # BOS takes position 0
+    examples = _examples(ids.cpu(), writer.types.cpu(), writer.key_mask.cpu(), c.eos_id)
+    return WMGeneration(ids, writer.types, writer.key_mask, examples, memory_size, torch.stack(writer.choices, dim=1))
 
 
 # ---------------------------------------------------------------- training

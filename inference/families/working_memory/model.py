@@ -10,8 +10,8 @@ The decoder stream interleaves memory tokens with target tokens, e.g.
 Every decoder position predicts the next element twice: a token (tied
 vocabulary logits) and its type (a 2-way type head; together the paper's
 "vocab + 2" output layer). Generation, the teacher-forced training step of
-Algorithm 1 and the lesions live in `inference.wm_decoding`; this module is
-the network.
+Algorithm 1 live in `generation.py` beside this module, the lesions in
+`family.py`; this module is the network.
 
 Open choices of the paper, decided here:
 
@@ -26,21 +26,23 @@ Open choices of the paper, decided here:
   the Memory Transformer family). Index 0 = memory, 1 = target, the same
   coding as the type embedding.
 - How the type head learns (the released code puts no loss on it) is
-  decided in `inference.wm_decoding.type_labels`: a self-supervised
+  decided in `generation.type_labels`: a self-supervised
   "write memory where the next target token is hard" rule, see there and
   docs/working_memory.md.
-- The encoder and decoder layers are the Memory Transformer family's
-  `EncoderLayer` and `DecoderLayer`, built from a baseline ("transformer")
-  config with the same sizes; no layer logic is repeated here.
+- The encoder and decoder layers are the shared post-LN `EncoderLayer` and
+  `DecoderLayer` (inference/layers.py), the baseline Transformer's; no layer
+  logic is repeated here.
 
 Hook points (besides those of the reused layers):
 
-    encoder.out          [b n d]    encoder states (no memory on the encoder axis)
-    decoder.wm.types     [b k]      type of every decoder key position so far (long)
-    decoder.out          [b t d]    final decoder states
-    decoder.wm.choice    [b 7]      one record per generation / build step (CHOICE_COLUMNS)
-    logits               [b t vocab]  token logits (tied output embedding)
-    type_logits          [b t 2]    type logits: 0 memory, 1 target
+    encoder.out          [batch position d_model]  encoder states (no memory on the encoder axis)
+    decoder.wm.types     [batch key]               type of every decoder key position so far (long)
+    decoder.out          [batch position d_model]  final decoder states
+    decoder.wm.choice    [batch column]            a generation / build step's record as the type head
+                                                   made it (CHOICE_COLUMNS); hooks may edit it
+    decoder.wm.written   [batch column]            the step's record as written, after hooks and the cap
+    logits               [batch position vocab]    token logits (tied output embedding)
+    type_logits          [batch position type]     type logits: 0 memory, 1 target
 
 Attention axes: encoder self-attention ("enc", "enc"), decoder
 self-attention ("dec", "dec"), cross-attention ("dec", "enc"). On "dec",
@@ -55,9 +57,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.hooks import HookPoint, name_hook_points
-from inference.models.layers import LayerCache, TokenEmbedding
-from inference.models.memory_transformer import DecoderLayer, EncoderLayer, EncoderOutput, MemoryTransformerConfig
+from inference.core.hooks import HookPoint, name_hook_points
+from inference.layers import DecoderLayer, EncoderLayer, EncoderOutput, LayerCache, TokenEmbedding
 
 FAMILY = "working_memory"
 MEMORY_TYPE, TARGET_TYPE = 0, 1
@@ -119,24 +120,6 @@ class WorkingMemoryConfig:
         """Largest memory a lesion may allow at inference: twice the trained size."""
         return 2 * self.memory_size
 
-    def layer_config(self) -> MemoryTransformerConfig:
-        """The baseline config whose sizes build the reused encoder/decoder layers."""
-        return MemoryTransformerConfig(
-            family="transformer",
-            vocab_size=self.vocab_size,
-            d_model=self.d_model,
-            d_ff=self.d_ff,
-            n_heads=self.n_heads,
-            n_encoder_layers=self.n_encoder_layers,
-            n_decoder_layers=self.n_decoder_layers,
-            memory_size=0,
-            dropout=self.dropout,
-            max_positions=self.max_positions,
-            pad_id=self.pad_id,
-            bos_id=self.bos_id,
-            eos_id=self.eos_id,
-        )
-
 
 @dataclass
 class WMCache:
@@ -163,24 +146,30 @@ class WorkingMemoryTransformer(nn.Module):
     def __init__(self, config: WorkingMemoryConfig):
         super().__init__()
         c = self.config = config
-        layers = c.layer_config()
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.max_positions, c.dropout, c.pad_id)  # shared, tied
         self.type_embed = nn.Embedding(2, c.d_model)  # [2, d]: 0 memory, 1 target
         # Zero at the start, so a model whose other weights come from a plain
         # Transformer (the warm-up of Algorithm 1) begins as exactly that Transformer.
         nn.init.zeros_(self.type_embed.weight)
         self.encoder = nn.Module()
-        self.encoder.layers = nn.ModuleList(EncoderLayer(layers) for _ in range(c.n_encoder_layers))
-        self.encoder.out = HookPoint("b n d  encoder output")
+        sizes = (c.d_model, c.n_heads, c.d_ff, c.dropout)
+        self.encoder.layers = nn.ModuleList(EncoderLayer(*sizes) for _ in range(c.n_encoder_layers))
+        self.encoder.out = HookPoint("batch position d_model", "encoder output", {"position": "enc"})
         self.decoder = nn.Module()
         self.decoder.wm = nn.Module()
-        self.decoder.wm.types = HookPoint("b k  type of every decoder key position so far: 0 memory, 1 target (long)")
-        self.decoder.layers = nn.ModuleList(DecoderLayer(layers) for _ in range(c.n_decoder_layers))
-        self.decoder.out = HookPoint("b t d  final decoder states")
-        self.decoder.wm.choice = HookPoint("b 7  per-step choice record, columns: " + ", ".join(CHOICE_COLUMNS))
+        self.decoder.wm.types = HookPoint(
+            "batch key", "type of every decoder key position so far: 0 memory, 1 target (long)", {"key": "dec"}
+        )
+        self.decoder.layers = nn.ModuleList(DecoderLayer(*sizes) for _ in range(c.n_decoder_layers))
+        self.decoder.out = HookPoint("batch position d_model", "final decoder states", {"position": "dec"})
+        columns = ", ".join(CHOICE_COLUMNS)
+        self.decoder.wm.choice = HookPoint("batch column", f"a step's choice as the type head made it: {columns}")
+        self.decoder.wm.written = HookPoint(
+            "batch column", f"the step's choice as written, after hooks and cap: {columns}"
+        )
         self.type_head = nn.Linear(c.d_model, 2)
-        self.logits = HookPoint("b t vocab  token logits")
-        self.type_logits = HookPoint("b t 2  type logits: 0 memory, 1 target")
+        self.logits = HookPoint("batch position vocab", "token logits", {"position": "dec"})
+        self.type_logits = HookPoint("batch position type", "type logits: 0 memory, 1 target", {"position": "dec"})
         name_hook_points(self)
 
     def encode(self, src_ids: torch.Tensor) -> EncoderOutput:

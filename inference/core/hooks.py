@@ -1,11 +1,18 @@
 """Named hook points: the one place where model code exposes its internals.
 
 A model declares a `HookPoint` (an identity module) wherever a quantity is
-worth seeing or editing. After construction `name_hook_points` gives every
-hook point its module path as a stable name, e.g.
-`encoder.layers.2.attn.pattern`. Captures and interventions are forward
-hooks registered for the length of one call (`registered_hooks`) and always
-removed afterwards, so nothing stays on the model between calls.
+worth seeing or editing, naming every axis of the tensor that passes
+(`dims`) and, for axes that run over token positions, which token axis of
+the run they index (`positions`, e.g. {"query": "enc.seq", "key": "enc"}).
+After construction `name_hook_points` gives every hook point its module
+path as a stable name, e.g. `encoder.layers.2.attn.pattern`.
+
+Captures and interventions are forward hooks registered for the length of
+one call (`registered_hooks`) and always removed afterwards, so nothing
+stays on the model between calls. A module may run many times in one run
+(once per segment, per recurrent step, per decoding position): a run loop
+says where it is with `call_scope(segment=s)`, and every capture records
+that index beside each call (`current_scope`).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 from torch import nn
@@ -21,21 +29,39 @@ from torch import nn
 # hook point itself; it returns a replacement tensor or None to keep it.
 HookFn = Callable[[torch.Tensor, "HookPoint"], torch.Tensor | None]
 
+_scope: ContextVar[tuple[tuple[str, int], ...]] = ContextVar("hook_call_scope", default=())
+
 
 class HookPoint(nn.Module):
     """Identity module that marks a named, documented tensor.
 
-    shape: the tensor's axes in words, e.g. "b h q k".
-    axes:  for attention-shaped tensors, the (query axis, key axis) the last
-           two dimensions index, e.g. ("enc.seq", "enc"); a Trace maps axes
-           to token roles, so analyses never rely on position offsets.
+    dims:      the tensor's axes by name, space-separated, e.g. "batch head query key".
+    doc:       what the tensor is, in words.
+    positions: for axes that run over token positions, the token axis of
+               the run they index, e.g. {"query": "enc.seq", "key": "enc"}; a
+               Trace maps token axes to roles, so analyses never rely on
+               position offsets.
+    sizes:     the sizes of axes fixed by the model (e.g. {"head": 8}): an
+               intervention may index these, checked before the model runs.
     """
 
-    def __init__(self, shape: str, axes: tuple[str, str] | None = None):
+    def __init__(
+        self, dims: str, doc: str, positions: dict[str, str] | None = None, sizes: dict[str, int] | None = None
+    ):
         super().__init__()
-        self.shape = shape
-        self.axes = axes
+        self.dims = tuple(dims.split())
+        self.doc = doc
+        self.positions = dict(positions or {})
+        self.sizes = dict(sizes or {})
+        unknown = (set(self.positions) | set(self.sizes)) - set(self.dims)
+        if unknown:
+            raise ValueError(f"positions and sizes name axes {sorted(unknown)} that are not among dims {self.dims}")
         self.name = ""
+
+    @property
+    def shape(self) -> str:
+        """The axes and the description in one line, e.g. "[batch head query key]  attention weights"."""
+        return f"[{' '.join(self.dims)}]  {self.doc}"
 
     @property
     def active(self) -> bool:
@@ -46,7 +72,7 @@ class HookPoint(nn.Module):
         return x
 
     def extra_repr(self) -> str:
-        return f"{self.name!r}, shape={self.shape!r}"
+        return f"{self.name!r}, {self.shape!r}"
 
 
 def name_hook_points(model: nn.Module) -> None:
@@ -77,6 +103,22 @@ def select_hook_names(model: nn.Module, names: Iterable[str] | None) -> list[str
             raise ValueError(f"no hook point matches {pattern!r}; see hook_points(model) for the names")
         selected.extend(m for m in matches if m not in selected)
     return selected
+
+
+@contextmanager
+def call_scope(**index: int) -> Iterator[None]:
+    """Mark the calls made inside the block with an index, e.g.
+    `call_scope(segment=2)` or `call_scope(step=5)`; scopes nest."""
+    token = _scope.set(_scope.get() + tuple(index.items()))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def current_scope() -> dict[str, int]:
+    """The index the enclosing `call_scope` blocks give the current call."""
+    return dict(_scope.get())
 
 
 @contextmanager

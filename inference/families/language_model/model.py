@@ -23,12 +23,12 @@ Choices, and why:
 
 Hook points, per layer i:
 
-    layers.{i}.attn.{mask,pattern,z}   [b 1 q k] / [b h q k] / [b h q d_head], axes ("tok", "tok")
-    layers.{i}.resid_mid              [b t d]      residual stream entering the FF sub-layer
-    layers.{i}.ff.keys                [b t d_ff]   key coefficients m_i after the ReLU
-    layers.{i}.ff.out                 [b t d]      FF output, added to resid_mid
-    out                               [b t d]      final LayerNorm output: what E reads
-    logits                            [b t vocab]  next-token logits
+    layers.{i}.attn.{mask,pattern,z}  [batch head query key] / [batch head query d_head], over "tok"
+    layers.{i}.resid_mid              [batch position d_model]  residual stream entering the FF sub-layer
+    layers.{i}.ff.keys                [batch position ff_key]   key coefficients m_i after the ReLU
+    layers.{i}.ff.out                 [batch position d_model]  FF output, added to resid_mid
+    out                               [batch position d_model]  final LayerNorm output: what E reads
+    logits                            [batch position vocab]    next-token logits
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.hooks import HookPoint, name_hook_points
-from inference.models.layers import PreNormAttentionFeedForward, TokenEmbedding
+from inference.core.hooks import HookPoint, name_hook_points
+from inference.layers import PreNormAttentionFeedForward, TokenEmbedding
 
 FAMILY = "language_model"
 AXIS = "tok"
@@ -98,8 +98,11 @@ class LanguageModel(nn.Module):
             for _ in range(c.n_layers)
         )
         self.final_norm = nn.LayerNorm(c.d_model)
-        self.out = HookPoint("b t d  final LayerNorm output: what the output embedding reads")
-        self.logits = HookPoint("b t vocab  next-token logits")
+        tokens = {"position": AXIS}
+        self.out = HookPoint(
+            "batch position d_model", "final LayerNorm output: what the output embedding reads", tokens
+        )
+        self.logits = HookPoint("batch position vocab", "next-token logits", tokens)
         name_hook_points(self)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:  # [b, t] -> [b, t, vocab]

@@ -1,0 +1,151 @@
+"""The Family interface and the registry of model families.
+
+A model family is one folder, `inference/families/<name>/`, holding its
+model, its config dataclass, its run or decode loop, and a `Family` object
+that says what its models can do (`Capability`) and registers itself
+under every `family` value its configs carry. Everything outside the
+folder (the trace, the checkpoints, the app) asks the registry for the
+family of a config and then asks the family; nothing names a family's
+classes.
+
+Families are found by importing every subpackage of `inference.families`
+(`load_families`); a family defined elsewhere (a plug-in, a test) registers
+itself when its module is imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import torch
+from torch import nn
+
+if TYPE_CHECKING:
+    from inference.core.checkpoint import LoadedModel
+    from inference.core.hooks import HookFn
+    from inference.core.interventions import Intervention, Interventions
+    from inference.core.trace import Trace, TraceRequest
+
+
+class Capability(StrEnum):
+    """What a model can do; the app picks pages, views and controls from these."""
+
+    TRANSLATES = "translates"  # source text in, target text out
+    GENERATES_TEXT = "generates_text"  # continues a text
+    MEMORY_TOKENS = "memory_tokens"  # [mem] vectors on a token axis: memory size, slot knock-out, blocked reads
+    SEGMENTS = "segments"  # reads its input segment by segment, carrying a state: captures indexed by segment
+    RECURRENT_STEPS = "recurrent_steps"  # updates a state tensor step by step: captures indexed by step
+    WORKING_MEMORY = "working_memory"  # a decoder that writes its own memory tokens into its input stream
+    FF_KEYS = "ff_keys"  # ReLU feed-forward layers, read as key-value memories
+    BEAM_SEARCH = "beam_search"  # decodes its own output by greedy or beam search
+    ATTRIBUTION = "attribution"  # integrated gradients onto input tokens and memory slots
+
+
+@runtime_checkable
+class FamilyConfig(Protocol):
+    """What every family's config dataclass provides."""
+
+    family: str
+    vocab_size: int
+    max_positions: int
+    pad_id: int
+    bos_id: int
+    eos_id: int
+
+    @property
+    def memory_size(self) -> int: ...  # trained memory: slots, tokens, state cells; 0 for none
+
+    @property
+    def max_memory_size(self) -> int: ...  # largest memory a lesion may ask for
+
+
+class Family(Protocol):
+    """A model family: how to build, describe and run its models."""
+
+    name: str  # the folder name, e.g. "memory_transformer"
+    config_names: tuple[str, ...]  # the `family` values of the configs it builds
+    title: str  # in words, e.g. "Memory Transformer (paper 000)"
+
+    def config_from_dict(self, values: dict[str, Any]) -> FamilyConfig:
+        """The config from its JSON form; raises TypeError/ValueError on unknown, missing or bad fields."""
+        ...
+
+    def build(self, config: FamilyConfig) -> nn.Module:
+        """A model with fresh weights whose hook points are named."""
+        ...
+
+    def capabilities(self, config: FamilyConfig) -> frozenset[Capability]: ...
+
+    def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
+        """Run the model on the request's inputs, recording the requested hook points."""
+        ...
+
+    def translate(
+        self,
+        model: nn.Module,
+        src_ids: torch.Tensor,  # [b, n]
+        interventions: Interventions | None,
+        max_new_tokens: int,
+        seed: int,
+    ) -> list[list[int]]:
+        """Families that translate: the output ids of every source (EOS left out)."""
+        ...
+
+    def intervention_hooks(
+        self, model: nn.Module, intervention: Intervention, memory_size: int
+    ) -> list[tuple[str, HookFn]] | None:
+        """The hooks of a family-specific intervention, or None when the family
+        leaves it to the shared mechanism; raises InterventionError if it does not fit."""
+        ...
+
+
+_FAMILIES: dict[str, Family] = {}  # config `family` value -> family
+
+
+def register(family: Family) -> Family:
+    """Register a family under each of its config names; a name taken by another family raises ValueError."""
+    for config_name in family.config_names:
+        taken = _FAMILIES.get(config_name)
+        if taken is not None and taken.name != family.name:
+            raise ValueError(f"config family {config_name!r} is registered by {taken.name} already")
+        _FAMILIES[config_name] = family
+    return family
+
+
+def load_families() -> None:
+    """Import every family folder under inference/families, so each registers itself."""
+    package = importlib.import_module("inference.families")
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.ispkg:
+            importlib.import_module(f"inference.families.{module.name}")
+
+
+def family_of(config_name: str) -> Family:
+    """The family that builds configs of `config_name`; ValueError naming the known ones otherwise."""
+    load_families()
+    family = _FAMILIES.get(config_name)
+    if family is None:
+        raise ValueError(f"unknown family {config_name!r}; known: {', '.join(sorted(_FAMILIES))}")
+    return family
+
+
+def config_names() -> Sequence[str]:
+    load_families()
+    return sorted(_FAMILIES)
+
+
+def config_from_dict(values: dict[str, Any]) -> FamilyConfig:
+    """A config from its JSON form, built by the family its `family` field names."""
+    return family_of(values.get("family")).config_from_dict(values)
+
+
+def build_model(config: FamilyConfig) -> nn.Module:
+    return family_of(config.family).build(config)
+
+
+def capabilities_of(config: FamilyConfig) -> frozenset[Capability]:
+    return family_of(config.family).capabilities(config)

@@ -1,0 +1,250 @@
+"""Lesions as data.
+
+An intervention is one tagged value: a `kind`, the hook point it targets
+where it has one, and its parameters. `Interventions` holds any number of
+them, normalised once where they enter (duplicates dropped, one memory
+size, a canonical order), so equal requests are equal values and the app's
+caches and the JSON API take them as they are.
+
+One mechanism applies them all (`applied_interventions`): every
+intervention becomes hooks on named hook points for the length of one
+call, or, for the memory size, the memory the run is given. `scale` is
+applied here for every family, by the axis names its hook point declares;
+the memory lesions belong to the families that have such memory, and each
+family builds their hooks (`Family.intervention_hooks`). Model code is
+never forked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
+from torch import nn
+
+from inference.core.hooks import HookFn, HookPoint, hook_points, registered_hooks
+
+
+class InterventionError(ValueError):
+    """An intervention that does not fit the model (out-of-range value, unknown hook)."""
+
+
+# Bounds on what one request may ask for, before the model is consulted; the
+# model's own sizes (slots, heads, keys) are checked when the hooks are built.
+MAX_LISTED = 1024  # interventions in one request; slots or forced tokens in one intervention
+MAX_INDEX = 8192  # indices of one scale (the widest FF layer shipped has 2,048 keys)
+MAX_FACTOR = 1000.0
+HOOK_NAME = r"^[A-Za-z0-9_.]{1,100}$"
+
+
+def _unique(items: tuple) -> tuple:
+    """Duplicates dropped, first occurrence kept: asking twice is asking once."""
+    return tuple(dict.fromkeys(items))
+
+
+class _Kind(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MemorySize(_Kind):
+    """Run with this much memory: [mem] slots, working-memory tokens, state cells."""
+
+    kind: Literal["memory_size"] = "memory_size"
+    size: int = Field(ge=0, le=MAX_LISTED, description="up to the model's max_memory_size; 0 = no memory")
+
+
+class KnockoutSlots(_Kind):
+    """No query may attend these memory slots."""
+
+    kind: Literal["knockout_slots"] = "knockout_slots"
+    slots: tuple[Annotated[int, Field(ge=0, le=MAX_LISTED)], ...] = Field(min_length=1, max_length=MAX_LISTED)
+
+    _unique_slots = field_validator("slots")(_unique)
+
+
+class BlockMemoryReads(_Kind):
+    """Sequence queries may not attend memory keys."""
+
+    kind: Literal["block_memory_reads"] = "block_memory_reads"
+    stacks: Literal["encoder", "decoder", "both"] = Field(
+        description="encoder self-attention, decoder cross-attention, or both"
+    )
+
+
+class MaskMemory(_Kind):
+    """Working memory: target-type queries may not attend memory-type keys in decoder self-attention."""
+
+    kind: Literal["mask_memory"] = "mask_memory"
+
+
+class ForceMemory(_Kind):
+    """Working memory: these tokens are the whole memory, written first and in order."""
+
+    kind: Literal["force_memory"] = "force_memory"
+    tokens: tuple[Annotated[int, Field(ge=0)], ...] = Field(
+        min_length=1, max_length=MAX_LISTED, description="token ids; at most the memory size"
+    )
+
+
+class Scale(_Kind):
+    """Multiply a hook's tensor, or chosen entries along one of its axes, by a factor (0 = ablate)."""
+
+    kind: Literal["scale"] = "scale"
+    hook: str = Field(
+        pattern=HOOK_NAME,
+        description="hook point name (`memlens hooks MODEL` lists them)",
+        examples=["decoder.layers.1.cross_attn.z", "layers.3.ff.keys"],
+    )
+    axis: str | None = Field(
+        None, pattern=r"^[a-z_]{1,30}$", description="axis to index, e.g. head, ff_key; None = all"
+    )
+    index: tuple[Annotated[int, Field(ge=0)], ...] = Field((), max_length=MAX_INDEX, description="entries along axis")
+    factor: float = Field(0.0, ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False, description="0 zeroes, 2 doubles")
+
+    _unique_index = field_validator("index")(_unique)
+
+    @model_validator(mode="after")
+    def _index_with_axis(self) -> Scale:
+        if (self.axis is None) != (not self.index):
+            raise ValueError("give an axis together with the indices along it, or neither (the whole tensor)")
+        return self
+
+
+Intervention = Annotated[
+    MemorySize | KnockoutSlots | BlockMemoryReads | MaskMemory | ForceMemory | Scale, Field(discriminator="kind")
+]
+
+
+def ablate_head(attention: str, head: int) -> Scale:
+    """Zero one head's output of an attention module (e.g. "decoder.layers.1.cross_attn")."""
+    return Scale(hook=f"{attention}.z", axis="head", index=(head,), factor=0.0)
+
+
+def scale_ff_keys(ff: str, keys: tuple[int, ...], factor: float) -> Scale:
+    """Scale key coefficients of a feed-forward module (e.g. "layers.3.ff"): 0 zeroes them."""
+    return Scale(hook=f"{ff}.keys", axis="ff_key", index=tuple(keys), factor=factor)
+
+
+class Interventions(RootModel[tuple[Intervention, ...]]):
+    """What to change in one run, normalised: no duplicates, at most one
+    memory size, kinds in a fixed order (equal requests are equal values)."""
+
+    model_config = ConfigDict(frozen=True)
+    root: tuple[Intervention, ...] = Field((), max_length=MAX_LISTED)
+
+    @field_validator("root")
+    @classmethod
+    def _normalised(cls, items: tuple) -> tuple:
+        items = _unique(items)
+        sizes = {item.size for item in items if isinstance(item, MemorySize)}
+        if len(sizes) > 1:
+            raise ValueError(f"two memory sizes asked for at once: {sorted(sizes)}")
+        order = [kind.model_fields["kind"].default for kind in KINDS]
+        return tuple(sorted(items, key=lambda item: (order.index(item.kind), item.model_dump_json())))
+
+    @classmethod
+    def of(cls, *items: Intervention) -> Interventions:
+        return cls(tuple(items))
+
+    def __iter__(self) -> Iterator[Intervention]:  # type: ignore[override]
+        return iter(self.root)
+
+    def __len__(self) -> int:
+        return len(self.root)
+
+    def of_kind(self, kind: type[_Kind]) -> list:
+        return [item for item in self.root if isinstance(item, kind)]
+
+    @property
+    def memory_size(self) -> int | None:
+        """The memory size asked for; None = as trained."""
+        sizes = self.of_kind(MemorySize)
+        return sizes[0].size if sizes else None
+
+    def is_noop(self) -> bool:
+        return not self.root
+
+
+KINDS = (MemorySize, KnockoutSlots, BlockMemoryReads, MaskMemory, ForceMemory, Scale)
+NO_INTERVENTIONS = Interventions()
+
+
+@contextmanager
+def applied_interventions(model: nn.Module, interventions: Interventions | None) -> Iterator[int]:
+    """Register the hooks of `interventions` on `model`; yield the memory size
+    to run with. Raises InterventionError before touching the model when the
+    interventions do not fit it."""
+    interventions = interventions or NO_INTERVENTIONS
+    memory_size = effective_memory_size(model, interventions)
+    hooks = intervention_hooks(model, interventions, memory_size)
+    with registered_hooks(model, hooks):
+        yield memory_size
+
+
+def effective_memory_size(model: nn.Module, interventions: Interventions) -> int:
+    config = model.config
+    asked = interventions.memory_size
+    if asked is None:
+        return config.memory_size
+    if asked > config.max_memory_size:
+        if config.memory_size == 0:
+            raise InterventionError(f"memory_size {asked} is out of range: this model has no memory")
+        raise InterventionError(
+            f"memory_size {asked} is out of range: this model allows 0 to {config.max_memory_size} "
+            f"({config.max_memory_size // config.memory_size} x its trained {config.memory_size})"
+        )
+    return asked
+
+
+def intervention_hooks(model: nn.Module, interventions: Interventions, memory_size: int) -> list[tuple[str, HookFn]]:
+    """Validate `interventions` against the model and return their hooks, in order."""
+    from inference.core.family import family_of  # the registry imports the families, which import this module
+
+    family = family_of(model.config.family)
+    points = hook_points(model)
+    hooks: list[tuple[str, HookFn]] = []
+    for item in interventions:
+        if isinstance(item, MemorySize):
+            continue  # an input of the run: effective_memory_size
+        if isinstance(item, Scale):
+            hooks.append(_scale_hook(points, item))
+            continue
+        found = family.intervention_hooks(model, item, memory_size)
+        if found is None:
+            raise InterventionError(f"{item.kind} does not apply to a model of the {model.config.family} family")
+        hooks.extend(found)
+    return hooks
+
+
+def _scale_hook(points: dict[str, HookPoint], item: Scale) -> tuple[str, HookFn]:
+    point = points.get(item.hook)
+    if point is None:
+        raise InterventionError(f"unknown hook point {item.hook!r}; `memlens hooks MODEL` lists them")
+    if item.axis is None:
+        return item.hook, _scaled(None, [], item.factor)
+    if item.axis not in point.dims:
+        raise InterventionError(f"{item.hook} has no axis {item.axis!r}; its axes are {', '.join(point.dims)}")
+    size = point.sizes.get(item.axis)
+    if size is None:
+        raise InterventionError(f"axis {item.axis!r} of {item.hook} has no fixed size; scale it whole")
+    bad = [i for i in item.index if i >= size]
+    if bad:
+        raise InterventionError(f"{item.axis} {bad} out of range for {item.hook} (0 to {size - 1})")
+    return item.hook, _scaled(point.dims.index(item.axis), list(item.index), item.factor)
+
+
+def _scaled(dim: int | None, index: list[int], factor: float) -> HookFn:
+    def hook(tensor: torch.Tensor, point: HookPoint) -> torch.Tensor:
+        if dim is None:
+            return torch.zeros_like(tensor) if factor == 0 else tensor * factor
+        tensor = tensor.clone()
+        selector = [slice(None)] * tensor.dim()
+        selector[dim] = index
+        selected = tuple(selector)
+        tensor[selected] = 0 if factor == 0 else tensor[selected] * factor
+        return tensor
+
+    return hook

@@ -1,0 +1,88 @@
+"""The language-model family as the rest of MemLens sees it: what its
+models can do and how one is traced."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from inference.core.checkpoint import LoadedModel
+from inference.core.decoding import GREEDY, pad_batch
+from inference.core.family import Capability
+from inference.core.hooks import HookFn
+from inference.core.interventions import Intervention, Interventions
+from inference.core.trace import Trace, TraceRequest, recording, run_record
+from inference.families.language_model.continuation import greedy_continuation, prompt_ids
+from inference.families.language_model.model import AXIS, LanguageModel, LanguageModelConfig
+from inference.families.language_model.model import FAMILY as CONFIG_NAME
+
+
+class LanguageModelFamily:
+    name = "language_model"
+    config_names = (CONFIG_NAME,)
+    title = "Decoder-only language model (FF memories, paper 003)"
+
+    def config_from_dict(self, values: dict) -> LanguageModelConfig:
+        return LanguageModelConfig(**values)
+
+    def build(self, config: LanguageModelConfig) -> LanguageModel:
+        return LanguageModel(config)
+
+    def capabilities(self, config: LanguageModelConfig) -> frozenset[Capability]:
+        return frozenset({Capability.GENERATES_TEXT, Capability.FF_KEYS})
+
+    def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
+        """Continue each text greedily (`max_new_tokens`, none for 0), then
+        record the hook points in one pass over [EOS] + text + continuation,
+        one axis "tok"; continuation positions have the role "generated"."""
+        if request.targets is not None:
+            raise ValueError("a language model reads one text: pass it as the source, without a target")
+        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        texts = request.sources
+        if not all(text.strip() for text in texts):
+            raise ValueError("empty text")
+        prompts = [prompt_ids(tokenizer, text) for text in texts]
+        for prompt in prompts:
+            if len(prompt) > config.max_positions:
+                raise ValueError(
+                    f"the text has {len(prompt) - 1} tokens; the model reads at most {config.max_positions - 1}"
+                )
+        continuations = [
+            greedy_continuation(model, prompt, request.max_new_tokens, request.interventions) for prompt in prompts
+        ]
+        streams = [prompt + continuation for prompt, continuation in zip(prompts, continuations)]
+        ids = pad_batch(streams, config.pad_id, loaded.device)  # [b, t]
+        with recording(model, request.names, request.interventions) as (captures, memory_size):
+            logits = model(ids)  # [b, t, vocab]
+        roles = model.position_roles(ids.cpu())
+        for row, prompt in zip(roles[AXIS], prompts):
+            row[len(prompt) :] = ["generated" if role != "pad" else role for role in row[len(prompt) :]]
+        return Trace(
+            run=run_record(loaded, request, memory_size, GREEDY if request.max_new_tokens else None),
+            captures=captures,
+            tokens={AXIS: [tokenizer.display_tokens(row) for row in ids.tolist()]},
+            roles=roles,
+            sources=texts,
+            output_ids=[stream[1:] for stream in streams],
+            outputs=[tokenizer.decode(continuation) for continuation in continuations],
+            logits=logits.detach().cpu(),
+            decoded=request.max_new_tokens > 0,
+        )
+
+    def translate(
+        self,
+        model: nn.Module,
+        src_ids: torch.Tensor,
+        interventions: Interventions | None,
+        max_new_tokens: int,
+        seed: int,
+    ) -> list[list[int]]:
+        raise ValueError("a language model continues a text; it does not translate")
+
+    def intervention_hooks(
+        self, model: nn.Module, intervention: Intervention, memory_size: int
+    ) -> list[tuple[str, HookFn]] | None:
+        return None  # no memory lesions: the shared scale is all
+
+
+FAMILY = LanguageModelFamily()

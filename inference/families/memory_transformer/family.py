@@ -1,0 +1,128 @@
+"""The Memory Transformer family as the rest of MemLens sees it: what its
+models can do, how one is traced, and its memory lesions."""
+
+from __future__ import annotations
+
+import torch
+
+from inference.core.checkpoint import LoadedModel
+from inference.core.decoding import pad_batch, strip_after_eos
+from inference.core.family import Capability
+from inference.core.hooks import HookFn, HookPoint, hook_points
+from inference.core.interventions import BlockMemoryReads, Intervention, InterventionError, Interventions, KnockoutSlots
+from inference.core.trace import Trace, TraceRequest, encode_sources, recording, run_record
+from inference.families.memory_transformer.decoding import decode, greedy_decode
+from inference.families.memory_transformer.model import FAMILIES, MemoryTransformer, MemoryTransformerConfig
+
+
+class MemoryTransformerFamily:
+    name = "memory_transformer"
+    config_names = FAMILIES
+    title = "Memory Transformer (paper 000)"
+
+    def config_from_dict(self, values: dict) -> MemoryTransformerConfig:
+        return MemoryTransformerConfig(**values)
+
+    def build(self, config: MemoryTransformerConfig) -> MemoryTransformer:
+        return MemoryTransformer(config)
+
+    def capabilities(self, config: MemoryTransformerConfig) -> frozenset[Capability]:
+        found = {Capability.TRANSLATES, Capability.BEAM_SEARCH, Capability.FF_KEYS, Capability.ATTRIBUTION}
+        if config.memory_size:
+            found.add(Capability.MEMORY_TOKENS)
+        return frozenset(found)
+
+    def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
+        """Decode (as the request says) unless targets are given, then record
+        the hook points in one teacher-forced pass over BOS + the output."""
+        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        src_ids = encode_sources(loaded, request.sources)  # [b, n]
+        if request.targets is None:
+            generated = decode(model, src_ids, request.decoding, request.interventions, request.max_new_tokens)
+            output_ids = strip_after_eos(generated.cpu(), config.eos_id)
+        else:
+            output_ids = tokenizer.encode_batch(request.targets)
+            if max(len(ids) for ids in output_ids) + 1 > config.max_positions:
+                raise ValueError(f"a target is longer than the model's {config.max_positions - 1} tokens")
+        tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)  # [b, t]
+        with recording(model, request.names, request.interventions) as (captures, memory_size):
+            logits = model(src_ids, tgt_in, memory_size)  # [b, t, vocab]
+        memory_tokens = [f"[mem{j}]" for j in range(memory_size)]
+        return Trace(
+            run=run_record(loaded, request, memory_size, request.decoding if request.targets is None else None),
+            captures=captures,
+            tokens={
+                "enc": [memory_tokens + tokenizer.display_tokens(row) for row in src_ids.tolist()],
+                "dec": [tokenizer.display_tokens(row) for row in tgt_in.tolist()],
+            },
+            roles=model.position_roles(src_ids.cpu(), tgt_in.cpu(), memory_size),
+            sources=request.sources,
+            output_ids=output_ids,
+            outputs=[tokenizer.decode(ids) for ids in output_ids],
+            logits=logits.detach().cpu(),
+            decoded=request.targets is None,
+        )
+
+    def translate(
+        self,
+        model: MemoryTransformer,
+        src_ids: torch.Tensor,  # [b, n]
+        interventions: Interventions | None,
+        max_new_tokens: int,
+        seed: int,
+    ) -> list[list[int]]:
+        """Greedy translations (the seed is unused: nothing is sampled)."""
+        return strip_after_eos(greedy_decode(model, src_ids, interventions, max_new_tokens).cpu(), model.config.eos_id)
+
+    def intervention_hooks(
+        self, model: MemoryTransformer, intervention: Intervention, memory_size: int
+    ) -> list[tuple[str, HookFn]] | None:
+        if isinstance(intervention, KnockoutSlots):
+            return _knockout_hooks(model, intervention, memory_size)
+        if isinstance(intervention, BlockMemoryReads):
+            return _blocked_read_hooks(model, intervention, memory_size)
+        return None
+
+
+def _memory_key_masks(model: MemoryTransformer) -> dict[str, HookPoint]:
+    """The attention masks whose keys run over the encoder axis, where the memory is."""
+    return {name: p for name, p in hook_points(model).items() if name.endswith(".mask") and p.positions["key"] == "enc"}
+
+
+def _knockout_hooks(model: MemoryTransformer, item: KnockoutSlots, memory_size: int) -> list[tuple[str, HookFn]]:
+    for slot in item.slots:
+        if not 0 <= slot < memory_size:
+            raise InterventionError(
+                f"memory slot {slot} is out of range: the run has {memory_size} slots (0 to {memory_size - 1})"
+            )
+    slots = list(item.slots)
+
+    def hook(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]
+        mask = mask.clone()
+        mask[..., slots] = False
+        return mask
+
+    return [(name, hook) for name in _memory_key_masks(model)]
+
+
+def _blocked_read_hooks(model: MemoryTransformer, item: BlockMemoryReads, memory_size: int) -> list[tuple[str, HookFn]]:
+    stacks = {"encoder": ("encoder.",), "decoder": ("decoder.",), "both": ("encoder.", "decoder.")}[item.stacks]
+    hooks = []
+    for name, point in _memory_key_masks(model).items():
+        if name.startswith(stacks):
+            _, sequence_rows = model.memory_rows(point.positions["query"], memory_size)
+            memory_keys, _ = model.memory_rows(point.positions["key"], memory_size)
+            hooks.append((name, _block_rows_from_keys(sequence_rows, memory_keys)))
+    return hooks
+
+
+def _block_rows_from_keys(rows: slice, keys: slice) -> HookFn:
+    def hook(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]
+        mask = mask.clone()
+        mask[..., rows, keys] = False
+        return mask
+
+    return hook
+
+
+FAMILY = MemoryTransformerFamily()

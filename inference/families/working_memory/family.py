@@ -1,0 +1,173 @@
+"""The working-memory family as the rest of MemLens sees it: what its
+models can do, how one is traced, and its lesions (mask_memory,
+force_memory; the memory size caps the tokens it may write)."""
+
+from __future__ import annotations
+
+import torch
+
+from inference.core.checkpoint import LoadedModel
+from inference.core.decoding import GREEDY, pad_batch
+from inference.core.family import Capability
+from inference.core.hooks import HookFn, HookPoint, hook_points, select_hook_names
+from inference.core.interventions import (
+    BlockMemoryReads,
+    ForceMemory,
+    Intervention,
+    InterventionError,
+    Interventions,
+    KnockoutSlots,
+    MaskMemory,
+)
+from inference.core.trace import Trace, TraceRequest, encode_sources, recording, run_record
+from inference.families.working_memory.corpus import stream_budget
+from inference.families.working_memory.generation import generate_with_memory, wm_generate
+from inference.families.working_memory.model import (
+    CHOICE_COLUMN,
+    MEMORY_TYPE,
+    TARGET_TYPE,
+    WorkingMemoryConfig,
+    WorkingMemoryTransformer,
+)
+from inference.families.working_memory.model import (
+    FAMILY as CONFIG_NAME,
+)
+
+DECISION_HOOKS = ["decoder.wm.choice", "decoder.wm.written"]  # called once per generated element
+
+
+class WorkingMemoryFamily:
+    name = "working_memory"
+    config_names = (CONFIG_NAME,)
+    title = "Working-memory decoder (paper 004)"
+
+    def config_from_dict(self, values: dict) -> WorkingMemoryConfig:
+        return WorkingMemoryConfig(**values)
+
+    def build(self, config: WorkingMemoryConfig) -> WorkingMemoryTransformer:
+        return WorkingMemoryTransformer(config)
+
+    def capabilities(self, config: WorkingMemoryConfig) -> frozenset[Capability]:
+        return frozenset({Capability.TRANSLATES, Capability.WORKING_MEMORY, Capability.FF_KEYS})
+
+    def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
+        """The model is traced on its own generation (it chooses its memory
+        while it writes, so a given reference cannot stand in): memory and
+        translation are generated with the request's seed, every step's
+        decision recorded (`decoder.wm.choice`, `decoder.wm.written`, one call
+        per position), then one teacher-forced pass over the generated stream
+        (BOS + elements before the final EOS) records the other hook points.
+        On the "dec" axis memory tokens have the role "wm"."""
+        if request.targets is not None:
+            raise ValueError(
+                "a working-memory model is traced on its own output: it chooses its memory while it writes, "
+                "so leave the target out"
+            )
+        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        src_ids = encode_sources(loaded, request.sources)  # [b, n]
+        with recording(model, DECISION_HOOKS, request.interventions) as (decisions, memory_size):
+            generation = generate_with_memory(model, src_ids, memory_size, request.seed, request.max_new_tokens)
+        streams = [e.ids[:-1] if e.ids[-1:] == [config.eos_id] else e.ids for e in generation.examples]
+        ids = pad_batch([[config.bos_id] + stream for stream in streams], config.pad_id, loaded.device)  # [b, t]
+        types = pad_batch(
+            [[TARGET_TYPE] + e.types[: len(stream)] for stream, e in zip(streams, generation.examples)],
+            TARGET_TYPE,
+            loaded.device,
+        )  # [b, t]
+        key_mask = pad_batch([[1] * (1 + len(stream)) for stream in streams], 0, loaded.device).bool()  # [b, t]
+        names = [name for name in select_hook_names(model, request.names) if name not in DECISION_HOOKS]
+        with recording(model, names, request.interventions) as (captures, _):
+            logits, _ = model(src_ids, ids, types, key_mask)  # [b, t, vocab]
+        return Trace(
+            run=run_record(loaded, request, memory_size, GREEDY),  # target tokens greedy; memory sampled with the seed
+            captures={**captures, **decisions},
+            tokens={
+                "enc": [tokenizer.display_tokens(row) for row in src_ids.tolist()],
+                "dec": [tokenizer.display_tokens(row) for row in ids.tolist()],
+            },
+            roles=model.position_roles(src_ids.cpu(), ids.cpu(), types.cpu(), key_mask.cpu()),
+            sources=request.sources,
+            output_ids=streams,
+            outputs=[tokenizer.decode(example.translation) for example in generation.examples],
+            logits=logits.detach().cpu(),
+            decoded=True,
+        )
+
+    def translate(
+        self,
+        model: WorkingMemoryTransformer,
+        src_ids: torch.Tensor,  # [b, n]
+        interventions: Interventions | None,
+        max_new_tokens: int,
+        seed: int,
+    ) -> list[list[int]]:
+        """Target tokens of the generated streams; memory sampled with `seed`."""
+        generation = wm_generate(model, src_ids, interventions, seed, stream_budget(model, max_new_tokens))
+        return [example.translation for example in generation.examples]
+
+    def intervention_hooks(
+        self, model: WorkingMemoryTransformer, intervention: Intervention, memory_size: int
+    ) -> list[tuple[str, HookFn]] | None:
+        if isinstance(intervention, KnockoutSlots | BlockMemoryReads):
+            raise InterventionError(
+                f"{intervention.kind} acts on [mem] slots; a working-memory model has none (use mask_memory)"
+            )
+        if isinstance(intervention, MaskMemory):
+            return _mask_memory_hooks(model)
+        if isinstance(intervention, ForceMemory):
+            return [("decoder.wm.choice", _force_memory(model, intervention, memory_size))]
+        return None
+
+
+def _mask_memory_hooks(model: WorkingMemoryTransformer) -> list[tuple[str, HookFn]]:
+    """The paper's lesion: memory is generated, but target-type queries may
+    not attend memory-type keys in any decoder self-attention."""
+    seen: dict[str, torch.Tensor] = {}
+
+    def remember_types(types: torch.Tensor, point: HookPoint) -> None:  # [b, k]
+        seen["types"] = types
+
+    def block(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]
+        types = seen["types"]  # [b, k] key types; the queries are the last q keys
+        q = mask.shape[2]
+        target_queries = types[:, -q:] == TARGET_TYPE  # [b, q]
+        memory_keys = types == MEMORY_TYPE  # [b, k]
+        return mask & ~(target_queries[:, None, :, None] & memory_keys[:, None, None, :])
+
+    hooks: list[tuple[str, HookFn]] = [("decoder.wm.types", remember_types)]
+    for name in hook_points(model):
+        if name.startswith("decoder.") and name.endswith(".self_attn.mask"):
+            hooks.append((name, block))
+    return hooks
+
+
+def _force_memory(model: WorkingMemoryTransformer, item: ForceMemory, memory_size: int) -> HookFn:
+    """The forced tokens are the memory: each example's first len(tokens)
+    elements are these memory tokens, in order, whatever the type head
+    chose; every later element is a target token (the loop then writes the
+    greedy one), so the translation is conditioned on exactly this memory."""
+    vocab_size = model.config.vocab_size
+    bad = [t for t in item.tokens if not 0 <= t < vocab_size]
+    if bad:
+        raise InterventionError(f"forced memory tokens {bad} are outside the vocabulary (0 to {vocab_size - 1})")
+    if len(item.tokens) > memory_size:
+        raise InterventionError(f"{len(item.tokens)} forced memory tokens do not fit a memory of {memory_size}")
+    forced = torch.tensor(item.tokens, dtype=torch.float32)  # [m]
+    state: dict[str, torch.Tensor] = {}
+
+    def hook(record: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 7]
+        written = state.get("written")  # [b] forced tokens written so far, per example
+        if written is None:
+            written = torch.zeros(record.shape[0], dtype=torch.long, device=record.device)
+        forcing = (record[:, CHOICE_COLUMN["active"]] == 1) & (written < len(item.tokens))  # [b]
+        record = record.clone()
+        record[:, CHOICE_COLUMN["type"]] = torch.where(forcing, MEMORY_TYPE, TARGET_TYPE).float()
+        record[forcing, CHOICE_COLUMN["token"]] = forced.to(record.device)[written[forcing]]
+        record[forcing, CHOICE_COLUMN["nucleus_size"]] = 0  # written, not sampled
+        state["written"] = written + forcing.long()
+        return record
+
+    return hook
+
+
+FAMILY = WorkingMemoryFamily()
