@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from inference.analyses.ff_mining import TriggerStore
-from inference.checkpoint import CheckpointRegistry, load_checkpoint
-from inference.models.language_model import LanguageModel
-from inference.tokenizer import train_bpe
+from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
+from inference.core.tokenizer import train_bpe
+from inference.families.language_model.model import LanguageModel
 from tests.training.conftest import make_tiny_lm_config
 from training.cli import main
 from training.config import ConfigError, config_from_dict

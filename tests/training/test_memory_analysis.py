@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from inference.checkpoint import save_checkpoint
+from inference.core.checkpoint import save_checkpoint
 from tests.conftest import TINY_MEMORY, make_tiny_working_memory
 from training.cli import main
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference.models import build_model
-from inference.models.memory_transformer import MemoryTransformerConfig
+from inference.core.family import build_model
+from inference.families.memory_transformer.model import MemoryTransformerConfig
 from training.memory_growth import NEW_SLOT_NOISE_STD, grow_memory
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference.models import build_model
-from inference.models.memory_transformer import FAMILIES, MemoryTransformerConfig
+from inference.core.family import build_model
+from inference.families.memory_transformer.model import FAMILIES, MemoryTransformerConfig
 from training.data import make_batch, read_multi30k, tokenize_pairs
 from training.loop import make_optimizer, noam_lr
 from training.objectives import token_loss

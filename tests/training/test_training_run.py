@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from inference.checkpoint import FILES, CheckpointRegistry, load_checkpoint
+from inference.core.checkpoint import FILES, CheckpointRegistry, load_checkpoint
 from tests.training.conftest import make_tiny_config
 from training.cli import main
 from training.config import config_from_dict

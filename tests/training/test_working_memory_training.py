@@ -9,9 +9,9 @@ import json
 import pytest
 import torch
 
-from inference.checkpoint import CheckpointRegistry, load_checkpoint
-from inference.decoding import pad_batch
-from inference.models.working_memory import TARGET_TYPE, WorkingMemoryTransformer
+from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
+from inference.core.decoding import pad_batch
+from inference.families.working_memory.model import TARGET_TYPE, WorkingMemoryTransformer
 from training.config import ConfigError, config_from_dict
 from training.data import make_batch
 from training.objectives import objective_for_epoch, token_loss

@@ -3,7 +3,7 @@
 import torch
 
 from inference.analyses.blocks import attention_blocks, block_rows
-from inference.trace import encode_sources, run_with_trace
+from inference.core.trace import encode_sources, run_with_trace
 from tests.conftest import SOURCES, TINY_MEMORY
 
 TARGETS = ["a dog plays in the park", "two women read"]
@@ -60,7 +60,7 @@ def test_memctrl_sequence_sublayer_sees_both(tiny_tokenizer):
 def test_traced_logits_equal_fast_logits(tiny):
     trace = run_with_trace(tiny, SOURCES, TARGETS)  # every hook point captured: explicit attention
     src_ids = encode_sources(tiny, SOURCES)
-    from inference.decoding import pad_batch
+    from inference.core.decoding import pad_batch
 
     tgt_in = pad_batch([[tiny.config.bos_id] + ids for ids in trace.target_ids], tiny.config.pad_id)
     with torch.no_grad():

@@ -3,7 +3,7 @@
 import pytest
 
 from inference.analyses.attribution import attribute
-from inference.interventions import Interventions
+from inference.core.interventions import Interventions
 from tests.conftest import make_tiny
 
 TEXT = "ein Hund spielt im Park"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from inference.byte_cache import ByteBudgetCache, tensor_bytes
-from inference.checkpoint import CheckpointRegistry, model_bytes, save_checkpoint
+from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
+from inference.core.checkpoint import CheckpointRegistry, model_bytes, save_checkpoint
 from tests.conftest import make_tiny
 
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from inference.checkpoint import CheckpointError, CheckpointRegistry, load_checkpoint, save_checkpoint
-from inference.trace import run_with_trace
+from inference.core.checkpoint import CheckpointError, CheckpointRegistry, load_checkpoint, save_checkpoint
+from inference.core.trace import run_with_trace
 from tests.conftest import SOURCES, make_tiny
 
 
@@ -112,7 +112,7 @@ def test_loading_never_unpickles(tiny_tokenizer, tmp_path, monkeypatch):
 
 
 def test_device_setting(monkeypatch):
-    from inference.checkpoint import select_device
+    from inference.core.checkpoint import select_device
 
     monkeypatch.setenv("MEMLENS_DEVICE", "cpu")
     assert select_device() == torch.device("cpu")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from inference.checkpoint import save_checkpoint
+from inference.core.checkpoint import save_checkpoint
 from tests.conftest import make_tiny
 
 
@@ -65,8 +65,8 @@ def test_models_shows_a_language_model_with_its_perplexity(tiny_tokenizer, tmp_p
 
 def test_translate_with_beam_search_decodes_by_beam(tiny_tokenizer, tmp_path, capsys):
     """--beam N prints what beam_search gives; --length-penalty alone and values out of range are refused."""
-    from inference.decoding import beam_search, strip_after_eos
-    from inference.trace import encode_sources
+    from inference.core.decoding import beam_search, strip_after_eos
+    from inference.core.trace import encode_sources
 
     loaded = make_tiny("memtransformer", tiny_tokenizer, seed=1)
     save_checkpoint(tmp_path / "tiny_mem", loaded.model, loaded.tokenizer)

@@ -4,10 +4,10 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from inference.checkpoint import LoadedModel
-from inference.decoding import Decoding, beam_search, greedy_decode, strip_after_eos
-from inference.interventions import HeadRef, Interventions
-from inference.trace import encode_sources, run_with_trace
+from inference.core.checkpoint import LoadedModel
+from inference.core.decoding import Decoding, beam_search, greedy_decode, strip_after_eos
+from inference.core.interventions import HeadRef, Interventions
+from inference.core.trace import encode_sources, run_with_trace
 from tests.conftest import (
     SOURCES,
     make_tiny,

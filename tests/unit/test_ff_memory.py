@@ -29,8 +29,8 @@ from inference.analyses.ff_values import (
     value_logits,
     value_projections,
 )
-from inference.interventions import FFKeyScale, Interventions
-from inference.trace import Trace, run_with_trace
+from inference.core.interventions import FFKeyScale, Interventions
+from inference.core.trace import Trace, run_with_trace
 from tests.conftest import SOURCES, TINY_CORPUS, make_tiny
 
 TARGETS = ["a dog plays in the park", "two women read"]

@@ -9,8 +9,8 @@ import pytest
 
 from app.figures import MIN_CELL_PX, attention_heatmap, axis_labels, head_grid
 from inference.analyses.attention import layer_attention
-from inference.checkpoint import load_checkpoint
-from inference.trace import run_with_trace
+from inference.core.checkpoint import load_checkpoint
+from inference.core.trace import run_with_trace
 
 LONG = (
     "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, während zwei Kinder im Garten mit einem großen "

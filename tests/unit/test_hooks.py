@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from inference.hooks import hook_points, select_hook_names
-from inference.models import build_model
-from inference.models.memory_transformer import FAMILIES
+from inference.core.family import build_model
+from inference.core.hooks import hook_points, select_hook_names
+from inference.families.memory_transformer.model import FAMILIES
 from tests.conftest import make_tiny_language_model, make_tiny_working_memory, tiny_config
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "hook_names.txt"

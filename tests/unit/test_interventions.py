@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from inference.analyses.blocks import attention_blocks
-from inference.hooks import hook_points
-from inference.interventions import FFKeyScale, HeadRef, InterventionError, Interventions
-from inference.trace import run_with_trace
+from inference.core.hooks import hook_points
+from inference.core.interventions import FFKeyScale, HeadRef, InterventionError, Interventions
+from inference.core.trace import run_with_trace
 from tests.conftest import SOURCES, TINY_MEMORY
 
 TARGETS = ["a dog plays in the park", "two women read"]

@@ -8,10 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from inference.checkpoint import CheckpointRegistry, load_checkpoint, save_checkpoint
-from inference.hooks import hook_points, registered_hooks
-from inference.models import config_from_dict
-from inference.models.language_model import LanguageModel, LanguageModelConfig
+from inference.core.checkpoint import CheckpointRegistry, load_checkpoint, save_checkpoint
+from inference.core.family import config_from_dict
+from inference.core.hooks import hook_points, registered_hooks
+from inference.families.language_model.model import LanguageModel, LanguageModelConfig
 from tests.conftest import make_tiny_language_model
 
 

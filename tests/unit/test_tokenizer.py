@@ -1,6 +1,6 @@
 """Tokenizer: exact detokenization and readable display strings."""
 
-from inference.tokenizer import SPECIAL_TOKENS, TextTokenizer
+from inference.core.tokenizer import SPECIAL_TOKENS, TextTokenizer
 
 
 def test_decode_inverts_encode(tiny_tokenizer: TextTokenizer):

@@ -7,21 +7,21 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from inference.checkpoint import load_checkpoint, save_checkpoint
-from inference.decoding import pad_batch
-from inference.hooks import HookPoint, registered_hooks
-from inference.interventions import (
+from inference.core.checkpoint import load_checkpoint, save_checkpoint
+from inference.core.decoding import pad_batch
+from inference.core.family import build_model, config_from_dict
+from inference.core.hooks import HookPoint, registered_hooks
+from inference.core.interventions import (
     InterventionError,
     Interventions,
     applied_interventions,
 )
-from inference.models import build_model, config_from_dict
-from inference.models.working_memory import (
+from inference.families.working_memory.generation import type_labels, wm_generate, wm_training_forward
+from inference.families.working_memory.model import (
     CHOICE_COLUMNS,
     WorkingMemoryConfig,
     WorkingMemoryTransformer,
 )
-from inference.wm_decoding import type_labels, wm_generate, wm_training_forward
 from tests.conftest import SOURCES, TINY_MEMORY
 
 TARGETS = ["a dog plays in the park", "two women read"]

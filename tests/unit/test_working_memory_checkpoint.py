@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from app.settings import REPO_ROOT
-from inference.checkpoint import load_checkpoint
-from inference.interventions import Interventions
-from inference.trace import encode_sources
-from inference.wm_decoding import wm_generate
+from inference.core.checkpoint import load_checkpoint
+from inference.core.interventions import Interventions
+from inference.core.trace import encode_sources
+from inference.families.working_memory.generation import wm_generate
 from tests.unit.test_working_memory import greedy_after_its_stream
 
 NO_MEMORY = "Ein Hund rennt mit einem Ball im Maul über die Wiese."  # writes no memory with seed 0

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from inference.interventions import Interventions
-from inference.trace import encode_sources
-from inference.wm_decoding import wm_generate
+from inference.core.interventions import Interventions
+from inference.core.trace import encode_sources
+from inference.families.working_memory.generation import wm_generate
 from tests.conftest import SOURCES, make_tiny_working_memory
 from training.memory_examples import Measured, measure, pick, screen
 

@@ -12,8 +12,8 @@ from inference.analyses.working_memory import (
     stream_tokens,
     target_to_memory_attention,
 )
-from inference.interventions import Interventions
-from inference.trace import run_with_trace
+from inference.core.interventions import Interventions
+from inference.core.trace import run_with_trace
 from tests.conftest import SOURCES, TINY_MEMORY, make_tiny_working_memory
 
 
