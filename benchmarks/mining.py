@@ -22,11 +22,11 @@ import time
 
 import torch
 
-from inference.analyses.ff_mining import mine_triggers, prefix_stream, trace_texts
 from inference.analyses.ff_values import ff_memories
 from inference.core.checkpoint import load_checkpoint
 from inference.core.decoding import pad_batch
 from inference.families.language_model.model import LanguageModel
+from inference.runs.trigger_mining import mine_triggers, prefix_stream, trace_texts
 from training.data import resolve_data_dir
 from training.ff_study import study_corpus
 

@@ -18,9 +18,9 @@ import time
 
 import torch
 
-from inference.analyses.lesion import PAPER_MEMORY_SIZES
 from inference.core.checkpoint import load_checkpoint
 from inference.core.family import build_model
+from inference.runs.lesion import PAPER_MEMORY_SIZES
 from inference.runs.translate import translate_all
 from training.config import load_config
 from training.data import bucketed_batches, make_batch, read_multi30k, resolve_data_dir, tokenize_pairs

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from torch import nn
 from tqdm import tqdm
 
-from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
 from inference.analyses.quality import corpus_quality
 from inference.core.interventions import Interventions
 from inference.core.tokenizer import TextTokenizer
 from inference.families.working_memory.model import WorkingMemoryTransformer
+from inference.runs.lesion import lesion_sizes, quality_at_memory_size
 from inference.runs.translate import BATCH_SIZE, translate_all
 from training.data import Pair
 

@@ -35,17 +35,11 @@ from tqdm import tqdm
 
 from inference.analyses.ff_aggregation import ff_aggregation, summarise_aggregation
 from inference.analyses.ff_agreement import LayerAgreement, key_value_agreement
-from inference.analyses.ff_mining import (
-    MiningState,
-    TriggerStore,
-    compact_triggers,
-    mine_triggers,
-    prefix_stream,
-    trace_texts,
-)
+from inference.analyses.ff_mining import MiningState, TriggerStore
 from inference.analyses.ff_values import ff_memories, value_logits
 from inference.core.checkpoint import LoadedModel, load_checkpoint
 from inference.families.language_model.model import LanguageModel
+from inference.runs.trigger_mining import compact_triggers, mine_triggers, prefix_stream, trace_texts
 from training import REPO_ROOT
 from training.corpora import CORPORA
 from training.data import resolve_data_dir

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from inference.analyses.memory_corpus import analyse_memory_corpus
 from inference.core.checkpoint import CheckpointError, load_checkpoint
 from inference.families.working_memory.model import WorkingMemoryTransformer
+from inference.runs.memory_corpus import analyse_memory_corpus
 from training.corpora import CORPORA, read_de_en_news
 from training.data import Pair, resolve_data_dir
 

@@ -39,9 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.families.language_model.model import AXIS as LM_AXIS
-from inference.families.language_model.model import LanguageModel
-from inference.families.memory_transformer.model import MemoryTransformer
+from inference.core.family import family_of
 
 # (layer name, residual [..., d], FF output [..., d]) -> the layer's output [..., d]
 LayerOutputFn = Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -83,10 +81,8 @@ class FFMemories:
 
 
 def ff_memories(model: nn.Module) -> FFMemories:
-    """The FF memories of any shipped model: the language model's layers, or a translation model's decoder."""
-    if isinstance(model, LanguageModel):
-        return language_model_ff_memories(model)
-    return decoder_ff_memories(model)
+    """The FF memories of a model with FF keys, read as its family says (`Family.ff_memories`)."""
+    return family_of(model.config.family).ff_memories(model)
 
 
 def _values(ff: torch.nn.Module) -> torch.Tensor:  # [d_ff, d]
@@ -94,8 +90,8 @@ def _values(ff: torch.nn.Module) -> torch.Tensor:  # [d_ff, d]
     return ff.w_out.weight.detach().float().cpu().T.contiguous()
 
 
-def decoder_ff_memories(model: MemoryTransformer) -> FFMemories:
-    """The decoder FF layers of a translation model. Layer output =
+def decoder_ff_memories(model: nn.Module) -> FFMemories:
+    """The decoder FF layers of a post-LN translation model (`model.decoder.layers`). Layer output =
     LN(residual + FF output): the post-LN step with dropout off (inference)."""
     norms = {}
     values = {}
@@ -117,8 +113,8 @@ def decoder_ff_memories(model: MemoryTransformer) -> FFMemories:
     return FFMemories(list(values), values, model.embed.weight.detach().float().cpu(), layer_output)
 
 
-def language_model_ff_memories(model: LanguageModel) -> FFMemories:
-    """The language model's FF layers. Pre-LN: layer output = residual + FF
+def language_model_ff_memories(model: nn.Module, axis: str) -> FFMemories:
+    """The FF layers of a pre-LN decoder-only model (`model.layers`, `model.final_norm`) over token axis `axis`. Pre-LN: layer output = residual + FF
     output; stream states are read through the final LayerNorm."""
     values = {f"layers.{i}.ff": _values(layer.ff) for i, layer in enumerate(model.layers)}
     norm = model.final_norm
@@ -135,7 +131,7 @@ def language_model_ff_memories(model: LanguageModel) -> FFMemories:
     def readout(h: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(h, shape, weight, bias, eps)
 
-    return FFMemories(list(values), values, model.embed.weight.detach().float().cpu(), layer_output, LM_AXIS, readout)
+    return FFMemories(list(values), values, model.embed.weight.detach().float().cpu(), layer_output, axis, readout)
 
 
 def value_logits(memories: FFMemories, layer: str) -> torch.Tensor:  # [d_ff, vocab]

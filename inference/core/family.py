@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
+    from inference.analyses.ff_values import FFMemories
     from inference.core.checkpoint import LoadedModel
     from inference.core.hooks import HookFn
     from inference.core.interventions import Intervention, Interventions
@@ -93,6 +94,10 @@ class Family(Protocol):
         seed: int,
     ) -> list[list[int]]:
         """Families that translate: the output ids of every source (EOS left out)."""
+        ...
+
+    def ff_memories(self, model: nn.Module) -> FFMemories:
+        """Families with FF keys: which FF layers are read as memories, and how (inference.analyses.ff_values)."""
         ...
 
     def intervention_hooks(

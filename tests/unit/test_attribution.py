@@ -2,8 +2,8 @@
 
 import pytest
 
-from inference.analyses.attribution import attribute
 from inference.core.interventions import Interventions
+from inference.runs.attribution import attribute
 from tests.conftest import make_tiny
 
 TEXT = "ein Hund spielt im Park"

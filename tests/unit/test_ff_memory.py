@@ -13,16 +13,7 @@ from inference.analyses.ff_aggregation import (
     summarise_aggregation,
 )
 from inference.analyses.ff_agreement import key_value_agreement
-from inference.analyses.ff_mining import (
-    MiningState,
-    TriggerStore,
-    TriggerTokens,
-    add_batch,
-    compact_triggers,
-    mine_triggers,
-    prefix_stream,
-    trigger_tokens,
-)
+from inference.analyses.ff_mining import MiningState, TriggerStore, TriggerTokens, add_batch
 from inference.analyses.ff_values import (
     FFMemories,
     decoder_ff_memories,
@@ -31,6 +22,7 @@ from inference.analyses.ff_values import (
 )
 from inference.core.interventions import FFKeyScale, Interventions
 from inference.core.trace import Trace, run_with_trace
+from inference.runs.trigger_mining import compact_triggers, mine_triggers, prefix_stream, trigger_tokens
 from tests.conftest import SOURCES, TINY_CORPUS, make_tiny
 
 TARGETS = ["a dog plays in the park", "two women read"]

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from inference.analyses.ff_aggregation import ff_aggregation, logit_lens
-from inference.analyses.ff_mining import mine_triggers, prefix_stream, trigger_tokens
 from inference.analyses.ff_values import ff_memories, language_model_ff_memories
 from inference.core.checkpoint import LoadedModel
 from inference.core.interventions import FFKeyScale, Interventions
 from inference.core.trace import run_with_trace
 from inference.families.language_model.continuation import greedy_continuation
+from inference.runs.trigger_mining import mine_triggers, prefix_stream, trigger_tokens
 from tests.conftest import TINY_CORPUS, make_tiny_language_model
 
 TEXTS = TINY_CORPUS[1::2]  # the English side: 3 sentences

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from inference.analyses.ff_values import FFMemories, language_model_ff_memories
 from inference.core.checkpoint import LoadedModel
 from inference.core.decoding import GREEDY, pad_batch
 from inference.core.family import Capability
@@ -78,6 +79,10 @@ class LanguageModelFamily:
         seed: int,
     ) -> list[list[int]]:
         raise ValueError("a language model continues a text; it does not translate")
+
+    def ff_memories(self, model: nn.Module) -> FFMemories:
+        """Every layer's FF sub-layer, read through the final LayerNorm."""
+        return language_model_ff_memories(model, AXIS)
 
     def intervention_hooks(
         self, model: nn.Module, intervention: Intervention, memory_size: int

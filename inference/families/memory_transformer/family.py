@@ -4,7 +4,9 @@ models can do, how one is traced, and its memory lesions."""
 from __future__ import annotations
 
 import torch
+from torch import nn
 
+from inference.analyses.ff_values import FFMemories, decoder_ff_memories
 from inference.core.checkpoint import LoadedModel
 from inference.core.decoding import pad_batch, strip_after_eos
 from inference.core.family import Capability
@@ -73,6 +75,10 @@ class MemoryTransformerFamily:
     ) -> list[list[int]]:
         """Greedy translations (the seed is unused: nothing is sampled)."""
         return strip_after_eos(greedy_decode(model, src_ids, interventions, max_new_tokens).cpu(), model.config.eos_id)
+
+    def ff_memories(self, model: nn.Module) -> FFMemories:
+        """The decoder's FF layers, post-LN."""
+        return decoder_ff_memories(model)
 
     def intervention_hooks(
         self, model: MemoryTransformer, intervention: Intervention, memory_size: int

@@ -5,7 +5,9 @@ force_memory; the memory size caps the tokens it may write)."""
 from __future__ import annotations
 
 import torch
+from torch import nn
 
+from inference.analyses.ff_values import FFMemories, decoder_ff_memories
 from inference.core.checkpoint import LoadedModel
 from inference.core.decoding import GREEDY, pad_batch
 from inference.core.family import Capability
@@ -104,6 +106,10 @@ class WorkingMemoryFamily:
         """Target tokens of the generated streams; memory sampled with `seed`."""
         generation = wm_generate(model, src_ids, interventions, seed, stream_budget(model, max_new_tokens))
         return [example.translation for example in generation.examples]
+
+    def ff_memories(self, model: nn.Module) -> FFMemories:
+        """The decoder's FF layers, post-LN."""
+        return decoder_ff_memories(model)
 
     def intervention_hooks(
         self, model: WorkingMemoryTransformer, intervention: Intervention, memory_size: int

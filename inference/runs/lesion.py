@@ -33,6 +33,8 @@ def quality_at_memory_size(
     mask_memory: bool = False,
 ) -> Quality:
     """Quality with `memory_size` memory (None: as trained), the working memory masked if asked."""
-    asked = ([MemorySize(size=memory_size)] if memory_size is not None else []) + ([MaskMemory()] if mask_memory else [])
+    asked = ([MemorySize(size=memory_size)] if memory_size is not None else []) + (
+        [MaskMemory()] if mask_memory else []
+    )
     translations = translate_all(model, tokenizer, sources, batch_size, Interventions.of(*asked))
     return corpus_quality(translations, references)

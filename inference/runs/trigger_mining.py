@@ -1,0 +1,189 @@
+"""Mining FF-key trigger examples over a corpus (Geva et al., paper 003,
+Section 3): runs the model over the texts and feeds the running top-k of
+`inference.analyses.ff_mining`; `compact_triggers` writes the bounded
+record the app reads (`TriggerStore`).
+
+A text is read by the model's kind: a model that translates is
+teacher-forced on the text as its target after its source; a model that
+generates text reads it as an article's start ([EOS] + text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from inference.analyses.ff_mining import COMPACT_FORMAT, NO_TOKEN, MiningState, TriggerTokens, add_batch, encode_array
+from inference.analyses.ff_values import ff_memories
+from inference.core.checkpoint import LoadedModel
+from inference.core.family import Capability, capabilities_of
+from inference.core.trace import Trace, run_with_trace
+from inference.families.language_model.continuation import prompt_ids
+
+
+def mine_triggers(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    sources: Sequence[str] | None = None,
+    state: MiningState | None = None,
+    batch_size: int = 32,
+    top_k: int = 50,
+    on_batch: Callable[[MiningState], None] | None = None,
+) -> MiningState:
+    """Trigger examples of every FF key (ff_values.ff_memories: the language
+    model's layers or a translation decoder's) over a corpus of texts;
+    `sources` (a translation model's, one per text) are what the decoder is
+    teacher-forced after.
+
+    Sentence indices are positions in `texts`. To resume, pass the same
+    corpus and a saved state: mining goes on from state.sentences_consumed
+    (top_k only sizes a new state). on_batch sees the state after every
+    batch (e.g. to save it and report progress).
+    """
+    layers = ff_memories(loaded.model).layers
+    if state is None:
+        state = MiningState.empty(
+            {layer: loaded.model.get_submodule(layer).w_in.out_features for layer in layers}, top_k
+        )
+    if list(state.coefficients) != layers:
+        raise ValueError(f"the state holds layers {list(state.coefficients)}; the model has {layers}")
+    if state.sentences_consumed > len(texts):
+        raise ValueError(f"the state has consumed {state.sentences_consumed} sentences; the corpus has {len(texts)}")
+    for start in range(state.sentences_consumed, len(texts), batch_size):
+        batch = slice(start, start + batch_size)
+        lengths = [len(prefix_stream(loaded, text)) - 1 for text in texts[batch]]
+        # No name holds the batch's keys: they are freed before the next batch runs.
+        state = add_batch(
+            state,
+            _batch_keys(loaded, list(texts[batch]), None if sources is None else list(sources[batch]), layers),
+            lengths,
+        )
+        if on_batch is not None:
+            on_batch(state)
+    return state
+
+
+def _batch_keys(
+    loaded: LoadedModel, texts: list[str], sources: list[str] | None, layers: list[str]
+) -> dict[str, torch.Tensor]:
+    """layer -> key coefficients [b, t, d_ff] of one batch. Only these leave:
+    the trace's logits ([b, t, vocab], the largest tensor of a batch) are
+    freed at once, not kept alive while the next batch runs."""
+    trace = trace_texts(loaded, texts, sources, [f"{layer}.keys" for layer in layers])
+    return {layer: trace.tensor(f"{layer}.keys") for layer in layers}
+
+
+def trace_texts(loaded: LoadedModel, texts: list[str], sources: list[str] | None, names: list[str]) -> Trace:
+    """One pass over corpus texts as their streams read them (module doc):
+    a text generator on each text, a translation decoder teacher-forced on
+    each text after its source."""
+    if _reads_text(loaded):
+        return run_with_trace(loaded, texts, names=names, max_new_tokens=0)
+    if sources is None:
+        raise ValueError("a translation model's decoder is mined on (source, target) pairs: give the sources")
+    return run_with_trace(loaded, sources, texts, names=names)
+
+
+def prefix_stream(loaded: LoadedModel, text: str) -> list[int]:
+    """The token stream of one corpus text (module doc)."""
+    tokenizer = loaded.tokenizer
+    if _reads_text(loaded):
+        return prompt_ids(tokenizer, text)
+    return [tokenizer.bos_id, *tokenizer.encode(text), tokenizer.eos_id]
+
+
+def _reads_text(loaded: LoadedModel) -> bool:
+    """True for a model that continues text (it reads a corpus text alone), False for a translator."""
+    return Capability.TRANSLATES not in capabilities_of(loaded.config)
+
+
+def trigger_tokens(state: MiningState, loaded: LoadedModel, texts: Sequence[str]) -> dict[str, TriggerTokens]:
+    """The tokens at and after every trigger prefix, read from the corpus."""
+    streams = _streams(state, loaded, texts)
+    result = {}
+    for layer, coefficients in state.coefficients.items():
+        fired = coefficients > 0  # [d_ff, top_k]
+        trigger = torch.full_like(state.sentences[layer], -1)
+        following = torch.full_like(state.sentences[layer], -1)
+        for key, slot in fired.nonzero().tolist():
+            stream = streams[int(state.sentences[layer][key, slot])]
+            position = int(state.positions[layer][key, slot])
+            trigger[key, slot], following[key, slot] = stream[position], stream[position + 1]
+        result[layer] = TriggerTokens(trigger, following)
+    return result
+
+
+def _streams(state: MiningState, loaded: LoadedModel, texts: Sequence[str]) -> dict[int, list[int]]:
+    """Streams of the sentences some trigger refers to."""
+    used = sorted(
+        {s for layer, sentences in state.sentences.items() for s in sentences[state.coefficients[layer] > 0].tolist()}
+    )
+    return {s: prefix_stream(loaded, texts[s]) for s in used}
+
+
+# ---------------------------------------------------------------- the stored record
+#
+# compact_triggers -> a JSON object, stored beside a checkpoint:
+#
+#   {"format": COMPACT_FORMAT, "top_k", "context_tokens", "sentences_consumed",
+#    "vocabulary": {"ids": [token id, ...], "tokens": [display token, ...]},
+#    "layers": {layer: {"d_ff", "counts", "coefficients", "sentences", "positions", "tokens"}}}
+#
+# Per layer, the triggers of key 0, then key 1, ... (counts[i] of key i, best
+# first); only entries where the key fired (m_i > 0) are kept. Arrays are
+# {"dtype", "shape", "base64"} of little-endian bytes:
+#   counts        uint16  [d_ff]
+#   coefficients  float16 [n]
+#   sentences     int32   [n]   index in the mined corpus
+#   positions     uint16  [n]   where the prefix ends; the context was cut when position + 1 > context_tokens
+#   tokens        uint16  [n, context_tokens + 1]   indices into "vocabulary": the last context_tokens
+#                 tokens of the prefix (left-padded with NO_TOKEN), the trigger token last, then the next token
+#
+# Size bound: a trigger costs 2 (N + 1) + 2 + 4 + 2 bytes for N context tokens,
+# 26 bytes at the default N = 8. 4 layers x 512 keys x 50 triggers = 102,400
+# triggers -> at most 2.66 MB of arrays, 3.55 MB as base64 in the JSON, plus
+# the vocabulary (at most the model's 8,000 display tokens, ~0.1 MB) and
+# d_ff counts per layer. Keys that rarely fire store fewer entries.
+
+
+def compact_triggers(state: MiningState, loaded: LoadedModel, texts: Sequence[str], context_tokens: int = 8) -> dict:
+    """The JSON-serialisable record described above."""
+    streams = _streams(state, loaded, texts)
+    rows_by_layer = {}
+    used_ids: set[int] = set()
+    for layer, coefficients in state.coefficients.items():
+        fired = coefficients > 0  # [d_ff, top_k]; nonzero() walks it key by key, best first
+        rows = []
+        for key, slot in fired.nonzero().tolist():
+            stream = streams[int(state.sentences[layer][key, slot])]
+            position = int(state.positions[layer][key, slot])
+            context = stream[max(0, position + 1 - context_tokens) : position + 1]
+            rows.append([None] * (context_tokens - len(context)) + context + [stream[position + 1]])
+            used_ids.update(context + [stream[position + 1]])
+        rows_by_layer[layer] = (fired, rows)
+    vocabulary_ids = sorted(used_ids)
+    if len(vocabulary_ids) >= NO_TOKEN:
+        raise ValueError(f"{len(vocabulary_ids)} distinct tokens do not fit the uint16 token arrays")
+    local = {token_id: index for index, token_id in enumerate(vocabulary_ids)}
+    layers = {}
+    for layer, (fired, rows) in rows_by_layer.items():
+        tokens = [[NO_TOKEN if t is None else local[t] for t in row] for row in rows]
+        layers[layer] = {
+            "d_ff": fired.shape[0],
+            "counts": encode_array(fired.sum(dim=1), "<u2"),
+            "coefficients": encode_array(state.coefficients[layer][fired], "<f2"),
+            "sentences": encode_array(state.sentences[layer][fired], "<i4"),
+            "positions": encode_array(state.positions[layer][fired], "<u2"),
+            "tokens": encode_array(
+                torch.tensor(tokens, dtype=torch.long).reshape(len(rows), context_tokens + 1), "<u2"
+            ),
+        }
+    return {
+        "format": COMPACT_FORMAT,
+        "top_k": state.top_k,
+        "context_tokens": context_tokens,
+        "sentences_consumed": state.sentences_consumed,
+        "vocabulary": {"ids": vocabulary_ids, "tokens": loaded.tokenizer.display_tokens(vocabulary_ids)},
+        "layers": layers,
+    }
