@@ -25,7 +25,7 @@ import torch
 from inference.analyses.ff_values import ff_memories
 from inference.core.checkpoint import load_checkpoint
 from inference.core.decoding import pad_batch
-from inference.families.language_model.model import LanguageModel
+from inference.core.family import Capability, capabilities_of
 from inference.runs.trigger_mining import mine_triggers, prefix_stream, trace_texts
 from training.data import resolve_data_dir
 from training.ff_study import study_corpus
@@ -65,7 +65,7 @@ def forward(loaded, texts: list[str], sources: list[str] | None) -> None:
     """The plain forward pass over the same streams mining reads."""
     config = loaded.config
     streams = [prefix_stream(loaded, text) for text in texts]
-    if isinstance(loaded.model, LanguageModel):
+    if Capability.TRANSLATES not in capabilities_of(loaded.config):
         loaded.model(pad_batch(streams, config.pad_id, loaded.device))
         return
     src = pad_batch(loaded.tokenizer.encode_sources(sources), config.pad_id, loaded.device)

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from inference.analyses.quality import corpus_quality
 from inference.core.interventions import Interventions
 from inference.core.tokenizer import TextTokenizer
-from inference.families.working_memory.model import WorkingMemoryTransformer
+from inference.core.family import Capability, capabilities_of
 from inference.runs.lesion import lesion_sizes, quality_at_memory_size
 from inference.runs.translate import BATCH_SIZE, translate_all
 from training.data import Pair
@@ -76,7 +76,7 @@ def lesion_table(model: nn.Module, tokenizer: TextTokenizer, pairs: list[Pair], 
     table = lesion_sweep(
         model, tokenizer, pairs, lesion_sizes(model.config.memory_size, model.config.max_memory_size), batch_size
     )
-    if isinstance(model, WorkingMemoryTransformer):
+    if Capability.WORKING_MEMORY in capabilities_of(model.config):
         sources, references = zip(*pairs)
         table["masked_bleu"] = quality_at_memory_size(
             model, tokenizer, sources, references, None, batch_size, mask_memory=True

@@ -38,7 +38,7 @@ from inference.analyses.ff_agreement import LayerAgreement, key_value_agreement
 from inference.analyses.ff_mining import MiningState, TriggerStore
 from inference.analyses.ff_values import ff_memories, value_logits
 from inference.core.checkpoint import LoadedModel, load_checkpoint
-from inference.families.language_model.model import LanguageModel
+from inference.core.family import Capability, capabilities_of
 from inference.runs.trigger_mining import compact_triggers, mine_triggers, prefix_stream, trace_texts
 from training import REPO_ROOT
 from training.corpora import CORPORA
@@ -67,7 +67,7 @@ class StudyCorpus:
 def study_corpus(loaded: LoadedModel, data_dir: Path, sentences: int, eval_sentences: int) -> StudyCorpus:
     """The model's corpus (module doc): `sentences` to mine, `eval_sentences` to aggregate on."""
     fits = _fits_window(loaded)
-    if isinstance(loaded.model, LanguageModel):
+    if Capability.TRANSLATES not in capabilities_of(loaded.config):  # a language model: mined on enwiki
         documents = read_enwiki(data_dir)
         train = [s for document in documents["train"] for s in document]
         chosen = sorted(random.Random(SAMPLE_SEED).sample(range(len(train)), min(len(train), 2 * sentences)))

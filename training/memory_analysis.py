@@ -18,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from inference.core.checkpoint import CheckpointError, load_checkpoint
-from inference.families.working_memory.model import WorkingMemoryTransformer
+from inference.core.family import Capability, capabilities_of
 from inference.runs.memory_corpus import analyse_memory_corpus
 from training.corpora import CORPORA, read_de_en_news
 from training.data import Pair, resolve_data_dir
@@ -49,7 +49,7 @@ def analyse_checkpoint(
     """Run the study on every domain (the first `max_sentences` pairs of each) and write the JSON; returns its path."""
     folder = Path(folder)
     loaded = load_checkpoint(folder, device)
-    if not isinstance(loaded.model, WorkingMemoryTransformer):
+    if Capability.WORKING_MEMORY not in capabilities_of(loaded.config):
         raise CheckpointError(f"{folder} is not a working-memory model")
     domains = {}
     for split, (label, pairs) in tqdm(

@@ -178,7 +178,7 @@ def evaluation_metrics(model: nn.Module, tokenizer: TextTokenizer, corpus: Corpu
 def checkpoint_meta(config: TrainConfig, model_config: FamilyConfig, train_pairs: int) -> dict:
     c = model_config
     corpus = CORPORA[config.data.dataset]
-    if isinstance(c, WorkingMemoryConfig):
+    if Capability.WORKING_MEMORY in capabilities_of(c):
         memory = f"working memory of {c.memory_size} tokens"
     else:
         memory = f"{c.memory_size} memory slots" if c.memory_size else "no memory"

@@ -3,7 +3,8 @@ what an attention map view needs, and nothing else."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -21,37 +22,54 @@ class LayerAttention:
     key_tokens: list[str]
     query_roles: list[str]
     key_roles: list[str]
+    index: dict[str, int] = field(default_factory=dict)  # which call, where the hook ran more than once
 
 
-def pattern_hook_name(stack: str, layer: int) -> str:
-    """'encoder.mem.attn', 2 -> 'encoder.layers.2.mem.attn.pattern'."""
-    side, _, module = stack.partition(".")
-    return f"{side}.layers.{layer}.{module}.pattern"
+def stack_of(name: str) -> tuple[str, int] | None:
+    """An attention pattern's hook name -> (stack, layer); None for other hooks.
+    'encoder.layers.2.mem.attn.pattern' -> ('encoder.mem.attn', 2); a pattern
+    outside a `layers` list is a stack of one layer: 'block.attn.pattern' -> ('block.attn', 0)."""
+    parts = name.split(".")
+    if parts[-1] != "pattern":
+        return None
+    for j in range(1, len(parts) - 1):
+        if parts[j - 1] == "layers" and parts[j].isdigit():
+            return ".".join(parts[: j - 1] + parts[j + 1 : -1]), int(parts[j])
+    return ".".join(parts[:-1]), 0
+
+
+def pattern_hook_name(names: Iterable[str], stack: str, layer: int) -> str:
+    """The pattern hook among `names` of a stack's layer; KeyError when there is none."""
+    for name in names:
+        if stack_of(name) == (stack, layer):
+            return name
+    raise KeyError(f"no attention pattern of {stack} layer {layer}")
 
 
 def attention_stacks(model: nn.Module) -> dict[str, int]:
     """Stack name -> number of layers, in model order."""
     stacks: dict[str, int] = {}
     for name in hook_points(model):
-        parts = name.split(".")
-        if parts[-1] == "pattern" and parts[1] == "layers":
-            stack = ".".join([parts[0], *parts[3:-1]])
-            stacks[stack] = max(stacks.get(stack, 0), int(parts[2]) + 1)
+        found = stack_of(name)
+        if found:
+            stacks[found[0]] = max(stacks.get(found[0], 0), found[1] + 1)
     return stacks
 
 
-def layer_attention(trace: Trace, stack: str, layer: int, example: int = 0) -> LayerAttention:
-    """Drop padding on both axes: a view shows real positions only."""
-    name = pattern_hook_name(stack, layer)
-    if name not in trace.captures:
-        raise KeyError(f"the trace holds no {name}")
-    capture = trace.captures[name]
+def layer_attention(trace: Trace, stack: str, layer: int, example: int = 0, **index: int) -> LayerAttention:
+    """One call's pattern (`index`, e.g. segment=2; none: the only call),
+    padding dropped on both axes: a view shows real positions only."""
+    capture = trace.captures[pattern_hook_name(trace.captures, stack, layer)]
     query_axis, key_axis = capture.positions["query"], capture.positions["key"]
-    query_roles, key_roles = trace.axis_roles(query_axis, example), trace.axis_roles(key_axis, example)
+    query_roles = trace.axis_roles(query_axis, example, **index)
+    key_roles = trace.axis_roles(key_axis, example, **index)
     query_keep = [i for i, r in enumerate(query_roles) if r != "pad"]
     key_keep = [i for i, r in enumerate(key_roles) if r != "pad"]
-    query_tokens, key_tokens = trace.axis_tokens(query_axis, example), trace.axis_tokens(key_axis, example)
-    weights = capture.at()[example][:, query_keep][:, :, key_keep]  # [h, q_real, k_real]
+    query_tokens, key_tokens = (
+        trace.axis_tokens(query_axis, example, **index),
+        trace.axis_tokens(key_axis, example, **index),
+    )
+    weights = capture.at(**index)[example][:, query_keep][:, :, key_keep]  # [h, q_real, k_real]
     return LayerAttention(
         stack=stack,
         layer=layer,
@@ -60,4 +78,5 @@ def layer_attention(trace: Trace, stack: str, layer: int, example: int = 0) -> L
         key_tokens=[key_tokens[i] for i in key_keep],
         query_roles=[query_roles[i] for i in query_keep],
         key_roles=[key_roles[i] for i in key_keep],
+        index=index,
     )

@@ -10,15 +10,14 @@ Blocks come from the roles of the trace, never from position offsets.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import torch
 
+from inference.analyses.attention import stack_of
 from inference.core.trace import MEMORY_ROLES, Trace
 
 BLOCKS = ("update", "write", "read", "process")
-_PATTERN_NAME = re.compile(r"^(?P<stack>.+)\.layers\.(?P<layer>\d+)\.(?P<module>.+)\.pattern$")
 
 
 @dataclass
@@ -58,23 +57,24 @@ def attention_blocks(trace: Trace) -> list[HeadBlocks]:
     """Block mass for every captured attention pattern, layer and head."""
     results = []
     for name, capture in trace.captures.items():
-        match = _PATTERN_NAME.match(name)
-        if not match:
+        found = stack_of(name)
+        if not found or not capture.calls:
             continue
-        pattern = capture.at()  # [b, h, q, k]
         query_axis, key_axis = capture.positions["query"], capture.positions["key"]
-        per_head = torch.zeros(pattern.shape[1], 4)  # [h, 4] summed over rows
+        per_head = torch.zeros(capture.calls[0].tensor.shape[1], 4)  # [h, 4] summed over rows of every call
         memory_queries = sequence_queries = 0
-        for example in range(pattern.shape[0]):
-            query_roles = trace.axis_roles(query_axis, example)
-            key_roles = trace.axis_roles(key_axis, example)
-            per_head += block_rows(pattern[example].float(), query_roles, key_roles).sum(dim=1)
-            memory_queries += sum(r in MEMORY_ROLES for r in query_roles)
-            sequence_queries += sum(r not in MEMORY_ROLES and r != "pad" for r in query_roles)
+        for call in capture.calls:  # one per segment or step where the module runs more than once
+            pattern = call.tensor  # [b, h, q, k]
+            for example in range(pattern.shape[0]):
+                query_roles = trace.axis_roles(query_axis, example, **call.index)
+                key_roles = trace.axis_roles(key_axis, example, **call.index)
+                per_head += block_rows(pattern[example].float(), query_roles, key_roles).sum(dim=1)
+                memory_queries += sum(r in MEMORY_ROLES for r in query_roles)
+                sequence_queries += sum(r not in MEMORY_ROLES and r != "pad" for r in query_roles)
         rows = max(memory_queries + sequence_queries, 1)
-        stack = f"{match['stack']}.{match['module']}"
+        stack, layer = found
         for head, mass in enumerate((per_head / rows).tolist()):
-            results.append(HeadBlocks(stack, int(match["layer"]), head, *mass, memory_queries, sequence_queries))
+            results.append(HeadBlocks(stack, layer, head, *mass, memory_queries, sequence_queries))
     return results
 
 

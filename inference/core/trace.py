@@ -97,8 +97,10 @@ class RunRecord:
 class Trace:
     run: RunRecord
     captures: dict[str, Capture]  # hook name -> every call of it
-    tokens: dict[str, list[list[str]]]  # token axis ("enc", "dec", "tok") -> display token per position, per example
-    roles: dict[str, list[list[str]]]  # token axis -> role per position, per example
+    # token axis ("enc", "dec", "tok"; "seg@segment=2" where each call has its own positions: indexed_axis)
+    # -> display token / role per position, per example
+    tokens: dict[str, list[list[str]]]
+    roles: dict[str, list[list[str]]]
     sources: list[str]
     output_ids: list[list[int]]  # the output the logits score (given, or the model's own), per example
     outputs: list[str]  # detokenized output text (translation, continuation)
@@ -109,25 +111,30 @@ class Trace:
         """The captured tensor of hook `name` at `index` (no index: its only call)."""
         return self.captures[name].at(**index)
 
-    def axis_roles(self, axis: str, example: int) -> list[str]:
+    def axis_roles(self, axis: str, example: int, **index: int) -> list[str]:
         """Roles along a token axis; "enc.mem" / "enc.seq" select the memory /
-        non-memory positions of "enc", in order."""
-        base, _, part = axis.partition(".")
-        roles = self.roles[base][example]
-        if part == "mem":
-            return [r for r in roles if r in MEMORY_ROLES]
-        if part == "seq":
-            return [r for r in roles if r not in MEMORY_ROLES]
-        return roles
+        non-memory positions of "enc", in order. `index`: the call, for a
+        token axis that differs from call to call (one segment's positions)."""
+        return [role for _, role in self._positions(axis, example, index)]
 
-    def axis_tokens(self, axis: str, example: int) -> list[str]:
+    def axis_tokens(self, axis: str, example: int, **index: int) -> list[str]:
+        return [token for token, _ in self._positions(axis, example, index)]
+
+    def _positions(self, axis: str, example: int, index: dict[str, int]) -> list[tuple[str, str]]:
         base, _, part = axis.partition(".")
-        pairs = list(zip(self.tokens[base][example], self.roles[base][example]))
+        key = indexed_axis(base, **index) if indexed_axis(base, **index) in self.roles else base
+        pairs = list(zip(self.tokens[key][example], self.roles[key][example]))
         if part == "mem":
-            return [t for t, r in pairs if r in MEMORY_ROLES]
+            return [(t, r) for t, r in pairs if r in MEMORY_ROLES]
         if part == "seq":
-            return [t for t, r in pairs if r not in MEMORY_ROLES]
-        return [t for t, _ in pairs]
+            return [(t, r) for t, r in pairs if r not in MEMORY_ROLES]
+        return pairs
+
+
+def indexed_axis(axis: str, **index: int) -> str:
+    """The key of a token axis whose positions differ from call to call, e.g.
+    indexed_axis("seg", segment=2) == "seg@segment=2"; without an index, the axis itself."""
+    return axis + "".join(f"@{key}={value}" for key, value in index.items() if key != "call")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from inference.analyses.quality import corpus_quality
 from inference.core.checkpoint import LoadedModel
 from inference.core.interventions import Interventions, MaskMemory, MemorySize
 from inference.families.working_memory.corpus import wm_generate_all
-from inference.families.working_memory.model import WorkingMemoryTransformer
+from inference.core.family import Capability, capabilities_of
 from inference.runs.translate import BATCH_SIZE, translate_all
 
 # The lesions scored against references: name -> interventions.
@@ -35,7 +35,7 @@ def generate_memory_corpus(
     loaded: LoadedModel, sources: Sequence[str], with_lesions: bool, batch_size: int = BATCH_SIZE
 ) -> MemoryCorpusRun:
     model, tokenizer = loaded.model, loaded.tokenizer
-    if not isinstance(model, WorkingMemoryTransformer):
+    if Capability.WORKING_MEMORY not in capabilities_of(loaded.config):
         raise ValueError(f"{loaded.name} has no working memory to analyse")
     examples = wm_generate_all(model, tokenizer, sources, batch_size)
     run = MemoryCorpusRun(

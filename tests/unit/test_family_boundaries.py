@@ -1,0 +1,109 @@
+"""A family is one folder: nothing outside inference/families/<name>/ names
+that family's classes, and the app and the templates never branch on a
+family's name. Read from the source, so a new import or branch anywhere
+fails here."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from inference.core.family import config_names
+
+ROOT = Path(__file__).resolve().parents[2]
+FAMILIES = ROOT / "inference" / "families"
+# Every package whose code must stay family-neutral (tests of a family may name its classes).
+NEUTRAL = ["app", "inference", "training", "benchmarks", "memlens_cli"]
+
+
+def family_classes() -> dict[str, set[str]]:
+    """Family folder -> the classes defined in it."""
+    found = {}
+    for folder in sorted(p for p in FAMILIES.iterdir() if (p / "__init__.py").exists()):
+        classes = set()
+        for path in folder.rglob("*.py"):
+            classes |= {node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)}
+        found[folder.name] = classes
+    return found
+
+
+def named_classes(path: Path, classes: set[str]) -> list[str]:
+    """Where a module names any of `classes`: imports and every other use of the name."""
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            hits += [f"{path.relative_to(ROOT)}:{node.lineno} imports {a.name}" for a in node.names if a.name in classes]
+        elif isinstance(node, ast.Name) and node.id in classes:
+            hits.append(f"{path.relative_to(ROOT)}:{node.lineno} names {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in classes:
+            hits.append(f"{path.relative_to(ROOT)}:{node.lineno} names {node.attr}")
+    return hits
+
+
+def neutral_modules(outside: Path) -> list[Path]:
+    return [
+        path
+        for package in NEUTRAL
+        if (ROOT / package).exists()
+        for path in (ROOT / package).rglob("*.py")
+        if outside not in path.parents
+    ]
+
+
+@pytest.mark.parametrize("family", sorted(family_classes()))
+def test_no_module_outside_a_family_folder_names_its_classes(family):
+    classes = family_classes()[family]
+    assert classes, f"the {family} folder defines no classes: the check would be empty"
+    hits = [hit for path in neutral_modules(FAMILIES / family) for hit in named_classes(path, classes)]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_app_never_imports_a_family_folder():
+    hits = []
+    for path in (ROOT / "app").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("inference.families"):
+                hits.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}")
+            if isinstance(node, ast.Import):
+                hits += [f"{path.relative_to(ROOT)}:{node.lineno}" for a in node.names if a.name.startswith("inference.families")]
+    assert not hits, "\n".join(hits)
+
+
+def family_names() -> list[str]:
+    """Every registered config family name and every family folder name."""
+    return sorted(set(config_names()) | {p.name for p in FAMILIES.iterdir() if (p / "__init__.py").exists()})
+
+
+def test_app_and_templates_never_branch_on_a_family_name():
+    """A family name may appear in the app's code or templates only where it is
+    data (examples in the API schema), never in a comparison or a lookup."""
+    names = family_names()
+    assert "working_memory" in names and "memtransformer" in names  # the registry was read
+    quoted = re.compile(r"""["'](%s)["']""" % "|".join(map(re.escape, names)))
+    hits = []
+    for path in [*(ROOT / "app").rglob("*.py"), *(ROOT / "templates").rglob("*.html")]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if quoted.search(line) and not re.search(r"examples|json_schema_extra", line):
+                hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not hits, "\n".join(hits)
+
+
+def test_the_check_sees_a_violation(tmp_path):
+    """The checks above are not vacuous: a module that names a family class is found."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from x import WorkingMemoryTransformer\nisinstance(m, WorkingMemoryTransformer)\n")
+    assert len(named_classes_at(probe)) == 2
+
+
+def named_classes_at(path: Path) -> list[str]:
+    classes = set().union(*family_classes().values())
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            hits += [a.name for a in node.names if a.name in classes]
+        elif isinstance(node, ast.Name) and node.id in classes:
+            hits.append(node.id)
+    return hits
