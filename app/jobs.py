@@ -26,8 +26,8 @@ from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
 from inference.analyses.memory_corpus import generate_memory_corpus, summarise_memory_corpus
 from inference.analyses.quality import corpus_quality
 from inference.checkpoint import LoadedModel
+from inference.corpora.multi30k import DataError, read_multi30k
 from inference.models.working_memory import WorkingMemoryTransformer
-from training.data import DataError, read_multi30k
 
 LOG = logging.getLogger(__name__)
 TRACE_BATCH = 16

@@ -31,12 +31,12 @@ from inference.analyses.working_memory import (
 )
 from inference.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.checkpoint import CheckpointRegistry, LoadedModel, read_json_object
+from inference.corpora.ff_study_files import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
 from inference.decoding import GREEDY, Decoding
 from inference.interventions import Interventions
 from inference.models.language_model import FAMILY as LANGUAGE_MODEL_FAMILY
 from inference.models.working_memory import FAMILY as WORKING_MEMORY_FAMILY
 from inference.trace import Trace, run_with_trace
-from training.ff_study import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
 
 RECENT_TRACE_BYTES = 256 * 2**20  # a trace with every pattern of a 256-token input is tens of MB
 FF_STUDY_BYTES = 512 * 2**20  # the language model's values, embedding and triggers are about 70 MB
