@@ -157,7 +157,7 @@ def main() -> None:
     database = Path(tempfile.mkdtemp()) / "soak.sqlite3"
     environment = {**os.environ, "MEMLENS_DATABASE": str(database), "MEMLENS_DEVICE": "cpu"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(args.port)], cwd=ROOT, env=environment
+        [sys.executable, "-m", "memlens_cli.main", "serve", "--port", str(args.port)], cwd=ROOT, env=environment
     )
     base = f"http://127.0.0.1:{args.port}"
     try:
