@@ -28,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from app.demo import demo_sentences
+from app.services.demo import demo_sentences
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSLATORS = ["transformer", "memtransformer_10", "memtransformer_20", "membottleneck_10", "memctrl_20"]

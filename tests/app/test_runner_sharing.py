@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from app.client_gone import _GONE, ClientGone
-from app.runner import Runner, trace_bytes
+from app.middleware.client_gone import _GONE, ClientGone
+from app.services.runner import Runner, trace_bytes
 from inference.checkpoint import CheckpointRegistry
 from inference.interventions import Interventions
 

@@ -10,8 +10,8 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app import memory_pages
 from app.main import create_app
+from app.routers import memory as memory_pages
 from app.settings import REPO_ROOT
 from inference.checkpoint import save_checkpoint
 from tests.app.conftest import HTMX

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from app.client_gone import ClientGone, client_gone
-from app.validation import InputError, shown, visible_text
+from app.middleware.client_gone import ClientGone, client_gone
+from app.schemas.validation import InputError, shown, visible_text
 from inference.analyses.attribution import Attribution, attribute
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.analyses.ff_mining import TriggerStore

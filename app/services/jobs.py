@@ -16,11 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from app.demo import demo_sentences
-from app.runner import Runner
-from app.store import Job, JobStore
-from app.uploads import Corpus
-from app.validation import InputError, shown
+from app.schemas.validation import InputError, shown
+from app.services.demo import demo_sentences
+from app.services.runner import Runner
+from app.services.store import Job, JobStore
+from app.services.uploads import Corpus
 from inference.analyses.blocks import attention_blocks, merge_blocks
 from inference.analyses.lesion import lesion_sizes, quality_at_memory_size
 from inference.analyses.memory_corpus import generate_memory_corpus, summarise_memory_corpus

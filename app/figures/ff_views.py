@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from app.validation import parse_decimal, parse_numbers, shown
+from app.schemas.validation import parse_decimal, parse_numbers, shown
 from inference.analyses.ff_aggregation import LogitLens
 from inference.analyses.ff_agreement import token_rank
 from inference.analyses.ff_mining import StoredTrigger, TriggerStore

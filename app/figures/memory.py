@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from app.figures import COLORSCALE, axis_labels, quantize_percent
+from app.figures.attention import COLORSCALE, axis_labels, quantize_percent
 from inference.analyses.working_memory import MemoryAttention, StepDecision
 
 KIND_COLORS = {"memory": "#d9822b", "target": "#2b6cb0"}

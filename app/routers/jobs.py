@@ -7,14 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, HTTPException, Path, Request, UploadFile
 from fastapi.responses import RedirectResponse, Response
 
-from app.deps import JobsDep, RunnerDep
-from app.figures import block_summary, lesion_curve
-from app.memory_figures import memory_summary_figures
-from app.pages import figure_json, render
-from app.runner import TRANSLATORS
-from app.store import Job
-from app.uploads import read_upload
-from app.validation import ModelName, Reference, shown
+from app.figures.attention import block_summary, lesion_curve
+from app.figures.memory import memory_summary_figures
+from app.routers.deps import JobsDep, RunnerDep
+from app.routers.rendering import figure_json, render
+from app.schemas.validation import ModelName, Reference, shown
+from app.services.runner import TRANSLATORS
+from app.services.store import Job
+from app.services.uploads import read_upload
 from inference.analyses.blocks import HeadBlocks
 
 router = APIRouter(include_in_schema=False)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from fastapi import UploadFile
 
-from app.validation import InputError, shown, valid_unicode
+from app.schemas.validation import InputError, shown, valid_unicode
 
 
 @dataclass

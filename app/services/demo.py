@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-DEMO_FILE = Path(__file__).parent / "data" / "demo.tsv"
+DEMO_FILE = Path(__file__).parents[1] / "data" / "demo.tsv"
 
 
 @dataclass(frozen=True)

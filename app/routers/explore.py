@@ -1,79 +1,27 @@
-"""Full pages and the htmx fragments they swap in."""
+"""The Explore page (one translation model: attention, lesions, attribution) and the Compare page
+(several models on one sentence), with the htmx fragments they swap in."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Form, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import RedirectResponse
 
-from app.demo import demo_sentences
-from app.deps import RunnerDep
-from app.figures import attention_heatmap, attribution_chart, block_summary, compare_blocks, head_grid
-from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, Runner
-from app.textdiff import word_diff
-from app.validation import MAX_INDEX, FieldText, InputError, ModelName, parse_number, shown
+from app.figures.attention import attention_heatmap, attribution_chart, block_summary, compare_blocks, head_grid
+from app.routers.deps import RunnerDep
+from app.routers.forms import DecodingDep, LesionDep
+from app.routers.rendering import figure_json, render
+from app.schemas.validation import MAX_INDEX, FieldText, InputError, ModelName, shown
+from app.services.demo import demo_sentences
+from app.services.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, Runner
+from app.services.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, layer_attention
 from inference.analyses.blocks import attention_blocks
-from inference.decoding import Decoding
-from inference.interventions import MAX_LISTED, HeadRef, Interventions
+from inference.interventions import Interventions
 
 router = APIRouter(include_in_schema=False)
-
-
-def render(request: Request, template: str, **context) -> HTMLResponse:
-    return request.app.state.templates.TemplateResponse(request, template, context)
-
-
-def error_page(
-    request: Request,
-    status: int,
-    message: str,
-    title: str | None = None,
-    links: list[tuple[str, str]] = (),
-    links_heading: str = "",
-    elsewhere: tuple[str, str, str] | None = None,
-) -> HTMLResponse:
-    """A readable 4xx page: why the request cannot be shown, links (label, href)
-    to what can, and optionally (text, label, href) where the request's model is shown."""
-    context = {
-        "status": status,
-        "message": message,
-        "title": title,
-        "links": links,
-        "links_heading": links_heading,
-        "elsewhere": elsewhere,
-    }
-    return request.app.state.templates.TemplateResponse(request, "pages/error.html", context, status_code=status)
-
-
-def figure_json(figure) -> str:
-    """Figure JSON that is safe inside a <script> element."""
-    return figure.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-@router.get("/")
-def home(request: Request, runner: RunnerDep):
-    registry = runner.registry
-    models = [registry.entries[name] for name in registry.available()]
-    return render(request, "pages/home.html", models=models, broken=registry.broken())
-
-
-def parse_heads(text: str) -> tuple[HeadRef, ...]:
-    """'decoder.layers.1.cross_attn:3, encoder.layers.0.attn:5' -> head references (duplicates dropped)."""
-    items = [part.strip() for part in text.split(",") if part.strip()]
-    if len(items) > MAX_LISTED:
-        raise InputError(f"{len(items):,} heads given; at most {MAX_LISTED:,}")
-    heads = []
-    for item in items:
-        attn, _, head = item.rpartition(":")
-        if not attn:
-            raise InputError(
-                f"cannot read head {shown(item)}: write attention-module:head, e.g. decoder.layers.1.cross_attn:3"
-            )
-        heads.append(HeadRef(attn=attn.strip(), head=parse_number(head, "head")))
-    return tuple(dict.fromkeys(heads))
 
 
 def explore_controls(runner: Runner, model: str) -> dict:
@@ -103,38 +51,6 @@ def explore(
         demos=demo_sentences(),
         **explore_controls(runner, model),
     )
-
-
-def lesion_form(
-    memory_size: Annotated[int | None, Form(ge=0, le=MAX_LISTED)] = None,
-    knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],
-    block_reads: Annotated[str, Form(max_length=20)] = "none",
-    ablate: Annotated[FieldText, Form()] = "",
-) -> Interventions:
-    """The lesion controls of the Explore form as interventions."""
-    return Interventions.model_validate(
-        {
-            "memory_size": memory_size,
-            "knockout_slots": tuple(knockout),
-            "block_memory_reads": block_reads,
-            "ablate_heads": parse_heads(ablate),
-        }
-    )
-
-
-LesionDep = Annotated[Interventions, Depends(lesion_form)]
-
-
-def decoding_form(
-    decoding: Annotated[Literal["greedy", "beam"], Form()] = "greedy",
-    beam_size: Annotated[int, Form(ge=1, le=8)] = 4,
-    length_penalty: Annotated[float, Form(ge=0, le=2, allow_inf_nan=False)] = 0.6,
-) -> Decoding:
-    """The decoding controls of the Explore and Compare forms."""
-    return Decoding(method=decoding, beam_size=beam_size, length_penalty=length_penalty)
-
-
-DecodingDep = Annotated[Decoding, Depends(decoding_form)]
 
 
 @router.post("/explore/run")

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from app.jobs import JobRunner
-from app.runner import Runner
+from app.services.jobs import JobRunner
+from app.services.runner import Runner
 
 
 def get_runner(request: Request) -> Runner:

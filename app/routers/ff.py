@@ -9,9 +9,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Form, Query, Request
 
-from app.deps import RunnerDep
-from app.ff_figures import study_figures
-from app.ff_views import (
+from app.figures.ff import study_figures
+from app.figures.ff_views import (
     EDIT_SYNTAX,
     KEY_ORDERS,
     MAX_PICKED_KEYS,
@@ -20,10 +19,11 @@ from app.ff_views import (
     parse_key_edits,
     prediction_changes,
 )
-from app.pages import figure_json, render
-from app.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, kind_of
-from app.textdiff import word_diff
-from app.validation import MAX_INDEX, FieldText, ModelName, parse_numbers
+from app.routers.deps import RunnerDep
+from app.routers.rendering import figure_json, render
+from app.schemas.validation import MAX_INDEX, FieldText, ModelName, parse_numbers
+from app.services.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, kind_of
+from app.services.textdiff import word_diff
 from inference.analyses.ff_aggregation import logit_lens
 from inference.interventions import Interventions
 

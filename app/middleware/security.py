@@ -18,7 +18,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import error_response
+from app.routers.errors import error_response
 
 CSP_DIRECTIVES = {
     "default-src": "'self'",

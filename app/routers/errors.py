@@ -12,11 +12,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
-from app.client_gone import ClientGone
-from app.ff_views import ViewError
-from app.pages import error_page
-from app.runner import UnknownModel
-from app.validation import InputError, shown
+from app.figures.ff_views import ViewError
+from app.middleware.client_gone import ClientGone
+from app.routers.rendering import error_page
+from app.schemas.validation import InputError, shown
+from app.services.runner import UnknownModel
 from inference.checkpoint import CheckpointError
 from inference.interventions import InterventionError
 

@@ -16,17 +16,18 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse
 
-from app.deps import RunnerDep
-from app.memory_figures import decisions_chart, memory_attention_heatmap
-from app.pages import error_page, figure_json, render
-from app.runner import LANGUAGE_MODEL, WORKING_MEMORY, MemoryView, Runner, kind_of
-from app.textdiff import word_diff
-from app.validation import MAX_INDEX, FieldText, ModelName, shown
+from app.figures.memory import decisions_chart, memory_attention_heatmap
+from app.routers.deps import RunnerDep
+from app.routers.rendering import error_page, figure_json, render
+from app.schemas.validation import MAX_INDEX, FieldText, ModelName, shown
+from app.services.runner import LANGUAGE_MODEL, WORKING_MEMORY, MemoryView, Runner, kind_of
+from app.services.textdiff import word_diff
 from inference.interventions import MAX_LISTED, Interventions
 
 router = APIRouter(include_in_schema=False)
 MAX_SEED = 2**31 - 1
-EXAMPLES_FILE = Path(__file__).parent / "data" / "memory_examples.json"  # written by python -m training.memory_examples
+# written by python -m training.memory_examples
+EXAMPLES_FILE = Path(__file__).parents[1] / "data" / "memory_examples.json"
 
 
 def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTMLResponse | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.validation import MAX_INDEX, FieldText, ModelName, Reference
+from app.schemas.validation import MAX_INDEX, FieldText, ModelName, Reference
 from inference.decoding import Decoding
 from inference.interventions import Interventions
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from app.errors import error_response
+from app.routers.errors import error_response
 
 
 class BodyTooLarge(HTTPException):
