@@ -48,7 +48,8 @@ def list_models(args: argparse.Namespace) -> int:
                 if split.startswith("wikitext103")
             ]
             print(
-                f"{name:28s} {entry.config.family:20s} memory {entry.config.memory_size:3d}  {' '.join(scores) or 'BLEU -'}"
+                f"{name:28s} {entry.config.family:20s} memory {entry.config.memory_size:3d}  "
+                f"{' '.join(scores) or 'BLEU -'}"
             )
         else:
             print(f"{name:28s} BROKEN: {entry.error}")
@@ -133,7 +134,10 @@ def train(args: argparse.Namespace) -> int:
     return training_main(["train", *args.rest])
 
 
-DATA_USAGE = "usage: memlens data fetch [corpus ...] [--data-dir D] [--list] [--base-url URL]   (memlens data fetch --help: every option)"
+DATA_USAGE = (
+    "usage: memlens data fetch [corpus ...] [--data-dir D] [--list] [--base-url URL]"
+    "   (memlens data fetch --help: every option)"
+)
 
 
 def data(args: argparse.Namespace) -> int:
@@ -204,7 +208,8 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(run=train)
     p = commands.add_parser(
         "data",
-        help="fetch the corpora training and evaluation read (`memlens data fetch [corpus ...] [--data-dir D]`; see `memlens data --help`)",
+        help="fetch the corpora training and evaluation read (`memlens data fetch [corpus ...] [--data-dir D]`; "
+        "see `memlens data --help`)",
         add_help=False,
     )
     p.add_argument("rest", nargs=argparse.REMAINDER)

@@ -24,7 +24,8 @@ def decisions_chart(steps: list[StepDecision]) -> go.Figure:
                 name=f"wrote {kind}",
                 marker_color=color,
                 customdata=[[s.nucleus_size, "yes" if s.overridden else "no"] for s in chosen],
-                hovertemplate="%{x}<br>p(memory) %{y:.3f}<br>nucleus %{customdata[0]} tokens<br>memory full %{customdata[1]}<extra></extra>",
+                hovertemplate="%{x}<br>p(memory) %{y:.3f}<br>nucleus %{customdata[0]} tokens"
+                "<br>memory full %{customdata[1]}<extra></extra>",
             )
         )
     figure.add_hline(y=0.5, line={"dash": "dash", "color": "#888"})
@@ -59,7 +60,8 @@ def memory_attention_heatmap(attention: MemoryAttention) -> go.Figure:
     )
     mass = ", ".join(f"{100 * m:.0f}" for m in attention.mass.tolist())
     figure.update_layout(
-        title=f"Decoder self-attention layer {attention.layer}: target tokens onto memory (mean of heads; scale to {top}%)<br>"
+        title=f"Decoder self-attention layer {attention.layer}: target tokens onto memory "
+        f"(mean of heads; scale to {top}%)<br>"
         f"<sub>% of each head's attention on memory, mean over target queries: {mass}</sub>",
         title_y=0.99,
         title_yanchor="top",
@@ -83,7 +85,8 @@ def unique_tokens_chart(unique_tokens: dict) -> go.Figure:
         )
     )
     figure.update_layout(
-        title=f"Unique tokens in memory per sentence (mean {unique_tokens['mean_unique']:.2f}, memory length {unique_tokens['mean_memory_length']:.2f})",
+        title=f"Unique tokens in memory per sentence (mean {unique_tokens['mean_unique']:.2f}, "
+        f"memory length {unique_tokens['mean_memory_length']:.2f})",
         xaxis={"title": "unique memory tokens", "dtick": 1},
         yaxis={"title": "sentences"},
         height=320,
@@ -109,7 +112,8 @@ def diversity_chart(diversity: dict) -> go.Figure:
     )
     r = diversity["spearman_length_unique"]
     figure.update_layout(
-        title=f"Memory against translation length (Spearman r, length vs unique tokens: {'n/a' if r is None else f'{r:.2f}'})",
+        title="Memory against translation length "
+        f"(Spearman r, length vs unique tokens: {'n/a' if r is None else f'{r:.2f}'})",
         yaxis={"title": "tokens per sentence"},
         barmode="group",
         height=340,

@@ -81,7 +81,10 @@ class SecurityMiddleware:
 
         reason = cross_origin_reason(scope["method"], Headers(scope=scope))
         if reason is not None:
-            message = f"cross-origin request refused: {reason}; {scope['method']} requests are accepted from this server's own pages only"
+            message = (
+                f"cross-origin request refused: {reason}; "
+                f"{scope['method']} requests are accepted from this server's own pages only"
+            )
             await error_response(Request(scope), 403, message)(scope, receive, send_with_headers)
             return
         await self.app(scope, receive, send_with_headers)

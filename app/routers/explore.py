@@ -128,7 +128,7 @@ def compare_run(
     request: Request,
     runner: RunnerDep,
     decoding: DecodingDep,
-    models: Annotated[list[ModelName], Form(max_length=6)] = [],
+    models: Annotated[list[ModelName], Form(max_length=6)] = [],  # noqa: B006 (each request gets a copy)
     text: Annotated[FieldText, Form()] = "",
 ):
     if len(models) < 2:

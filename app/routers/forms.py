@@ -29,7 +29,7 @@ def parse_heads(text: str) -> tuple[HeadRef, ...]:
 
 def lesion_form(
     memory_size: Annotated[int | None, Form(ge=0, le=MAX_LISTED)] = None,
-    knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],
+    knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],  # noqa: B006 (each request gets a copy)
     block_reads: Annotated[str, Form(max_length=20)] = "none",
     ablate: Annotated[FieldText, Form()] = "",
 ) -> Interventions:

@@ -73,7 +73,10 @@ def job_context(job: Job) -> dict:
         )
     elif job.kind == "sweep":
         result = job.result
-        title = f"{job.params['model']}: BLEU against memory size ({result['sentences']} sentences, {job.params['reference']} set)"
+        title = (
+            f"{job.params['model']}: BLEU against memory size "
+            f"({result['sentences']} sentences, {job.params['reference']} set)"
+        )
         context["figures"]["sweep"] = figure_json(
             lesion_curve(result["memory_size"], result["bleu"], result["trained"], title)
         )

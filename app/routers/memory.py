@@ -60,7 +60,10 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
         what, page = "a language model", ("the FF memories page", "/ff")
     else:
         what, page = f"a translation model of the {family} family", ("the Explore page", "/explore")
-    message = f"{model} has no working memory: it is {what}. This page shows models whose decoder writes vocabulary tokens into its own input as memory."
+    message = (
+        f"{model} has no working memory: it is {what}. "
+        "This page shows models whose decoder writes vocabulary tokens into its own input as memory."
+    )
     return error_page(
         request,
         400,
@@ -78,7 +81,8 @@ def _examples_file() -> dict:
 
 
 def memory_examples(model: str) -> tuple[str, list[dict]]:
-    """(the corpus measured, the model's measured example sentences: source, memory_tokens, ...); none for a model not measured."""
+    """(the corpus measured, the model's measured example sentences: source, memory_tokens, ...);
+    none for a model not measured."""
     measured = _examples_file()["models"].get(model, {})
     return measured.get("corpus", ""), measured.get("examples", [])
 
@@ -130,7 +134,10 @@ def lesion_outcome(plain: MemoryView, lesioned: MemoryView, lesion: Intervention
     """What the lesion did to the run, in words: what changed, or why nothing could."""
     before, after = memory_count(plain), memory_count(lesioned)
     if plain.trace.translations[0] != lesioned.trace.translations[0]:
-        return f"The translation changed (memory: {before} tokens without the lesion, {after} with it); differences marked."
+        return (
+            f"The translation changed (memory: {before} tokens without the lesion, {after} with it); "
+            "differences marked."
+        )
     same_stream = [(t.token, t.kind) for t in plain.stream] == [(t.token, t.kind) for t in lesioned.stream]
     if not same_stream:
         return f"The memory changed ({before} tokens without the lesion, {after} with it), but the translation did not."
@@ -150,7 +157,8 @@ def no_memory_note(plain: MemoryView, seed: int) -> str | None:
     if memory_count(plain):
         return None
     return (
-        f"This input wrote no memory tokens with seed {seed}: memory size, mask, seed and the attention view have nothing to act on. "
+        f"This input wrote no memory tokens with seed {seed}: "
+        "memory size, mask, seed and the attention view have nothing to act on. "
         "Force memory writes memory anyway, or pick an example sentence that writes memory."
     )
 
@@ -158,9 +166,15 @@ def no_memory_note(plain: MemoryView, seed: int) -> str | None:
 def attention_note(view: MemoryView, lesion: Interventions) -> str | None:
     """Why the target-to-memory attention is empty or zero, when it is."""
     if not view.attention.key_tokens:
-        return "No attention to memory to show: this run wrote no memory tokens, so target tokens have no memory to attend to."
+        return (
+            "No attention to memory to show: this run wrote no memory tokens, "
+            "so target tokens have no memory to attend to."
+        )
     if lesion.mask_memory:
-        return "The memory is masked: target tokens may not attend to it, so their attention on memory is 0% by construction."
+        return (
+            "The memory is masked: target tokens may not attend to it, "
+            "so their attention on memory is 0% by construction."
+        )
     return None
 
 

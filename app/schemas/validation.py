@@ -19,7 +19,7 @@ MAX_INDEX = (
     1024  # the largest layer, head or output position a request may name; the model's own sizes are checked after
 )
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls, tab and newlines excepted
-NUMBER = re.compile(r"[0-9]{1,%d}" % MAX_NUMBER_DIGITS)  # ASCII digits: str.isdigit() also accepts '²', '①', '٣'
+NUMBER = re.compile(rf"[0-9]{{1,{MAX_NUMBER_DIGITS}}}")  # ASCII digits: str.isdigit() also accepts '²', '①', '٣'
 DECIMAL = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,9})?|\.[0-9]{1,9})")  # float() also accepts '١', '1_0', 'nan', 'inf'
 VISIBLE_CATEGORIES = ("L", "N", "P", "S")  # letters, numbers, punctuation, symbols
 
@@ -71,7 +71,8 @@ def parse_number(text: str, what: str) -> int:
     text = text.strip()
     if not NUMBER.fullmatch(text):
         raise InputError(
-            f"cannot read {what} {shown(text)}: write a whole number in ASCII digits (at most {MAX_NUMBER_DIGITS}), e.g. 12"
+            f"cannot read {what} {shown(text)}: "
+            f"write a whole number in ASCII digits (at most {MAX_NUMBER_DIGITS}), e.g. 12"
         )
     return int(text)
 
@@ -109,6 +110,7 @@ Reference = Annotated[
     str,
     StringConstraints(pattern=r"^(demo|multi30k_test_2016|[0-9a-f]{12})$"),
     Field(
-        description='"demo", "multi30k_test_2016" (read from the data directory) or the job id of an uploaded .tsv corpus'
+        description='"demo", "multi30k_test_2016" (read from the data directory) '
+        "or the job id of an uploaded .tsv corpus"
     ),
 ]

@@ -35,7 +35,8 @@ class MetricColumn:
 
 
 def metric_columns(entries: list[RegistryEntry]) -> list[MetricColumn]:
-    """Every (metric, test split) some model reports, validation splits left out: BLEU first, then in TEST_SETS order."""
+    """Every (metric, test split) some model reports, validation splits left out: BLEU first,
+    then in TEST_SETS order."""
     found = {
         MetricColumn(metric, split)
         for entry in entries

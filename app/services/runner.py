@@ -137,7 +137,8 @@ class Runner:
         available = self.available(*kinds)
         if not available:
             raise InputError(
-                f"no usable {' or '.join(kinds)} checkpoint: see the home page for the models and why any is unavailable"
+                f"no usable {' or '.join(kinds)} checkpoint: "
+                "see the home page for the models and why any is unavailable"
             )
         return available, requested or available[0]
 
@@ -221,7 +222,9 @@ class Runner:
                     seed=seed,
                     decoding=decoding,
                 )
-            except ValueError as error:  # input the checks above cannot see: a text longer than the language model's window, beam search on a model that samples
+            # input the checks above cannot see: a text longer than the language model's window,
+            # beam search on a model that samples
+            except ValueError as error:
                 raise InputError(str(error)) from None
         self._recent.put(key, trace)
         return trace
@@ -284,7 +287,8 @@ class Runner:
         entry = self.registry.entries.get(name)
         if entry is not None and entry.ok and entry.config.family != WORKING_MEMORY_FAMILY:
             raise InputError(
-                f"{name} has no working memory; working-memory models: {', '.join(self.available(WORKING_MEMORY)) or 'none'}"
+                f"{name} has no working memory; "
+                f"working-memory models: {', '.join(self.available(WORKING_MEMORY)) or 'none'}"
             )
         return self.model(name)  # unknown: UnknownModel; broken: CheckpointError
 
@@ -312,7 +316,8 @@ class Runner:
         loaded = self.translator(model)
         if loaded.config.family == WORKING_MEMORY_FAMILY:
             raise InputError(
-                f"{model} is a working-memory model: attribution onto [mem] slots does not apply (see its Working memory page)"
+                f"{model} is a working-memory model: "
+                "attribution onto [mem] slots does not apply (see its Working memory page)"
             )
         text = self.check_text(loaded, text)
         with self.model_turn():
