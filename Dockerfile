@@ -11,6 +11,7 @@ WORKDIR /srv/memlens
 RUN pip install --no-cache-dir torch==2.13.0 --index-url ${TORCH_INDEX}
 COPY pyproject.toml README.md ./
 COPY app app
+COPY memlens_cli memlens_cli
 COPY inference inference
 COPY training training
 COPY templates templates

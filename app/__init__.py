@@ -1,1 +1,1 @@
-"""MemLens application layer: the command line now, the web server later."""
+"""The MemLens web app (main.create_app): routers, services, figures, schemas and middleware."""

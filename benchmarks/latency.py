@@ -18,8 +18,8 @@ import time
 
 from fastapi.testclient import TestClient
 
-from app.demo import demo_sentences
 from app.main import create_app
+from app.services.demo import demo_sentences
 from app.settings import Settings
 
 

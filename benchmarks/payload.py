@@ -19,8 +19,8 @@ import time
 
 import torch
 
-from app.api import binary_array
-from app.figures import quantize_percent
+from app.figures.attention import quantize_percent
+from app.schemas.arrays import binary_array
 
 LAYERS, HEADS = 12, 12
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from app.demo import demo_sentences
+from app.services.demo import demo_sentences
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSLATORS = ["transformer", "memtransformer_10", "memtransformer_20", "membottleneck_10", "memctrl_20"]
@@ -157,7 +157,7 @@ def main() -> None:
     database = Path(tempfile.mkdtemp()) / "soak.sqlite3"
     environment = {**os.environ, "MEMLENS_DATABASE": str(database), "MEMLENS_DEVICE": "cpu"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(args.port)], cwd=ROOT, env=environment
+        [sys.executable, "-m", "memlens_cli.main", "serve", "--port", str(args.port)], cwd=ROOT, env=environment
     )
     base = f"http://127.0.0.1:{args.port}"
     try:

@@ -9,10 +9,10 @@ import torch
 
 from inference.core.checkpoint import LoadedModel
 from inference.core.family import build_model
+from inference.core.tokenizer import TextTokenizer, train_bpe
 from inference.families.language_model.model import LanguageModel, LanguageModelConfig
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformerConfig
 from inference.families.working_memory.model import WorkingMemoryConfig
-from inference.core.tokenizer import TextTokenizer, train_bpe
 from training.data_dir import DATA_DIR_ENV, resolve_data_dir
 from training.data_fetch import load_manifest, missing_files
 

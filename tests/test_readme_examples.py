@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from memlens_cli.main import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -24,8 +24,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference.corpora.data_folder import fetch_hint
 from training.data import SPLITS, DataError, Pair, read_lines, read_multi30k
-from training.data_dir import fetch_hint
 
 OPUS = "opus_mt_testsets"
 TATOEBA_RELEASES = ("v2020-07-28", "v2021-03-30", "v2021-08-07")

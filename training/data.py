@@ -2,52 +2,22 @@
 bucketed batches the training loop consumes.
 
 The data folder is not part of the project (training.data_dir says where it
-is; `memlens data fetch` fills it). Multi30k lives in its `multi30k/` subfolder as
-{split}.{de,en}.gz, one sentence per line, line i of .de <-> line i of .en.
+is; `memlens data fetch` fills it). The reader of Multi30k is
+inference.corpora.multi30k, shared with the app.
 """
 
 from __future__ import annotations
 
-import gzip
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from inference.core.decoding import pad_batch
 from inference.core.tokenizer import TextTokenizer
-from training.data_dir import DATA_DIR_ENV, fetch_hint, resolve_data_dir  # noqa: F401 (DATA_DIR_ENV, resolve_data_dir: re-exported for the commands)
+from inference.corpora.multi30k import SPLITS, DataError, Pair, read_lines, read_multi30k  # noqa: F401 (re-exported: training reads Multi30k through this module)
+from training.data_dir import DATA_DIR_ENV, resolve_data_dir  # noqa: F401 (re-exported for the commands)
 
-SPLITS = ("train", "val", "test_2016_flickr")
-
-Pair = tuple[str, str]  # (German source, English reference)
 Example = tuple[list[int], list[int]]  # (source ids ending in EOS, target ids without special tokens)
-
-
-class DataError(Exception):
-    """Data that cannot be read; the message names the file and where to look."""
-
-
-def read_multi30k(data_dir: Path, split: str) -> list[Pair]:
-    if split not in SPLITS:
-        raise ValueError(f"unknown Multi30k split {split!r}; expected one of {', '.join(SPLITS)}")
-    folder = Path(data_dir) / "multi30k"
-    if not folder.is_dir():
-        raise DataError(f"Multi30k folder {folder} not found; {fetch_hint('multi30k')}")
-    german = read_lines(folder / f"{split}.de.gz")
-    english = read_lines(folder / f"{split}.en.gz")
-    if len(german) != len(english):
-        raise DataError(
-            f"{folder}/{split}.de.gz has {len(german)} lines but {split}.en.gz has {len(english)}; the files must be parallel"
-        )
-    return list(zip(german, english))
-
-
-def read_lines(path: Path) -> list[str]:
-    if not path.is_file():
-        raise DataError(f"{path} is missing; run `memlens data fetch` to download the missing files")
-    with gzip.open(path, "rt", encoding="utf-8") as lines:
-        return [line.strip() for line in lines]
 
 
 def tokenize_pairs(tokenizer: TextTokenizer, pairs: list[Pair], max_len: int) -> list[Example]:

@@ -9,9 +9,9 @@ from torch import nn
 from tqdm import tqdm
 
 from inference.analyses.quality import corpus_quality
+from inference.core.family import Capability, capabilities_of
 from inference.core.interventions import Interventions
 from inference.core.tokenizer import TextTokenizer
-from inference.core.family import Capability, capabilities_of
 from inference.runs.lesion import lesion_sizes, quality_at_memory_size
 from inference.runs.translate import BATCH_SIZE, translate_all
 from training.data import Pair
@@ -69,7 +69,9 @@ def lesion_sweep(
     return {"memory_size": sizes, "bleu": bleu}
 
 
-def lesion_table(model: nn.Module, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE) -> dict:
+def lesion_table(
+    model: nn.Module, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE
+) -> dict:
     """The lesion sweep stored in metrics.json: the paper's sizes plus the
     trained size, so the table always shows the unlesioned model too; for a
     working-memory model also "masked_bleu", BLEU with the memory mask."""

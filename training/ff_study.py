@@ -23,7 +23,6 @@ SAVE_EVERY batches, and rerunning the same command goes on from there.
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 import time
@@ -39,14 +38,13 @@ from inference.analyses.ff_mining import MiningState, TriggerStore
 from inference.analyses.ff_values import ff_memories, value_logits
 from inference.core.checkpoint import LoadedModel, load_checkpoint
 from inference.core.family import Capability, capabilities_of
+from inference.corpora.ff_study_files import ANALYSIS_FILE, TRIGGERS_FILE, write_triggers
 from inference.runs.trigger_mining import compact_triggers, mine_triggers, prefix_stream, trace_texts
 from training import REPO_ROOT
 from training.corpora import CORPORA
 from training.data import resolve_data_dir
 from training.lm_corpora import read_enwiki
 
-TRIGGERS_FILE = "ff_triggers.json.gz"
-ANALYSIS_FILE = "ff_analysis.json"
 STATE_FILE = "mining_state.pt"
 SAMPLE_SEED = 2024
 SAVE_EVERY = 20  # batches
@@ -147,17 +145,6 @@ def aggregate(loaded: LoadedModel, corpus: StudyCorpus, batch_size: int) -> list
         trace = trace_texts(loaded, corpus.eval_texts[batch], sources, memories.capture_hooks())
         aggregations.append(ff_aggregation(trace, memories))
     return [asdict(summary) for summary in summarise_aggregation(aggregations)]
-
-
-def write_triggers(compact: dict, path: Path) -> None:
-    # mtime=0: the same record always gives the same bytes, so a rerun leaves git clean
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as stream:
-        stream.write(json.dumps(compact, separators=(",", ":")).encode("utf-8"))
-
-
-def read_triggers(path: Path) -> dict:
-    with gzip.open(path, "rt", encoding="utf-8") as stream:
-        return json.load(stream)
 
 
 def study_checkpoint(

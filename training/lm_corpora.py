@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference.corpora.data_folder import fetch_hint
 from training.data import DataError
-from training.data_dir import fetch_hint
 
 ENWIKI = "enwiki"
 ENWIKI_DESCRIPTION = "English Wikipedia (~9.1M words, WikiExtractor text of articles created ~2018)"

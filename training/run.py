@@ -21,7 +21,7 @@ from inference.core.checkpoint import (
     save_checkpoint,
     select_device,
 )
-from inference.core.family import FamilyConfig, build_model
+from inference.core.family import Capability, FamilyConfig, build_model, capabilities_of
 from inference.core.tokenizer import TextTokenizer
 from inference.families.working_memory.model import WorkingMemoryConfig, WorkingMemoryTransformer
 from training import REPO_ROOT
@@ -164,7 +164,9 @@ def final_metrics(
     return metrics
 
 
-def evaluation_metrics(model: nn.Module, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]]) -> dict:
+def evaluation_metrics(
+    model: nn.Module, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]]
+) -> dict:
     """The measured part of a translation model's metrics.json (all but
     "train"): BLEU and chrF on val and the corpus's test splits, and for a
     model with memory the lesion table on the headline split."""

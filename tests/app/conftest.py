@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from inference.checkpoint import LoadedModel, save_checkpoint
+from inference.core.checkpoint import LoadedModel, save_checkpoint
 from tests.conftest import TINY_CORPUS, make_tiny, make_tiny_language_model, make_tiny_working_memory
 from training.ff_study import StudyCorpus, run_study
 

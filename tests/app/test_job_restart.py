@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 
-from app.jobs import JobRunner
-from app.runner import Runner
-from app.store import DIED_DURING_JOB, JobStore
-from inference.checkpoint import CheckpointRegistry
+from app.services.jobs import JobRunner
+from app.services.runner import Runner
+from app.services.store import DIED_DURING_JOB, JobStore
+from inference.core.checkpoint import CheckpointRegistry
 
 MODEL = "tiny_memtransformer"
 

@@ -252,9 +252,9 @@ def test_concurrent_requests_queue_and_agree(client):
 
 
 def test_translate_by_beam_search_says_how_it_decoded(client, checkpoint_dir):
-    from inference.checkpoint import load_checkpoint
-    from inference.decoding import Decoding
-    from inference.trace import run_with_trace
+    from inference.core.checkpoint import load_checkpoint
+    from inference.core.decoding import Decoding
+    from inference.core.trace import run_with_trace
 
     beam = {"method": "beam", "beam_size": 3, "length_penalty": 1.0}
     response = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "decoding": beam}).json()

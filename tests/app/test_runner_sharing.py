@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from app.client_gone import _GONE, ClientGone
-from app.runner import Runner, trace_bytes
-from inference.checkpoint import CheckpointRegistry
-from inference.interventions import Interventions
+from app.middleware.client_gone import _GONE, ClientGone
+from app.services.runner import Runner, trace_bytes
+from inference.core.checkpoint import CheckpointRegistry
+from inference.core.interventions import Interventions
 
 MODEL = "tiny_memtransformer"
 TEXTS = ["ein Hund spielt im Park", "zwei Frauen lesen", "Kinder spielen im Wasser", "eine Frau liest ein Buch"]

@@ -12,8 +12,8 @@ import time
 import httpx
 import uvicorn
 
-from app.cli import SHUTDOWN_SECONDS
 from app.main import create_app
+from memlens_cli.main import SHUTDOWN_SECONDS
 
 QUEUED = 8
 

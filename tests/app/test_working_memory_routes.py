@@ -10,10 +10,10 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app import memory_pages
 from app.main import create_app
+from app.routers import memory as memory_pages
 from app.settings import REPO_ROOT
-from inference.checkpoint import save_checkpoint
+from inference.core.checkpoint import save_checkpoint
 from tests.app.conftest import HTMX
 from tests.app.test_jobs import upload, wait_for
 from tests.conftest import make_tiny_working_memory

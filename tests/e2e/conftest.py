@@ -14,8 +14,8 @@ import pytest
 import uvicorn
 from playwright.sync_api import sync_playwright
 
-from app.demo import demo_sentences
 from app.main import create_app
+from app.services.demo import demo_sentences
 from app.settings import REPO_ROOT, Settings
 
 CHROMIUM = "/usr/bin/chromium"

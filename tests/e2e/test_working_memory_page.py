@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from app.memory_pages import EXAMPLES_FILE
+from app.routers.memory import EXAMPLES_FILE
 from tests.e2e.conftest import upload_demo_corpus
 
 GERMAN_MODEL = "working_memory_de_en"

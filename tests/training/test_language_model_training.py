@@ -13,11 +13,11 @@ import torch
 from inference.analyses.ff_mining import TriggerStore
 from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.tokenizer import train_bpe
+from inference.corpora.ff_study_files import TRIGGERS_FILE, read_triggers
 from inference.families.language_model.model import LanguageModel
 from tests.training.conftest import make_tiny_lm_config
 from training.cli import main
 from training.config import ConfigError, config_from_dict
-from training.ff_study import TRIGGERS_FILE, read_triggers
 from training.lm_corpora import WIKITEXT_FILES, detokenize_wikitext, read_enwiki, read_wikitext, split_sentences
 from training.lm_data import block_batches, load_or_tokenize, make_lm_batch, tokenize_documents
 from training.lm_run import TRAIN_STREAM, VAL_STREAM

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
 from inference.core.checkpoint import save_checkpoint
+from memlens_cli.main import main
 from tests.conftest import make_tiny
 
 
@@ -147,7 +147,7 @@ HELP_PROBE = """
 import runpy, sys
 sys.argv = ["memlens", *sys.argv[1:]]
 try:
-    runpy.run_module("app.cli", run_name="__main__")
+    runpy.run_module("memlens_cli.main", run_name="__main__")
 except SystemExit:
     pass
 print("LOADED", *sorted(name for name in {heavy!r} if name in sys.modules), file=sys.stderr)
@@ -158,7 +158,7 @@ print("LOADED", *sorted(name for name in {heavy!r} if name in sys.modules), file
     "argv", [["--help"], ["translate", "--help"], ["models", "--help"], ["hooks", "--help"], ["serve", "--help"]]
 )
 def test_help_imports_neither_torch_nor_the_web_stack(argv):
-    """`python -m app.cli ... --help` in a fresh interpreter: the help is printed and no heavy module was imported."""
+    """`python -m memlens_cli.main ... --help` in a fresh interpreter: the help is printed and no heavy module was imported."""
     result = subprocess.run(
         [sys.executable, "-c", HELP_PROBE.format(heavy=HEAVY_MODULES), *argv],
         capture_output=True,
@@ -174,7 +174,7 @@ def test_help_imports_neither_torch_nor_the_web_stack(argv):
 def test_serve_cancels_requests_still_running_shortly_after_sigterm(monkeypatch, tmp_path):
     import uvicorn
 
-    from app.cli import SHUTDOWN_SECONDS
+    from memlens_cli.main import SHUTDOWN_SECONDS
 
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append(options))

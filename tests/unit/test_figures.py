@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.figures import MIN_CELL_PX, attention_heatmap, axis_labels, head_grid
+from app.figures.attention import MIN_CELL_PX, attention_heatmap, axis_labels, head_grid
 from inference.analyses.attention import layer_attention
 from inference.core.checkpoint import load_checkpoint
 from inference.core.trace import run_with_trace

@@ -1,0 +1,309 @@
+"""Plotly figures from analysis data. Nothing here computes an analysis.
+
+Heatmaps carry attention weights as uint8 whole percent (0-100): Plotly
+ships uint8 numpy arrays as base64 binary, about 1 byte per cell instead of
+~20 for a float in JSON text, which keeps a 256-token map responsive.
+Tokens are escaped before they reach Plotly, whose labels accept a little
+HTML.
+
+The one-head heatmap grows with its input (every row and column at least
+MIN_CELL_PX, every token labelled) and scrolls inside its container rather
+than dropping labels; with autoscale each head's colour scale runs from 0 to
+that head's own largest weight, so weak heads do not look empty.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from inference.analyses.attention import LayerAttention
+from inference.analyses.blocks import BLOCKS, HeadBlocks
+from inference.core.trace import MEMORY_ROLES
+from inference.runs.attribution import Attribution
+
+COLORSCALE = "Blues"
+MIN_CELL_PX, MAX_CELL_PX, MAP_PX = 16, 28, 700  # a heatmap cell's side: MAP_PX / tokens, within these bounds
+CHAR_PX = 7  # width of one label character at Plotly's default 12 px font
+# Block of (query is memory, key is memory), as in Memory Transformer, Figure 3.
+BLOCK_NAMES = {(False, False): "update", (True, False): "write", (False, True): "read", (True, True): "process"}
+
+
+def quantize_percent(weights) -> np.ndarray:
+    """Attention weights in [0, 1] -> uint8 whole percent."""
+    return np.rint(np.asarray(weights, dtype=np.float32) * 100).clip(0, 100).astype(np.uint8)
+
+
+def axis_labels(tokens: list[str]) -> list[str]:
+    """Unique, escaped category labels: '3 Hund' (repeated tokens stay apart)."""
+    return [f"{i} {html.escape(token)}" for i, token in enumerate(tokens)]
+
+
+def memory_span(roles: list[str]) -> tuple[int, int] | None:
+    """(first, last) index of memory positions, if any."""
+    indices = [i for i, r in enumerate(roles) if r in MEMORY_ROLES]
+    return (indices[0], indices[-1]) if indices else None
+
+
+def block_overlays(attention: LayerAttention) -> tuple[list[dict], list[dict]]:
+    """Lines at memory/sequence boundaries and a label in every block."""
+    shapes, annotations = [], []
+    q_span, k_span = memory_span(attention.query_roles), memory_span(attention.key_roles)
+    n_q, n_k = len(attention.query_roles), len(attention.key_roles)
+    line = {"color": "#d62728", "width": 2}
+    if k_span and k_span[1] + 1 < n_k:
+        shapes.append(
+            {"type": "line", "x0": k_span[1] + 0.5, "x1": k_span[1] + 0.5, "y0": -0.5, "y1": n_q - 0.5, "line": line}
+        )
+    if q_span and q_span[1] + 1 < n_q:
+        shapes.append(
+            {"type": "line", "y0": q_span[1] + 0.5, "y1": q_span[1] + 0.5, "x0": -0.5, "x1": n_k - 0.5, "line": line}
+        )
+
+    def ranges(span, n):
+        if span is None:
+            return [(False, 0, n - 1)]
+        parts = [(True, span[0], span[1])]
+        if span[1] + 1 < n:
+            parts.append((False, span[1] + 1, n - 1))
+        return parts
+
+    for q_memory, q0, q1 in ranges(q_span, n_q):
+        for k_memory, k0, k1 in ranges(k_span, n_k):
+            annotations.append(
+                {
+                    "x": (k0 + k1) / 2,
+                    "y": (q0 + q1) / 2,
+                    "text": BLOCK_NAMES[(q_memory, k_memory)],
+                    "showarrow": False,
+                    "font": {"color": "#d62728", "size": 13},
+                    "bgcolor": "rgba(255,255,255,0.6)",
+                }
+            )
+    return shapes, annotations
+
+
+def color_max(percent: np.ndarray, autoscale: bool) -> int:
+    """Top of the colour scale: 100%, or with autoscale the largest weight shown (at least 1%)."""
+    return max(1, int(percent.max())) if autoscale else 100
+
+
+def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = False) -> go.Figure:
+    """One head's map, large: query on the left, key on top. Shapes and
+    labels sit at category indices, which Plotly accepts on category axes.
+    Sized by its token counts, so no label is dropped however long the input."""
+    x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
+    shapes, annotations = block_overlays(attention)
+    z = quantize_percent(attention.weights[head])  # [q, k] uint8 percent
+    cell = max(MIN_CELL_PX, min(MAX_CELL_PX, MAP_PX // max(len(x), len(y))))
+    top = 70 + CHAR_PX * max(map(len, x))  # the title above key labels rotated by 60 degrees
+    left = 20 + CHAR_PX * max(map(len, y))
+    figure = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=x,
+            y=y,
+            zmin=0,
+            zmax=color_max(z, autoscale),
+            colorscale=COLORSCALE,
+            colorbar={"title": {"text": "% (head max)" if autoscale else "%"}},
+            hovertemplate="query %{y}<br>key %{x}<br>weight %{z}%<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=f"{attention.stack} layer {attention.layer} head {head}",
+        shapes=shapes,
+        annotations=annotations,
+        width=left + cell * len(x) + 120,
+        height=top + cell * len(y) + 20,
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
+        title_y=0.99,
+        title_yanchor="top",
+    )
+    figure.update_xaxes(side="top", type="category", tickangle=-60, dtick=1)
+    figure.update_yaxes(autorange="reversed", type="category", dtick=1)
+    return figure
+
+
+def head_grid(attention: LayerAttention, columns: int = 4, autoscale: bool = False) -> go.Figure:
+    """All heads of one layer as small multiples; with autoscale each on its own colour scale."""
+    heads = attention.weights.shape[0]
+    rows = -(-heads // columns)
+    figure = make_subplots(
+        rows=rows,
+        cols=columns,
+        subplot_titles=[f"head {h}" for h in range(heads)],
+        horizontal_spacing=0.03,
+        vertical_spacing=0.08,
+    )
+    x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
+    for h in range(heads):
+        z = quantize_percent(attention.weights[h])  # [q, k] uint8 percent
+        figure.add_trace(
+            go.Heatmap(
+                z=z,
+                x=x,
+                y=y,
+                zmin=0,
+                zmax=color_max(z, autoscale),
+                colorscale=COLORSCALE,
+                showscale=False,
+                hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
+            ),
+            row=h // columns + 1,
+            col=h % columns + 1,
+        )
+    figure.update_xaxes(showticklabels=False, type="category")
+    figure.update_yaxes(showticklabels=False, autorange="reversed", type="category")
+    scale = "each head's colour scale up to its own largest weight" if autoscale else "colour scale 0 to 100%"
+    figure.update_layout(
+        title=f"{attention.stack} layer {attention.layer}: all heads ({scale})",
+        height=230 * rows + 60,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+    )
+    return figure
+
+
+def block_summary(blocks: list[HeadBlocks], stack: str) -> go.Figure:
+    """Layer x head mass in each block: which heads write, read and process."""
+    chosen = [b for b in blocks if b.stack == stack]
+    layers = max(b.layer for b in chosen) + 1
+    heads = max(b.head for b in chosen) + 1
+    figure = make_subplots(rows=1, cols=4, subplot_titles=list(BLOCKS), horizontal_spacing=0.04)
+    for column, block in enumerate(BLOCKS, start=1):
+        z = np.zeros((layers, heads), dtype=np.float32)
+        for b in chosen:
+            z[b.layer, b.head] = getattr(b, block)
+        figure.add_trace(
+            go.Heatmap(
+                z=quantize_percent(z),
+                x=[f"h{h}" for h in range(heads)],
+                y=[f"L{layer}" for layer in range(layers)],
+                zmin=0,
+                zmax=100,
+                colorscale=COLORSCALE,
+                showscale=column == 4,
+                hovertemplate=f"{block}<br>%{{y}} %{{x}}<br>mass %{{z}}%<extra></extra>",
+            ),
+            row=1,
+            col=column,
+        )
+    figure.update_yaxes(autorange="reversed")
+    figure.update_layout(
+        title=f"{stack}: attention mass per block (share of all query rows)",
+        height=120 + 28 * layers,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+    )
+    return figure
+
+
+def lesion_curve(memory_size: list[int], bleu: list[float], trained: int, title: str) -> go.Figure:
+    """BLEU against inference memory size; the trained size marked."""
+    figure = go.Figure(
+        go.Scatter(
+            x=memory_size,
+            y=bleu,
+            mode="lines+markers",
+            name="BLEU",
+            hovertemplate="memory %{x}<br>BLEU %{y:.2f}<extra></extra>",
+        )
+    )
+    figure.add_vline(x=trained, line_dash="dash", line_color="#d62728", annotation_text=f"trained: {trained}")
+    figure.update_layout(
+        title=title,
+        xaxis_title="memory size at inference",
+        yaxis_title="BLEU",
+        height=380,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+    )
+    return figure
+
+
+def attribution_chart(attribution: Attribution) -> go.Figure:
+    """Integrated gradients (signed) and saliency (gradient norm) per source token and memory slot."""
+    figure = make_subplots(
+        rows=2,
+        cols=2,
+        column_widths=[0.65, 0.35],
+        shared_yaxes=False,
+        horizontal_spacing=0.06,
+        vertical_spacing=0.18,
+        subplot_titles=[
+            "integrated gradients: source",
+            "integrated gradients: memory",
+            "saliency: source",
+            "saliency: memory",
+        ],
+    )
+    source = axis_labels(attribution.source_tokens)
+    memory = axis_labels(attribution.memory_slots)
+    panels = [
+        (attribution.integrated_gradients_source, source, 1, 1),
+        (attribution.integrated_gradients_memory, memory, 1, 2),
+        (attribution.saliency_source, source, 2, 1),
+        (attribution.saliency_memory, memory, 2, 2),
+    ]
+    for values, labels, row, column in panels:
+        figure.add_trace(
+            go.Bar(
+                x=labels,
+                y=values,
+                showlegend=False,
+                marker_color="#1f77b4" if row == 1 else "#ff7f0e",
+                hovertemplate="%{x}<br>%{y:.4f}<extra></extra>",
+            ),
+            row=row,
+            col=column,
+        )
+    figure.update_xaxes(type="category", tickangle=-60)
+    figure.update_layout(
+        title=f"output token {attribution.position}: {html.escape(attribution.token)} "
+        f"(IG completeness error {attribution.convergence_delta:.3g})",
+        height=560,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+    )
+    return figure
+
+
+def compare_blocks(per_model: dict[str, list[HeadBlocks]]) -> go.Figure:
+    """For each model, the mean over heads of each block's mass, per stack
+    and layer, as stacked bars on one shared scale."""
+    colors = {"update": "#1f77b4", "write": "#2ca02c", "read": "#d62728", "process": "#9467bd"}
+    figure = make_subplots(
+        rows=1,
+        cols=len(per_model),
+        subplot_titles=[html.escape(m) for m in per_model],
+        shared_yaxes=True,
+        horizontal_spacing=0.03,
+    )
+    for column, blocks in enumerate(per_model.values(), start=1):
+        groups: dict[str, list[HeadBlocks]] = {}
+        for b in blocks:
+            groups.setdefault(f"{b.stack} L{b.layer}", []).append(b)
+        labels = list(groups)
+        for block in BLOCKS:
+            means = [float(np.mean([getattr(b, block) for b in groups[label]])) for label in labels]
+            figure.add_trace(
+                go.Bar(
+                    x=labels,
+                    y=means,
+                    name=block,
+                    marker_color=colors[block],
+                    legendgroup=block,
+                    showlegend=column == 1,
+                    hovertemplate=f"{block}<br>%{{x}}<br>%{{y:.2f}}<extra></extra>",
+                ),
+                row=1,
+                col=column,
+            )
+    figure.update_layout(
+        barmode="stack",
+        height=460,
+        title="Attention mass per block, mean over heads",
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+    )
+    figure.update_xaxes(tickangle=-60)
+    return figure

@@ -1,0 +1,1 @@
+"""ASGI middleware: security headers, bounded request bodies, and noticing a client that has gone."""

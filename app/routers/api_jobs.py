@@ -1,0 +1,56 @@
+"""JSON API of the background jobs: corpus uploads and lesion sweeps, and their progress and results."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, HTTPException, Path, Request, UploadFile
+
+from app.routers.deps import JobsDep
+from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, JobResponse, SweepRequest, errors
+from app.schemas.validation import JobId, ModelName
+from app.services.store import Job
+from app.services.uploads import read_upload
+
+router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
+
+
+@router.post("/uploads", response_model=JobResponse, responses=MODEL_ERRORS)
+async def upload(
+    request: Request, jobs: JobsDep, model: Annotated[ModelName, Form()], file: Annotated[UploadFile, File()]
+) -> dict:
+    """Translate a .txt or .tsv corpus in the background; poll /api/jobs/{id}."""
+    settings = request.app.state.settings
+    return job_json(
+        jobs.submit_corpus(model, await read_upload(file, settings.max_upload_bytes, settings.max_upload_lines))
+    )
+
+
+@router.post("/sweeps", response_model=JobResponse, responses=MODEL_ERRORS)
+def sweep(request: SweepRequest, jobs: JobsDep) -> dict:
+    """BLEU against inference memory size on "demo" or an uploaded .tsv corpus (its job id); cached."""
+    return job_json(jobs.submit_sweep(request.model, request.reference))
+
+
+@router.get("/jobs/{job_id}", response_model=JobResponse, responses=errors(404))
+def job(job_id: Annotated[JobId, Path()], jobs: JobsDep) -> dict:
+    found = jobs.store.get(job_id)
+    if found is None:
+        raise HTTPException(404, f"no job {job_id}")
+    return job_json(found)
+
+
+def job_json(job: Job) -> dict:
+    params = {k: v for k, v in job.params.items() if k not in ("sources", "references")}
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "status": job.status,
+        "done": job.done,
+        "total": job.total,
+        "progress": job.progress,
+        "params": params,
+        "result": job.result,
+        "error": job.error,
+        "url": f"/results/{job.id}",
+    }

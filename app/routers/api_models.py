@@ -1,0 +1,32 @@
+"""JSON API: the models on offer, and why a broken checkpoint is unavailable."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter
+
+from app.routers.deps import RunnerDep
+from app.schemas.api import COMMON_ERRORS, ModelsResponse
+
+router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
+
+
+@router.get("/models", response_model=ModelsResponse)
+def models(runner: RunnerDep) -> dict:
+    registry = runner.registry
+    available = []
+    for name in registry.available():
+        entry = registry.entries[name]
+        available.append(
+            {
+                "name": name,
+                "config": asdict(entry.config),
+                "meta": entry.meta,
+                "bleu": entry.metrics.get("bleu"),
+                "chrf": entry.metrics.get("chrf"),
+                "lesion": entry.metrics.get("lesion"),
+                "word_perplexity": entry.metrics.get("word_perplexity"),
+            }
+        )
+    return {"models": available, "broken": [{"name": n, "reason": r} for n, r in registry.broken().items()]}

@@ -1,0 +1,99 @@
+"""JSON API of the translation models: translations, attention, attribution, block mass, and several
+models compared on one sentence. OpenAPI at /docs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter
+
+from app.figures.attention import quantize_percent
+from app.routers.deps import RunnerDep
+from app.schemas.api import (
+    COMMON_ERRORS,
+    MODEL_ERRORS,
+    AttentionRequest,
+    AttentionResponse,
+    AttributionRequest,
+    AttributionResponse,
+    BlocksResponse,
+    CompareRequest,
+    CompareResponse,
+    DecodedTextRequest,
+    TranslationResponse,
+)
+from app.schemas.arrays import binary_array
+from app.schemas.validation import InputError, shown
+from inference.analyses.attention import attention_stacks, layer_attention, pattern_hook_name
+from inference.analyses.blocks import attention_blocks
+from inference.core.interventions import Interventions
+
+router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
+
+
+@router.post("/translate", response_model=TranslationResponse, responses=MODEL_ERRORS)
+def translate(request: DecodedTextRequest, runner: RunnerDep) -> dict:
+    return asdict(runner.translate(request.model, request.text, request.interventions, request.decoding))
+
+
+@router.post("/attention", response_model=AttentionResponse, responses=MODEL_ERRORS)
+def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
+    """One layer of one stack: weights [heads, q, k] as uint8 percent."""
+    stacks = attention_stacks(runner.translator(request.model).model)
+    if request.stack not in stacks:
+        raise InputError(f"unknown stack {shown(request.stack)}; this model has {', '.join(stacks)}")
+    if request.layer >= stacks[request.stack]:
+        raise InputError(
+            f"layer {request.layer} is out of range for {request.stack} (0 to {stacks[request.stack] - 1})"
+        )
+    trace = runner.trace(
+        request.model,
+        request.text,
+        request.interventions,
+        names=[pattern_hook_name(request.stack, request.layer)],
+        decoding=request.decoding,
+    )
+    view = layer_attention(trace, request.stack, request.layer)
+    return {
+        "stack": view.stack,
+        "layer": view.layer,
+        "translation": trace.translations[0],
+        "query_tokens": view.query_tokens,
+        "key_tokens": view.key_tokens,
+        "query_roles": view.query_roles,
+        "key_roles": view.key_roles,
+        "weights": {**binary_array(quantize_percent(view.weights)), "unit": "percent"},
+    }
+
+
+@router.post("/attribution", response_model=AttributionResponse, responses=MODEL_ERRORS)
+def attribution(request: AttributionRequest, runner: RunnerDep) -> dict:
+    """Integrated gradients and saliency of one output token onto source tokens and memory slots."""
+    return asdict(
+        runner.attribution(request.model, request.text, request.position, request.interventions, request.decoding)
+    )
+
+
+@router.post("/compare", response_model=CompareResponse, responses=MODEL_ERRORS)
+def compare(request: CompareRequest, runner: RunnerDep) -> dict:
+    """One sentence through several models: translations and block mass, aligned."""
+    rows = []
+    for model in dict.fromkeys(request.models):
+        trace = runner.trace(model, request.text, Interventions(), names=["*.pattern"], decoding=request.decoding)
+        rows.append(
+            {
+                "model": model,
+                "translation": trace.translations[0],
+                "blocks": [asdict(b) for b in attention_blocks(trace)],
+            }
+        )
+    return {"text": request.text, "models": rows}
+
+
+@router.post("/blocks", response_model=BlocksResponse, responses=MODEL_ERRORS)
+def blocks(request: DecodedTextRequest, runner: RunnerDep) -> dict:
+    return {
+        "blocks": [
+            asdict(b) for b in runner.blocks(request.model, request.text, request.interventions, request.decoding)
+        ]
+    }

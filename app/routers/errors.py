@@ -1,0 +1,76 @@
+"""Every error a user can cause becomes a 4xx with a readable message, in
+the form the request came from: JSON {"detail": ...} for the API, an error
+fragment for htmx requests (retargeted into the page's error box, so it
+shows wherever the request came from), and a page for a browser that
+opened an address. A message repeats at most a short excerpt of the input."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+
+from app.figures.ff_views import ViewError
+from app.middleware.client_gone import ClientGone
+from app.routers.rendering import error_page
+from app.schemas.validation import InputError, shown
+from app.services.runner import UnknownModel
+from inference.core.checkpoint import CheckpointError
+from inference.core.interventions import InterventionError
+
+STATUS = {InputError: 400, InterventionError: 400, ViewError: 400, UnknownModel: 404, CheckpointError: 409}
+MAX_MESSAGE_CHARS = 1000
+MAX_PROBLEMS = 5  # validation problems listed in one message
+CLIENT_CLOSED = 499  # nobody reads it: the client has gone
+
+
+def wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or request.url.path == "/healthz"
+
+
+def error_response(request: Request, status: int, message: str, headers: dict | None = None) -> Response:
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS] + "…"
+    if wants_json(request):
+        return JSONResponse({"detail": message}, status_code=status, headers=headers)
+    if request.headers.get("HX-Request"):
+        fragment = request.app.state.templates.get_template("partials/error.html").render(message=message)
+        return HTMLResponse(
+            fragment,
+            status_code=status,
+            headers={**(headers or {}), "HX-Retarget": "#errors", "HX-Reswap": "innerHTML"},
+        )
+    return error_page(request, status, message)
+
+
+def validation_message(error: RequestValidationError | ValidationError) -> str:
+    problems = error.errors()
+    parts = []
+    for problem in problems[:MAX_PROBLEMS]:
+        where = ".".join(
+            shown(p, 40) if isinstance(p, str) and len(p) > 40 else str(p)
+            for p in problem.get("loc", ())
+            if p not in ("body", "query", "form", "path")
+        )
+        parts.append(f"{where}: {problem.get('msg')}" if where else str(problem.get("msg")))
+    if len(problems) > MAX_PROBLEMS:
+        parts.append(f"and {len(problems) - MAX_PROBLEMS:,} more problems")
+    return "; ".join(parts) or "invalid request"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    for error_type, status in STATUS.items():
+        app.add_exception_handler(
+            error_type, lambda request, error, status=status: error_response(request, status, str(error))
+        )
+    for error_type in (RequestValidationError, ValidationError):  # the latter from models built inside a route
+        app.add_exception_handler(
+            error_type, lambda request, error: error_response(request, 422, validation_message(error))
+        )
+    app.add_exception_handler(
+        HTTPException,
+        lambda request, error: error_response(request, error.status_code, str(error.detail), error.headers),
+    )
+    app.add_exception_handler(ClientGone, lambda request, error: Response(status_code=CLIENT_CLOSED))

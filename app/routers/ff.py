@@ -1,0 +1,132 @@
+"""The FF memories page (paper 003): the study by layer, a key browser
+(trigger examples and value tokens), the logit lens of one input, and live
+key interventions. Works for the language model and for the decoder of
+every translation model."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Form, Query, Request
+
+from app.figures.ff import study_figures
+from app.figures.ff_views import (
+    EDIT_SYNTAX,
+    KEY_ORDERS,
+    MAX_PICKED_KEYS,
+    key_cards,
+    lens_table,
+    parse_key_edits,
+    prediction_changes,
+)
+from app.routers.deps import RunnerDep
+from app.routers.rendering import figure_json, render
+from app.schemas.validation import MAX_INDEX, FieldText, ModelName, parse_numbers
+from app.services.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, kind_of
+from app.services.textdiff import word_diff
+from inference.analyses.ff_aggregation import logit_lens
+from inference.core.interventions import Interventions
+
+router = APIRouter(include_in_schema=False)
+KEYS_PER_PAGE = 12
+LENS_KEYS, LENS_TOKENS = 3, 3
+
+
+@router.get("/ff")
+def ff_page(
+    request: Request,
+    runner: RunnerDep,
+    model: Annotated[ModelName | None, Query()] = None,
+    text: Annotated[FieldText, Query()] = "",
+    layer: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
+    edits: Annotated[FieldText, Query()] = "",
+):
+    """model, text, layer and edits in the address reproduce a view."""
+    available, model = runner.page_models(model, LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY)
+    memories, study = runner.ff(model)
+    runner.ff_layer(model, layer)
+    loaded = runner.model(model)
+    figures = (
+        {name: figure_json(figure) for name, figure in study_figures(study.analysis).items()} if study.analysis else {}
+    )
+    language_model = kind_of(loaded.config.family) == LANGUAGE_MODEL
+    return render(
+        request,
+        "pages/ff.html",
+        models=available,
+        model=model,
+        text=text,
+        layer=layer,
+        edits=edits,
+        layers=memories.layers,
+        study=study,
+        figures=figures,
+        orders=KEY_ORDERS,
+        language_model=language_model,
+        input_language="English" if language_model else loaded.meta.get("source_language", "German"),
+        edit_syntax=EDIT_SYNTAX,
+    )
+
+
+@router.get("/ff/keys")
+def ff_keys(
+    request: Request,
+    runner: RunnerDep,
+    model: Annotated[ModelName, Query()],
+    layer: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
+    order: Annotated[Literal[KEY_ORDERS], Query()] = "agreement",
+    page: Annotated[int, Query(ge=0, le=100_000)] = 0,
+    key: Annotated[str, Query(max_length=2000)] = "",
+):
+    """One page of keys of one layer in the chosen order, or the key(s) typed in."""
+    memories, study = runner.ff(model)
+    name = runner.ff_layer(model, layer)
+    keys = list(parse_numbers(key, "key", MAX_PICKED_KEYS)) or None
+    if study.triggers is None and keys is None:
+        order = "index"
+    cards, total = key_cards(
+        memories, runner.model(model).tokenizer, study.triggers, name, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys
+    )
+    return render(
+        request,
+        "partials/ff_keys.html",
+        cards=cards,
+        total=total,
+        page=page,
+        pages=-(-total // KEYS_PER_PAGE),
+        order=order,
+        picked=keys is not None,
+        mined=study.triggers is not None,
+    )
+
+
+@router.post("/ff/run")
+def ff_run(
+    request: Request,
+    runner: RunnerDep,
+    model: Annotated[ModelName, Form()],
+    text: Annotated[FieldText, Form()] = "",
+    layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
+    edits: Annotated[FieldText, Form()] = "",
+):
+    """The plain run and, with key edits, the edited one; the lens follows the edited run."""
+    interventions = Interventions(scale_ff_keys=parse_key_edits(edits))
+    memories, _ = runner.ff(model)
+    runner.ff_layer(model, layer)
+    loaded = runner.model(model)
+    plain, edited = runner.ff_runs(model, text, interventions)
+    shown = edited or plain
+    lens = lens_table(logit_lens(shown, memories, top_keys=LENS_KEYS, top_tokens=LENS_TOKENS), loaded.tokenizer)
+    changes = prediction_changes(plain, edited, memories.axis, loaded.tokenizer) if edited is not None else []
+    return render(
+        request,
+        "partials/ff_results.html",
+        plain=plain,
+        edited=edited,
+        interventions=interventions,
+        diff=word_diff(plain.translations[0], shown.translations[0]),
+        lens=lens,
+        layer=layer,
+        changes=changes,
+        language_model=kind_of(loaded.config.family) == LANGUAGE_MODEL,
+    )

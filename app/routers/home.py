@@ -1,0 +1,17 @@
+"""The home page: the models table, and why a broken checkpoint is unavailable."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from app.routers.deps import RunnerDep
+from app.routers.rendering import render
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/")
+def home(request: Request, runner: RunnerDep):
+    registry = runner.registry
+    models = [registry.entries[name] for name in registry.available()]
+    return render(request, "pages/home.html", models=models, broken=registry.broken())

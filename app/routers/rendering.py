@@ -1,0 +1,37 @@
+"""How a route answers with HTML: a template, a readable 4xx page, and figure JSON safe inside a page."""
+
+from __future__ import annotations
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+
+
+def render(request: Request, template: str, **context) -> HTMLResponse:
+    return request.app.state.templates.TemplateResponse(request, template, context)
+
+
+def error_page(
+    request: Request,
+    status: int,
+    message: str,
+    title: str | None = None,
+    links: list[tuple[str, str]] = (),
+    links_heading: str = "",
+    elsewhere: tuple[str, str, str] | None = None,
+) -> HTMLResponse:
+    """A readable 4xx page: why the request cannot be shown, links (label, href)
+    to what can, and optionally (text, label, href) where the request's model is shown."""
+    context = {
+        "status": status,
+        "message": message,
+        "title": title,
+        "links": links,
+        "links_heading": links_heading,
+        "elsewhere": elsewhere,
+    }
+    return request.app.state.templates.TemplateResponse(request, "pages/error.html", context, status_code=status)
+
+
+def figure_json(figure) -> str:
+    """Figure JSON that is safe inside a <script> element."""
+    return figure.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

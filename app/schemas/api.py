@@ -1,0 +1,253 @@
+"""Request and response bodies of the JSON API; interventions are the
+inference core's own model. Every error of every route has one shape,
+`ErrorResponse`, and every status code a route can return is documented."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.schemas.validation import MAX_INDEX, FieldText, ModelName, Reference
+from inference.core.decoding import Decoding
+from inference.core.interventions import Interventions
+
+DEMO_TEXT = "Ein Hund läuft über die Wiese."
+
+
+class ErrorResponse(BaseModel):
+    detail: str = Field(
+        description="what was wrong with the request, in words",
+        examples=["unknown model 'nope'; available: transformer, …"],
+    )
+
+
+def errors(*statuses: int) -> dict[int | str, dict]:
+    """OpenAPI `responses` for these error statuses, all of them ErrorResponse."""
+    return {status: {"model": ErrorResponse, "description": ERROR_MEANINGS[status]} for status in statuses}
+
+
+ERROR_MEANINGS = {
+    400: "input the model cannot take (text, layer, head, lesion, …)",
+    403: "a state-changing request from another site",
+    404: "unknown model, job or FF study",
+    409: "the checkpoint is broken: see GET /api/models",
+    413: "the request body is too large",
+    422: "a field is missing, malformed or out of bounds",
+}
+# Every API route: a request can be malformed, too large, or cross-site.
+COMMON_ERRORS = errors(403, 413, 422)
+MODEL_ERRORS = errors(400, 404, 409)  # routes that run a model on client input
+
+
+class TextRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT}]}
+    )
+    model: ModelName
+    text: FieldText = Field(
+        description="source sentence, in the model's source language (German or Russian)", examples=[DEMO_TEXT]
+    )
+    interventions: Interventions = Field(default_factory=Interventions)
+
+
+class DecodedTextRequest(TextRequest):
+    """A text the model translates itself, greedily or by beam search (the Memory Transformer families)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"model": "memtransformer_10", "text": DEMO_TEXT},
+                {
+                    "model": "memtransformer_10",
+                    "text": DEMO_TEXT,
+                    "decoding": {"method": "beam", "beam_size": 4, "length_penalty": 0.6},
+                },
+            ]
+        }
+    )
+    decoding: Decoding = Field(
+        default_factory=Decoding,
+        description="greedy (default) or beam search; a working-memory model decodes greedily only",
+    )
+
+
+class AttentionRequest(DecodedTextRequest):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "stack": "decoder.cross_attn", "layer": 1}]
+        }
+    )
+    stack: str = Field(
+        max_length=100, description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn"
+    )
+    layer: int = Field(ge=0, le=MAX_INDEX)
+
+
+class SweepRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"model": "memtransformer_10", "reference": "demo"}]}
+    )
+    model: ModelName
+    reference: Reference = "demo"
+
+
+class AttributionRequest(DecodedTextRequest):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT, "position": 0}]}
+    )
+    position: int = Field(
+        ge=0, le=MAX_INDEX, description="index of the output token in the model's translation (the final EOS included)"
+    )
+
+
+class CompareRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"models": ["transformer", "memtransformer_10"], "text": DEMO_TEXT}]},
+    )
+    models: list[ModelName] = Field(min_length=1, max_length=6)
+    text: FieldText
+    decoding: Decoding = Field(default_factory=Decoding)
+
+
+class MemoryRequest(TextRequest):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"model": "working_memory_de_en", "text": DEMO_TEXT, "seed": 0, "layer": 0}]}
+    )
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the working memory's nucleus sampling")
+    layer: int = Field(0, ge=0, le=MAX_INDEX, description="decoder layer whose target-to-memory attention is returned")
+
+
+# ---------------------------------------------------------------- responses
+
+
+class BinaryWeights(BaseModel):
+    """Plotly's binary array encoding: base64 of raw little-endian uint8, whole percent."""
+
+    dtype: str
+    shape: list[int]
+    bdata: str
+    unit: str
+
+
+class ModelInfo(BaseModel):
+    name: str
+    config: dict[str, Any]
+    meta: dict[str, Any]
+    bleu: dict[str, float] | None
+    chrf: dict[str, float] | None
+    lesion: dict[str, Any] | None
+    word_perplexity: dict[str, float] | None
+
+
+class BrokenModel(BaseModel):
+    name: str
+    reason: str
+
+
+class ModelsResponse(BaseModel):
+    models: list[ModelInfo]
+    broken: list[BrokenModel]
+
+
+class TranslationResponse(BaseModel):
+    model: str
+    source: str
+    translation: str
+    tokens: dict[str, list[str]]
+    roles: dict[str, list[str]]
+    memory_size: int
+    interventions: dict[str, Any]
+    decoding: dict[str, Any] | None = Field(
+        description="how the output was chosen; null for a working-memory model, which samples its memory"
+    )
+
+
+class AttentionResponse(BaseModel):
+    stack: str
+    layer: int
+    translation: str
+    query_tokens: list[str]
+    key_tokens: list[str]
+    query_roles: list[str]
+    key_roles: list[str]
+    weights: BinaryWeights
+
+
+class AttributionResponse(BaseModel):
+    position: int
+    token: str
+    source_tokens: list[str]
+    memory_slots: list[str]
+    integrated_gradients_source: list[float]
+    integrated_gradients_memory: list[float]
+    saliency_source: list[float]
+    saliency_memory: list[float]
+    convergence_delta: float
+    translation_tokens: list[str]
+
+
+class HeadBlocksResponse(BaseModel):
+    stack: str
+    layer: int
+    head: int
+    update: float
+    write: float
+    read: float
+    process: float
+    memory_queries: int
+    sequence_queries: int
+
+
+class BlocksResponse(BaseModel):
+    blocks: list[HeadBlocksResponse]
+
+
+class CompareRow(BaseModel):
+    model: str
+    translation: str
+    blocks: list[HeadBlocksResponse]
+
+
+class CompareResponse(BaseModel):
+    text: str
+    models: list[CompareRow]
+
+
+class JobResponse(BaseModel):
+    id: str
+    kind: str
+    status: str = Field(description="queued, running, done or failed")
+    done: int
+    total: int
+    progress: float
+    params: dict[str, Any]
+    result: dict[str, Any] | None
+    error: str | None
+    url: str
+
+
+class MemoryAttentionResponse(BaseModel):
+    layer: int
+    query_tokens: list[str]
+    key_tokens: list[str]
+    weights: BinaryWeights
+
+
+class MemoryResponse(BaseModel):
+    translation: str
+    seed: int
+    memory_size: int
+    interventions: dict[str, Any]
+    stream: list[dict[str, Any]]
+    memory: list[str]
+    steps: list[dict[str, Any]]
+    attention: MemoryAttentionResponse
+
+
+class Health(BaseModel):
+    status: str
+    models: int
+    broken: int
+    device: str

@@ -1,0 +1,70 @@
+"""Request and response bodies of the FF memories' JSON API (/api/ff): key cards and the logit lens."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.figures.ff_views import KEY_ORDERS, MAX_PICKED_KEYS
+from app.schemas.validation import MAX_INDEX, FieldText, ModelName
+from inference.core.interventions import Interventions
+
+
+class KeysRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"model": "language_model", "layer": 5, "limit": 5}]}
+    )
+    model: ModelName
+    layer: int = Field(
+        0,
+        ge=0,
+        le=MAX_INDEX,
+        description="FF layer index (the language model's layers, or a translation model's decoder layers)",
+    )
+    order: Literal[KEY_ORDERS] = Field("agreement")
+    offset: int = Field(0, ge=0, le=1_000_000)
+    limit: int = Field(20, ge=1, le=200)
+    keys: list[Annotated[int, Field(ge=0, le=1_000_000)]] | None = Field(
+        None,
+        max_length=MAX_PICKED_KEYS,
+        description="these keys, in this order, instead of a page of the ordering (duplicates dropped)",
+    )
+    triggers: int = Field(10, ge=0, le=50, description="trigger examples per key")
+
+    @field_validator("keys")
+    @classmethod
+    def _unique_keys(cls, keys: list[int] | None) -> list[int] | None:
+        return None if keys is None else list(dict.fromkeys(keys))
+
+
+class KeysResponse(BaseModel):
+    layer: str
+    order: str
+    total: int
+    keys: list[dict[str, Any]]
+
+
+class LensResponse(BaseModel):
+    output: str
+    interventions: dict[str, Any]
+    tokens: list[str]
+    layers: list[dict[str, Any]]
+    plain_output: str | None = None
+    prediction_changes: list[dict[str, Any]] | None = None
+
+
+class LensRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"model": "language_model", "text": "The river flows into the"}]},
+    )
+    model: ModelName
+    text: FieldText = Field(
+        description="English text for the language model; a source sentence for a translation model"
+    )
+    interventions: Interventions = Field(
+        default_factory=Interventions, description="e.g. scale_ff_keys to zero or boost keys"
+    )
+    top_keys: int = Field(5, ge=1, le=50)
+    top_tokens: int = Field(5, ge=1, le=50)

@@ -1,0 +1,116 @@
+"""What a client sends, checked where it enters the app: request models,
+form and query fields, uploaded lines. Every string is bounded and valid
+Unicode, every number is read by one parser, every list is bounded and
+free of duplicates, and an error message repeats at most a short excerpt
+of what was sent."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, StringConstraints
+
+ECHO_CHARS = 60  # the most of a client's string that an error message repeats
+MAX_FIELD_CHARS = 20_000  # any text field; the configured text limit (Settings.max_text_chars) is checked after this
+MAX_NUMBER_DIGITS = 9
+MAX_INDEX = (
+    1024  # the largest layer, head or output position a request may name; the model's own sizes are checked after
+)
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls, tab and newlines excepted
+NUMBER = re.compile(rf"[0-9]{{1,{MAX_NUMBER_DIGITS}}}")  # ASCII digits: str.isdigit() also accepts '²', '①', '٣'
+DECIMAL = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,9})?|\.[0-9]{1,9})")  # float() also accepts '١', '1_0', 'nan', 'inf'
+VISIBLE_CATEGORIES = ("L", "N", "P", "S")  # letters, numbers, punctuation, symbols
+
+
+class InputError(ValueError):
+    """Input the user can fix; shown as a 4xx with this message."""
+
+
+def shown(value: str, limit: int = ECHO_CHARS) -> str:
+    """A client's string as an error message may repeat it: quoted, cut to `limit` characters."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value):,} characters)"
+
+
+def valid_unicode(text: str) -> str:
+    """Refuse unpaired surrogates (they cannot be encoded, so no tokenizer or
+    database can take them) and control characters other than tab and newlines."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InputError(
+            f"the text holds an unpaired surrogate (U+{ord(text[error.start]):04X}) at character {error.start}: "
+            "send valid Unicode"
+        ) from None
+    control = CONTROL.search(text)
+    if control:
+        raise InputError(
+            f"the text holds a control character (U+{ord(control.group()):04X}) at character {control.start()}"
+        )
+    return text
+
+
+def visible_text(text: str) -> str:
+    """Stripped text with at least one letter, number, punctuation mark or
+    symbol: zero-width, bidi and space characters alone are no sentence."""
+    text = valid_unicode(text).strip()
+    if not text:
+        raise InputError("the text is empty: type a sentence")
+    if not any(unicodedata.category(char).startswith(VISIBLE_CATEGORIES) for char in text):
+        raise InputError(
+            "the text has no visible character (only spaces, zero-width, bidi or control characters): type a sentence"
+        )
+    return text
+
+
+def parse_number(text: str, what: str) -> int:
+    """One whole number in ASCII digits (the JSON API's integers and the forms' typed numbers read alike)."""
+    text = text.strip()
+    if not NUMBER.fullmatch(text):
+        raise InputError(
+            f"cannot read {what} {shown(text)}: "
+            f"write a whole number in ASCII digits (at most {MAX_NUMBER_DIGITS}), e.g. 12"
+        )
+    return int(text)
+
+
+def parse_decimal(text: str, what: str) -> float:
+    """One decimal number in ASCII digits, e.g. 0, 10, -2.5 or .5."""
+    text = text.strip()
+    if not DECIMAL.fullmatch(text):
+        raise InputError(f"cannot read {what} {shown(text)}: write a decimal number in ASCII digits, e.g. 0, 10 or 2.5")
+    return float(text)
+
+
+def parse_numbers(text: str, what: str, limit: int) -> tuple[int, ...]:
+    """'12, 40 7' -> (12, 40, 7): at most `limit` numbers, duplicates dropped, order kept."""
+    items = text.replace(",", " ").split()
+    if len(items) > limit:
+        raise InputError(f"{len(items):,} {what}s given; at most {limit:,}")
+    return tuple(dict.fromkeys(parse_number(item, what) for item in items))
+
+
+# Field types for request models and form fields.
+FieldText = Annotated[str, Field(max_length=MAX_FIELD_CHARS), AfterValidator(valid_unicode)]
+ModelName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"),
+    Field(description="checkpoint name, as listed by GET /api/models", examples=["memtransformer_10"]),
+]
+JobId = Annotated[
+    str,
+    StringConstraints(pattern=r"^[0-9a-f]{12}$"),
+    Field(description="job id, as returned when the job was submitted"),
+]
+ModuleName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.]+$")]
+Reference = Annotated[
+    str,
+    StringConstraints(pattern=r"^(demo|multi30k_test_2016|[0-9a-f]{12})$"),
+    Field(
+        description='"demo", "multi30k_test_2016" (read from the data directory) '
+        "or the job id of an uploaded .tsv corpus"
+    ),
+]

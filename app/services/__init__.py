@@ -1,0 +1,1 @@
+"""What the routes call: the model runner, background jobs and their store, uploads, the demo set."""

@@ -1,0 +1,189 @@
+"""Background jobs: translating an uploaded corpus (for a working-memory
+model: its memory and the memory-content analyses), and lesion sweeps.
+
+One worker thread runs jobs in order; each batch takes the runner's
+inference lock, so interactive requests still get their turn between
+batches. Progress and results go to the JobStore. Jobs still queued when
+the server stops run when it starts again; a job interrupted by a clean
+stop goes back to the queue between two batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from app.schemas.validation import InputError, shown
+from app.services.demo import demo_sentences
+from app.services.runner import Runner
+from app.services.store import Job, JobStore
+from app.services.uploads import Corpus
+from inference.analyses.blocks import attention_blocks, merge_blocks
+from inference.analyses.quality import corpus_quality
+from inference.core.checkpoint import LoadedModel
+from inference.corpora.multi30k import DataError, read_multi30k
+from inference.families.working_memory.model import WorkingMemoryTransformer
+from inference.runs.lesion import lesion_sizes, quality_at_memory_size
+from inference.runs.memory_corpus import generate_memory_corpus, summarise_memory_corpus
+
+LOG = logging.getLogger(__name__)
+TRACE_BATCH = 16
+MEMORY_CHUNK = 64  # sentences a working-memory corpus job generates per hold of the model
+MULTI30K_TEST = "multi30k_test_2016"  # reference set read from the data directory
+
+
+class JobInterrupted(Exception):
+    """The server is stopping: the job goes back to the queue."""
+
+
+class JobRunner:
+    def __init__(self, store: JobStore, runner: Runner, data_dir: Path):
+        self.store = store
+        self.runner = runner
+        self.data_dir = data_dir
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-job")
+        self._stopping = threading.Event()
+        for job in store.queued():
+            self._pool.submit(self._run, job.id, self._work[job.kind])
+
+    @property
+    def _work(self) -> dict:
+        return {"corpus": self._corpus, "sweep": self._sweep}
+
+    def shutdown(self) -> None:
+        """Stop after the current batch; the interrupted job goes back to the queue."""
+        self._stopping.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _progress(self, job_id: str, done: int) -> None:
+        """Record progress; between two batches is where a stopping server leaves a job."""
+        self.store.update(job_id, done=done)
+        if self._stopping.is_set():
+            raise JobInterrupted()
+
+    def submit_corpus(self, model: str, corpus: Corpus) -> Job:
+        loaded = self.runner.translator(model)
+        for number, source in enumerate(corpus.sources, start=1):
+            try:
+                self.runner.check_text(loaded, source)
+            except InputError as error:
+                raise InputError(f"{corpus.filename}, line {number}: {error}") from None
+        params = {
+            "model": model,
+            "filename": corpus.filename,
+            "sources": corpus.sources,
+            "references": corpus.references,
+        }
+        job = self.store.create("corpus", params, total=len(corpus.sources))
+        self._pool.submit(self._run, job.id, self._work["corpus"])
+        return job
+
+    def submit_sweep(self, model: str, reference: str) -> Job:
+        """BLEU against inference memory size on a reference set: "demo",
+        "multi30k_test_2016" (from the data directory) or the id of an
+        uploaded .tsv corpus. A finished identical sweep is reused."""
+        loaded = self.runner.model(model)
+        if not loaded.config.memory_size:
+            raise InputError(f"{model} has no memory to lesion")
+        self.reference_set(reference)  # refuse an unusable reference before queueing
+        params = {
+            "model": model,
+            "reference": reference,
+            "sizes": lesion_sizes(loaded.config.memory_size, loaded.config.max_memory_size),
+        }
+        cached = self.store.find_done("sweep", params)
+        if cached:
+            return cached
+        job = self.store.create("sweep", params, total=len(params["sizes"]))
+        self._pool.submit(self._run, job.id, self._work["sweep"])
+        return job
+
+    def reference_set(self, reference: str) -> tuple[list[str], list[str]]:
+        if reference == "demo":
+            demos = demo_sentences()
+            return [d.source for d in demos], [d.reference for d in demos]
+        if reference == MULTI30K_TEST:
+            try:
+                pairs = read_multi30k(self.data_dir, "test_2016_flickr")
+            except DataError:  # its message names the server's own paths
+                raise InputError(
+                    "the Multi30k test set is not in the server's data directory: "
+                    "choose the demo set, or ask the server's owner to run `memlens data fetch multi30k`"
+                ) from None
+            return [de for de, _ in pairs], [en for _, en in pairs]
+        job = self.store.get(reference)
+        if job is None or job.kind != "corpus":
+            raise InputError(f"no uploaded corpus {shown(reference)}")
+        if not job.params.get("references"):
+            raise InputError(f"corpus {reference} has no references: upload a .tsv (source<TAB>reference)")
+        return job.params["sources"], job.params["references"]
+
+    def _run(self, job_id: str, work) -> None:
+        if self._stopping.is_set():
+            return  # still queued: it runs when the server starts again
+        job = self.store.get(job_id)
+        self.store.update(job_id, status="running")
+        try:
+            result = work(job)
+        except JobInterrupted:
+            self.store.update(job_id, status="queued", done=0)
+            return
+        except InputError as error:
+            self.store.update(job_id, status="failed", error=str(error))
+            return
+        except Exception as error:  # reported on the job's page without the server's details, which go to its log
+            LOG.exception("job %s failed", job_id)
+            self.store.update(
+                job_id,
+                status="failed",
+                error=f"the job failed on the server ({type(error).__name__}); its log has the details",
+            )
+            return
+        self.store.update(job_id, status="done", done=job.total, result=result)
+
+    def _corpus(self, job: Job) -> dict:
+        model, sources, references = job.params["model"], job.params["sources"], job.params["references"]
+        loaded = self.runner.model(model)
+        if isinstance(loaded.model, WorkingMemoryTransformer):
+            return self._memory_corpus(job, loaded, sources, references)
+        translations, blocks = [], []
+        for start in range(0, len(sources), TRACE_BATCH):
+            trace = self.runner.trace_many(model, sources[start : start + TRACE_BATCH], names=["*.pattern"])
+            translations += trace.translations
+            blocks.append(attention_blocks(trace))
+            self._progress(job.id, len(translations))
+        quality = asdict(corpus_quality(translations, references)) if references else None
+        return {"translations": translations, "quality": quality, "blocks": [asdict(b) for b in merge_blocks(blocks)]}
+
+    def _memory_corpus(self, job: Job, loaded: LoadedModel, sources: list[str], references: list[str] | None) -> dict:
+        """Memory and translations chunk by chunk (interactive requests get the
+        model in between), then the memory-content analyses and BLEU lesions."""
+        runs = []
+        for start in range(0, len(sources), MEMORY_CHUNK):
+            with self.runner.model_turn():
+                runs.append(
+                    generate_memory_corpus(loaded, sources[start : start + MEMORY_CHUNK], with_lesions=bool(references))
+                )
+            self._progress(job.id, min(start + MEMORY_CHUNK, len(sources)))
+        return {"working_memory": True, **summarise_memory_corpus(runs, references or None)}
+
+    def _sweep(self, job: Job) -> dict:
+        loaded = self.runner.model(job.params["model"])
+        sources, references = self.reference_set(job.params["reference"])
+        bleu, chrf = [], []
+        for size in job.params["sizes"]:
+            with self.runner.model_turn():
+                quality = quality_at_memory_size(loaded.model, loaded.tokenizer, sources, references, size)
+            bleu.append(quality.bleu)
+            chrf.append(quality.chrf)
+            self._progress(job.id, len(bleu))
+        return {
+            "memory_size": job.params["sizes"],
+            "bleu": bleu,
+            "chrf": chrf,
+            "trained": loaded.config.memory_size,
+            "sentences": len(sources),
+        }

@@ -1,0 +1,55 @@
+"""The Models table's metric columns: one per metric and test set, each
+named for a reader ("BLEU Multi30k test 2016", "word perplexity WikiText-103
+test"), so a language model's perplexity never sits under a BLEU header."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inference.core.checkpoint import RegistryEntry
+
+# metric key in metrics.json -> (header word, value format)
+METRICS = {"bleu": ("BLEU", "{:.2f}"), "word_perplexity": ("word perplexity", "{:.1f}")}
+TEST_SETS = {
+    "test_2016_flickr": "Multi30k test 2016",
+    "test_tatoeba": "Tatoeba test (ru-en)",
+    "test_news": "WMT newstest2019 (ru-en)",
+    "test_tico19": "TICO-19 test (ru-en)",
+    "wikitext103_test": "WikiText-103 test",
+    "wikitext2_test": "WikiText-2 test",
+}
+
+
+@dataclass(frozen=True)
+class MetricColumn:
+    metric: str  # a key of METRICS
+    split: str  # a test split of that metric in metrics.json
+
+    @property
+    def header(self) -> str:
+        return f"{METRICS[self.metric][0]} {TEST_SETS.get(self.split, self.split.replace('_', ' '))}"
+
+    def cell(self, metrics: dict) -> str:
+        value = metrics.get(self.metric, {}).get(self.split)
+        return METRICS[self.metric][1].format(value) if isinstance(value, int | float) else "-"
+
+
+def metric_columns(entries: list[RegistryEntry]) -> list[MetricColumn]:
+    """Every (metric, test split) some model reports, validation splits left out: BLEU first,
+    then in TEST_SETS order."""
+    found = {
+        MetricColumn(metric, split)
+        for entry in entries
+        for metric in METRICS
+        for split in entry.metrics.get(metric, {})
+        if "test" in split
+    }
+    order = list(TEST_SETS)
+    return sorted(
+        found,
+        key=lambda c: (
+            list(METRICS).index(c.metric),
+            order.index(c.split) if c.split in order else len(order),
+            c.split,
+        ),
+    )

@@ -1,0 +1,1 @@
+"""The `memlens` command: the one place that reaches both the web app (app/) and training (training/)."""

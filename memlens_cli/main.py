@@ -1,0 +1,248 @@
+"""`memlens` command line: serve the web app, list checkpoints, translate with lesions and greedy or beam
+decoding, list hook points, train, fetch data."""
+
+# Each command imports what it runs (torch, the models, the web stack, training) when it runs, so that
+# `memlens --help` and `memlens COMMAND --help` answer without loading any of them.
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+SHUTDOWN_SECONDS = 3  # how long `memlens serve` lets running requests finish after SIGTERM
+
+
+def checkpoint_dir(value: str | None) -> Path:
+    return Path(value or os.environ.get("MEMLENS_CHECKPOINT_DIR") or DEFAULT_CHECKPOINTS)
+
+
+def load_model(args: argparse.Namespace):
+    """The one checkpoint named by --model (the others are not scanned); KeyError if there is none."""
+    from inference.core.checkpoint import CheckpointError, load_checkpoint
+
+    folder = checkpoint_dir(args.checkpoints) / args.model
+    if args.model != folder.name or args.model.startswith(".") or not folder.is_dir():
+        raise KeyError(args.model)
+    try:
+        return load_checkpoint(folder, args.device)
+    except CheckpointError as error:
+        raise CheckpointError(f"checkpoint {args.model!r} is unavailable: {error}") from None
+
+
+def list_models(args: argparse.Namespace) -> int:
+    from inference.core.checkpoint import CheckpointRegistry
+
+    registry = CheckpointRegistry(checkpoint_dir(args.checkpoints), args.device)
+    if not registry.entries:
+        print(f"no checkpoints under {registry.root}")
+    for name, entry in registry.entries.items():
+        if entry.ok:
+            tests = {split: bleu for split, bleu in entry.metrics.get("bleu", {}).items() if split != "val"}
+            scores = [f"BLEU {split} {bleu:.2f}" for split, bleu in tests.items()]
+            scores += [
+                f"word perplexity {split} {value:.1f}"
+                for split, value in entry.metrics.get("word_perplexity", {}).items()
+                if split.startswith("wikitext103")
+            ]
+            print(
+                f"{name:28s} {entry.config.family:20s} memory {entry.config.memory_size:3d}  "
+                f"{' '.join(scores) or 'BLEU -'}"
+            )
+        else:
+            print(f"{name:28s} BROKEN: {entry.error}")
+    return 0
+
+
+def decoding_of(args: argparse.Namespace):
+    """--beam / --length-penalty as a `Decoding` (greedy without --beam)."""
+    from pydantic import ValidationError
+
+    from inference.core.decoding import Decoding
+
+    if args.beam is None:
+        if args.length_penalty is not None:
+            raise ValueError("--length-penalty applies to beam search: give --beam N too")
+        return Decoding()
+    try:
+        return Decoding(
+            method="beam",
+            beam_size=args.beam,
+            **({} if args.length_penalty is None else {"length_penalty": args.length_penalty}),
+        )
+    except ValidationError as error:
+        flags = {"beam_size": "--beam", "length_penalty": "--length-penalty"}
+        raise ValueError(
+            "; ".join(f"{flags.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in error.errors())
+        ) from None
+
+
+def translate(args: argparse.Namespace) -> int:
+    from inference.core.interventions import Interventions
+    from inference.core.trace import run_with_trace
+
+    decoding = decoding_of(args)
+    interventions = Interventions(
+        memory_size=args.memory_size,
+        block_memory_reads=args.block_reads,
+        knockout_slots=tuple(args.knockout),
+        mask_memory=args.mask_memory,
+    )
+    loaded = load_model(args)
+    trace = run_with_trace(
+        loaded, args.text, names=["logits"], interventions=interventions, seed=args.seed, decoding=decoding
+    )
+    if trace.choices is not None:
+        from inference.analyses.working_memory import memory_tokens
+    for example, (source, translation) in enumerate(zip(trace.sources, trace.translations)):
+        memory = f"\t[memory: {' '.join(memory_tokens(trace, example))}]" if trace.choices is not None else ""
+        print(f"{source}\t{translation}{memory}")
+    return 0
+
+
+def list_hooks(args: argparse.Namespace) -> int:
+    from inference.core.hooks import hook_points
+
+    loaded = load_model(args)
+    for name, point in hook_points(loaded.model).items():
+        print(f"{name:45s} {point.shape}")
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    overrides = {"checkpoint_dir": checkpoint_dir(args.checkpoints)}
+    if args.device:
+        overrides["device"] = args.device
+    # On SIGTERM, requests still running after SHUTDOWN_SECONDS are cancelled (their clients get no answer)
+    # and a running job goes back to the queue after its current batch.
+    uvicorn.run(
+        create_app(Settings(**overrides)), host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_SECONDS
+    )
+    return 0
+
+
+def train(args: argparse.Namespace) -> int:
+    from training.cli import main as training_main
+
+    return training_main(["train", *args.rest])
+
+
+DATA_USAGE = (
+    "usage: memlens data fetch [corpus ...] [--data-dir D] [--list] [--base-url URL]"
+    "   (memlens data fetch --help: every option)"
+)
+
+
+def data(args: argparse.Namespace) -> int:
+    """`memlens data fetch ...`: the arguments after `fetch` go to training.data_fetch."""
+    action, *rest = args.rest or ["--help"]
+    if action in ("-h", "--help"):
+        print(DATA_USAGE)
+        return 0
+    if action != "fetch":
+        print(f"memlens data: unknown action {action!r}; the one action is fetch\n{DATA_USAGE}", file=sys.stderr)
+        return 2
+    from training.data_fetch import main as fetch_main
+
+    return fetch_main(rest)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="memlens", description=__doc__)
+    root.add_argument(
+        "--checkpoints", help="checkpoint folder (default: env MEMLENS_CHECKPOINT_DIR, else ./checkpoints)"
+    )
+    root.add_argument("--device", default=None, help="auto (default), cpu, cuda, cuda:1 ...")
+    commands = root.add_subparsers(dest="command", required=True)
+    commands.add_parser("models", help="list checkpoints and why broken ones are unavailable").set_defaults(
+        run=list_models
+    )
+    p = commands.add_parser("translate", help="translate sentences, optionally with lesions")
+    p.add_argument("--model", required=True)
+    p.add_argument(
+        "--memory-size",
+        type=int,
+        default=None,
+        help="memory at inference (0 to 3x trained slots; working memory: 0 to 2x)",
+    )
+    p.add_argument("--block-reads", choices=["none", "encoder", "decoder", "both"], default="none")
+    p.add_argument("--knockout", type=int, nargs="*", default=[], help="memory slots to knock out")
+    p.add_argument("--mask-memory", action="store_true", help="working memory: target tokens may not attend to memory")
+    p.add_argument("--seed", type=int, default=0, help="working memory: seed of the memory sampling")
+    p.add_argument(
+        "--beam",
+        type=int,
+        default=None,
+        metavar="N",
+        help="beam search with N hypotheses (1 to 8; default: greedy); Memory Transformer families only",
+    )
+    p.add_argument(
+        "--length-penalty",
+        type=float,
+        default=None,
+        metavar="A",
+        help="beam search: GNMT length penalty exponent, 0 to 2 (default 0.6)",
+    )
+    p.add_argument("text", nargs="+")
+    p.set_defaults(run=translate)
+    p = commands.add_parser("hooks", help="list a model's hook points with shapes")
+    p.add_argument("--model", required=True)
+    p.set_defaults(run=list_hooks)
+    p = commands.add_parser("serve", help="run the web app")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.set_defaults(run=serve)
+    p = commands.add_parser(
+        "train",
+        help="train a model from a config (same as `python -m training train`; see `memlens train --help`)",
+        add_help=False,
+    )
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(run=train)
+    p = commands.add_parser(
+        "data",
+        help="fetch the corpora training and evaluation read (`memlens data fetch [corpus ...] [--data-dir D]`; "
+        "see `memlens data --help`)",
+        add_help=False,
+    )
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(run=data)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    root = parser()
+    args, unknown = root.parse_known_args(argv)
+    if args.command in ("train", "data"):
+        args.rest = [*unknown, *args.rest]  # options such as --help belong to the delegated command
+    elif unknown:
+        root.error(f"unrecognized arguments: {' '.join(unknown)}")
+    try:
+        return args.run(args)
+    except KeyError as error:
+        print(f"memlens: no checkpoint named {error.args[0]!r}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        if not is_user_error(error):
+            raise
+        print(f"memlens: {error}", file=sys.stderr)
+        return 2
+
+
+def is_user_error(error: Exception) -> bool:
+    """A problem the user can fix (a bad value, a broken checkpoint): one line, no traceback. Imported only
+    when a command failed, which has loaded the inference core already."""
+    from inference.core.checkpoint import CheckpointError
+
+    return isinstance(error, (CheckpointError, ValueError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
