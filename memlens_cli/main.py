@@ -80,24 +80,25 @@ def decoding_of(args: argparse.Namespace):
 
 
 def translate(args: argparse.Namespace) -> int:
-    from inference.core.interventions import Interventions
+    from inference.core.family import Capability
+    from inference.core.interventions import BlockMemoryReads, Interventions, KnockoutSlots, MaskMemory, MemorySize
     from inference.core.trace import run_with_trace
 
     decoding = decoding_of(args)
-    interventions = Interventions(
-        memory_size=args.memory_size,
-        block_memory_reads=args.block_reads,
-        knockout_slots=tuple(args.knockout),
-        mask_memory=args.mask_memory,
-    )
+    items = [MemorySize(size=args.memory_size)] if args.memory_size is not None else []
+    items += [BlockMemoryReads(stacks=args.block_reads)] if args.block_reads != "none" else []
+    items += [KnockoutSlots(slots=tuple(args.knockout))] if args.knockout else []
+    items += [MaskMemory()] if args.mask_memory else []
+    interventions = Interventions.of(*items)
     loaded = load_model(args)
     trace = run_with_trace(
         loaded, args.text, names=["logits"], interventions=interventions, seed=args.seed, decoding=decoding
     )
-    if trace.choices is not None:
+    writes_memory = Capability.WORKING_MEMORY in trace.run.capabilities
+    if writes_memory:
         from inference.analyses.working_memory import memory_tokens
-    for example, (source, translation) in enumerate(zip(trace.sources, trace.translations)):
-        memory = f"\t[memory: {' '.join(memory_tokens(trace, example))}]" if trace.choices is not None else ""
+    for example, (source, translation) in enumerate(zip(trace.sources, trace.outputs)):
+        memory = f"\t[memory: {' '.join(memory_tokens(trace, example))}]" if writes_memory else ""
         print(f"{source}\t{translation}{memory}")
     return 0
 

@@ -18,6 +18,7 @@ import html
 
 import numpy as np
 import plotly.graph_objects as go
+import torch
 from plotly.subplots import make_subplots
 
 from inference.analyses.attention import LayerAttention
@@ -130,18 +131,40 @@ def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = Fa
 
 def head_grid(attention: LayerAttention, columns: int = 4, autoscale: bool = False) -> go.Figure:
     """All heads of one layer as small multiples; with autoscale each on its own colour scale."""
-    heads = attention.weights.shape[0]
-    rows = -(-heads // columns)
+    x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
+    panels = [(f"head {h}", attention.weights[h], x, y) for h in range(attention.weights.shape[0])]
+    scale = "each head's colour scale up to its own largest weight" if autoscale else "colour scale 0 to 100%"
+    return small_multiples(
+        panels, f"{attention.stack} layer {attention.layer}: all heads ({scale})", columns, autoscale
+    )
+
+
+def call_grid(calls: list[LayerAttention], head: int, columns: int = 4, autoscale: bool = False) -> go.Figure:
+    """One head of one layer in every call of a run that calls it more than
+    once (every segment, every step), as small multiples; each call has its own tokens."""
+    panels = []
+    for view in calls:
+        where = ", ".join(f"{key} {value}" for key, value in view.index.items())
+        panels.append((where, view.weights[head], axis_labels(view.key_tokens), axis_labels(view.query_tokens)))
+    first = calls[0]
+    title = f"{first.stack} layer {first.layer} head {head} in each of {len(calls)} calls"
+    return small_multiples(panels, title, columns, autoscale)
+
+
+def small_multiples(
+    panels: list[tuple[str, torch.Tensor, list[str], list[str]]], title: str, columns: int, autoscale: bool
+) -> go.Figure:
+    """(subplot title, weights [q, k], key labels, query labels) panels in a grid, without tick labels."""
+    rows = -(-len(panels) // columns)
     figure = make_subplots(
         rows=rows,
         cols=columns,
-        subplot_titles=[f"head {h}" for h in range(heads)],
+        subplot_titles=[panel[0] for panel in panels],
         horizontal_spacing=0.03,
         vertical_spacing=0.08,
     )
-    x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
-    for h in range(heads):
-        z = quantize_percent(attention.weights[h])  # [q, k] uint8 percent
+    for i, (name, weights, x, y) in enumerate(panels):
+        z = quantize_percent(weights)  # [q, k] uint8 percent
         figure.add_trace(
             go.Heatmap(
                 z=z,
@@ -151,19 +174,14 @@ def head_grid(attention: LayerAttention, columns: int = 4, autoscale: bool = Fal
                 zmax=color_max(z, autoscale),
                 colorscale=COLORSCALE,
                 showscale=False,
-                hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
+                hovertemplate=f"{name}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
             ),
-            row=h // columns + 1,
-            col=h % columns + 1,
+            row=i // columns + 1,
+            col=i % columns + 1,
         )
     figure.update_xaxes(showticklabels=False, type="category")
     figure.update_yaxes(showticklabels=False, autorange="reversed", type="category")
-    scale = "each head's colour scale up to its own largest weight" if autoscale else "colour scale 0 to 100%"
-    figure.update_layout(
-        title=f"{attention.stack} layer {attention.layer}: all heads ({scale})",
-        height=230 * rows + 60,
-        margin={"l": 10, "r": 10, "t": 70, "b": 10},
-    )
+    figure.update_layout(title=title, height=230 * rows + 60, margin={"l": 10, "r": 10, "t": 70, "b": 10})
     return figure
 
 

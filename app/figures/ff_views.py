@@ -14,7 +14,7 @@ from inference.analyses.ff_aggregation import LogitLens
 from inference.analyses.ff_agreement import token_rank
 from inference.analyses.ff_mining import StoredTrigger, TriggerStore
 from inference.analyses.ff_values import FFMemories, value_logits
-from inference.core.interventions import MAX_KEYS, MAX_LISTED, MAX_SCALE, FFKeyScale
+from inference.core.interventions import MAX_FACTOR, MAX_INDEX, MAX_LISTED, Scale, scale_ff_keys
 from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Trace
 
@@ -198,7 +198,7 @@ class PredictionChange:
 
 def prediction_changes(plain: Trace, edited: Trace, axis: str, tokenizer: TextTokenizer) -> list[PredictionChange]:
     """Every position both runs share (the input, and the continuation up to where the two differ)."""
-    plain_ids, edited_ids = plain.target_ids[0], edited.target_ids[0]
+    plain_ids, edited_ids = plain.output_ids[0], edited.output_ids[0]
     # Position p reads the stream up to target p - 1; position 0 (BOS, or the prompt's EOS) is always shared.
     shared = 1
     while shared <= min(len(plain_ids), len(edited_ids)) and plain_ids[shared - 1] == edited_ids[shared - 1]:
@@ -224,9 +224,9 @@ def prediction_changes(plain: Trace, edited: Trace, axis: str, tokenizer: TextTo
 EDIT_SYNTAX = "ff-layer:key,key [x scale], edits separated by ';' (e.g. layers.3.ff:12,40 x0; layers.5.ff:7 x10)"
 
 
-def parse_key_edits(text: str) -> tuple[FFKeyScale, ...]:
-    """'layers.3.ff:12,40 x0; layers.5.ff:7 x10' -> FFKeyScale edits; without
-    "x scale" an edit zeroes its keys. Bounded as FFKeyScale bounds the API's edits."""
+def parse_key_edits(text: str) -> list[Scale]:
+    """'layers.3.ff:12,40 x0; layers.5.ff:7 x10' -> scales of FF keys; without
+    "x scale" an edit zeroes its keys. Bounded as Scale bounds the API's edits."""
     items = [part.strip() for part in text.replace("\n", ";").split(";") if part.strip()]
     if len(items) > MAX_LISTED:
         raise ViewError(f"{len(items):,} edits given; at most {MAX_LISTED:,}")
@@ -236,12 +236,12 @@ def parse_key_edits(text: str) -> tuple[FFKeyScale, ...]:
         layer, _, keys = body.rpartition(":")
         try:
             factor = parse_decimal(scale, "scale") if scale.strip() else 0.0
-            numbers = parse_numbers(keys, "key", MAX_KEYS)
+            numbers = parse_numbers(keys, "key", MAX_INDEX)
         except ValueError:
             numbers, factor = (), None
-        if not layer.strip() or not numbers or factor is None or abs(factor) > MAX_SCALE:
+        if not layer.strip() or not numbers or factor is None or abs(factor) > MAX_FACTOR:
             raise ViewError(
-                f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a scale within ±{MAX_SCALE:g} in ASCII digits"
+                f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a scale within ±{MAX_FACTOR:g} in ASCII digits"
             )
-        edits.append(FFKeyScale(ff=layer.strip(), keys=numbers, scale=factor))
-    return tuple(edits)
+        edits.append(scale_ff_keys(layer.strip(), numbers, factor))
+    return edits

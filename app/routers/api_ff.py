@@ -59,7 +59,7 @@ def lens(request: LensRequest, runner: RunnerDep) -> dict:
     shown = edited or plain
     table = lens_table(logit_lens(shown, memories, top_keys=request.top_keys, top_tokens=request.top_tokens), tokenizer)
     result = {
-        "output": shown.translations[0],
+        "output": shown.outputs[0],
         "interventions": request.interventions.model_dump(),
         "tokens": table.tokens,
         "layers": [
@@ -68,7 +68,7 @@ def lens(request: LensRequest, runner: RunnerDep) -> dict:
         ],
     }
     if edited is not None:
-        result["plain_output"] = plain.translations[0]
+        result["plain_output"] = plain.outputs[0]
         result["prediction_changes"] = [
             asdict(change) for change in prediction_changes(plain, edited, memories.axis, tokenizer)
         ]

@@ -22,10 +22,10 @@ def memory(request: MemoryRequest, runner: RunnerDep) -> dict:
     view = runner.memory_view(request.model, request.text, request.interventions, request.seed, request.layer)
     trace = view.trace
     return {
-        "translation": trace.translations[0],
+        "translation": trace.outputs[0],
         "seed": request.seed,
-        "memory_size": trace.config["run_memory_size"],
-        "interventions": trace.config["interventions"],
+        "memory_size": trace.run.memory_size,
+        "interventions": trace.run.interventions,
         "stream": [asdict(t) for t in view.stream],
         "memory": [t.token for t in view.stream if t.kind == "memory"],
         "steps": [asdict(s) for s in view.steps],

@@ -22,6 +22,7 @@ def models(runner: RunnerDep) -> dict:
             {
                 "name": name,
                 "config": asdict(entry.config),
+                "capabilities": sorted(runner.capabilities(name)),
                 "meta": entry.meta,
                 "bleu": entry.metrics.get("bleu"),
                 "chrf": entry.metrics.get("chrf"),

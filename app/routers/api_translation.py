@@ -23,8 +23,9 @@ from app.schemas.api import (
     TranslationResponse,
 )
 from app.schemas.arrays import binary_array
-from app.schemas.validation import InputError, shown
-from inference.analyses.attention import attention_stacks, layer_attention, pattern_hook_name
+from app.schemas.validation import InputError
+from app.services.pages import COMPARE
+from inference.analyses.attention import call_indices, layer_attention
 from inference.analyses.blocks import attention_blocks
 from inference.core.interventions import Interventions
 
@@ -39,25 +40,18 @@ def translate(request: DecodedTextRequest, runner: RunnerDep) -> dict:
 @router.post("/attention", response_model=AttentionResponse, responses=MODEL_ERRORS)
 def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
     """One layer of one stack: weights [heads, q, k] as uint8 percent."""
-    stacks = attention_stacks(runner.translator(request.model).model)
-    if request.stack not in stacks:
-        raise InputError(f"unknown stack {shown(request.stack)}; this model has {', '.join(stacks)}")
-    if request.layer >= stacks[request.stack]:
-        raise InputError(
-            f"layer {request.layer} is out of range for {request.stack} (0 to {stacks[request.stack] - 1})"
-        )
-    trace = runner.trace(
-        request.model,
-        request.text,
-        request.interventions,
-        names=[pattern_hook_name(request.stack, request.layer)],
-        decoding=request.decoding,
-    )
-    view = layer_attention(trace, request.stack, request.layer)
+    name = runner.pattern_hook(request.model, request.stack, request.layer)
+    trace = runner.trace(request.model, request.text, request.interventions, names=[name], decoding=request.decoding)
+    calls = call_indices(trace.captures[name])
+    if request.at not in calls:
+        raise InputError(f"{name} has no call {request.at or 'without an index'}; its calls: {calls}")
+    view = layer_attention(trace, request.stack, request.layer, **request.at)
     return {
         "stack": view.stack,
         "layer": view.layer,
-        "translation": trace.translations[0],
+        "at": request.at,
+        "calls": calls,
+        "translation": trace.outputs[0],
         "query_tokens": view.query_tokens,
         "key_tokens": view.key_tokens,
         "query_roles": view.query_roles,
@@ -78,12 +72,14 @@ def attribution(request: AttributionRequest, runner: RunnerDep) -> dict:
 def compare(request: CompareRequest, runner: RunnerDep) -> dict:
     """One sentence through several models: translations and block mass, aligned."""
     rows = []
+    for model in request.models:
+        runner.model_for(model, COMPARE)
     for model in dict.fromkeys(request.models):
         trace = runner.trace(model, request.text, Interventions(), names=["*.pattern"], decoding=request.decoding)
         rows.append(
             {
                 "model": model,
-                "translation": trace.translations[0],
+                "translation": trace.outputs[0],
                 "blocks": [asdict(b) for b in attention_blocks(trace)],
             }
         )

@@ -1,4 +1,4 @@
-"""The Explore page (one translation model: attention, lesions, attribution) and the Compare page
+"""The Explore page (one model: attention of every call, lesions, attribution where it applies) and the Compare page
 (several models on one sentence), with the htmx fragments they swap in."""
 
 from __future__ import annotations
@@ -9,25 +9,48 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse
 
-from app.figures.attention import attention_heatmap, attribution_chart, block_summary, compare_blocks, head_grid
+from app.figures.attention import (
+    attention_heatmap,
+    attribution_chart,
+    block_summary,
+    call_grid,
+    compare_blocks,
+    head_grid,
+)
 from app.routers.deps import RunnerDep
 from app.routers.forms import DecodingDep, LesionDep
 from app.routers.rendering import figure_json, render
-from app.schemas.validation import MAX_INDEX, FieldText, InputError, ModelName, shown
+from app.schemas.validation import MAX_INDEX, FieldText, InputError, ModelName
 from app.services.demo import demo_sentences
-from app.services.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, Runner
+from app.services.pages import COMPARE, EXPLORE, home_of
+from app.services.runner import Runner
 from app.services.textdiff import word_diff
-from inference.analyses.attention import attention_stacks, layer_attention
+from inference.analyses.attention import attention_stacks, call_indices, layer_attention
 from inference.analyses.blocks import attention_blocks
-from inference.core.interventions import Interventions
+from inference.core.family import Capability
+from inference.core.hooks import hook_points
+from inference.core.interventions import Interventions, MemorySize
 
 router = APIRouter(include_in_schema=False)
 
 
 def explore_controls(runner: Runner, model: str) -> dict:
-    """What the lesion and view controls offer for one model."""
-    loaded = runner.translator(model)
-    return {"config": loaded.config, "stacks": attention_stacks(loaded.model)}
+    """What the lesion and view controls offer for one model, from what it can do and its hook points."""
+    loaded = runner.model_for(model, EXPLORE)
+    points = hook_points(loaded.model)
+    capabilities = runner.capabilities(model)
+    return {
+        "config": loaded.config,
+        "capabilities": {capability.value for capability in capabilities},
+        "stacks": attention_stacks(loaded.model),
+        "heads": max((p.sizes.get("head", 0) for name, p in points.items() if name.endswith(".pattern")), default=0),
+        "hooks": list(points),
+        "call_axis": CALL_AXES.get(next((c for c in capabilities if c in CALL_AXES), None)),
+    }
+
+
+# Capabilities whose models run a layer more than once, and the index that tells the calls apart.
+CALL_AXES = {Capability.SEGMENTS: "segment", Capability.RECURRENT_STEPS: "step"}
 
 
 @router.get("/explore")
@@ -37,11 +60,10 @@ def explore(
     model: Annotated[ModelName | None, Query()] = None,
     text: Annotated[FieldText, Query()] = "",
 ):
-    if model in runner.available(WORKING_MEMORY):  # its views are on the Working memory page
-        return RedirectResponse(f"/memory?{urlencode({'model': model, 'text': text})}", status_code=303)
-    if model in runner.available(LANGUAGE_MODEL):  # and the language model's on the FF memories page
-        return RedirectResponse(f"/ff?{urlencode({'model': model, 'text': text})}", status_code=303)
-    available, model = runner.page_models(model, TRANSLATION)
+    if model in runner.registry.available() and not EXPLORE.shows(runner.capabilities(model)):
+        home = home_of(runner.capabilities(model))  # its views are on another page
+        return RedirectResponse(f"{home.path}?{urlencode({'model': model, 'text': text})}", status_code=303)
+    available, model = runner.page_models(model, EXPLORE)
     return render(
         request,
         "pages/explore.html",
@@ -51,6 +73,11 @@ def explore(
         demos=demo_sentences(),
         **explore_controls(runner, model),
     )
+
+
+def without_trained_memory(lesion: Interventions, trained: int) -> Interventions:
+    """The memory-size slider always sends a size; the trained one is no lesion."""
+    return Interventions.of(*(i for i in lesion if not (isinstance(i, MemorySize) and i.size == trained)))
 
 
 @router.post("/explore/run")
@@ -64,22 +91,24 @@ def explore_run(
     stack: Annotated[str, Form(max_length=100)] = "",
     layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     head: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
+    call: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     autoscale: Annotated[bool, Form()] = False,
 ):
-    """Translate with and without the lesion; the attention views follow the lesioned run."""
-    stacks = explore_controls(runner, model)["stacks"]
-    stack = stack or next(iter(stacks))
-    if stack not in stacks:
-        raise InputError(f"unknown stack {shown(stack)}; this model has {', '.join(stacks)}")
-    if layer >= stacks[stack]:
-        raise InputError(f"layer {layer} is out of range (0 to {stacks[stack] - 1})")
+    """Run with and without the lesion; the attention views follow the lesioned run.
+    `call`: which segment or step, for a model that runs its layers more than once."""
+    controls = explore_controls(runner, model)
+    stack = stack or next(iter(controls["stacks"]), "")
+    runner.pattern_hook(model, stack, layer)  # an unknown stack or layer is refused before the run
     plain = runner.trace(model, text, Interventions(), names=["*.pattern"], decoding=decoding)
-    if (
-        lesion.memory_size == plain.config["memory_size"]
-    ):  # the slider always sends a size; the trained one is no lesion
-        lesion = lesion.model_copy(update={"memory_size": None})
+    lesion = without_trained_memory(lesion, controls["config"].memory_size)
     lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=["*.pattern"], decoding=decoding)
-    view = layer_attention(lesioned, stack, layer)
+    calls = [
+        layer_attention(lesioned, stack, layer, **at)
+        for at in call_indices(lesioned.captures[runner.pattern_hook(model, stack, layer)])
+    ]
+    if call >= len(calls):
+        raise InputError(f"{controls['call_axis'] or 'call'} {call} is out of range (0 to {len(calls) - 1})")
+    view = calls[call]
     if head >= view.weights.shape[0]:
         raise InputError(f"head {head} is out of range (0 to {view.weights.shape[0] - 1})")
     figures = {
@@ -87,17 +116,22 @@ def explore_run(
         "grid": figure_json(head_grid(view, autoscale=autoscale)),
         "blocks": figure_json(block_summary(attention_blocks(lesioned), stack)),
     }
+    if len(calls) > 1:
+        figures["calls"] = figure_json(call_grid(calls, head, autoscale=autoscale))
+    translates = Capability.TRANSLATES in lesioned.run.capabilities
     return render(
         request,
         "partials/explore_results.html",
         plain=plain,
         lesioned=lesioned if lesioned is not plain else None,
-        diff=word_diff(plain.translations[0], lesioned.translations[0]),
+        translates=translates,
+        attributes=Capability.ATTRIBUTION in lesioned.run.capabilities,
+        diff=word_diff(plain.outputs[0], lesioned.outputs[0]),
         figures=figures,
         stack=stack,
         layer=layer,
         head=head,
-        output_tokens=lesioned.tokens["dec"][0][1:] + ["<eos>"],
+        output_tokens=lesioned.tokens["dec"][0][1:] + ["<eos>"] if translates else [],
         decoding=decoding,
     )
 
@@ -120,7 +154,7 @@ def explore_attribution(
 
 @router.get("/compare")
 def compare_page(request: Request, runner: RunnerDep, text: Annotated[FieldText, Query()] = ""):
-    return render(request, "pages/compare.html", models=runner.available(TRANSLATION), text=text)
+    return render(request, "pages/compare.html", models=runner.available(COMPARE), text=text)
 
 
 @router.post("/compare/run")
@@ -133,6 +167,8 @@ def compare_run(
 ):
     if len(models) < 2:
         raise InputError("choose at least two models to compare")
+    for model in models:
+        runner.model_for(model, COMPARE)
     traces = {
         model: runner.trace(model, text, Interventions(), names=["*.pattern"], decoding=decoding)
         for model in dict.fromkeys(models)

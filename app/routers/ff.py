@@ -22,9 +22,10 @@ from app.figures.ff_views import (
 from app.routers.deps import RunnerDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import MAX_INDEX, FieldText, ModelName, parse_numbers
-from app.services.runner import LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY, kind_of
+from app.services.pages import FF
 from app.services.textdiff import word_diff
 from inference.analyses.ff_aggregation import logit_lens
+from inference.core.family import Capability
 from inference.core.interventions import Interventions
 
 router = APIRouter(include_in_schema=False)
@@ -42,14 +43,14 @@ def ff_page(
     edits: Annotated[FieldText, Query()] = "",
 ):
     """model, text, layer and edits in the address reproduce a view."""
-    available, model = runner.page_models(model, LANGUAGE_MODEL, TRANSLATION, WORKING_MEMORY)
+    available, model = runner.page_models(model, FF)
     memories, study = runner.ff(model)
     runner.ff_layer(model, layer)
     loaded = runner.model(model)
     figures = (
         {name: figure_json(figure) for name, figure in study_figures(study.analysis).items()} if study.analysis else {}
     )
-    language_model = kind_of(loaded.config.family) == LANGUAGE_MODEL
+    continues_text = Capability.GENERATES_TEXT in runner.capabilities(model)
     return render(
         request,
         "pages/ff.html",
@@ -62,8 +63,8 @@ def ff_page(
         study=study,
         figures=figures,
         orders=KEY_ORDERS,
-        language_model=language_model,
-        input_language="English" if language_model else loaded.meta.get("source_language", "German"),
+        continues_text=continues_text,
+        input_language="English" if continues_text else loaded.meta.get("source_language", "German"),
         edit_syntax=EDIT_SYNTAX,
     )
 
@@ -110,7 +111,7 @@ def ff_run(
     edits: Annotated[FieldText, Form()] = "",
 ):
     """The plain run and, with key edits, the edited one; the lens follows the edited run."""
-    interventions = Interventions(scale_ff_keys=parse_key_edits(edits))
+    interventions = Interventions.of(*parse_key_edits(edits))
     memories, _ = runner.ff(model)
     runner.ff_layer(model, layer)
     loaded = runner.model(model)
@@ -124,9 +125,9 @@ def ff_run(
         plain=plain,
         edited=edited,
         interventions=interventions,
-        diff=word_diff(plain.translations[0], shown.translations[0]),
+        diff=word_diff(plain.outputs[0], shown.outputs[0]),
         lens=lens,
         layer=layer,
         changes=changes,
-        language_model=kind_of(loaded.config.family) == LANGUAGE_MODEL,
+        continues_text=Capability.GENERATES_TEXT in runner.capabilities(model),
     )

@@ -8,11 +8,20 @@ from fastapi import Depends, Form
 
 from app.schemas.validation import FieldText, InputError, parse_number, shown
 from inference.core.decoding import Decoding
-from inference.core.interventions import MAX_LISTED, HeadRef, Interventions
+from inference.core.interventions import (
+    MAX_FACTOR,
+    MAX_LISTED,
+    BlockMemoryReads,
+    Interventions,
+    KnockoutSlots,
+    MemorySize,
+    Scale,
+    ablate_head,
+)
 
 
-def parse_heads(text: str) -> tuple[HeadRef, ...]:
-    """'decoder.layers.1.cross_attn:3, encoder.layers.0.attn:5' -> head references (duplicates dropped)."""
+def parse_heads(text: str) -> list[Scale]:
+    """'decoder.layers.1.cross_attn:3, encoder.layers.0.attn:5' -> head ablations (duplicates dropped)."""
     items = [part.strip() for part in text.split(",") if part.strip()]
     if len(items) > MAX_LISTED:
         raise InputError(f"{len(items):,} heads given; at most {MAX_LISTED:,}")
@@ -23,8 +32,8 @@ def parse_heads(text: str) -> tuple[HeadRef, ...]:
             raise InputError(
                 f"cannot read head {shown(item)}: write attention-module:head, e.g. decoder.layers.1.cross_attn:3"
             )
-        heads.append(HeadRef(attn=attn.strip(), head=parse_number(head, "head")))
-    return tuple(dict.fromkeys(heads))
+        heads.append(ablate_head(attn.strip(), parse_number(head, "head")))
+    return list(dict.fromkeys(heads))
 
 
 def lesion_form(
@@ -32,16 +41,18 @@ def lesion_form(
     knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],  # noqa: B006 (each request gets a copy)
     block_reads: Annotated[str, Form(max_length=20)] = "none",
     ablate: Annotated[FieldText, Form()] = "",
+    scale_hook: Annotated[str, Form(max_length=100)] = "",
+    scale_factor: Annotated[float, Form(ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False)] = 0.0,
 ) -> Interventions:
     """The lesion controls of the Explore form as interventions."""
-    return Interventions.model_validate(
-        {
-            "memory_size": memory_size,
-            "knockout_slots": tuple(knockout),
-            "block_memory_reads": block_reads,
-            "ablate_heads": parse_heads(ablate),
-        }
-    )
+    items = [MemorySize(size=memory_size)] if memory_size is not None else []
+    if knockout:
+        items.append(KnockoutSlots(slots=tuple(knockout)))
+    if block_reads != "none":
+        items.append(BlockMemoryReads.model_validate({"stacks": block_reads}))
+    if scale_hook:
+        items.append(Scale.model_validate({"hook": scale_hook, "factor": scale_factor}))
+    return Interventions.of(*items, *parse_heads(ablate))
 
 
 LesionDep = Annotated[Interventions, Depends(lesion_form)]

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 
 from app.routers.deps import RunnerDep
 from app.routers.rendering import render
+from app.services.pages import pages_of
 
 router = APIRouter(include_in_schema=False)
 
@@ -14,4 +15,5 @@ router = APIRouter(include_in_schema=False)
 def home(request: Request, runner: RunnerDep):
     registry = runner.registry
     models = [registry.entries[name] for name in registry.available()]
-    return render(request, "pages/home.html", models=models, broken=registry.broken())
+    pages = {entry.name: pages_of(runner.capabilities(entry.name)) for entry in models}
+    return render(request, "pages/home.html", models=models, pages=pages, broken=registry.broken())

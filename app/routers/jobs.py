@@ -12,7 +12,7 @@ from app.figures.memory import memory_summary_figures
 from app.routers.deps import JobsDep, RunnerDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import ModelName, Reference, shown
-from app.services.runner import TRANSLATORS
+from app.services.pages import UPLOAD
 from app.services.store import Job
 from app.services.uploads import read_upload
 from inference.analyses.blocks import HeadBlocks
@@ -29,7 +29,7 @@ def go_to(request: Request, url: str) -> Response:
 
 @router.get("/upload")
 def upload_page(request: Request, runner: RunnerDep, jobs: JobsDep):
-    return render(request, "pages/upload.html", models=runner.available(*TRANSLATORS), recent=jobs.store.recent())
+    return render(request, "pages/upload.html", models=runner.available(UPLOAD), recent=jobs.store.recent())
 
 
 @router.post("/upload")
@@ -64,7 +64,7 @@ def job_context(job: Job) -> dict:
     context: dict = {"job": job, "figures": {}}
     if job.status != "done":
         return context
-    if job.result.get("working_memory"):
+    if job.result.get("memory_decisions"):
         for name, figure in memory_summary_figures(job.result["summary"]).items():
             context["figures"][name] = figure_json(figure)
         references = job.params["references"] or [None] * len(job.params["sources"])

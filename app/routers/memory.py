@@ -8,6 +8,7 @@ links to the models with one."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Annotated
@@ -20,9 +21,10 @@ from app.figures.memory import decisions_chart, memory_attention_heatmap
 from app.routers.deps import RunnerDep
 from app.routers.rendering import error_page, figure_json, render
 from app.schemas.validation import MAX_INDEX, FieldText, ModelName, shown
-from app.services.runner import LANGUAGE_MODEL, WORKING_MEMORY, MemoryView, Runner, kind_of
+from app.services.pages import MEMORY, home_of
+from app.services.runner import MemoryView, Runner
 from app.services.textdiff import word_diff
-from inference.core.interventions import MAX_LISTED, Interventions
+from inference.core.interventions import MAX_LISTED, ForceMemory, Interventions, MaskMemory, MemorySize
 
 router = APIRouter(include_in_schema=False)
 MAX_SEED = 2**31 - 1
@@ -32,7 +34,7 @@ EXAMPLES_FILE = Path(__file__).parents[1] / "data" / "memory_examples.json"
 
 def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTMLResponse | None:
     """The 4xx page when `model` cannot be shown here (unknown, broken, no working memory), else None."""
-    suitable = runner.available(WORKING_MEMORY)
+    suitable = runner.available(MEMORY)
     links = [(name, f"/memory?{urlencode({'model': name})}") for name in suitable]
     heading = "Models with working memory:" if links else ""
     title = "No working-memory view"
@@ -55,13 +57,10 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
         return error_page(request, 409, f"{model} cannot be loaded: {entry.error}", title, links, heading)
     if model in suitable:
         return None
-    family = entry.config.family
-    if kind_of(family) == LANGUAGE_MODEL:
-        what, page = "a language model", ("the FF memories page", "/ff")
-    else:
-        what, page = f"a translation model of the {family} family", ("the Explore page", "/explore")
+    home = home_of(runner.capabilities(model))
+    page = (f"the {home.title} page", home.path)
     message = (
-        f"{model} has no working memory: it is {what}. "
+        f"{model} has no working memory. "
         "This page shows models whose decoder writes vocabulary tokens into its own input as memory."
     )
     return error_page(
@@ -105,7 +104,7 @@ def memory_page(
     refused = unsuitable_model(request, runner, model)
     if refused is not None:
         return refused
-    available = runner.available(WORKING_MEMORY)
+    available = runner.available(MEMORY)
     model = model or available[0]
     loaded = runner.model(model)
     corpus, examples = memory_examples(model)
@@ -130,10 +129,25 @@ def memory_count(view: MemoryView) -> int:
     return sum(1 for t in view.stream if t.kind == "memory")
 
 
-def lesion_outcome(plain: MemoryView, lesioned: MemoryView, lesion: Interventions) -> str:
+@dataclass(frozen=True)
+class MemoryLesion:
+    """The lesion controls of the Working memory page."""
+
+    memory_size: int | None  # None: as trained
+    mask: bool
+    forced: tuple[int, ...]  # token ids that are the whole memory
+
+    def interventions(self) -> Interventions:
+        items = [MemorySize(size=self.memory_size)] if self.memory_size is not None else []
+        items += [MaskMemory()] if self.mask else []
+        items += [ForceMemory(tokens=self.forced)] if self.forced else []
+        return Interventions.of(*items)
+
+
+def lesion_outcome(plain: MemoryView, lesioned: MemoryView, lesion: MemoryLesion) -> str:
     """What the lesion did to the run, in words: what changed, or why nothing could."""
     before, after = memory_count(plain), memory_count(lesioned)
-    if plain.trace.translations[0] != lesioned.trace.translations[0]:
+    if plain.trace.outputs[0] != lesioned.trace.outputs[0]:
         return (
             f"The translation changed (memory: {before} tokens without the lesion, {after} with it); "
             "differences marked."
@@ -141,14 +155,14 @@ def lesion_outcome(plain: MemoryView, lesioned: MemoryView, lesion: Intervention
     same_stream = [(t.token, t.kind) for t in plain.stream] == [(t.token, t.kind) for t in lesioned.stream]
     if not same_stream:
         return f"The memory changed ({before} tokens without the lesion, {after} with it), but the translation did not."
-    if before == 0 and not lesion.forced_memory:
+    if before == 0 and not lesion.forced:
         return "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."
     reasons = []
-    if lesion.memory_size is not None and not lesion.forced_memory:
+    if lesion.memory_size is not None and not lesion.forced:
         reasons.append(f"the model wrote {before} memory tokens, which a memory of {lesion.memory_size} holds as well")
-    if lesion.mask_memory:
+    if lesion.mask:
         reasons.append("with the memory masked the target tokens come out the same")
-    if lesion.forced_memory:
+    if lesion.forced:
         reasons.append("the forced memory is the memory the model wrote itself")
     return "Nothing changed: " + "; ".join(reasons) + "."
 
@@ -163,14 +177,14 @@ def no_memory_note(plain: MemoryView, seed: int) -> str | None:
     )
 
 
-def attention_note(view: MemoryView, lesion: Interventions) -> str | None:
+def attention_note(view: MemoryView, lesion: MemoryLesion) -> str | None:
     """Why the target-to-memory attention is empty or zero, when it is."""
     if not view.attention.key_tokens:
         return (
             "No attention to memory to show: this run wrote no memory tokens, "
             "so target tokens have no memory to attend to."
         )
-    if lesion.mask_memory:
+    if lesion.mask:
         return (
             "The memory is masked: target tokens may not attend to it, "
             "so their attention on memory is 0% by construction."
@@ -191,14 +205,15 @@ def memory_run(
     layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
 ):
     """The unlesioned run and, when a lesion is set, the lesioned one; the views follow the lesioned run."""
-    trained = runner.working_memory(model).config.memory_size
-    lesion = Interventions(
-        memory_size=None if memory_size == trained else memory_size,  # the slider always sends a size
-        mask_memory=mask_memory,
-        forced_memory=forced_memory_ids(runner, model, forced),
+    trained = runner.model_for(model, MEMORY).config.memory_size
+    lesion = MemoryLesion(
+        None if memory_size == trained else memory_size,  # the slider always sends a size
+        mask_memory,
+        forced_memory_ids(runner, model, forced),
     )
+    interventions = lesion.interventions()
     plain = runner.memory_view(model, text, Interventions(), seed, layer)
-    lesioned = plain if lesion.is_noop() else runner.memory_view(model, text, lesion, seed, layer)
+    lesioned = plain if interventions.is_noop() else runner.memory_view(model, text, interventions, seed, layer)
     figures = {"decisions": figure_json(decisions_chart(lesioned.steps))}
     if lesioned.attention.key_tokens:
         figures["memory-attention"] = figure_json(memory_attention_heatmap(lesioned.attention))
@@ -208,7 +223,7 @@ def memory_run(
         plain=plain,
         lesioned=lesioned if lesioned is not plain else None,
         lesion=lesion,
-        diff=word_diff(plain.trace.translations[0], lesioned.trace.translations[0]),
+        diff=word_diff(plain.trace.outputs[0], lesioned.trace.outputs[0]),
         figures=figures,
         seed=seed,
         outcome=None if lesioned is plain else lesion_outcome(plain, lesioned, lesion),

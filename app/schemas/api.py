@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.validation import MAX_INDEX, FieldText, ModelName, Reference
+from app.schemas.validation import MAX_INDEX, CallIndex, FieldText, ModelName, Reference
 from inference.core.decoding import Decoding
+from inference.core.family import Capability
 from inference.core.interventions import Interventions
 
 DEMO_TEXT = "Ein Hund läuft über die Wiese."
@@ -42,13 +43,31 @@ MODEL_ERRORS = errors(400, 404, 409)  # routes that run a model on client input
 
 class TextRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"examples": [{"model": "memtransformer_10", "text": DEMO_TEXT}]}
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"model": "memtransformer_10", "text": DEMO_TEXT},
+                {
+                    "model": "memtransformer_10",
+                    "text": DEMO_TEXT,
+                    "interventions": [
+                        {"kind": "memory_size", "size": 5},
+                        {"kind": "knockout_slots", "slots": [0, 3]},
+                        {"kind": "scale", "hook": "decoder.layers.1.cross_attn.z", "axis": "head", "index": [2]},
+                    ],
+                },
+            ]
+        },
     )
     model: ModelName
     text: FieldText = Field(
         description="source sentence, in the model's source language (German or Russian)", examples=[DEMO_TEXT]
     )
-    interventions: Interventions = Field(default_factory=Interventions)
+    interventions: Interventions = Field(
+        default_factory=Interventions,
+        description="lesions, each tagged by its kind: memory_size, knockout_slots, block_memory_reads, "
+        "mask_memory, force_memory, scale (any hook point, along a named axis)",
+    )
 
 
 class DecodedTextRequest(TextRequest):
@@ -82,6 +101,10 @@ class AttentionRequest(DecodedTextRequest):
         max_length=100, description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn"
     )
     layer: int = Field(ge=0, le=MAX_INDEX)
+    at: CallIndex = Field(
+        default_factory=dict,
+        description='which call, where the layer runs more than once: e.g. {"segment": 2}; none: the only call',
+    )
 
 
 class SweepRequest(BaseModel):
@@ -134,6 +157,7 @@ class BinaryWeights(BaseModel):
 class ModelInfo(BaseModel):
     name: str
     config: dict[str, Any]
+    capabilities: list[Capability] = Field(description="what the model can do; pages and views follow from these")
     meta: dict[str, Any]
     bleu: dict[str, float] | None
     chrf: dict[str, float] | None
@@ -158,7 +182,7 @@ class TranslationResponse(BaseModel):
     tokens: dict[str, list[str]]
     roles: dict[str, list[str]]
     memory_size: int
-    interventions: dict[str, Any]
+    interventions: Interventions
     decoding: dict[str, Any] | None = Field(
         description="how the output was chosen; null for a working-memory model, which samples its memory"
     )
@@ -167,6 +191,8 @@ class TranslationResponse(BaseModel):
 class AttentionResponse(BaseModel):
     stack: str
     layer: int
+    at: dict[str, int]
+    calls: list[dict[str, int]] = Field(description="the index of every call of this layer in the run")
     translation: str
     query_tokens: list[str]
     key_tokens: list[str]
@@ -239,7 +265,7 @@ class MemoryResponse(BaseModel):
     translation: str
     seed: int
     memory_size: int
-    interventions: dict[str, Any]
+    interventions: Interventions
     stream: list[dict[str, Any]]
     memory: list[str]
     steps: list[dict[str, Any]]

@@ -47,7 +47,7 @@ class KeysResponse(BaseModel):
 
 class LensResponse(BaseModel):
     output: str
-    interventions: dict[str, Any]
+    interventions: Interventions
     tokens: list[str]
     layers: list[dict[str, Any]]
     plain_output: str | None = None
@@ -64,7 +64,9 @@ class LensRequest(BaseModel):
         description="English text for the language model; a source sentence for a translation model"
     )
     interventions: Interventions = Field(
-        default_factory=Interventions, description="e.g. scale_ff_keys to zero or boost keys"
+        default_factory=Interventions,
+        description='e.g. zero FF keys: [{"kind": "scale", "hook": "layers.3.ff.keys", "axis": "ff_key", '
+        '"index": [12], "factor": 0}]',
     )
     top_keys: int = Field(5, ge=1, le=50)
     top_tokens: int = Field(5, ge=1, le=50)

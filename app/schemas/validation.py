@@ -114,3 +114,11 @@ Reference = Annotated[
         "or the job id of an uploaded .tsv corpus"
     ),
 ]
+# Which call of a hook point, where it runs more than once in a run (segment, step, decoding position).
+CallIndex = Annotated[
+    dict[
+        Annotated[str, StringConstraints(pattern=r"^[a-z_]{1,30}$")],
+        Annotated[int, Field(ge=0, le=MAX_INDEX)],
+    ],
+    Field(max_length=4),
+]

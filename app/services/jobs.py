@@ -18,14 +18,15 @@ from pathlib import Path
 
 from app.schemas.validation import InputError, shown
 from app.services.demo import demo_sentences
+from app.services.pages import SWEEP, UPLOAD
 from app.services.runner import Runner
 from app.services.store import Job, JobStore
 from app.services.uploads import Corpus
 from inference.analyses.blocks import attention_blocks, merge_blocks
 from inference.analyses.quality import corpus_quality
 from inference.core.checkpoint import LoadedModel
+from inference.core.family import Capability, capabilities_of
 from inference.corpora.multi30k import DataError, read_multi30k
-from inference.families.working_memory.model import WorkingMemoryTransformer
 from inference.runs.lesion import lesion_sizes, quality_at_memory_size
 from inference.runs.memory_corpus import generate_memory_corpus, summarise_memory_corpus
 
@@ -65,7 +66,7 @@ class JobRunner:
             raise JobInterrupted()
 
     def submit_corpus(self, model: str, corpus: Corpus) -> Job:
-        loaded = self.runner.translator(model)
+        loaded = self.runner.model_for(model, UPLOAD)
         for number, source in enumerate(corpus.sources, start=1):
             try:
                 self.runner.check_text(loaded, source)
@@ -85,9 +86,7 @@ class JobRunner:
         """BLEU against inference memory size on a reference set: "demo",
         "multi30k_test_2016" (from the data directory) or the id of an
         uploaded .tsv corpus. A finished identical sweep is reused."""
-        loaded = self.runner.model(model)
-        if not loaded.config.memory_size:
-            raise InputError(f"{model} has no memory to lesion")
+        loaded = self.runner.model_for(model, SWEEP)
         self.reference_set(reference)  # refuse an unusable reference before queueing
         params = {
             "model": model,
@@ -147,12 +146,12 @@ class JobRunner:
     def _corpus(self, job: Job) -> dict:
         model, sources, references = job.params["model"], job.params["sources"], job.params["references"]
         loaded = self.runner.model(model)
-        if isinstance(loaded.model, WorkingMemoryTransformer):
+        if Capability.WORKING_MEMORY in capabilities_of(loaded.config):
             return self._memory_corpus(job, loaded, sources, references)
         translations, blocks = [], []
         for start in range(0, len(sources), TRACE_BATCH):
             trace = self.runner.trace_many(model, sources[start : start + TRACE_BATCH], names=["*.pattern"])
-            translations += trace.translations
+            translations += trace.outputs
             blocks.append(attention_blocks(trace))
             self._progress(job.id, len(translations))
         quality = asdict(corpus_quality(translations, references)) if references else None
@@ -168,7 +167,7 @@ class JobRunner:
                     generate_memory_corpus(loaded, sources[start : start + MEMORY_CHUNK], with_lesions=bool(references))
                 )
             self._progress(job.id, min(start + MEMORY_CHUNK, len(sources)))
-        return {"working_memory": True, **summarise_memory_corpus(runs, references or None)}
+        return {"memory_decisions": True, **summarise_memory_corpus(runs, references or None)}
 
     def _sweep(self, job: Job) -> dict:
         loaded = self.runner.model(job.params["model"])

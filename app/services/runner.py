@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from app.middleware.client_gone import ClientGone, client_gone
 from app.schemas.validation import InputError, shown, visible_text
+from app.services.pages import FF, MEMORY, UPLOAD, Page, home_of
+from inference.analyses.attention import attention_stacks, pattern_hook_name
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.analyses.ff_mining import TriggerStore
 from inference.analyses.ff_values import FFMemories, ff_memories
@@ -31,27 +33,16 @@ from inference.analyses.working_memory import (
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.checkpoint import CheckpointRegistry, LoadedModel, read_json_object
 from inference.core.decoding import GREEDY, Decoding
+from inference.core.family import Capability, capabilities_of
+from inference.core.hooks import hook_points
 from inference.core.interventions import Interventions
 from inference.core.trace import Trace, run_with_trace
 from inference.corpora.ff_study_files import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
-from inference.families.language_model.model import FAMILY as LANGUAGE_MODEL_FAMILY
-from inference.families.working_memory.model import FAMILY as WORKING_MEMORY_FAMILY
 from inference.runs.attribution import Attribution, attribute
 
 RECENT_TRACE_BYTES = 256 * 2**20  # a trace with every pattern of a 256-token input is tens of MB
 FF_STUDY_BYTES = 512 * 2**20  # the language model's values, embedding and triggers are about 70 MB
 LOCK_POLL_SECONDS = 0.05  # how often a request waiting for the model checks that its client is still there
-
-# Kinds of model, by the pages that show them: translation models with
-# [mem] slots or none (Explore, Compare), working-memory translation models
-# (Working memory), the language model (FF memories, which also reads the
-# translation models' decoders).
-TRANSLATION, WORKING_MEMORY, LANGUAGE_MODEL = "translation", "working-memory", "language"
-TRANSLATORS = (TRANSLATION, WORKING_MEMORY)
-
-
-def kind_of(family: str) -> str:
-    return {WORKING_MEMORY_FAMILY: WORKING_MEMORY, LANGUAGE_MODEL_FAMILY: LANGUAGE_MODEL}.get(family, TRANSLATION)
 
 
 class UnknownModel(LookupError):
@@ -66,10 +57,8 @@ class Translation:
     tokens: dict[str, list[str]]  # axis -> display tokens
     roles: dict[str, list[str]]  # axis -> roles
     memory_size: int
-    interventions: dict
-    decoding: (
-        dict | None
-    )  # how the output was chosen (Decoding); None for a working-memory model, which samples its memory
+    interventions: list[dict]  # the normalised interventions, as the API takes them
+    decoding: dict | None  # how the output was chosen (Decoding); None where it was given
 
 
 @dataclass
@@ -127,20 +116,39 @@ class Runner:
         finally:
             self.lock.release()
 
-    def available(self, *kinds: str) -> list[str]:
-        """Usable models of the given kinds (they have different pages)."""
-        registry = self.registry
-        return [name for name in registry.available() if kind_of(registry.entries[name].config.family) in kinds]
+    def capabilities(self, name: str) -> frozenset[Capability]:
+        """What a usable or broken model can do, read from its config without loading it; unknown: UnknownModel."""
+        entry = self.registry.entries.get(name)
+        if entry is None or entry.config is None:
+            self.model(name)  # raises: unknown, or broken with its reason
+        return capabilities_of(entry.config)
 
-    def page_models(self, requested: str | None, *kinds: str) -> tuple[list[str], str]:
+    def available(self, page: Page) -> list[str]:
+        """Usable models that `page` shows."""
+        registry = self.registry
+        return [name for name in registry.available() if page.shows(capabilities_of(registry.entries[name].config))]
+
+    def page_models(self, requested: str | None, page: Page) -> tuple[list[str], str]:
         """(the models a page offers, the one it shows: the requested one, else the first)."""
-        available = self.available(*kinds)
+        available = self.available(page)
         if not available:
             raise InputError(
-                f"no usable {' or '.join(kinds)} checkpoint: "
-                "see the home page for the models and why any is unavailable"
+                f"no usable {page.kind} checkpoint: see the home page for the models and why any is unavailable"
             )
         return available, requested or available[0]
+
+    def model_for(self, name: str, page: Page) -> LoadedModel:
+        """A model that `page` shows; another is refused, before it is loaded, with where its views are."""
+        entry = self.registry.entries.get(name)
+        if entry is not None and entry.ok:
+            capabilities = capabilities_of(entry.config)
+            if not page.shows(capabilities):
+                home = home_of(capabilities)
+                raise InputError(
+                    f"{name} is not a {page.kind} model: its views are on the {home.title} page ({home.path}); "
+                    f"{page.kind} models: {', '.join(self.available(page)) or 'none'}"
+                )
+        return self.model(name)  # unknown: UnknownModel; broken: CheckpointError
 
     def model(self, name: str) -> LoadedModel:
         if name not in self.registry.entries:
@@ -149,14 +157,18 @@ class Runner:
             )
         return self.registry.get(name)
 
-    def translator(self, name: str) -> LoadedModel:
-        """A model that translates; the language model is refused with where its views are."""
-        loaded = self.model(name)
-        if kind_of(loaded.config.family) == LANGUAGE_MODEL:
-            raise InputError(
-                f"{name} is a language model, not a translation model: its views are on the FF memories page (/ff)"
-            )
-        return loaded
+    def stacks(self, name: str) -> dict[str, int]:
+        """A model's attention stacks: name -> number of layers."""
+        return attention_stacks(self.model(name).model)
+
+    def pattern_hook(self, name: str, stack: str, layer: int) -> str:
+        """The hook of one stack's layer, or an InputError naming what the model has."""
+        stacks = self.stacks(name)
+        if stack not in stacks:
+            raise InputError(f"unknown stack {shown(stack)}; this model has {', '.join(stacks)}")
+        if layer >= stacks[stack]:
+            raise InputError(f"layer {layer} is out of range for {stack} (0 to {stacks[stack] - 1})")
+        return pattern_hook_name(hook_points(self.model(name).model), stack, layer)
 
     def check_text(self, loaded: LoadedModel, text: str) -> str:
         text = visible_text(text)
@@ -176,14 +188,12 @@ class Runner:
         seed: int = 0,
         decoding: Decoding = GREEDY,
     ) -> Trace:
-        """The model's own translation of `text` under `interventions`, traced
-        (`seed`: the working memory's sampling seed; `decoding`: greedy or beam search).
+        """The model's own output for `text` under `interventions`, traced
+        (`seed`: the sampling seed of a model that samples; `decoding`: greedy or beam search).
 
         Recent traces are kept: toggling a lesion back and forth, or
         switching the layer on view, re-runs nothing."""
-        return self._recent_trace(
-            self.translator(model), text, interventions, names, self.max_new_tokens, seed, decoding
-        )
+        return self._recent_trace(self.model(model), text, interventions, names, self.max_new_tokens, seed, decoding)
 
     def _recent_trace(
         self,
@@ -236,7 +246,7 @@ class Runner:
 
     def ff(self, model: str) -> tuple[FFMemories, FFStudy]:
         """A model's FF memories and its stored study, read once."""
-        loaded = self.model(model)
+        loaded = self.model_for(model, FF)
         with self._ff_lock:
             found = self._ff.get(model)
             if found is None:
@@ -260,11 +270,10 @@ class Runner:
         """What the FF memories page reads: the language model on the text and
         its greedy continuation, or a translation model's decoder on its own
         translation, with the hooks of the aggregation and the logit lens."""
-        loaded = self.model(model)
+        loaded = self.model_for(model, FF)
         memories, _ = self.ff(model)
-        new_tokens = (
-            self.continuation_tokens if kind_of(loaded.config.family) == LANGUAGE_MODEL else self.max_new_tokens
-        )
+        generates = Capability.GENERATES_TEXT in capabilities_of(loaded.config)
+        new_tokens = self.continuation_tokens if generates else self.max_new_tokens
         return self._recent_trace(loaded, text, interventions, memories.capture_hooks(), new_tokens, 0)
 
     def ff_runs(self, model: str, text: str, interventions: Interventions) -> tuple[Trace, Trace | None]:
@@ -276,24 +285,14 @@ class Runner:
         self, model: str, texts: list[str], names: list[str] | None, interventions: Interventions | None = None
     ) -> Trace:
         """A batch of already checked texts, traced; not kept."""
-        loaded = self.translator(model)
+        loaded = self.model_for(model, UPLOAD)
         with self.model_turn():
             return run_with_trace(
                 loaded, texts, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens
             )
 
-    def working_memory(self, name: str) -> LoadedModel:
-        """A working-memory model; a model of another family is refused before it is loaded."""
-        entry = self.registry.entries.get(name)
-        if entry is not None and entry.ok and entry.config.family != WORKING_MEMORY_FAMILY:
-            raise InputError(
-                f"{name} has no working memory; "
-                f"working-memory models: {', '.join(self.available(WORKING_MEMORY)) or 'none'}"
-            )
-        return self.model(name)  # unknown: UnknownModel; broken: CheckpointError
-
     def memory_view(self, model: str, text: str, interventions: Interventions, seed: int, layer: int) -> MemoryView:
-        loaded = self.working_memory(model)
+        loaded = self.model_for(model, MEMORY)
         if not 0 <= layer < loaded.config.n_decoder_layers:
             raise InputError(f"layer {layer} is out of range (0 to {loaded.config.n_decoder_layers - 1})")
         trace = self.trace(model, text, interventions, ["decoder.layers.*.self_attn.pattern"], seed)
@@ -307,18 +306,16 @@ class Runner:
     def translate(
         self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY
     ) -> Translation:
+        self.model_for(model, UPLOAD)  # a model that translates
         trace = self.trace(model, text, interventions, names=["logits"], decoding=decoding)
         return translation_of(trace)
 
     def attribution(
         self, model: str, text: str, position: int, interventions: Interventions, decoding: Decoding = GREEDY
     ) -> Attribution:
-        loaded = self.translator(model)
-        if loaded.config.family == WORKING_MEMORY_FAMILY:
-            raise InputError(
-                f"{model} is a working-memory model: "
-                "attribution onto [mem] slots does not apply (see its Working memory page)"
-            )
+        loaded = self.model(model)
+        if Capability.ATTRIBUTION not in capabilities_of(loaded.config):
+            raise InputError(f"attribution onto input tokens and memory slots does not apply to {model}")
         text = self.check_text(loaded, text)
         with self.model_turn():
             try:
@@ -334,20 +331,20 @@ class Runner:
 
 def translation_of(trace: Trace) -> Translation:
     return Translation(
-        model=trace.config["model"],
+        model=trace.run.model,
         source=trace.sources[0],
-        translation=trace.translations[0],
+        translation=trace.outputs[0],
         tokens={axis: rows[0] for axis, rows in trace.tokens.items()},
         roles={axis: rows[0] for axis, rows in trace.roles.items()},
-        memory_size=trace.config["run_memory_size"],
-        interventions=trace.config["interventions"],
-        decoding=trace.config.get("decoding"),
+        memory_size=trace.run.memory_size,
+        interventions=trace.run.interventions.model_dump(),
+        decoding=trace.run.decoding.model_dump() if trace.run.decoding else None,
     )
 
 
 def trace_bytes(trace: Trace) -> int:
-    """Bytes of a trace's tensors (captures, logits, working-memory choices)."""
-    return tensor_bytes(*trace.tensors.values(), trace.logits, *([trace.choices] if trace.choices is not None else []))
+    """Bytes of a trace's tensors: every call of every capture, and the logits."""
+    return tensor_bytes(*(call.tensor for capture in trace.captures.values() for call in capture.calls), trace.logits)
 
 
 def ff_bytes(entry: tuple[FFMemories, FFStudy]) -> int:

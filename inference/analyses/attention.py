@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from inference.core.hooks import hook_points
-from inference.core.trace import Trace
+from inference.core.trace import Capture, Trace
 
 
 @dataclass
@@ -44,6 +44,14 @@ def pattern_hook_name(names: Iterable[str], stack: str, layer: int) -> str:
         if stack_of(name) == (stack, layer):
             return name
     raise KeyError(f"no attention pattern of {stack} layer {layer}")
+
+
+def call_indices(capture: Capture) -> list[dict[str, int]]:
+    """How each call of a capture is asked for: {} for a hook that ran once,
+    else its index without the running count, e.g. {"segment": 2}."""
+    if len(capture.calls) == 1:
+        return [{}]
+    return [{key: value for key, value in call.index.items() if key != "call"} or call.index for call in capture.calls]
 
 
 def attention_stacks(model: nn.Module) -> dict[str, int]:

@@ -40,7 +40,7 @@ class Capability(StrEnum):
     MEMORY_TOKENS = "memory_tokens"  # [mem] vectors on a token axis: memory size, slot knock-out, blocked reads
     SEGMENTS = "segments"  # reads its input segment by segment, carrying a state: captures indexed by segment
     RECURRENT_STEPS = "recurrent_steps"  # updates a state tensor step by step: captures indexed by step
-    WORKING_MEMORY = "working_memory"  # a decoder that writes its own memory tokens into its input stream
+    WORKING_MEMORY = "working_memory_decoder"  # a decoder that writes its own memory tokens into its input stream
     FF_KEYS = "ff_keys"  # ReLU feed-forward layers, read as key-value memories
     BEAM_SEARCH = "beam_search"  # decodes its own output by greedy or beam search
     ATTRIBUTION = "attribution"  # integrated gradients onto input tokens and memory slots

@@ -1,0 +1,41 @@
+"""Which page shows which model, decided by what the model can do
+(`Capability`), never by its class or family: a new family appears on every
+page whose needs its capabilities meet."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from inference.core.family import Capability as C
+
+Needs = Callable[[frozenset[C]], bool]
+
+
+@dataclass(frozen=True)
+class Page:
+    title: str  # as a link says it
+    path: str
+    kind: str  # what the page needs, for messages: "no usable {kind} checkpoint"
+    shows: Needs
+
+
+# A model's own views: the first of these that shows it is where its views are.
+MEMORY = Page("working memory", "/memory", "working-memory", lambda c: C.WORKING_MEMORY in c)
+FF = Page("FF memories", "/ff", "FF-key", lambda c: C.FF_KEYS in c)
+EXPLORE = Page("explore", "/explore", "attention", lambda c: C.WORKING_MEMORY not in c and C.GENERATES_TEXT not in c)
+MODEL_PAGES = (MEMORY, EXPLORE, FF)  # in the order the home page links them
+
+COMPARE = Page("compare", "/compare", "translation", lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c)
+UPLOAD = Page("upload", "/upload", "translation", lambda c: C.TRANSLATES in c)
+SWEEP = Page("lesion sweep", "/sweep", "memory-lesion", lambda c: C.TRANSLATES in c and C.MEMORY_TOKENS in c)
+
+
+def pages_of(capabilities: frozenset[C]) -> list[Page]:
+    """The pages of one model's views, as the home page links them."""
+    return [page for page in MODEL_PAGES if page.shows(capabilities)]
+
+
+def home_of(capabilities: frozenset[C]) -> Page:
+    """Where a model's views are: its first page."""
+    return pages_of(capabilities)[0]
