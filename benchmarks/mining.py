@@ -101,7 +101,8 @@ def main() -> None:
     )
     for mode, r in results.items():
         line = (
-            f"{mode:<9} {r['sentences_per_second']:>12.1f} {r['sentences_per_second'] / floor['sentences_per_second']:>10.2f} "
+            f"{mode:<9} {r['sentences_per_second']:>12.1f} "
+            f"{r['sentences_per_second'] / floor['sentences_per_second']:>10.2f} "
             f"{r['peak_rss_mb']:>12.0f} {r['peak_rss_mb'] / floor['peak_rss_mb']:>10.2f}"
         )
         print(line + (f"  {r['peak_cuda_mb']:.0f}" if r["peak_cuda_mb"] is not None else ""))

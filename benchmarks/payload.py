@@ -66,7 +66,8 @@ def timed(fn, *args) -> tuple[int, float]:
 def main() -> None:
     print(f"{LAYERS} layers x {HEADS} heads, random attention; sizes in KiB, times in ms")
     print(
-        f"{'N':>5} {'ours KiB':>10} {'ours ms':>9} {'BertViz KiB':>12} {'BertViz ms':>11} {'size ratio':>11} {'time ratio':>11}"
+        f"{'N':>5} {'ours KiB':>10} {'ours ms':>9} {'BertViz KiB':>12} {'BertViz ms':>11} "
+        f"{'size ratio':>11} {'time ratio':>11}"
     )
     for n in (64, 128, 256):
         attention = random_attention(n)

@@ -97,7 +97,8 @@ def invalid_request(rng: random.Random) -> tuple[str, str, dict | str | None]:
         return (
             "POST",
             "/api/ff/lens",
-            '{"model": "language_model", "text": "a", "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1], "scale": NaN}]}}',
+            '{"model": "language_model", "text": "a", '
+            '"interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1], "scale": NaN}]}}',
         )
     if kind == 5:
         return "POST", "/api/translate", {"model": "m" * rng.choice([100, 5000]), "text": text}
@@ -244,14 +245,17 @@ def main() -> None:
         for valid, name in ((True, "valid"), (False, "invalid")):
             times = latencies[valid]
             print(
-                f"{name:8s} requests: {len(times):5d}  p50 {1000 * percentile(times, 0.5):8.1f} ms  p95 {1000 * percentile(times, 0.95):8.1f} ms"
+                f"{name:8s} requests: {len(times):5d}  p50 {1000 * percentile(times, 0.5):8.1f} ms  "
+                f"p95 {1000 * percentile(times, 0.95):8.1f} ms"
             )
         print(
             f"resident memory: {start_mb:.0f} MB at the start (models loaded), {end_mb:.0f} MB at the end; "
-            f"slope {slope_per_100(memory):+.2f} MB per 100 requests over the run, {slope_per_100(second_half):+.2f} over its second half"
+            f"slope {slope_per_100(memory):+.2f} MB per 100 requests over the run, "
+            f"{slope_per_100(second_half):+.2f} over its second half"
         )
         print(
-            f"SIGTERM with 4 attributions in flight: the server exited in {exit_seconds:.1f} s (code {server.returncode})"
+            f"SIGTERM with 4 attributions in flight: the server exited in {exit_seconds:.1f} s "
+            f"(code {server.returncode})"
         )
     finally:
         if server.poll() is None:

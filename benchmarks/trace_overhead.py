@@ -90,8 +90,9 @@ def main() -> None:
     )
 
     print(
-        f"model {loaded.name} ({c.family}, d_model {c.d_model}, {c.n_encoder_layers}+{c.n_decoder_layers} layers, memory {c.memory_size}), "
-        f"batch {args.batch}, source/target tokens {src_ids.shape[1]}/{tgt_in.shape[1]}, threads {torch.get_num_threads()}"
+        f"model {loaded.name} ({c.family}, d_model {c.d_model}, {c.n_encoder_layers}+{c.n_decoder_layers} layers, "
+        f"memory {c.memory_size}), batch {args.batch}, source/target tokens {src_ids.shape[1]}/{tgt_in.shape[1]}, "
+        f"threads {torch.get_num_threads()}"
     )
     print(f"hook points captured: {len(captured)} ({sum(t.numel() for t in captured.values()) * 4 / 2**20:.1f} MiB)")
     print(f"fast forward   {fast * 1e3:8.1f} ms")

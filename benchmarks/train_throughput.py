@@ -82,7 +82,8 @@ def main() -> None:
         f"threads {torch.get_num_threads()}; training config {args.config}, {args.steps} steps of real Multi30k batches"
     )
     print(
-        f"training: {target_rate:,.0f} target tokens/s, {all_rate:,.0f} source+target tokens/s, {step_seconds:.3f} s/step"
+        f"training: {target_rate:,.0f} target tokens/s, {all_rate:,.0f} source+target tokens/s, "
+        f"{step_seconds:.3f} s/step"
     )
     print(f"plain batched greedy decode of {len(sources)} sentences: {plain:.2f} s")
     print(
@@ -90,7 +91,8 @@ def main() -> None:
         f"(BLEU {', '.join(f'{b:.1f}' for b in sweep['bleu'])})"
     )
     print(
-        f"lesion sweep / plain decode: {sweep_seconds / plain:.2f}  ({len(sweep['memory_size'])} decodes; 1 per size is the floor of this method)"
+        f"lesion sweep / plain decode: {sweep_seconds / plain:.2f}  ({len(sweep['memory_size'])} decodes; "
+        "1 per size is the floor of this method)"
     )
 
 

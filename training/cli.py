@@ -35,7 +35,8 @@ def add_data_and_device(command: argparse.ArgumentParser, data: str = "shared da
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m training",
-        description="Train and evaluate the memory models (Multi30k de-en, OPUS-MT ru-en) and the language model (enwiki, WikiText).",
+        description="Train and evaluate the memory models (Multi30k de-en, OPUS-MT ru-en) "
+        "and the language model (enwiki, WikiText).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -73,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     half = commands.add_parser(
         "store-half",
-        help="store checkpoints' weights in float16 and re-measure their metrics.json (all but train) on the stored weights",
+        help="store checkpoints' weights in float16 and re-measure their metrics.json (all but train) "
+        "on the stored weights",
     )
     half.add_argument(
         "checkpoints", nargs="+", help="checkpoint folders, e.g. checkpoints/transformer; converted one after the other"
@@ -83,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ff = commands.add_parser(
         "ff-memories",
-        help="mine FF-key trigger examples and write a checkpoint's ff_triggers.json.gz and ff_analysis.json (agreement, aggregation)",
+        help="mine FF-key trigger examples and write a checkpoint's ff_triggers.json.gz and ff_analysis.json "
+        "(agreement, aggregation)",
     )
     ff.add_argument(
         "checkpoint", help="checkpoint folder, e.g. checkpoints/language_model or checkpoints/memtransformer_20"
@@ -93,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--sentences",
         type=int,
         default=50_000,
-        help="corpus sentences to mine (language model: a seeded sample of enwiki train; translation: the first training pairs)",
+        help="corpus sentences to mine "
+        "(language model: a seeded sample of enwiki train; translation: the first training pairs)",
     )
     ff.add_argument(
         "--eval-sentences", type=int, default=2_000, help="held-out sentences the aggregation is measured on"

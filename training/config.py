@@ -3,8 +3,9 @@
     {
       "name": "memtransformer_10",                 # default run and checkpoint folder name
       "model": {...},                              # the family config's fields (not the tokenizer's)
-      "data": {"dataset": "multi30k", "vocab_size": 8000, "max_len": 100},   # quick runs: + "max_pairs", "max_eval_pairs"
-                                                                              # (translation) or "max_articles" (language model)
+      "data": {"dataset": "multi30k", "vocab_size": 8000,
+               "max_len": 100},                    # quick runs: + "max_pairs", "max_eval_pairs"
+                                                   # (translation) or "max_articles" (language model)
       "train": {"epochs": 20, "batch_size": 64, "warmup_steps": 4000, "label_smoothing": 0.1,
                 "clip_norm": 1.0, "seed": 1, "eval_every_epochs": 1, "save_every_steps": 500},   # + "threads"
       "init_from": "checkpoints/memtransformer_5",  # optional: start from a trained checkpoint
@@ -100,7 +101,8 @@ class LoopConfig:
     threads: int | None = Field(
         None, ge=1
     )  # CPU threads torch may use (torch.set_num_threads); None: its default, one per core.
-    # A tiny model is fastest on 1: splitting its small matrix products costs more than it saves, and far more on a busy machine.
+    # A tiny model is fastest on 1: splitting its small matrix products costs more than it saves,
+    # and far more on a busy machine.
 
 
 @dataclass(config=STRICT)
@@ -210,7 +212,8 @@ def _check_model_source(config: TrainConfig) -> None:
             extra = sorted(set(config.model) - set(WM_ONLY_FIELDS))
             if extra:
                 raise ConfigError(
-                    f"a working-memory model started from a Transformer checkpoint takes its sizes from it: remove model.{', model.'.join(extra)}"
+                    "a working-memory model started from a Transformer checkpoint takes its sizes from it: "
+                    f"remove model.{', model.'.join(extra)}"
                 )
             if config.grow_memory_to is not None:
                 raise ConfigError("grow_memory_to applies to Memory Transformer slots, not to a working memory")

@@ -120,8 +120,8 @@ def fetch_file(entry: ManifestFile, target: Path, url: str) -> None:
                 kept = part.stat().st_size if part.exists() else 0
                 reason = error.reason if isinstance(error, urllib.error.URLError) else error
                 raise FetchError(
-                    f"{url}: download failed ({reason}) with {kept:,} of {entry.size:,} bytes after {ATTEMPTS} attempts; "
-                    f"run the command again to resume {entry.path}"
+                    f"{url}: download failed ({reason}) with {kept:,} of {entry.size:,} bytes "
+                    f"after {ATTEMPTS} attempts; run the command again to resume {entry.path}"
                 ) from None
     check_download(part, entry, url)
     if entry.gzip:
@@ -212,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--base-url",
-        help=f"server to download from instead of the manifest's (default: ${BASE_URL_ENV}, else the manifest's base_url)",
+        help="server to download from instead of the manifest's "
+        f"(default: ${BASE_URL_ENV}, else the manifest's base_url)",
     )
     parser.add_argument(
         "--manifest",
@@ -242,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 1
         print(
-            f"{name}: {downloaded} of {len(files)} files downloaded, {len(files) - downloaded} already in place under {data_dir}"
+            f"{name}: {downloaded} of {len(files)} files downloaded, "
+            f"{len(files) - downloaded} already in place under {data_dir}"
         )
     return 0
 

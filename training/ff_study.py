@@ -53,7 +53,8 @@ RANK_THRESHOLDS = (1, 10, 100)  # the analysis reports the share of keys whose w
 
 @dataclass
 class StudyCorpus:
-    """Texts to mine and to aggregate on, with the sources a translation decoder reads after (None for the language model)."""
+    """Texts to mine and to aggregate on, with the sources a translation decoder reads after
+    (None for the language model)."""
 
     description: str
     texts: list[str]

@@ -88,7 +88,8 @@ def _documents(path: Path) -> Iterator[Document]:
 # prefix per sentence, not a linguistic tokenizer.
 _BOUNDARY = re.compile(r"""(?<=[.!?])["')\]]?\s+(?=["'(\[]?[A-Z0-9])""")
 _ABBREVIATIONS = frozenset(
-    "Mr Mrs Ms Dr Prof St Jr Sr Rev Gen Col Lt Sgt Capt Cmdr Gov Sen Rep Hon Mt Ft No Nos Vol vs etc al Inc Ltd Co Corp Bros "
+    "Mr Mrs Ms Dr Prof St Jr Sr Rev Gen Col Lt Sgt Capt Cmdr Gov Sen Rep Hon Mt Ft No Nos Vol vs etc al "
+    "Inc Ltd Co Corp Bros "
     "Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec approx ca c e.g i.e U.S U.K".split()
 )
 

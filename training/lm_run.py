@@ -52,8 +52,9 @@ def run_language_model_training(
         config.data.max_len,
     )
     run.log(
-        f"vocabulary of {tokenizer.vocab_size}; enwiki train {len(train_documents):,} articles, {data.train.sentences:,} sentences, "
-        f"{len(data.train.tokens):,} tokens; val {len(documents['val']):,} articles, {data.val.sentences:,} sentences, {len(data.val.tokens):,} tokens"
+        f"vocabulary of {tokenizer.vocab_size}; enwiki train {len(train_documents):,} articles, "
+        f"{data.train.sentences:,} sentences, {len(data.train.tokens):,} tokens; "
+        f"val {len(documents['val']):,} articles, {data.val.sentences:,} sentences, {len(data.val.tokens):,} tokens"
     )
     progress = train(model, tokenizer, config.train, data, run, max_steps)
 
@@ -115,11 +116,20 @@ def checkpoint_meta(
     """`steps`: the optimiser steps trained, which a --max-steps run stops short of the configured epochs."""
     c = model_config
     tokens = steps * config.train.batch_size * data.block_len
-    trained = f"{steps:,} steps of {config.train.batch_size} blocks ({tokens:,} tokens, {tokens / len(data.train.tokens):.2f} epochs)"
+    trained = (
+        f"{steps:,} steps of {config.train.batch_size} blocks "
+        f"({tokens:,} tokens, {tokens / len(data.train.tokens):.2f} epochs)"
+    )
     return {
         "family": c.family,
         "memory_size": 0,
         "corpus": ENWIKI,
-        "training_data": f"{ENWIKI_DESCRIPTION}, train ({train_articles:,} articles, {data.train.sentences:,} sentences, {len(data.train.tokens):,} tokens)",
-        "description": f"Language model (pre-LN, ReLU FF); d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; {trained} on enwiki, blocks of {data.block_len} tokens",
+        "training_data": (
+            f"{ENWIKI_DESCRIPTION}, train ({train_articles:,} articles, {data.train.sentences:,} sentences, "
+            f"{len(data.train.tokens):,} tokens)"
+        ),
+        "description": (
+            f"Language model (pre-LN, ReLU FF); d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; "
+            f"{trained} on enwiki, blocks of {data.block_len} tokens"
+        ),
     }

@@ -144,7 +144,8 @@ def train(
         run.log(f"start: {sum(p.numel() for p in model.parameters())} parameters; epochs: {settings.epochs}")
     else:
         run.log(
-            f"resume at step {progress.step}: {progress.epoch} epochs done, {progress.batch_in_epoch} batches into the next"
+            f"resume at step {progress.step}: {progress.epoch} epochs done, "
+            f"{progress.batch_in_epoch} batches into the next"
         )
     session = Session(progress)
     while progress.epoch < settings.epochs:

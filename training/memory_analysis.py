@@ -77,7 +77,8 @@ def analyse_checkpoint(
             "seconds": round(time.monotonic() - start, 1),
         }
         tqdm.write(
-            f"{split}: BLEU {result['bleu']}, mean unique memory tokens {result['summary']['unique_tokens']['mean_unique']:.2f}"
+            f"{split}: BLEU {result['bleu']}, "
+            f"mean unique memory tokens {result['summary']['unique_tokens']['mean_unique']:.2f}"
         )
     out = folder / ANALYSIS_FILE
     out.write_text(

@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"{name}: {found['writing_memory']} of {found['sentences']} {found['corpus']} sentences write memory; "
             f"{found['writing_memory_alone']} of {found['measured_alone']} short ones alone; "
-            f"translation changed by the mask in {found['changed_by_mask']}, by memory size 0 in {found['changed_by_no_memory']}"
+            f"translation changed by the mask in {found['changed_by_mask']}, "
+            f"by memory size 0 in {found['changed_by_no_memory']}"
         )
 
 

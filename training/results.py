@@ -50,11 +50,14 @@ EXTENSION_CONTROL = "memtransformer_5_finetuned"
 DECODING = {
     "translation": "Decoding: greedy (the most likely token at every step), no beam search.",
     "lesions": "Decoding: greedy at every memory size, no beam search.",
-    "working_memory": "Decoding: each working-memory model samples its memory (nucleus, p = its config's top_p, seed i for batch i) and "
+    "working_memory": "Decoding: each working-memory model samples its memory "
+    "(nucleus, p = its config's top_p, seed i for batch i) and "
     "picks its translation tokens greedily; the Transformer rows are greedy. No beam search.",
-    "memory_content": "Decoding: the memory of the 'working memory' rows above (sampled, seed i for batch i; translation greedy).",
+    "memory_content": "Decoding: the memory of the 'working memory' rows above "
+    "(sampled, seed i for batch i; translation greedy).",
     "language_model": "Decoding: none; perplexity is teacher-forced over the test text.",
-    "ff": "Decoding: none; every figure is from teacher-forced passes (corpus sentences; for translation models, the references).",
+    "ff": "Decoding: none; every figure is from teacher-forced passes "
+    "(corpus sentences; for translation models, the references).",
 }
 
 # Working memory (paper 004): the models, and the plain Transformers beside the German-English one.
@@ -88,7 +91,10 @@ def _number(value) -> str:
 
 def table_1(metrics: dict[str, dict]) -> list[str]:
     lines = [
-        "| model | BLEU val | BLEU test_2016_flickr | chrF test | epochs | train minutes | paper BLEU (WMT-14, small) |",
+        (
+            "| model | BLEU val | BLEU test_2016_flickr | chrF test | epochs | train minutes "
+            "| paper BLEU (WMT-14, small) |"
+        ),
         "|---|---|---|---|---|---|---|",
     ]
     for name, (label, paper) in PAPER_TABLE_1.items():
@@ -98,7 +104,8 @@ def table_1(metrics: dict[str, dict]) -> list[str]:
             continue
         train = m.get("train", {})
         lines.append(
-            f"| {label} | {_number(m['bleu'].get('val'))} | {_number(m['bleu'].get(TEST_SPLIT))} | {_number(m['chrf'].get(TEST_SPLIT))} "
+            f"| {label} | {_number(m['bleu'].get('val'))} | {_number(m['bleu'].get(TEST_SPLIT))} "
+            f"| {_number(m['chrf'].get(TEST_SPLIT))} "
             f"| {train.get('epochs', '-')} | {train.get('seconds', 0) / 60:.0f} | {_number(paper)} |"
         )
     return lines
@@ -175,8 +182,8 @@ def working_memory_bleu(metrics: dict[str, dict], analyses: dict[str, dict]) -> 
         lines.append("")
     paper = PAPER_WM_TABLE_3
     lines.append(
-        f"Paper (TED ru-en validation, 20 epochs, 3 runs): standard Transformer {paper['standard']}, working memory {paper['memory']}, "
-        f"working memory masked {paper['masked']}."
+        f"Paper (TED ru-en validation, 20 epochs, 3 runs): standard Transformer {paper['standard']}, "
+        f"working memory {paper['memory']}, working memory masked {paper['masked']}."
     )
     return lines
 
@@ -184,8 +191,9 @@ def working_memory_bleu(metrics: dict[str, dict], analyses: dict[str, dict]) -> 
 def memory_content_table(analyses: dict[str, dict]) -> list[str]:
     lines = [
         (
-            "| model | domain | sentences | source words | memory length | no memory / full memory | unique tokens (mean / median) "
-            "| Spearman(length, unique) | keywords in memory: per word; sentences with one or more (own / rotated) "
+            "| model | domain | sentences | source words | memory length | no memory / full memory "
+            "| unique tokens (mean / median) | Spearman(length, unique) "
+            "| keywords in memory: per word; sentences with one or more (own / rotated) "
             "| content words in memory: per word; sentences with one or more (own / rotated) | sub-word pieces "
             "| top parts of speech |"
         ),
@@ -197,8 +205,10 @@ def memory_content_table(analyses: dict[str, dict]) -> list[str]:
             unique, keywords, content, pos = s["unique_tokens"], s["keywords"], s["content_words"], s["parts_of_speech"]
             top = ", ".join(f"{tag} {share:.2f}" for tag, share in list(pos["fractions"].items())[:3])
             lines.append(
-                f"| {name} | {domain['domain']} | {domain['sentences']} | {domain['mean_source_words']:.1f} | {unique['mean_memory_length']:.2f} "
-                f"| {_extremes(domain['memory_length_counts'])} | {unique['mean_unique']:.2f} / {unique['median_unique']:.0f} | {_number(s['diversity_by_length']['spearman_length_unique'])} "
+                f"| {name} | {domain['domain']} | {domain['sentences']} | {domain['mean_source_words']:.1f} "
+                f"| {unique['mean_memory_length']:.2f} | {_extremes(domain['memory_length_counts'])} "
+                f"| {unique['mean_unique']:.2f} / {unique['median_unique']:.0f} "
+                f"| {_number(s['diversity_by_length']['spearman_length_unique'])} "
                 f"| {_rates(keywords)} | {_rates(content)} | {pos['subword_share']:.2f} | {top} |"
             )
     return lines
@@ -227,7 +237,8 @@ LM_SPLITS = ["enwiki_val", "wikitext2_valid", "wikitext2_test", "wikitext103_val
 
 
 def language_model_table(metrics: dict[str, dict]) -> list[str]:
-    """Perplexity of every language model: per token of its own vocabulary, and per word (comparable across tokenizers)."""
+    """Perplexity of every language model: per token of its own vocabulary,
+    and per word (comparable across tokenizers)."""
     lines = [
         "| model | "
         + " | ".join(f"{split} word ppl (token ppl)" for split in LM_SPLITS)
@@ -250,15 +261,16 @@ def language_model_table(metrics: dict[str, dict]) -> list[str]:
 def ff_agreement_table(ff: dict[str, dict]) -> list[str]:
     lines = [
         (
-            "| model | layer | keys with triggers | agreement (random keys) | any top-50 trigger agrees | median rank of w (random) "
-            "| rank < 10 (random) |"
+            "| model | layer | keys with triggers | agreement (random keys) | any top-50 trigger agrees "
+            "| median rank of w (random) | rank < 10 (random) |"
         ),
         "|---|---|---|---|---|---|---|",
     ]
     for name, study in ff.items():
         for r in study["agreement"]:
             lines.append(
-                f"| {name} | {r['layer']} | {r['keys_with_triggers']} | {_share(r['agreement'])} ({_share(r['baseline_agreement'])}) "
+                f"| {name} | {r['layer']} | {r['keys_with_triggers']} "
+                f"| {_share(r['agreement'])} ({_share(r['baseline_agreement'])}) "
                 f"| {_share(r['any_trigger_agreement'])} | {r['median_rank']:.0f} ({r['baseline_median_rank']:.0f}) "
                 f"| {_share(r['rank_below_10'])} ({_share(r['baseline_rank_below_10'])}) |"
             )
@@ -268,23 +280,25 @@ def ff_agreement_table(ff: dict[str, dict]) -> list[str]:
 def ff_aggregation_table(ff: dict[str, dict]) -> list[str]:
     lines = [
         (
-            "| model | layer | active keys per prediction | zero agreement | residual wins | FF wins | all agree | composition "
-            "| residual = final prediction |"
+            "| model | layer | active keys per prediction | zero agreement | residual wins | FF wins "
+            "| all agree | composition | residual = final prediction |"
         ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, study in ff.items():
         for r in study["aggregation"]["layers"]:
             lines.append(
-                f"| {name} | {r['layer']} | {r['mean_active_memories']:.1f} | {_share(r['zero_agreement'])} | {_share(r['residual_wins'])} "
-                f"| {_share(r['ff_wins'])} | {_share(r['all_agree'])} | {_share(r['composition'])} | {_share(r['residual_agrees_with_final'])} |"
+                f"| {name} | {r['layer']} | {r['mean_active_memories']:.1f} | {_share(r['zero_agreement'])} "
+                f"| {_share(r['residual_wins'])} | {_share(r['ff_wins'])} | {_share(r['all_agree'])} "
+                f"| {_share(r['composition'])} | {_share(r['residual_agrees_with_final'])} |"
             )
     return lines
 
 
 def ff_corpora(ff: dict[str, dict]) -> list[str]:
     return [
-        f"- {name}: mined on {s['mining']['corpus']} ({s['mining']['sentences']:,} sentences, top {s['mining']['top_k']} per key); "
+        f"- {name}: mined on {s['mining']['corpus']} "
+        f"({s['mining']['sentences']:,} sentences, top {s['mining']['top_k']} per key); "
         f"aggregation on {s['aggregation']['sentences']:,} held-out sentences"
         for name, s in ff.items()
     ]
@@ -302,7 +316,8 @@ def render(
         "",
         "Generated by `python -m training results` from `checkpoints/*/metrics.json`; do not edit by hand.",
         "Ours: one run per model, paper's small configuration (d_model 128, d_ff 512, 8 heads, 4+4 layers),",
-        "Multi30k de-en, sacrebleu BLEU on detokenized text; each section names the decoding behind its figures. The schedule and epochs of each run are",
+        "Multi30k de-en, sacrebleu BLEU on detokenized text; each section names the decoding behind its figures. "
+        "The schedule and epochs of each run are",
         "in its metrics.json and in the table. Paper: WMT-14 de-en news, 3-run averages, 20 epochs.",
         "Absolute BLEU does not compare (image captions are short and repetitive, news is not); shapes do.",
         "",
@@ -332,23 +347,30 @@ def render(
         "",
         "## Working memory: memory content by domain",
         "",
-        "Memory length counts every memory token; unique tokens are distinct vocabulary pieces. 'Rotated' pairs each memory",
-        "with the next sentence's translation: the rate expected from frequent words alone. Keywords are YAKE's top 3 single words.",
+        "Memory length counts every memory token; unique tokens are distinct vocabulary pieces. "
+        "'Rotated' pairs each memory",
+        "with the next sentence's translation: the rate expected from frequent words alone. "
+        "Keywords are YAKE's top 3 single words.",
         DECODING["memory_content"],
         "",
         *memory_content_table(analyses or {}),
         "",
         "## FF layers as key-value memories (paper 003)",
         "",
-        "The language model: pre-LN decoder-only Transformer with ReLU FF layers on enwiki (docs/language_model.md). Word perplexity",
-        "divides the summed token loss by the WikiText word count, so it compares across tokenizers; token perplexity is per BPE token.",
+        "The language model: pre-LN decoder-only Transformer with ReLU FF layers on enwiki (docs/language_model.md). "
+        "Word perplexity",
+        "divides the summed token loss by the WikiText word count, so it compares across tokenizers; "
+        "token perplexity is per BPE token.",
         DECODING["language_model"],
         "",
         *language_model_table(metrics),
         "",
-        "Studies (`python -m training ff-memories`): trigger prefixes, one per sentence, top 50 per key; w is the next token of a key's",
-        "top trigger; a key agrees when argmax p_i = w. 'Random' pairs every value with another key's w. Cases compare the top token of",
-        "the residual entering the FF layer, of the FF output and of the layer output. Translation models: their decoders, teacher-forced.",
+        "Studies (`python -m training ff-memories`): trigger prefixes, one per sentence, top 50 per key; "
+        "w is the next token of a key's",
+        "top trigger; a key agrees when argmax p_i = w. 'Random' pairs every value with another key's w. "
+        "Cases compare the top token of",
+        "the residual entering the FF layer, of the FF output and of the layer output. "
+        "Translation models: their decoders, teacher-forced.",
         DECODING["ff"],
         "",
         *ff_corpora(ff or {}),

@@ -74,7 +74,8 @@ def run_training(
         splits["val"],
     )
     run.log(
-        f"vocabulary of {tokenizer.vocab_size}; {len(data.train)} of {len(splits['train'])} training pairs within max_len {max_len}"
+        f"vocabulary of {tokenizer.vocab_size}; "
+        f"{len(data.train)} of {len(splits['train'])} training pairs within max_len {max_len}"
     )
     progress = train(model, tokenizer, config.train, data, run, max_steps, schedule_offset, config.working_memory)
 
@@ -111,7 +112,8 @@ def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> 
     schedule_steps = source.metrics.get("train", {}).get("schedule_steps")
     if schedule_steps is None:
         raise CheckpointError(
-            f"{config.init_from_folder}/metrics.json lacks train.schedule_steps, the learning-rate schedule position to continue from"
+            f"{config.init_from_folder}/metrics.json lacks train.schedule_steps, "
+            "the learning-rate schedule position to continue from"
         )
     if config.is_working_memory:
         return working_memory_from_transformer(source.model, config.model), source.tokenizer, schedule_steps
@@ -129,7 +131,8 @@ def working_memory_from_transformer(transformer: nn.Module, working_memory_field
     type head are new."""
     if transformer.config.family != "transformer":
         raise ConfigError(
-            f"a working-memory model can start from a plain Transformer checkpoint, not from family {transformer.config.family!r}"
+            "a working-memory model can start from a plain Transformer checkpoint, "
+            f"not from family {transformer.config.family!r}"
         )
     sizes = {k: v for k, v in asdict(transformer.config).items() if k not in ("family", "memory_size")}
     model = build_model(config_from_dict({**sizes, **working_memory_fields}))  # fields name the working-memory family
@@ -138,7 +141,8 @@ def working_memory_from_transformer(transformer: nn.Module, working_memory_field
         p.numel() for n, p in transformer.state_dict().items() if n in unexpected
     ):
         raise ConfigError(
-            f"the Transformer checkpoint does not fit a working-memory model: missing {missing}, unexpected {unexpected}"
+            "the Transformer checkpoint does not fit a working-memory model: "
+            f"missing {missing}, unexpected {unexpected}"
         )
     return model
 
@@ -196,7 +200,8 @@ def checkpoint_meta(config: TrainConfig, model_config: FamilyConfig, train_pairs
     )
     description = (
         f"{FAMILY_NAMES[c.family]}, {memory}; d_model {c.d_model}, {c.n_encoder_layers}+{c.n_decoder_layers} layers; "
-        f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}{plain} on {corpus.description}{origin}{evaluated}"
+        f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}{plain} "
+        f"on {corpus.description}{origin}{evaluated}"
     )
     meta = {
         "family": c.family,
@@ -242,7 +247,8 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     others = sorted(path.name for path in folder.iterdir() if path.name not in FILES) if folder.is_dir() else []
     if others:
         raise CheckpointError(
-            f"{folder} holds {', '.join(others)}, made from its current weights and not re-measured by store-half; nothing was changed"
+            f"{folder} holds {', '.join(others)}, made from its current weights "
+            "and not re-measured by store-half; nothing was changed"
         )
     loaded = load_checkpoint(folder, "cpu")
     staging = folder.parent / f".{folder.name}.float16"
@@ -253,7 +259,8 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
         unmeasured = missing_numbers({k: v for k, v in loaded.metrics.items() if k != "train"}, measured)
         if unmeasured:
             raise CheckpointError(
-                f"{folder}/metrics.json holds numbers the training code does not measure, e.g. {unmeasured[0]}; nothing was changed"
+                f"{folder}/metrics.json holds numbers the training code does not measure, "
+                f"e.g. {unmeasured[0]}; nothing was changed"
             )
         metrics = {**loaded.metrics, **measured}
         (staging / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")  # the layout save_checkpoint writes

@@ -114,8 +114,8 @@ def decoder_ff_memories(model: nn.Module) -> FFMemories:
 
 
 def language_model_ff_memories(model: nn.Module, axis: str) -> FFMemories:
-    """The FF layers of a pre-LN decoder-only model (`model.layers`, `model.final_norm`) over token axis `axis`. Pre-LN: layer output = residual + FF
-    output; stream states are read through the final LayerNorm."""
+    """The FF layers of a pre-LN decoder-only model (`model.layers`, `model.final_norm`) over token axis `axis`.
+    Pre-LN: layer output = residual + FF output; stream states are read through the final LayerNorm."""
     values = {f"layers.{i}.ff": _values(layer.ff) for i, layer in enumerate(model.layers)}
     norm = model.final_norm
     shape, weight, bias, eps = (
