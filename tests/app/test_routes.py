@@ -2,6 +2,8 @@
 
 import base64
 import html
+import json
+import re
 
 import numpy as np
 import pytest
@@ -73,6 +75,33 @@ def test_explore_run_with_lesion_shows_both_translations(client):
     response = run(client, memory_size=0, block_reads="decoder")
     assert response.status_code == 200
     assert 'id="translation-lesioned"' in response.text and "memory size 0 (trained 3)" in response.text
+
+
+def figure_z(fragment: str, name: str) -> np.ndarray:
+    data = re.search(rf'id="figure-data-{name}">(.*?)</script>', fragment, re.DOTALL).group(1)
+    z = json.loads(data)["data"][0]["z"]  # Plotly's binary array: base64 of the dtype's bytes
+    shape = [int(n) for n in str(z["shape"]).split(",")]
+    return np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
+
+
+def test_explore_scales_a_hook_point_and_shows_the_scaled_run(client):
+    plain = run(client, stack="encoder.attn", layer=0)
+    scaled = run(client, stack="encoder.attn", layer=0, scale_hook="encoder.layers.0.attn.pattern", scale_factor=0)
+    assert plain.status_code == scaled.status_code == 200 and 'id="translation-lesioned"' in scaled.text
+    assert (
+        figure_z(plain.text, "heatmap").max() > 0 and figure_z(scaled.text, "heatmap").max() == 0
+    )  # the views follow it
+    expected = client.post(
+        "/api/translate",
+        json={
+            "model": MODEL,
+            "text": TEXT,
+            "interventions": [{"kind": "scale", "hook": "encoder.layers.0.attn.pattern", "factor": 0}],
+        },
+    ).json()
+    lesioned = re.search(r'id="translation-lesioned">(.*?)</span></p>', scaled.text, re.DOTALL).group(1)
+    words = re.findall(r'<span class="diff-(?:same|added)">(.*?)</span>', lesioned)
+    assert " ".join(html.unescape(w) for w in words).split() == expected["translation"].split()
 
 
 @pytest.mark.parametrize(
