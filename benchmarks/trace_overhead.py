@@ -20,11 +20,12 @@ import time
 import torch
 
 from inference.core.checkpoint import LoadedModel, load_checkpoint
-from inference.core.decoding import greedy_decode, pad_batch
-from inference.core.family import build_model
-from inference.core.hooks import HookPoint, hook_points, registered_hooks
+from inference.core.decoding import pad_batch
+from inference.core.family import build_model, config_from_dict
+from inference.core.interventions import Interventions
 from inference.core.tokenizer import train_bpe
-from inference.families.memory_transformer.model import MemoryTransformerConfig
+from inference.core.trace import recording
+from inference.families.memory_transformer.decoding import greedy_decode
 
 SENTENCES = [
     "Ein Mann mit einem orangefarbenen Hut starrt auf etwas.",
@@ -47,7 +48,7 @@ def median_seconds(fn, repeats: int) -> float:
 def random_model() -> LoadedModel:
     tokenizer = train_bpe(SENTENCES * 10, vocab_size=400)
     torch.manual_seed(0)
-    model = build_model(MemoryTransformerConfig(family="memtransformer", vocab_size=8000, memory_size=10)).eval()
+    model = build_model(config_from_dict({"family": "memtransformer", "vocab_size": 8000, "memory_size": 10})).eval()
     return LoadedModel("random-memtransformer-10", model, tokenizer)
 
 
@@ -72,12 +73,11 @@ def main() -> None:
 
     captured = {}
 
-    def capture(tensor: torch.Tensor, point: HookPoint) -> None:
-        captured[point.name] = tensor.detach().cpu()
-
     def traced():
-        with registered_hooks(model, [(name, capture) for name in hook_points(model)]):
+        """What run_with_trace's recording pass does: every hook point, every call kept."""
+        with recording(model, None, Interventions()) as (captures, _):
             model(src_ids, tgt_in)
+        captured.update({name: call.tensor for name, capture in captures.items() for call in capture.calls})
 
     fast = median_seconds(lambda: model(src_ids, tgt_in), args.repeats)
     traced_time = median_seconds(traced, args.repeats)

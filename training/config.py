@@ -2,7 +2,7 @@
 
     {
       "name": "memtransformer_10",                 # default run and checkpoint folder name
-      "model": {...},                              # MemoryTransformerConfig fields (not the tokenizer's)
+      "model": {...},                              # the family config's fields (not the tokenizer's)
       "data": {"dataset": "multi30k", "vocab_size": 8000, "max_len": 100},   # quick runs: + "max_pairs", "max_eval_pairs"
                                                                               # (translation) or "max_articles" (language model)
       "train": {"epochs": 20, "batch_size": 64, "warmup_steps": 4000, "label_smoothing": 0.1,
@@ -44,14 +44,11 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 
-from inference.core.family import FamilyConfig
+from inference.core.family import FamilyConfig, families
 from inference.core.family import config_from_dict as model_config_from_dict
 from inference.core.tokenizer import TextTokenizer
 from inference.families.language_model.model import FAMILY as LANGUAGE_MODEL_FAMILY
-from inference.families.language_model.model import LanguageModelConfig
-from inference.families.memory_transformer.model import MemoryTransformerConfig
 from inference.families.working_memory.model import FAMILY as WORKING_MEMORY_FAMILY
-from inference.families.working_memory.model import WorkingMemoryConfig
 from training import REPO_ROOT
 from training.lm_corpora import ENWIKI
 
@@ -60,12 +57,7 @@ STRICT = ConfigDict(extra="forbid")
 # The tokenizer decides these; a config that set them could contradict it.
 TOKENIZER_FIELDS = ("vocab_size", "pad_id", "bos_id", "eos_id")
 MODEL_FIELDS = tuple(
-    dict.fromkeys(
-        f.name
-        for cls in (MemoryTransformerConfig, WorkingMemoryConfig, LanguageModelConfig)
-        for f in fields(cls)
-        if f.name not in TOKENIZER_FIELDS
-    )
+    dict.fromkeys(f.name for family in families() for f in fields(family.config_type) if f.name not in TOKENIZER_FIELDS)
 )
 # What a working-memory model started from a plain Transformer adds to it.
 WM_ONLY_FIELDS = ("family", "memory_size", "top_p")

@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from inference.core.checkpoint import save_checkpoint, select_device
-from inference.core.family import build_model
+from inference.core.family import FamilyConfig, build_model
 from inference.core.tokenizer import TextTokenizer, train_bpe
-from inference.families.language_model.model import LanguageModel, LanguageModelConfig
 from training import REPO_ROOT
 from training.config import TrainConfig
 from training.data import resolve_data_dir
@@ -88,14 +88,14 @@ def evaluation_texts(
 
 
 def evaluation_metrics(
-    model: LanguageModel, tokenizer: TextTokenizer, texts: dict[str, EvalText], device: torch.device | str
+    model: nn.Module, tokenizer: TextTokenizer, texts: dict[str, EvalText], device: torch.device | str
 ) -> dict:
     """The measured part of a language model's metrics.json (all but "train")."""
     return perplexity_metrics(model, (tokenizer.eos_id, tokenizer.unk_id), texts, device)
 
 
 def remeasure(
-    model: LanguageModel, tokenizer: TextTokenizer, data_dir: str | Path | None, device: torch.device | str
+    model: nn.Module, tokenizer: TextTokenizer, data_dir: str | Path | None, device: torch.device | str
 ) -> dict:
     """evaluation_metrics of a trained model, its texts rebuilt from the
     data folder as the run built them (the run caches the same stream)."""
@@ -110,7 +110,7 @@ def remeasure(
 
 
 def checkpoint_meta(
-    config: TrainConfig, model_config: LanguageModelConfig, train_articles: int, data: LanguageModelData, steps: int
+    config: TrainConfig, model_config: FamilyConfig, train_articles: int, data: LanguageModelData, steps: int
 ) -> dict:
     """`steps`: the optimiser steps trained, which a --max-steps run stops short of the configured epochs."""
     c = model_config

@@ -3,7 +3,7 @@ memory slots m' > m slots, then fine-tune it.
 
 Slots 0..m-1 keep their trained vectors. A new slot j starts as trained slot
 j mod m -- exactly the vector the model already uses for slot j when a
-lesion runs it with more memory than trained (MemoryTransformer.memory_vectors),
+lesion runs it with more memory than trained (the model's memory_vectors),
 so growth starts from a model whose behaviour is known -- plus small
 N(0, 0.01^2) noise, so that copies of one slot can drift apart and
 specialise during fine-tuning.
@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
+from torch import nn
 
 from inference.core.family import build_model
-from inference.families.memory_transformer.model import MemoryTransformer
 
 NEW_SLOT_NOISE_STD = 0.01
 
 
-def grow_memory(model: MemoryTransformer, memory_size: int, seed: int) -> MemoryTransformer:
+def grow_memory(model: nn.Module, memory_size: int, seed: int) -> nn.Module:
     """A new model with `memory_size` slots and all other weights of `model`."""
     trained = model.config.memory_size
     if trained == 0:

@@ -21,9 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.families.language_model.model import LanguageModel
+from inference.core.family import Capability, capabilities_of
 from inference.families.working_memory.generation import wm_training_forward
-from inference.families.working_memory.model import TARGET_TYPE, WorkingMemoryTransformer
+from inference.families.working_memory.model import TARGET_TYPE
 from training.config import WorkingMemoryTraining
 from training.data import Batch
 from training.lm_data import LMBatch
@@ -34,7 +34,7 @@ Objective = Callable[[nn.Module, Batch | LMBatch, int], torch.Tensor]
 
 def token_loss(model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
     """Mean label-smoothed cross-entropy over the non-pad target tokens."""
-    if isinstance(model, WorkingMemoryTransformer):
+    if Capability.WORKING_MEMORY in capabilities_of(model.config):
         logits, _ = model(
             batch.src_ids, batch.tgt_in, torch.full_like(batch.tgt_in, TARGET_TYPE)
         )  # no memory in the stream
@@ -45,7 +45,7 @@ def token_loss(model: nn.Module, batch: Batch, label_smoothing: float) -> torch.
     )
 
 
-def next_token_loss(model: LanguageModel, batch: LMBatch, label_smoothing: float) -> torch.Tensor:
+def next_token_loss(model: nn.Module, batch: LMBatch, label_smoothing: float) -> torch.Tensor:
     """Mean cross-entropy of the next token at every non-pad target."""
     logits = model(batch.ids)  # [b, t, vocab]
     return F.cross_entropy(
@@ -57,12 +57,12 @@ def objective_for_epoch(
     model: nn.Module, label_smoothing: float, working_memory: WorkingMemoryTraining | None, epoch: int
 ) -> Objective:
     """The objective of 0-based epoch `epoch`."""
-    if isinstance(model, LanguageModel):
+    if Capability.GENERATES_TEXT in capabilities_of(model.config):
         return lambda model, batch, seed: next_token_loss(model, batch, label_smoothing)
     if working_memory is None or epoch < working_memory.plain_epochs:
         return lambda model, batch, seed: token_loss(model, batch, label_smoothing)
 
-    def with_memory(model: WorkingMemoryTransformer, batch: Batch, seed: int) -> torch.Tensor:
+    def with_memory(model: nn.Module, batch: Batch, seed: int) -> torch.Tensor:
         pad = model.config.pad_id
         targets = [[t for t in row if t != pad] for row in batch.tgt_out.tolist()]  # target + EOS per example
         return wm_training_forward(

@@ -31,9 +31,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 from tqdm import tqdm
-
-from inference.families.language_model.model import LanguageModel
 
 EVAL_BATCH_SIZE = 8  # windows per forward pass; bounds the [b, context, vocab] logits
 
@@ -122,7 +121,7 @@ class EvalText:
 
 
 def perplexity_metrics(
-    model: LanguageModel, unscored_ids: tuple[int, ...], texts: dict[str, EvalText], device: torch.device | str
+    model: nn.Module, unscored_ids: tuple[int, ...], texts: dict[str, EvalText], device: torch.device | str
 ) -> dict:
     """metrics.json's perplexity records: token- and word-level per text,
     and the counts behind them."""

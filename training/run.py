@@ -21,9 +21,8 @@ from inference.core.checkpoint import (
     save_checkpoint,
     select_device,
 )
-from inference.core.family import Capability, FamilyConfig, build_model, capabilities_of
+from inference.core.family import Capability, FamilyConfig, build_model, capabilities_of, config_from_dict
 from inference.core.tokenizer import TextTokenizer
-from inference.families.working_memory.model import WorkingMemoryConfig, WorkingMemoryTransformer
 from training import REPO_ROOT
 from training.config import ConfigError, TrainConfig
 from training.corpora import CORPORA, Corpus
@@ -124,7 +123,7 @@ def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> 
     return model, source.tokenizer, schedule_steps
 
 
-def working_memory_from_transformer(transformer: nn.Module, working_memory_fields: dict) -> WorkingMemoryTransformer:
+def working_memory_from_transformer(transformer: nn.Module, working_memory_fields: dict) -> nn.Module:
     """A working-memory model with a plain Transformer's sizes and weights
     (Algorithm 1's warm-up, done): only the type embedding (zero) and the
     type head are new."""
@@ -133,7 +132,7 @@ def working_memory_from_transformer(transformer: nn.Module, working_memory_field
             f"a working-memory model can start from a plain Transformer checkpoint, not from family {transformer.config.family!r}"
         )
     sizes = {k: v for k, v in asdict(transformer.config).items() if k not in ("family", "memory_size")}
-    model = WorkingMemoryTransformer(WorkingMemoryConfig(**{**sizes, **working_memory_fields}))
+    model = build_model(config_from_dict({**sizes, **working_memory_fields}))  # fields name the working-memory family
     missing, unexpected = model.load_state_dict(transformer.state_dict(), strict=False)
     if set(missing) != {"type_embed.weight", "type_head.weight", "type_head.bias"} or any(
         p.numel() for n, p in transformer.state_dict().items() if n in unexpected

@@ -115,7 +115,8 @@ def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = Fa
         )
     )
     figure.update_layout(
-        title=f"{attention.stack} layer {attention.layer} head {head}",
+        title=f"{attention.stack} layer {attention.layer} head {head}"
+        + "".join(f", {key} {value}" for key, value in attention.index.items()),
         shapes=shapes,
         annotations=annotations,
         width=left + cell * len(x) + 120,
@@ -147,7 +148,8 @@ def call_grid(calls: list[LayerAttention], head: int, columns: int = 4, autoscal
         where = ", ".join(f"{key} {value}" for key, value in view.index.items())
         panels.append((where, view.weights[head], axis_labels(view.key_tokens), axis_labels(view.query_tokens)))
     first = calls[0]
-    title = f"{first.stack} layer {first.layer} head {head} in each of {len(calls)} calls"
+    unit = next(iter(first.index), "call")
+    title = f"{first.stack} layer {first.layer} head {head} in each of its {len(calls)} {unit}s"
     return small_multiples(panels, title, columns, autoscale)
 
 

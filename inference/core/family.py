@@ -71,9 +71,7 @@ class Family(Protocol):
     config_names: tuple[str, ...]  # the `family` values of the configs it builds
     title: str  # in words, e.g. "Memory Transformer (paper 000)"
 
-    def config_from_dict(self, values: dict[str, Any]) -> FamilyConfig:
-        """The config from its JSON form; raises TypeError/ValueError on unknown, missing or bad fields."""
-        ...
+    config_type: type  # the config dataclass; its __post_init__ refuses bad values with ValueError
 
     def build(self, config: FamilyConfig) -> nn.Module:
         """A model with fresh weights whose hook points are named."""
@@ -143,9 +141,16 @@ def config_names() -> Sequence[str]:
     return sorted(_FAMILIES)
 
 
+def families() -> list[Family]:
+    """Every registered family, once each."""
+    load_families()
+    return list({family.name: family for family in _FAMILIES.values()}.values())
+
+
 def config_from_dict(values: dict[str, Any]) -> FamilyConfig:
-    """A config from its JSON form, built by the family its `family` field names."""
-    return family_of(values.get("family")).config_from_dict(values)
+    """A config from its JSON form, built by the family its `family` field names;
+    unknown or missing fields raise TypeError, bad values ValueError."""
+    return family_of(values.get("family")).config_type(**values)
 
 
 def build_model(config: FamilyConfig) -> nn.Module:

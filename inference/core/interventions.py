@@ -45,6 +45,11 @@ def _unique(items: tuple) -> tuple:
     return tuple(dict.fromkeys(items))
 
 
+def _sorted_set(items: tuple) -> tuple:
+    """Duplicates dropped and sorted, for lists whose order means nothing (slots, indices)."""
+    return tuple(sorted(set(items)))
+
+
 class _Kind(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -62,7 +67,7 @@ class KnockoutSlots(_Kind):
     kind: Literal["knockout_slots"] = "knockout_slots"
     slots: tuple[Annotated[int, Field(ge=0, le=MAX_LISTED)], ...] = Field(min_length=1, max_length=MAX_LISTED)
 
-    _unique_slots = field_validator("slots")(_unique)
+    _sorted_slots = field_validator("slots")(_sorted_set)
 
 
 class BlockMemoryReads(_Kind):
@@ -104,7 +109,7 @@ class Scale(_Kind):
     index: tuple[Annotated[int, Field(ge=0)], ...] = Field((), max_length=MAX_INDEX, description="entries along axis")
     factor: float = Field(0.0, ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False, description="0 zeroes, 2 doubles")
 
-    _unique_index = field_validator("index")(_unique)
+    _sorted_index = field_validator("index")(_sorted_set)
 
     @model_validator(mode="after")
     def _index_with_axis(self) -> Scale:
@@ -129,8 +134,9 @@ def scale_ff_keys(ff: str, keys: tuple[int, ...], factor: float) -> Scale:
 
 
 class Interventions(RootModel[tuple[Intervention, ...]]):
-    """What to change in one run, normalised: no duplicates, at most one
-    memory size, kinds in a fixed order (equal requests are equal values)."""
+    """What to change in one run, normalised: no duplicates, slots and indices
+    sorted, scales of one hook axis by one factor merged, at most one memory
+    size, kinds in a fixed order (requests that ask the same are equal values)."""
 
     model_config = ConfigDict(frozen=True)
     root: tuple[Intervention, ...] = Field((), max_length=MAX_LISTED)
@@ -138,7 +144,7 @@ class Interventions(RootModel[tuple[Intervention, ...]]):
     @field_validator("root")
     @classmethod
     def _normalised(cls, items: tuple) -> tuple:
-        items = _unique(items)
+        items = _unique(_merged_scales(items))
         sizes = {item.size for item in items if isinstance(item, MemorySize)}
         if len(sizes) > 1:
             raise ValueError(f"two memory sizes asked for at once: {sorted(sizes)}")
@@ -166,6 +172,16 @@ class Interventions(RootModel[tuple[Intervention, ...]]):
 
     def is_noop(self) -> bool:
         return not self.root
+
+
+def _merged_scales(items: tuple) -> tuple:
+    """Scales of the same hook, axis and factor as one scale over all their indices."""
+    merged: dict[tuple, set[int]] = {}
+    for item in items:
+        if isinstance(item, Scale) and item.axis is not None:
+            merged.setdefault((item.hook, item.axis, item.factor), set()).update(item.index)
+    scales = [Scale(hook=h, axis=a, index=tuple(i), factor=f) for (h, a, f), i in merged.items()]
+    return tuple(item for item in items if not (isinstance(item, Scale) and item.axis is not None)) + tuple(scales)
 
 
 KINDS = (MemorySize, KnockoutSlots, BlockMemoryReads, MaskMemory, ForceMemory, Scale)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,14 +40,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server_url(tmp_path_factory):
+@contextmanager
+def serve(checkpoint_dir: Path, database: Path) -> Iterator[str]:
+    """A real server on loopback over `checkpoint_dir`, in a thread of this process; yields its address."""
     port = free_port()
-    settings = Settings(
-        checkpoint_dir=REPO_ROOT / "checkpoints",
-        device="cpu",
-        database=tmp_path_factory.mktemp("db") / "memlens.sqlite3",
-    )
+    settings = Settings(checkpoint_dir=checkpoint_dir, device="cpu", database=database)
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -54,9 +53,17 @@ def server_url(tmp_path_factory):
         if time.monotonic() > deadline:
             raise RuntimeError("the server did not start in 30 s")
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory):
+    with serve(REPO_ROOT / "checkpoints", tmp_path_factory.mktemp("db") / "memlens.sqlite3") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

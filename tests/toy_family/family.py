@@ -14,10 +14,8 @@ from tests.toy_family.model import AXIS, CONFIG_NAME, ToySegmentsConfig, ToySegm
 class ToySegmentsFamily:
     name = "toy_segments"
     config_names = (CONFIG_NAME,)
+    config_type = ToySegmentsConfig
     title = "Toy segment-recurrent model (tests only)"
-
-    def config_from_dict(self, values: dict) -> ToySegmentsConfig:
-        return ToySegmentsConfig(**values)
 
     def build(self, config: ToySegmentsConfig) -> ToySegmentsModel:
         return ToySegmentsModel(config)

@@ -21,10 +21,8 @@ from inference.families.language_model.model import FAMILY as CONFIG_NAME
 class LanguageModelFamily:
     name = "language_model"
     config_names = (CONFIG_NAME,)
+    config_type = LanguageModelConfig
     title = "Decoder-only language model (FF memories, paper 003)"
-
-    def config_from_dict(self, values: dict) -> LanguageModelConfig:
-        return LanguageModelConfig(**values)
 
     def build(self, config: LanguageModelConfig) -> LanguageModel:
         return LanguageModel(config)

@@ -20,10 +20,8 @@ from inference.families.memory_transformer.model import FAMILIES, MemoryTransfor
 class MemoryTransformerFamily:
     name = "memory_transformer"
     config_names = FAMILIES
+    config_type = MemoryTransformerConfig
     title = "Memory Transformer (paper 000)"
-
-    def config_from_dict(self, values: dict) -> MemoryTransformerConfig:
-        return MemoryTransformerConfig(**values)
 
     def build(self, config: MemoryTransformerConfig) -> MemoryTransformer:
         return MemoryTransformer(config)

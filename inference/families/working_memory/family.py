@@ -41,10 +41,8 @@ DECISION_HOOKS = ["decoder.wm.choice", "decoder.wm.written"]  # called once per 
 class WorkingMemoryFamily:
     name = "working_memory"
     config_names = (CONFIG_NAME,)
+    config_type = WorkingMemoryConfig
     title = "Working-memory decoder (paper 004)"
-
-    def config_from_dict(self, values: dict) -> WorkingMemoryConfig:
-        return WorkingMemoryConfig(**values)
 
     def build(self, config: WorkingMemoryConfig) -> WorkingMemoryTransformer:
         return WorkingMemoryTransformer(config)

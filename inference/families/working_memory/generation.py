@@ -197,15 +197,27 @@ def _examples(ids: torch.Tensor, types: torch.Tensor, key_mask: torch.Tensor, eo
 class _Writer:
     """The working-memory decoder's side of the shared loop: its step runs the
     decoder on the stream so far (tokens and their types), its chooser picks
-    each element's type and token (`_choose`) and keeps the stream's types."""
+    each element's type and token (`_choose`) and keeps the stream's types.
+
+    With `gold` [b, w] and `lengths` [b] (training, Algorithm 1) a target step
+    writes the next gold token, and an example is complete once all of its
+    gold tokens are in; otherwise at its first target-type EOS."""
 
     def __init__(
-        self, model: WorkingMemoryTransformer, src_ids: torch.Tensor, memory_size: int, seed: int, use_cache: bool
+        self,
+        model: WorkingMemoryTransformer,
+        src_ids: torch.Tensor,  # [b, n]
+        memory_size: int,
+        generator: torch.Generator,
+        use_cache: bool = True,
+        gold: torch.Tensor | None = None,  # [b, w] gold target ids, one spare column
+        lengths: torch.Tensor | None = None,  # [b] gold tokens per example
     ):
         b, device = src_ids.shape[0], src_ids.device
-        self.model, self.memory_size = model, memory_size
+        self.model, self.memory_size, self.generator = model, memory_size, generator
+        self.gold, self.lengths = gold, lengths
+        self.appended = torch.zeros(b, dtype=torch.long, device=device)  # [b] gold tokens written (training)
         self.encoded = model.encode(src_ids)
-        self.generator = torch.Generator(device=device).manual_seed(seed)
         self.cache = model.new_cache() if use_cache else None
         self.types = torch.full((b, 1), TARGET_TYPE, dtype=torch.long, device=device)  # [b, 1 + steps]
         self.key_mask = torch.ones(b, 1, dtype=torch.bool, device=device)  # [b, 1 + steps] real elements
@@ -222,14 +234,29 @@ class _Writer:
     def choose(self, logits: tuple[torch.Tensor, torch.Tensor], finished: torch.Tensor) -> Choice:
         token_logits, type_logits = logits
         active = ~finished  # [b]
+        next_gold = None
+        if self.gold is not None:
+            rows = torch.arange(self.gold.shape[0], device=self.gold.device)
+            next_gold = self.gold[rows, self.appended.clamp(max=self.gold.shape[1] - 1)]  # [b]
         next_type, next_token, record = _choose(
-            self.model, token_logits, type_logits, self.memory_count, self.memory_size, active, self.generator
+            self.model,
+            token_logits,
+            type_logits,
+            self.memory_count,
+            self.memory_size,
+            active,
+            self.generator,
+            next_gold,
         )
         self.choices.append(record.cpu())
         self.types = torch.cat([self.types, next_type[:, None]], dim=1)
         self.key_mask = torch.cat([self.key_mask, active[:, None]], dim=1)
         self.memory_count += (next_type == MEMORY_TYPE) & active
-        return Choice(next_token, active & (next_type == TARGET_TYPE) & (next_token == self.model.config.eos_id))
+        is_target = active & (next_type == TARGET_TYPE)
+        if self.gold is None:
+            return Choice(next_token, is_target & (next_token == self.model.config.eos_id))
+        self.appended += is_target
+        return Choice(next_token, active & (self.appended >= self.lengths))
 
 
 @torch.no_grad()
@@ -256,7 +283,8 @@ def generate_with_memory(
 ) -> WMGeneration:
     """`wm_generate` inside interventions the caller has applied already."""
     c = model.config
-    writer = _Writer(model, src_ids, memory_size, seed, use_cache)
+    generator = torch.Generator(device=src_ids.device).manual_seed(seed)
+    writer = _Writer(model, src_ids, memory_size, generator, use_cache)
     start = torch.full((src_ids.shape[0], 1), c.bos_id, dtype=torch.long, device=src_ids.device)  # [b, 1]
     ids = generate(writer.step, writer.choose, start, min(max_new_tokens, c.max_positions - 1))  # BOS takes position 0
     examples = _examples(ids.cpu(), writer.types.cpu(), writer.key_mask.cpu(), c.eos_id)
@@ -328,29 +356,12 @@ def wm_training_forward(
         gold[row, : len(target)] = torch.tensor(target, dtype=torch.long)
     generator = seed if isinstance(seed, torch.Generator) else torch.Generator(device=device).manual_seed(seed)
 
-    with torch.no_grad():  # build the stream
-        encoded = model.encode(src_ids)
-        ids = torch.full((b, 1), c.bos_id, dtype=torch.long, device=device)
-        types = torch.full((b, 1), TARGET_TYPE, dtype=torch.long, device=device)
-        key_mask = torch.ones(b, 1, dtype=torch.bool, device=device)
-        appended = torch.zeros(b, dtype=torch.long, device=device)  # gold target tokens in the stream
-        memory_count = torch.zeros(b, dtype=torch.long, device=device)
-        cache = model.new_cache()
-        rows = torch.arange(b, device=device)
-        while True:
-            active = appended < lengths
-            if not active.any():
-                break
-            token_logits, type_logits = model.decode(ids[:, -1:], types[:, -1:], encoded, cache)
-            next_gold = gold[rows, appended.clamp(max=gold.shape[1] - 1)]
-            next_type, next_token, _ = _choose(
-                model, token_logits[:, -1], type_logits[:, -1], memory_count, m, active, generator, next_gold
-            )
-            ids = torch.cat([ids, next_token[:, None]], dim=1)
-            types = torch.cat([types, next_type[:, None]], dim=1)
-            key_mask = torch.cat([key_mask, active[:, None]], dim=1)
-            memory_count += (next_type == MEMORY_TYPE) & active
-            appended += (next_type == TARGET_TYPE) & active
+    with torch.no_grad():  # build the stream through the shared loop; every example ends within longest - 1 steps
+        writer = _Writer(model, src_ids, m, generator, gold=gold, lengths=lengths)
+        start = torch.full((b, 1), c.bos_id, dtype=torch.long, device=device)  # [b, 1]
+        ids = generate(writer.step, writer.choose, start, longest - 1)  # [b, L]
+        types, key_mask = writer.types, writer.key_mask
+    rows = torch.arange(b, device=device)
 
     token_logits, type_logits = model(src_ids, ids, types, key_mask)  # with gradients
     pred, type_pred = token_logits[:, :-1], type_logits[:, :-1]  # position s predicts element s + 1

@@ -1,0 +1,123 @@
+"""A family written under tests/ only (tests/toy_family: segments that carry
+a state) is served by the app as it is: listed where its capabilities say,
+its captures of every segment on the Explore page and in the API, and its
+lesions applied. Nothing in app/, templates/ or the inference core knows it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+import tests.toy_family  # noqa: F401 (registers the family)
+from app.main import create_app
+from app.settings import Settings
+from inference.core.checkpoint import save_checkpoint
+from inference.core.family import build_model
+from tests.app.conftest import HTMX
+from tests.toy_family.model import ToySegmentsConfig
+
+MODEL = "toy_segments_model"
+TEXT = "zwei Männer spielen Fußball auf der Wiese"
+
+
+@pytest.fixture(scope="module")
+def toy_client(tmp_path_factory, tiny_tokenizer):
+    root = tmp_path_factory.mktemp("toy_checkpoints")
+    torch.manual_seed(0)
+    model = build_model(ToySegmentsConfig(vocab_size=tiny_tokenizer.vocab_size)).eval()
+    save_checkpoint(root / MODEL, model, tiny_tokenizer, meta={"training_data": "none (random weights)"})
+    settings = Settings(
+        checkpoint_dir=root,
+        device="cpu",
+        max_text_chars=300,
+        max_source_tokens=40,
+        max_new_tokens=12,
+        database=tmp_path_factory.mktemp("toy_db") / "memlens.sqlite3",
+    )
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def segments_of(client) -> int:
+    """How many segments the toy reads TEXT in: its tokens and EOS, 4 per segment."""
+    ids = client.app.state.runner.model(MODEL).tokenizer.encode_sources([TEXT])[0]
+    return -(-len(ids) // ToySegmentsConfig().segment_length)
+
+
+def figure(html: str, name: str) -> dict:
+    found = re.search(rf'id="figure-data-{name}">(.*?)</script>', html, re.S)
+    assert found, f"no figure {name} in the fragment"
+    return json.loads(found.group(1))
+
+
+def run(client, **fields) -> str:
+    form = {"model": MODEL, "text": TEXT, "stack": "block.attn", "layer": 0, "head": 0, **fields}
+    response = client.post("/explore/run", data=form, headers=HTMX)
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+def test_the_home_page_links_the_toy_to_the_pages_its_capabilities_allow(toy_client):
+    row = re.search(rf"<td>{MODEL}<br><small class=\"pages\">(.*?)</small>", toy_client.get("/").text).group(1)
+    assert f'href="/explore?model={MODEL}"' in row
+    assert "/memory" not in row and "/ff" not in row  # no working memory, no FF memories declared
+
+
+def test_the_explore_page_offers_the_controls_of_what_the_toy_can_do(toy_client):
+    page = toy_client.get(f"/explore?model={MODEL}").text
+    assert 'name="call"' in page and "Segment" in page  # it runs its layer once per segment
+    assert 'name="memory_size"' in page and 'max="4"' in page  # state slots: 2 trained, lesions up to 4
+    assert 'name="knockout"' not in page and 'name="decoding"' not in page  # no [mem] slots, no beam search
+    assert '<option value="carry.enter">' in page  # its own hook points, for the scale lesion
+
+
+def test_every_segment_reaches_the_explore_page(toy_client):
+    segments = segments_of(toy_client)
+    assert segments >= 3
+    html = run(toy_client, call=1)
+    calls = figure(html, "calls")
+    titles = [a["text"] for a in calls["layout"]["annotations"]]
+    assert titles == [f"segment {s}" for s in range(segments)]
+    heatmap = figure(html, "heatmap")["data"][0]
+    # segment 1: the two state slots, then its own 4 tokens (labels are "position token")
+    tokenizer = toy_client.app.state.runner.model(MODEL).tokenizer
+    tokens = tokenizer.display_tokens(tokenizer.encode_sources([TEXT])[0][4:8])
+    assert heatmap["y"] == ["0 [state0]", "1 [state1]"] + [f"{2 + i} {token}" for i, token in enumerate(tokens)]
+
+
+def test_a_segment_out_of_range_is_refused_with_the_range(toy_client):
+    response = toy_client.post(
+        "/explore/run", data={"model": MODEL, "text": TEXT, "stack": "block.attn", "call": 99}, headers=HTMX
+    )
+    assert response.status_code == 400 and f"segment 99 is out of range (0 to {segments_of(toy_client) - 1})" in (
+        response.text
+    )
+
+
+def test_lesions_apply_to_the_toy(toy_client):
+    plain = figure(run(toy_client, call=2), "heatmap")["data"][0]
+    reset = run(toy_client, call=2, scale_hook="carry.enter", scale_factor=0)  # the carried state zeroed
+    assert "the views show the lesioned run" in reset
+    zeroed = figure(reset, "heatmap")["data"][0]
+    assert zeroed["y"] == plain["y"] and zeroed["z"] != plain["z"]
+    larger = figure(run(toy_client, call=2, memory_size=3), "heatmap")["data"][0]
+    assert larger["y"][:3] == ["0 [state0]", "1 [state1]", "2 [state2]"]
+
+
+def test_the_api_gives_every_segment_by_index(toy_client):
+    body = {"model": MODEL, "text": TEXT, "stack": "block.attn", "layer": 0, "at": {"segment": 1}}
+    response = toy_client.post("/api/attention", json=body)
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert data["calls"] == [{"segment": s} for s in range(segments_of(toy_client))]
+    assert data["key_tokens"][:2] == ["[state0]", "[state1]"] and data["at"] == {"segment": 1}
+    lesioned = toy_client.post(
+        "/api/attention", json={**body, "interventions": [{"kind": "scale", "hook": "carry.enter", "factor": 0}]}
+    ).json()
+    assert lesioned["weights"]["bdata"] != data["weights"]["bdata"]
+    models = toy_client.get("/api/models").json()["models"]
+    assert [m["capabilities"] for m in models if m["name"] == MODEL] == [["segments"]]
