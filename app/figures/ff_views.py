@@ -224,8 +224,8 @@ def prediction_changes(plain: Trace, edited: Trace, axis: str, tokenizer: TextTo
 EDIT_SYNTAX = "ff-layer:key,key [x scale], edits separated by ';' (e.g. layers.3.ff:12,40 x0; layers.5.ff:7 x10)"
 
 
-def parse_key_edits(text: str) -> list[Scale]:
-    """'layers.3.ff:12,40 x0; layers.5.ff:7 x10' -> scales of FF keys; without
+def parse_key_edits(text: str, layers: list[str]) -> list[Scale]:
+    """'layers.3.ff:12,40 x0; layers.5.ff:7 x10' -> scales of FF keys of the model's FF `layers`; without
     "x scale" an edit zeroes its keys. Bounded as Scale bounds the API's edits."""
     items = [part.strip() for part in text.replace("\n", ";").split(";") if part.strip()]
     if len(items) > MAX_LISTED:
@@ -243,5 +243,7 @@ def parse_key_edits(text: str) -> list[Scale]:
             raise ViewError(
                 f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a scale within ±{MAX_FACTOR:g} in ASCII digits"
             )
+        if layer.strip() not in layers:
+            raise ViewError(f"unknown feed-forward module {shown(layer.strip())}; this model has {', '.join(layers)}")
         edits.append(scale_ff_keys(layer.strip(), numbers, factor))
     return edits

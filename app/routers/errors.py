@@ -23,6 +23,7 @@ from inference.core.interventions import InterventionError
 STATUS = {InputError: 400, InterventionError: 400, ViewError: 400, UnknownModel: 404, CheckpointError: 409}
 MAX_MESSAGE_CHARS = 1000
 MAX_PROBLEMS = 5  # validation problems listed in one message
+TUPLE_ERRORS = ("tuple_type", "too_long", "too_short")
 CLIENT_CLOSED = 499  # nobody reads it: the client has gone
 
 
@@ -54,7 +55,10 @@ def validation_message(error: RequestValidationError | ValidationError) -> str:
             for p in problem.get("loc", ())
             if p not in ("body", "query", "form", "path")
         )
-        parts.append(f"{where}: {problem.get('msg')}" if where else str(problem.get("msg")))
+        message = str(problem.get("msg"))
+        if problem.get("type") in TUPLE_ERRORS:  # a tuple of the core's models is a list in JSON
+            message = message.replace("valid tuple", "list").replace("Tuple should", "List should")
+        parts.append(f"{where}: {message}" if where else message)
     if len(problems) > MAX_PROBLEMS:
         parts.append(f"and {len(problems) - MAX_PROBLEMS:,} more problems")
     return "; ".join(parts) or "invalid request"

@@ -111,8 +111,8 @@ def ff_run(
     edits: Annotated[FieldText, Form()] = "",
 ):
     """The plain run and, with key edits, the edited one; the lens follows the edited run."""
-    interventions = Interventions.of(*parse_key_edits(edits))
     memories, _ = runner.ff(model)
+    interventions = Interventions.of(*parse_key_edits(edits, memories.layers))
     runner.ff_layer(model, layer)
     loaded = runner.model(model)
     plain, edited = runner.ff_runs(model, text, interventions)

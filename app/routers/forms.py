@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import Depends, Form
+from pydantic import ValidationError
 
 from app.schemas.validation import FieldText, InputError, parse_number, shown
 from inference.core.decoding import Decoding
@@ -32,16 +33,23 @@ def parse_heads(text: str) -> list[Scale]:
             raise InputError(
                 f"cannot read head {shown(item)}: write attention-module:head, e.g. decoder.layers.1.cross_attn:3"
             )
-        heads.append(ablate_head(attn.strip(), parse_number(head, "head")))
+        number = parse_number(head, "head")
+        try:
+            heads.append(ablate_head(attn.strip(), number))
+        except ValidationError:  # a module name no hook point can have
+            raise InputError(
+                f"cannot read head {shown(item)}: an attention module's name is letters, digits, '_' and '.', "
+                "e.g. decoder.layers.1.cross_attn:3"
+            ) from None
     return list(dict.fromkeys(heads))
 
 
 def lesion_form(
     memory_size: Annotated[int | None, Form(ge=0, le=MAX_LISTED)] = None,
     knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],  # noqa: B006 (each request gets a copy)
-    block_reads: Annotated[str, Form(max_length=20)] = "none",
+    block_reads: Annotated[Literal["none", "encoder", "decoder", "both"], Form()] = "none",
     ablate: Annotated[FieldText, Form()] = "",
-    scale_hook: Annotated[str, Form(max_length=100)] = "",
+    scale_hook: Annotated[str, Form(pattern=r"^[A-Za-z0-9_.]{0,100}$")] = "",  # a hook point's name, or none
     scale_factor: Annotated[float, Form(ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False)] = 0.0,
 ) -> Interventions:
     """The lesion controls of the Explore form as interventions."""
@@ -49,7 +57,7 @@ def lesion_form(
     if knockout:
         items.append(KnockoutSlots(slots=tuple(knockout)))
     if block_reads != "none":
-        items.append(BlockMemoryReads.model_validate({"stacks": block_reads}))
+        items.append(BlockMemoryReads(stacks=block_reads))
     if scale_hook:
         items.append(Scale.model_validate({"hook": scale_hook, "factor": scale_factor}))
     return Interventions.of(*items, *parse_heads(ablate))

@@ -57,7 +57,7 @@ def test_surrogates_never_reach_the_job_store(client, where):
     if where == "reference":
         response = client.post(
             "/api/sweeps",
-            content='{"model": "%s", "reference": "\\ud800"}' % MT,
+            content='{"model": "' + MT + '", "reference": "\\ud800"}',  # a lone surrogate, escaped as JSON allows
             headers={"content-type": "application/json"},
         )
     else:
@@ -88,30 +88,38 @@ def test_unicode_digits_are_refused_by_the_forms_as_by_the_api(client, digits):
 def test_unbounded_lists_are_refused_with_the_limit(client):
     keys = client.post("/api/ff/keys", json={"model": LM, "keys": list(range(5000))})
     assert keys.status_code == 422 and "at most 200" in detail(keys)
-    heads = [{"attn": "encoder.layers.0.attn", "head": h % 2} for h in range(20_000)]
-    ablate = client.post("/api/translate", json={"model": MT, "text": TEXT, "interventions": {"ablate_heads": heads}})
-    assert ablate.status_code == 422 and "at most 1024" in detail(ablate)
+    heads = [{"kind": "scale", "hook": "encoder.layers.0.attn.z", "axis": "head", "index": [h]} for h in range(20_000)]
+    ablate = client.post("/api/translate", json={"model": MT, "text": TEXT, "interventions": heads})
+    assert ablate.status_code == 422 and "at most 1024 items" in detail(ablate)
     scaled = client.post(
         "/api/ff/lens",
         json={
             "model": LM,
             "text": "a dog",
-            "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": list(range(20_000)), "scale": 2}]},
+            "interventions": [
+                {
+                    "kind": "scale",
+                    "hook": "layers.0.ff.keys",
+                    "axis": "ff_key",
+                    "index": list(range(20_000)),
+                    "factor": 2,
+                }
+            ],
         },
     )
-    assert scaled.status_code == 422 and "at most 8192" in detail(scaled)
+    assert scaled.status_code == 422 and "at most 8192 items" in detail(scaled)
     typed = client.get("/ff/keys", params={"model": LM, "key": " ".join(["1"] * 500)}, headers=HTMX)
     assert typed.status_code == 400 and "at most 200" in html.unescape(typed.text)
 
 
 def test_duplicates_are_asked_once(client):
-    once = client.post(
-        "/api/translate", json={"model": MT, "text": TEXT, "interventions": {"knockout_slots": [1]}}
-    ).json()
+    knockout = {"kind": "knockout_slots", "slots": [1]}
+    once = client.post("/api/translate", json={"model": MT, "text": TEXT, "interventions": [knockout]}).json()
     many = client.post(
-        "/api/translate", json={"model": MT, "text": TEXT, "interventions": {"knockout_slots": [1] * 900}}
+        "/api/translate",
+        json={"model": MT, "text": TEXT, "interventions": [{**knockout, "slots": [1] * 900}, knockout, knockout]},
     ).json()
-    assert many["interventions"]["knockout_slots"] == [1] and many["translation"] == once["translation"]
+    assert many["interventions"] == [knockout] and many["translation"] == once["translation"]
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_parsed(client, settings):
@@ -122,11 +130,10 @@ def test_a_body_over_the_limit_is_413_before_it_is_parsed(client, settings):
 
 @pytest.mark.parametrize("scale", ["NaN", "Infinity", "-Infinity", "1e309"])
 def test_nan_and_infinite_scales_are_refused(client, scale):
-    body = (
-        '{"model": "%s", "text": "a dog", "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1], "scale": %s}]}}'
-        % (LM, scale)
-    )
-    assert client.post("/api/ff/lens", content=body, headers={"content-type": "application/json"}).status_code == 422
+    edit = '{"kind": "scale", "hook": "layers.0.ff.keys", "axis": "ff_key", "index": [1], "factor": ' + scale + "}"
+    body = f'{{"model": "{LM}", "text": "a dog", "interventions": [{edit}]}}'
+    response = client.post("/api/ff/lens", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422 and "interventions.0.scale.factor" in detail(response)
     form = client.post(
         "/ff/run", data={"model": LM, "text": "a dog", "edits": f"layers.0.ff:1 x{scale.lower()}"}, headers=HTMX
     )

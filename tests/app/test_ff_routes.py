@@ -87,14 +87,9 @@ def test_a_key_edit_reruns_and_shows_what_changed(client, tiny_tokenizer):
     )
     assert "with key edits" in fragment.text and 'id="prediction-changes"' in fragment.text
 
-    body = client.post(
-        "/api/ff/lens",
-        json={
-            "model": LM,
-            "text": "a man reads a book",
-            "interventions": {"scale_ff_keys": [{"ff": "layers.1.ff", "keys": list(range(32)), "scale": 0}]},
-        },
-    ).json()
+    edit = {"kind": "scale", "hook": "layers.1.ff.keys", "axis": "ff_key", "index": list(range(32)), "factor": 0.0}
+    body = client.post("/api/ff/lens", json={"model": LM, "text": "a man reads a book", "interventions": [edit]}).json()
+    assert body["interventions"] == [edit]
     assert [layer["layer"] for layer in body["layers"]] == ["layers.0.ff", "layers.1.ff"]
     assert all(
         cell["keys"] == [] and cell["ff"] == body["layers"][1]["positions"][0]["ff"]
@@ -125,8 +120,8 @@ def test_a_translation_model_is_read_on_its_own_translation(client):
     [
         ("layers.1.ff", "cannot read 'layers.1.ff'"),
         ("layers.1.ff:3 xbig", "cannot read"),
-        ("layers.9.ff:3", "unknown feed-forward module 'layers.9.ff'"),
-        ("layers.1.ff:300", "keys [300] are out of range"),
+        ("layers.9.ff:3", "unknown feed-forward module 'layers.9.ff'; this model has layers.0.ff, layers.1.ff"),
+        ("layers.1.ff:300", "ff_key [300] out of range for layers.1.ff.keys (0 to 31)"),
     ],
 )
 def test_bad_key_edits_are_400_with_a_message(client, edits, message):
@@ -137,7 +132,10 @@ def test_bad_key_edits_are_400_with_a_message(client, edits, message):
 
 def test_the_language_model_is_refused_where_a_translator_is_needed(client):
     response = client.post("/api/translate", json={"model": LM, "text": "a man"})
-    assert response.status_code == 400 and "language model" in response.json()["detail"]
+    assert response.status_code == 400 and response.json()["detail"].startswith(
+        "tiny_language_model is not a translation model: its views are on the FF memories page (/ff); "
+        "translation models: tiny_membottleneck, tiny_memtransformer, tiny_transformer, tiny_working_memory"
+    )
     redirect = client.get("/explore", params={"model": LM}, follow_redirects=False)
     assert redirect.status_code == 303 and redirect.headers["location"].startswith("/ff?model=tiny_language_model")
     assert f'value="{LM}"' not in client.get("/upload").text
@@ -166,7 +164,9 @@ def test_an_edit_that_changes_nothing_shares_every_position(client):
         json={
             "model": LM,
             "text": "a man reads a book",
-            "interventions": {"scale_ff_keys": [{"ff": "layers.0.ff", "keys": [1, 2], "scale": 1.0}]},
+            "interventions": [
+                {"kind": "scale", "hook": "layers.0.ff.keys", "axis": "ff_key", "index": [1, 2], "factor": 1.0}
+            ],
         },
     ).json()
     assert body["output"] == body["plain_output"]

@@ -10,7 +10,11 @@ from app.main import create_app
 from tests.app.conftest import HTMX
 
 MODEL = "tiny_memtransformer"
-TSV = "ein Hund spielt im Park\ta dog plays in the park\nzwei Frauen lesen\ttwo women read\nKinder spielen\tchildren play\n"
+TSV = (
+    "ein Hund spielt im Park\ta dog plays in the park\n"
+    "zwei Frauen lesen\ttwo women read\n"
+    "Kinder spielen\tchildren play\n"
+)
 
 
 def wait_for(client, job_id, timeout=60):
@@ -112,7 +116,12 @@ def test_lesion_sweep_on_uploaded_set(client):
 @pytest.mark.parametrize(
     "body, status, message",
     [
-        ({"model": "tiny_transformer"}, 400, "has no memory"),
+        (
+            {"model": "tiny_transformer"},
+            400,
+            "tiny_transformer is not a memory-lesion model: its views are on the explore page (/explore); "
+            "memory-lesion models: tiny_membottleneck, tiny_memtransformer",
+        ),
         ({"model": MODEL, "reference": "000000000000"}, 400, "no uploaded corpus"),
         ({"model": "nope"}, 404, "unknown model"),
     ],

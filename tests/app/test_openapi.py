@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from app.settings import REPO_ROOT
+from inference.core.checkpoint import load_checkpoint
+from inference.core.hooks import hook_points
+
 ERROR_REF = "#/components/schemas/ErrorResponse"
 
 
@@ -59,7 +63,7 @@ def test_the_schema_examples_are_accepted(spec, client):
     }
     schemas = spec["components"]["schemas"]
     sent = 0
-    for path, method, operation in operations(spec):
+    for path, _, operation in operations(spec):
         ref = (
             operation.get("requestBody", {})
             .get("content", {})
@@ -82,10 +86,11 @@ def test_the_schema_examples_are_accepted(spec, client):
     assert sent >= 8
 
 
-def test_the_ablate_heads_example_names_a_real_module(spec, client):
-    example = spec["components"]["schemas"]["Interventions"]["properties"]["ablate_heads"]["examples"][0]
-    response = client.post(
-        "/api/translate",
-        json={"model": "tiny_memtransformer", "text": "ein Hund", "interventions": {"ablate_heads": example}},
-    )
-    assert response.status_code == 200, response.text
+def test_the_scale_examples_name_hook_points_of_the_shipped_models(spec):
+    """Every example hook of a `scale` is a hook point of the shipped model of its kind."""
+    examples = spec["components"]["schemas"]["Scale"]["properties"]["hook"]["examples"]
+    shipped = {
+        name: set(hook_points(load_checkpoint(REPO_ROOT / "checkpoints" / name, "cpu").model))
+        for name in ("memtransformer_10", "language_model")
+    }
+    assert examples and all(any(hook in points for points in shipped.values()) for hook in examples), examples

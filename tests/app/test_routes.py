@@ -2,6 +2,8 @@
 
 import base64
 import html
+import json
+import re
 
 import numpy as np
 import pytest
@@ -75,6 +77,33 @@ def test_explore_run_with_lesion_shows_both_translations(client):
     assert 'id="translation-lesioned"' in response.text and "memory size 0 (trained 3)" in response.text
 
 
+def figure_z(fragment: str, name: str) -> np.ndarray:
+    data = re.search(rf'id="figure-data-{name}">(.*?)</script>', fragment, re.DOTALL).group(1)
+    z = json.loads(data)["data"][0]["z"]  # Plotly's binary array: base64 of the dtype's bytes
+    shape = [int(n) for n in str(z["shape"]).split(",")]
+    return np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
+
+
+def test_explore_scales_a_hook_point_and_shows_the_scaled_run(client):
+    plain = run(client, stack="encoder.attn", layer=0)
+    scaled = run(client, stack="encoder.attn", layer=0, scale_hook="encoder.layers.0.attn.pattern", scale_factor=0)
+    assert plain.status_code == scaled.status_code == 200 and 'id="translation-lesioned"' in scaled.text
+    assert (
+        figure_z(plain.text, "heatmap").max() > 0 and figure_z(scaled.text, "heatmap").max() == 0
+    )  # the views follow it
+    expected = client.post(
+        "/api/translate",
+        json={
+            "model": MODEL,
+            "text": TEXT,
+            "interventions": [{"kind": "scale", "hook": "encoder.layers.0.attn.pattern", "factor": 0}],
+        },
+    ).json()
+    lesioned = re.search(r'id="translation-lesioned">(.*?)</span></p>', scaled.text, re.DOTALL).group(1)
+    words = re.findall(r'<span class="diff-(?:same|added)">(.*?)</span>', lesioned)
+    assert " ".join(html.unescape(w) for w in words).split() == expected["translation"].split()
+
+
 @pytest.mark.parametrize(
     "fields, message",
     [
@@ -84,13 +113,18 @@ def test_explore_run_with_lesion_shows_both_translations(client):
         ({"memory_size": 10}, "memory_size 10 is out of range"),
         ({"memory_size": -1}, "memory_size"),
         ({"memory_size": 2, "knockout": [2]}, "memory slot 2 is out of range"),
-        ({"block_reads": "sideways"}, "block_memory_reads"),
-        ({"ablate": "decoder.layers.0.self_attn:7"}, "head 7 is out of range"),
+        ({"block_reads": "sideways"}, "block_reads: Input should be 'none', 'encoder', 'decoder' or 'both'"),
+        ({"ablate": "decoder.layers.0.self_attn:7"}, "head [7] out of range for decoder.layers.0.self_attn.z (0 to 1)"),
         ({"ablate": "decoder.layers.0.self_attn"}, "cannot read head"),
-        ({"ablate": "decoder.layers.5.self_attn:0"}, "unknown attention module"),
+        ({"ablate": "decoder.layers.0.self-attn:0"}, "cannot read head 'decoder.layers.0.self-attn:0'"),
+        ({"ablate": "decoder.layers.5.self_attn:0"}, "unknown hook point 'decoder.layers.5.self_attn.z'"),
+        ({"scale_hook": "decoder.layers.9.ff.keys"}, "unknown hook point 'decoder.layers.9.ff.keys'"),
+        ({"scale_hook": "decoder layers"}, "scale_hook: String should match pattern"),
+        ({"scale_hook": "logits", "scale_factor": "nan"}, "scale_factor: Input should be a finite number"),
         ({"stack": "encoder.mem.attn"}, "unknown stack"),
         ({"layer": 2}, "layer 2 is out of range"),
         ({"head": 2}, "head 2 is out of range"),
+        ({"call": 1}, "call 1 is out of range (0 to 0)"),  # every layer of this model runs once
         ({"model": "nope"}, "unknown model"),
     ],
 )
@@ -98,7 +132,7 @@ def test_explore_run_bad_input_gets_error_fragment(client, fields, message):
     response = run(client, **fields)
     assert 400 <= response.status_code < 500
     assert response.headers["HX-Retarget"] == "#errors"
-    assert 'class="error"' in response.text and message in response.text
+    assert 'class="error"' in response.text and message in html.unescape(response.text)
 
 
 def test_api_models(client):
@@ -111,15 +145,18 @@ def test_api_models(client):
         "tiny_working_memory",
     ]
     assert body["models"][1]["config"]["memory_size"] == 3 and body["models"][1]["bleu"]["test_2016_flickr"] == 2.5
+    capabilities = {m["name"]: set(m["capabilities"]) for m in body["models"]}
+    assert {"translates", "memory_tokens"} <= capabilities["tiny_memtransformer"]
+    assert "memory_tokens" not in capabilities["tiny_transformer"] and "translates" in capabilities["tiny_transformer"]
+    assert {"ff_keys", "generates_text"} == capabilities["tiny_language_model"]
     assert body["broken"][0]["name"] == "broken_model"
 
 
 def test_api_translate_with_interventions(client):
-    body = client.post(
-        "/api/translate",
-        json={"model": MODEL, "text": TEXT, "interventions": {"memory_size": 5, "knockout_slots": [4]}},
-    ).json()
-    assert body["memory_size"] == 5 and body["interventions"]["knockout_slots"] == [4]
+    asked = [{"kind": "knockout_slots", "slots": [4]}, {"kind": "memory_size", "size": 5}]
+    body = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "interventions": asked}).json()
+    assert body["memory_size"] == 5  # echoed normalised: the memory size first
+    assert body["interventions"] == [{"kind": "memory_size", "size": 5}, {"kind": "knockout_slots", "slots": [4]}]
     assert body["roles"]["enc"][:5] == ["mem"] * 5 and body["roles"]["enc"][-1] == "special"
     assert body["tokens"]["enc"][:2] == ["[mem0]", "[mem1]"]
     assert isinstance(body["translation"], str)
@@ -136,6 +173,7 @@ def test_api_attention_ships_uint8_layer(client):
     array = np.frombuffer(base64.b64decode(weights["bdata"]), dtype=np.uint8).reshape(heads, q, k)
     assert array.max() <= 100 and abs(int(array.sum(-1).mean()) - 100) <= k  # rows sum to ~100% after rounding
     assert body["key_roles"][:3] == ["mem"] * 3
+    assert body["at"] == {} and body["calls"] == [{}]  # the layer runs once: its only call
 
 
 def test_api_blocks_sum_to_one(client):
@@ -150,13 +188,51 @@ def test_api_blocks_sum_to_one(client):
     [
         ("/api/translate", {"model": "nope", "text": TEXT}, 404, "unknown model"),
         ("/api/translate", {"model": MODEL, "text": ""}, 400, "the text is empty"),
-        ("/api/translate", {"model": MODEL, "text": TEXT, "interventions": {"memory_size": 99}}, 400, "out of range"),
-        ("/api/translate", {"model": MODEL, "text": TEXT, "interventions": {"shrink": True}}, 422, "Extra inputs"),
         (
             "/api/translate",
-            {"model": "tiny_transformer", "text": TEXT, "interventions": {"memory_size": 1}},
+            {"model": MODEL, "text": TEXT, "interventions": [{"kind": "memory_size", "size": 99}]},
             400,
-            "out of range",
+            "memory_size 99 is out of range: this model allows 0 to 9",
+        ),
+        (
+            "/api/translate",
+            {"model": MODEL, "text": TEXT, "interventions": [{"kind": "memory_size", "size": 3, "shrink": True}]},
+            422,
+            "Extra inputs",
+        ),
+        (
+            "/api/translate",
+            {"model": MODEL, "text": TEXT, "interventions": [{"kind": "shrink"}]},
+            422,
+            "Input tag 'shrink' found using 'kind' does not match any of the expected tags",
+        ),
+        (
+            "/api/translate",
+            {"model": MODEL, "text": TEXT, "interventions": {"memory_size": 3}},
+            422,
+            "interventions: Input should be a list",
+        ),
+        (
+            "/api/translate",
+            {"model": "tiny_transformer", "text": TEXT, "interventions": [{"kind": "memory_size", "size": 1}]},
+            400,
+            "memory_size 1 is out of range: this model has no memory",
+        ),
+        (
+            "/api/translate",
+            {"model": MODEL, "text": TEXT, "interventions": [{"kind": "mask_memory"}]},
+            400,
+            "mask_memory does not apply to a model of the memtransformer family",
+        ),
+        (
+            "/api/translate",
+            {
+                "model": MODEL,
+                "text": TEXT,
+                "interventions": [{"kind": "scale", "hook": "encoder.layers.0.attn.z", "axis": "nope", "index": [0]}],
+            },
+            400,
+            "encoder.layers.0.attn.z has no axis 'nope'; its axes are batch, head, query, d_head",
         ),
         ("/api/translate", {"model": "broken_model", "text": TEXT}, 409, "unavailable"),
         (
@@ -166,6 +242,12 @@ def test_api_blocks_sum_to_one(client):
             "layer 9 is out of range",
         ),
         ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "nowhere", "layer": 0}, 400, "unknown stack"),
+        (
+            "/api/attention",
+            {"model": MODEL, "text": TEXT, "stack": "encoder.attn", "layer": 0, "at": {"segment": 1}},
+            400,
+            "encoder.layers.0.attn.pattern has no call {'segment': 1}; its calls: [{}]",
+        ),
         ("/api/attention", {"model": MODEL, "text": TEXT, "stack": "encoder.attn", "layer": -1}, 422, "layer"),
         ("/api/blocks", {"model": MODEL}, 422, "text"),
     ],
@@ -239,7 +321,8 @@ def test_concurrent_requests_queue_and_agree(client):
         {
             "model": MODEL,
             "text": f"{TEXT} {i}",
-            "interventions": {"memory_size": i % 4, "block_memory_reads": ["none", "both"][i % 2]},
+            "interventions": [{"kind": "memory_size", "size": i % 4}]
+            + [{"kind": "block_memory_reads", "stacks": "both"}] * (i % 2),
         }
         for i in range(8)
     ]
@@ -265,7 +348,7 @@ def test_translate_by_beam_search_says_how_it_decoded(client, checkpoint_dir):
         decoding=Decoding(**beam),
         max_new_tokens=12,
     )
-    assert response["decoding"] == beam and response["translation"] == expected.translations[0]
+    assert response["decoding"] == beam and response["translation"] == expected.outputs[0]
     assert client.post("/api/translate", json={"model": MODEL, "text": TEXT}).json()["decoding"]["method"] == "greedy"
 
 

@@ -72,7 +72,12 @@ def test_lesions_show_as_a_second_run(client, tiny_tokenizer):
         ({"layer": 2}, 400, "layer 2 is out of range"),
         ({"seed": -1}, 422, "seed"),
         ({"forced": "Hund Park Wiese Kind Frau"}, 400, "do not fit a memory of 3"),
-        ({"model": "tiny_transformer"}, 400, "has no working memory"),
+        (
+            {"model": "tiny_transformer"},
+            400,
+            "tiny_transformer is not a working-memory model: its views are on the explore page (/explore); "
+            "working-memory models: tiny_working_memory",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_error(client, form, status, message):
@@ -88,15 +93,13 @@ def test_api_memory_returns_stream_steps_and_attention(client):
     weights = body["attention"]["weights"]
     assert weights["shape"] == [2, len(body["attention"]["query_tokens"]), len(body["memory"])]
     masked = client.post(
-        "/api/memory", json={"model": WM, "text": TEXT, "seed": 1, "interventions": {"mask_memory": True}}
+        "/api/memory", json={"model": WM, "text": TEXT, "seed": 1, "interventions": [{"kind": "mask_memory"}]}
     ).json()
-    assert masked["interventions"]["mask_memory"] is True
-    assert (
-        client.post(
-            "/api/memory", json={"model": WM, "text": TEXT, "interventions": {"knockout_slots": [0]}}
-        ).status_code
-        == 400
+    assert masked["interventions"] == [{"kind": "mask_memory"}]
+    knockout = client.post(
+        "/api/memory", json={"model": WM, "text": TEXT, "interventions": [{"kind": "knockout_slots", "slots": [0]}]}
     )
+    assert knockout.status_code == 400 and "a working-memory model has none" in knockout.json()["detail"]
 
 
 def test_cyrillic_input_round_trips(client):
@@ -116,7 +119,7 @@ def test_corpus_upload_gives_the_memory_analyses_and_bleu_lesions(client):
     done = wait_for(client, job["id"])
     assert done["status"] == "done", done["error"]
     result = done["result"]
-    assert result["working_memory"] and set(result["bleu"]) == {"memory", "masked", "no_memory"}
+    assert result["memory_decisions"] and set(result["bleu"]) == {"memory", "masked", "no_memory"}
     assert result["summary"]["n_sentences"] == 2 and len(result["memory"]) == 2
     page = client.get(f"/results/{job['id']}").text
     assert 'id="memory-sentences"' in page and 'id="figure-unique-tokens"' in page and 'id="bleu-masked"' in page
@@ -124,7 +127,8 @@ def test_corpus_upload_gives_the_memory_analyses_and_bleu_lesions(client):
 
 def test_attribution_onto_slots_is_refused_for_working_memory(client):
     response = client.post("/api/attribution", json={"model": WM, "text": TEXT, "position": 0})
-    assert response.status_code == 400 and "working-memory model" in response.json()["detail"]
+    assert response.status_code == 400
+    assert response.json()["detail"] == "attribution onto input tokens and memory slots does not apply to " + WM
 
 
 def test_explore_sends_a_working_memory_model_to_its_page(client):
@@ -203,8 +207,8 @@ def test_an_input_without_memory_says_that_the_controls_have_nothing_to_act_on(s
     fragment = shy_client.post("/memory/run", data=form, headers=HTMX).text
     assert memory_in(fragment, "stream-plain") == []
     assert (
-        "This input wrote no memory tokens with seed 0: memory size, mask, seed and the attention view have nothing to act on"
-        in fragment
+        "This input wrote no memory tokens with seed 0: "
+        "memory size, mask, seed and the attention view have nothing to act on" in fragment
     )
     assert (
         'id="figure-memory-attention"' not in fragment and "this run wrote no memory tokens" in fragment
@@ -234,15 +238,20 @@ def test_a_masked_memory_says_its_attention_is_zero_by_construction(client):
         (
             "tiny_transformer",
             400,
-            "tiny_transformer has no working memory: it is a translation model of the transformer family",
-            "/explore?model=tiny_transformer",
+            "tiny_transformer has no working memory.",
+            ("explore", "/explore?model=tiny_transformer"),
         ),
-        ("tiny_memtransformer", 400, "tiny_memtransformer has no working memory", "/explore?model=tiny_memtransformer"),
+        (
+            "tiny_memtransformer",
+            400,
+            "tiny_memtransformer has no working memory.",
+            ("explore", "/explore?model=tiny_memtransformer"),
+        ),
         (
             "tiny_language_model",
             400,
-            "tiny_language_model has no working memory: it is a language model",
-            "/ff?model=tiny_language_model",
+            "tiny_language_model has no working memory.",
+            ("FF memories", "/ff?model=tiny_language_model"),
         ),
         ("nope", 404, "There is no model named 'nope'.", None),
         ("broken_model", 409, "broken_model cannot be loaded: ", None),
@@ -258,8 +267,11 @@ def test_an_unsuitable_model_gets_a_readable_page_that_links_to_the_suitable_one
     assert re.findall(r'<ul id="suitable-models">\s*<li><a href="([^"]+)">', response.text) == [
         "/memory?model=tiny_working_memory"
     ]
-    if elsewhere:
-        assert f'href="{elsewhere}"' in response.text
+    if elsewhere:  # the model's own page, by its title and address
+        title, href = elsewhere
+        assert (
+            f'<p id="shown-elsewhere">{model} is shown on <a href="{href}">the {title} page</a>.</p>' in response.text
+        )
 
 
 def test_an_unknown_name_is_not_echoed_without_bound(client):

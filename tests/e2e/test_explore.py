@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 MODEL = "memtransformer_10"
@@ -80,3 +81,18 @@ def test_beam_search_finds_the_translation_greedy_decoding_cuts_short(page, serv
     page.wait_for_function("() => document.querySelector('#decoded-by').textContent.includes('beam')", timeout=30_000)
     assert page.text_content("#translation-plain").strip() == "A dog runs"
     assert page.text_content("#decoded-by").strip() == "decoded by beam 4, length penalty 0.6"
+
+
+def heatmap_max(page) -> int:
+    z = json.loads(page.text_content("#figure-data-heatmap"))["data"][0]["z"]  # Plotly's binary array of uint8 percent
+    return max(base64.b64decode(z["bdata"]))
+
+
+def test_scaling_a_hook_point_reruns_and_the_views_follow(page, server_url):
+    open_explore(page, server_url)
+    assert page.input_value("select[name=stack]") == "encoder.attn" and page.input_value("select[name=layer]") == "0"
+    assert heatmap_max(page) > 0
+    with page.expect_response(lambda response: response.url.endswith("/explore/run")):
+        page.select_option("select[name=scale_hook]", "encoder.layers.0.attn.pattern")  # by the default factor, 0
+    page.wait_for_selector("#translation-lesioned")
+    assert page.text_content("#translation-plain").strip() and heatmap_max(page) == 0
