@@ -9,12 +9,10 @@ from dataclasses import dataclass
 
 import torch
 
-from app.schemas.validation import parse_decimal, parse_numbers, shown
 from inference.analyses.ff_aggregation import LogitLens
 from inference.analyses.ff_agreement import token_rank
 from inference.analyses.ff_mining import StoredTrigger, TriggerStore
 from inference.analyses.ff_values import FFMemories, value_logits
-from inference.core.interventions import MAX_FACTOR, MAX_INDEX, MAX_LISTED, Scale, scale_ff_keys
 from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Trace
 
@@ -219,31 +217,3 @@ def prediction_changes(plain: Trace, edited: Trace, axis: str, tokenizer: TextTo
         )
         for p in range(shared)
     ]
-
-
-EDIT_SYNTAX = "ff-layer:key,key [x scale], edits separated by ';' (e.g. layers.3.ff:12,40 x0; layers.5.ff:7 x10)"
-
-
-def parse_key_edits(text: str, layers: list[str]) -> list[Scale]:
-    """'layers.3.ff:12,40 x0; layers.5.ff:7 x10' -> scales of FF keys of the model's FF `layers`; without
-    "x scale" an edit zeroes its keys. Bounded as Scale bounds the API's edits."""
-    items = [part.strip() for part in text.replace("\n", ";").split(";") if part.strip()]
-    if len(items) > MAX_LISTED:
-        raise ViewError(f"{len(items):,} edits given; at most {MAX_LISTED:,}")
-    edits = []
-    for item in items:
-        body, _, scale = item.partition(" x")
-        layer, _, keys = body.rpartition(":")
-        try:
-            factor = parse_decimal(scale, "scale") if scale.strip() else 0.0
-            numbers = parse_numbers(keys, "key", MAX_INDEX)
-        except ValueError:
-            numbers, factor = (), None
-        if not layer.strip() or not numbers or factor is None or abs(factor) > MAX_FACTOR:
-            raise ViewError(
-                f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a scale within ±{MAX_FACTOR:g} in ASCII digits"
-            )
-        if layer.strip() not in layers:
-            raise ViewError(f"unknown feed-forward module {shown(layer.strip())}; this model has {', '.join(layers)}")
-        edits.append(scale_ff_keys(layer.strip(), numbers, factor))
-    return edits

@@ -11,15 +11,14 @@ from fastapi import APIRouter, Form, Query, Request
 
 from app.figures.ff import study_figures
 from app.figures.ff_views import (
-    EDIT_SYNTAX,
     KEY_ORDERS,
     MAX_PICKED_KEYS,
     key_cards,
     lens_table,
-    parse_key_edits,
     prediction_changes,
 )
 from app.routers.deps import RunnerDep
+from app.routers.forms import EDIT_SYNTAX, parse_key_edits
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import MAX_INDEX, FieldText, ModelName, parse_numbers
 from app.services.pages import FF

@@ -7,10 +7,11 @@ from typing import Annotated, Literal
 from fastapi import Depends, Form
 from pydantic import ValidationError
 
-from app.schemas.validation import FieldText, InputError, parse_number, shown
+from app.schemas.validation import FieldText, InputError, parse_decimal, parse_number, parse_numbers, shown
 from inference.core.decoding import Decoding
 from inference.core.interventions import (
     MAX_FACTOR,
+    MAX_INDEX,
     MAX_LISTED,
     BlockMemoryReads,
     Interventions,
@@ -18,6 +19,7 @@ from inference.core.interventions import (
     MemorySize,
     Scale,
     ablate_head,
+    scale_ff_keys,
 )
 
 
@@ -76,3 +78,31 @@ def decoding_form(
 
 
 DecodingDep = Annotated[Decoding, Depends(decoding_form)]
+
+
+EDIT_SYNTAX = "ff-layer:key,key [x scale], edits separated by ';' (e.g. layers.3.ff:12,40 x0; layers.5.ff:7 x10)"
+
+
+def parse_key_edits(text: str, layers: list[str]) -> list[Scale]:
+    """'layers.3.ff:12,40 x0; layers.5.ff:7 x10' -> scales of FF keys of the model's FF `layers`; without
+    "x scale" an edit zeroes its keys. Bounded as Scale bounds the API's edits."""
+    items = [part.strip() for part in text.replace("\n", ";").split(";") if part.strip()]
+    if len(items) > MAX_LISTED:
+        raise InputError(f"{len(items):,} edits given; at most {MAX_LISTED:,}")
+    edits = []
+    for item in items:
+        body, _, scale = item.partition(" x")
+        layer, _, keys = body.rpartition(":")
+        try:
+            factor = parse_decimal(scale, "scale") if scale.strip() else 0.0
+            numbers = parse_numbers(keys, "key", MAX_INDEX)
+        except ValueError:
+            numbers, factor = (), None
+        if not layer.strip() or not numbers or factor is None or abs(factor) > MAX_FACTOR:
+            raise InputError(
+                f"cannot read {shown(item)}: write {EDIT_SYNTAX}, with a scale within ±{MAX_FACTOR:g} in ASCII digits"
+            )
+        if layer.strip() not in layers:
+            raise InputError(f"unknown feed-forward module {shown(layer.strip())}; this model has {', '.join(layers)}")
+        edits.append(scale_ff_keys(layer.strip(), numbers, factor))
+    return edits
