@@ -10,14 +10,19 @@ TARGETS = ["a dog plays in the park", "two women read"]
 
 
 def real_rows(trace, name, example):
-    query_axis, key_axis = trace.axes[name]
+    query_axis = trace.captures[name].positions["query"]
     return [r != "pad" for r in trace.axis_roles(query_axis, example)]
+
+
+def patterns(trace) -> dict:
+    """Hook name -> the captured tensor of its only call."""
+    return {name: trace.tensor(name) for name in trace.captures}
 
 
 def test_attention_rows_sum_to_one(tiny):
     trace = run_with_trace(tiny, SOURCES, TARGETS, names=["*.pattern"])
-    assert trace.tensors, "no pattern captured"
-    for name, pattern in trace.tensors.items():
+    assert trace.captures, "no pattern captured"
+    for name, pattern in patterns(trace).items():
         for example in range(len(SOURCES)):
             rows = pattern[example][:, real_rows(trace, name, example)]  # [h, q_real, k]
             torch.testing.assert_close(rows.sum(-1), torch.ones(rows.shape[:2]), atol=1e-5, rtol=0)
@@ -26,8 +31,8 @@ def test_attention_rows_sum_to_one(tiny):
 def test_pad_keys_get_no_attention(tiny):
     trace = run_with_trace(tiny, SOURCES, TARGETS, names=["*.pattern"])
     pads_seen = 0
-    for name, pattern in trace.tensors.items():
-        key_axis = trace.axes[name][1]
+    for name, pattern in patterns(trace).items():
+        key_axis = trace.captures[name].positions["key"]
         for example in range(len(SOURCES)):
             pad_keys = torch.tensor([r == "pad" for r in trace.axis_roles(key_axis, example)])
             pads_seen += int(pad_keys.sum())
@@ -41,8 +46,8 @@ def test_bottleneck_sequence_sublayer_ignores_sequence_keys(tiny_tokenizer):
     for family in ("membottleneck",):
         loaded = make_tiny(family, tiny_tokenizer)
         trace = run_with_trace(loaded, SOURCES, TARGETS, names=["encoder.*.seq.attn.pattern"])
-        assert len(trace.tensors) == 2
-        for pattern in trace.tensors.values():
+        assert len(trace.captures) == 2
+        for pattern in patterns(trace).values():
             assert pattern[..., TINY_MEMORY:].abs().max() == 0.0
             torch.testing.assert_close(pattern[..., :TINY_MEMORY].sum(-1), torch.ones(pattern.shape[:3]))
         for head in attention_blocks(trace):
@@ -62,7 +67,7 @@ def test_traced_logits_equal_fast_logits(tiny):
     src_ids = encode_sources(tiny, SOURCES)
     from inference.core.decoding import pad_batch
 
-    tgt_in = pad_batch([[tiny.config.bos_id] + ids for ids in trace.target_ids], tiny.config.pad_id)
+    tgt_in = pad_batch([[tiny.config.bos_id] + ids for ids in trace.output_ids], tiny.config.pad_id)
     with torch.no_grad():
         fast = tiny.model(src_ids, tgt_in)  # no hooks: fused attention
     real = tgt_in != tiny.config.pad_id
@@ -71,8 +76,8 @@ def test_traced_logits_equal_fast_logits(tiny):
 
 def test_block_rows_sum_to_one_per_query_row(tiny_memory):
     trace = run_with_trace(tiny_memory, SOURCES, TARGETS, names=["*.pattern"])
-    for name, pattern in trace.tensors.items():
-        query_axis, key_axis = trace.axes[name]
+    for name, pattern in patterns(trace).items():
+        query_axis, key_axis = trace.captures[name].positions["query"], trace.captures[name].positions["key"]
         for example in range(len(SOURCES)):
             rows = block_rows(
                 pattern[example], trace.axis_roles(query_axis, example), trace.axis_roles(key_axis, example)
@@ -88,7 +93,7 @@ def test_attention_blocks_cover_every_head(tiny_memory):
     trace = run_with_trace(tiny_memory, SOURCES, TARGETS, names=["*.pattern"])
     blocks = attention_blocks(trace)
     config = tiny_memory.config
-    assert len(blocks) == sum(p.shape[1] for p in trace.tensors.values())
+    assert len(blocks) == sum(p.shape[1] for p in patterns(trace).values())
     for head in blocks:
         assert 0 <= head.layer < max(config.n_encoder_layers, config.n_decoder_layers)
         assert abs(head.update + head.write + head.read + head.process - 1.0) < 1e-5

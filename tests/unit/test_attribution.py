@@ -2,7 +2,7 @@
 
 import pytest
 
-from inference.core.interventions import Interventions
+from inference.core.interventions import BlockMemoryReads, Interventions, MemorySize
 from inference.runs.attribution import attribute
 from tests.conftest import make_tiny
 
@@ -23,14 +23,16 @@ def test_integrated_gradients_are_complete(tiny_memory):
 
 def test_memory_that_nobody_reads_gets_no_attribution(tiny_tokenizer):
     loaded = make_tiny("memtransformer", tiny_tokenizer)
-    blocked = attribute(loaded, TEXT, position=0, interventions=Interventions(block_memory_reads="both"))
+    blocked = attribute(loaded, TEXT, position=0, interventions=Interventions.of(BlockMemoryReads(stacks="both")))
     assert blocked.saliency_memory == [0.0] * 3 and blocked.integrated_gradients_memory == [0.0] * 3
     assert any(v != 0 for v in blocked.saliency_source)
 
 
 def test_attribution_follows_memory_size(tiny_tokenizer):
     loaded = make_tiny("memtransformer", tiny_tokenizer)
-    assert attribute(loaded, TEXT, 0, Interventions(memory_size=7)).memory_slots == [f"[mem{j}]" for j in range(7)]
+    assert attribute(loaded, TEXT, 0, Interventions.of(MemorySize(size=7))).memory_slots == [
+        f"[mem{j}]" for j in range(7)
+    ]
     assert attribute(make_tiny("transformer", tiny_tokenizer), TEXT, 0).memory_slots == []
 
 

@@ -65,8 +65,9 @@ def test_models_shows_a_language_model_with_its_perplexity(tiny_tokenizer, tmp_p
 
 def test_translate_with_beam_search_decodes_by_beam(tiny_tokenizer, tmp_path, capsys):
     """--beam N prints what beam_search gives; --length-penalty alone and values out of range are refused."""
-    from inference.core.decoding import beam_search, strip_after_eos
+    from inference.core.decoding import strip_after_eos
     from inference.core.trace import encode_sources
+    from inference.families.memory_transformer.decoding import beam_search
 
     loaded = make_tiny("memtransformer", tiny_tokenizer, seed=1)
     save_checkpoint(tmp_path / "tiny_mem", loaded.model, loaded.tokenizer)
@@ -107,7 +108,7 @@ def test_beam_search_on_a_working_memory_model_says_why_not(tiny_tokenizer, tmp_
         )
         == 2
     )
-    assert "samples its memory" in capsys.readouterr().err
+    assert "beam search does not apply to tiny_wm" in capsys.readouterr().err
 
 
 def test_translate_names_a_broken_checkpoint(tmp_path, capsys):

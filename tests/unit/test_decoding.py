@@ -5,9 +5,10 @@ import torch
 from pydantic import ValidationError
 
 from inference.core.checkpoint import LoadedModel
-from inference.core.decoding import Decoding, beam_search, greedy_decode, strip_after_eos
-from inference.core.interventions import HeadRef, Interventions
+from inference.core.decoding import Decoding, strip_after_eos
+from inference.core.interventions import Interventions, MemorySize, ablate_head
 from inference.core.trace import encode_sources, run_with_trace
+from inference.families.memory_transformer.decoding import beam_search, greedy_decode
 from tests.conftest import (
     SOURCES,
     make_tiny,
@@ -17,7 +18,7 @@ from tests.conftest import (
 
 LESIONS = [
     Interventions(),
-    Interventions(memory_size=0, ablate_heads=(HeadRef(attn="decoder.layers.0.self_attn", head=1),)),
+    Interventions.of(MemorySize(size=0), ablate_head("decoder.layers.0.self_attn", 1)),
 ]
 
 
@@ -35,13 +36,13 @@ def test_cached_decoding_equals_uncached_decoding(tiny):
 
 def test_interventions_apply_during_decoding(tiny_memory):
     src_ids = encode_sources(tiny_memory, SOURCES)
-    lesion = Interventions(memory_size=0)
+    lesion = Interventions.of(MemorySize(size=0))
     decoded = strip_after_eos(
         greedy_decode(tiny_memory.model, src_ids, lesion, max_new_tokens=12), tiny_memory.config.eos_id
     )
     # A traced run without targets follows the lesioned decode, not the plain one.
     assert (
-        run_with_trace(tiny_memory, SOURCES, names=["logits"], interventions=lesion, max_new_tokens=12).target_ids
+        run_with_trace(tiny_memory, SOURCES, names=["logits"], interventions=lesion, max_new_tokens=12).output_ids
         == decoded
     )
     plain = greedy_decode(tiny_memory.model, src_ids, max_new_tokens=12, stop_at_eos=False)
@@ -102,23 +103,23 @@ def test_traced_run_follows_the_beam_and_records_it(tiny_memory):
     )
     greedy = run_with_trace(tiny_memory, SOURCES, names=["logits"], max_new_tokens=12)
     trace = run_with_trace(tiny_memory, SOURCES, names=["logits"], max_new_tokens=12, decoding=decoding)
-    assert trace.target_ids == beam and trace.decoded
+    assert trace.output_ids == beam and trace.decoded
     assert (
-        trace.target_ids != greedy.target_ids
+        trace.output_ids != greedy.output_ids
     )  # these tiny models decode differently by beam: the test sees which ran
     assert trace.logits.shape[1] == max(len(ids) for ids in beam) + 1  # teacher-forced on BOS + the beam's output
-    assert trace.config["decoding"] == {"method": "beam", "beam_size": 3, "length_penalty": 1.0}
-    assert greedy.config["decoding"]["method"] == "greedy"
-    forced = run_with_trace(tiny_memory, SOURCES, targets=trace.translations, names=["logits"])
-    assert forced.config["decoding"] is None
+    assert trace.run.decoding == Decoding(method="beam", beam_size=3, length_penalty=1.0)
+    assert greedy.run.decoding.method == "greedy"
+    forced = run_with_trace(tiny_memory, SOURCES, targets=trace.outputs, names=["logits"])
+    assert forced.run.decoding is None
 
 
 def test_beam_search_is_refused_where_it_does_not_apply(tiny_tokenizer):
     beam = Decoding(method="beam", beam_size=2)
-    with pytest.raises(ValueError, match="samples its memory"):
+    with pytest.raises(ValueError, match="beam search does not apply to tiny-working-memory"):
         run_with_trace(make_tiny_working_memory(tiny_tokenizer), SOURCES, decoding=beam)
     language_model = LoadedModel("tiny-lm", make_tiny_language_model(tiny_tokenizer), tiny_tokenizer)
-    with pytest.raises(ValueError, match="continuation is greedy"):
+    with pytest.raises(ValueError, match="beam search does not apply to tiny-lm"):
         run_with_trace(language_model, SOURCES, decoding=beam)
     with pytest.raises(ValueError, match="a given target is forced"):
         run_with_trace(make_tiny("memtransformer", tiny_tokenizer), SOURCES, targets=SOURCES, decoding=beam)

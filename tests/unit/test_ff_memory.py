@@ -20,10 +20,11 @@ from inference.analyses.ff_values import (
     value_logits,
     value_projections,
 )
-from inference.core.interventions import FFKeyScale, Interventions
-from inference.core.trace import Trace, run_with_trace
+from inference.core.family import capabilities_of
+from inference.core.interventions import Interventions, scale_ff_keys
+from inference.core.trace import Call, Capture, RunRecord, Trace, run_with_trace
 from inference.runs.trigger_mining import compact_triggers, mine_triggers, prefix_stream, trigger_tokens
-from tests.conftest import SOURCES, TINY_CORPUS, make_tiny
+from tests.conftest import SOURCES, TINY_CORPUS, make_tiny, tiny_config
 
 TARGETS = ["a dog plays in the park", "two women read"]
 PAIRS = list(zip(TINY_CORPUS[0::2], TINY_CORPUS[1::2])) + list(zip(SOURCES, TARGETS))  # 6 (German, English) pairs
@@ -190,17 +191,17 @@ def test_zeroing_a_key_removes_exactly_its_contribution(tiny_tokenizer):
     tiny = make_tiny("transformer", tiny_tokenizer)
     names = [f"{LAYER0}.keys", f"{LAYER0}.out"]
     plain = run_with_trace(tiny, SOURCES, TARGETS, names=names)
-    key = int(plain.tensors[f"{LAYER0}.keys"].sum(dim=(0, 1)).argmax())  # an active key
-    lesion = Interventions(scale_ff_keys=(FFKeyScale(ff=LAYER0, keys=(key,), scale=0.0),))
+    key = int(plain.tensor(f"{LAYER0}.keys").sum(dim=(0, 1)).argmax())  # an active key
+    lesion = Interventions.of(scale_ff_keys(LAYER0, (key,), 0.0))
     zeroed = run_with_trace(tiny, SOURCES, TARGETS, names=names, interventions=lesion)
 
-    m = plain.tensors[f"{LAYER0}.keys"][..., key]  # [b, t]
+    m = plain.tensor(f"{LAYER0}.keys")[..., key]  # [b, t]
     value = decoder_ff_memories(tiny.model).values[LAYER0][key]  # [d]
-    change = plain.tensors[f"{LAYER0}.out"] - zeroed.tensors[f"{LAYER0}.out"]  # [b, t, d]
+    change = plain.tensor(f"{LAYER0}.out") - zeroed.tensor(f"{LAYER0}.out")  # [b, t, d]
     assert m.abs().max() > 0.1
     torch.testing.assert_close(change, m[..., None] * value, atol=1e-5, rtol=1e-5)
     others = [k for k in range(m.shape[-1]) if k != key]
-    assert torch.equal(plain.tensors[f"{LAYER0}.keys"][..., others], zeroed.tensors[f"{LAYER0}.keys"][..., others])
+    assert torch.equal(plain.tensor(f"{LAYER0}.keys")[..., others], zeroed.tensor(f"{LAYER0}.keys")[..., others])
 
 
 def test_value_projections_are_the_softmax_of_values_through_the_embedding(tiny_tokenizer):
@@ -226,7 +227,7 @@ def test_aggregation_on_a_tiny_model(tiny_tokenizer):
     assert len(aggregation.final_top) == real
     last = aggregation.layers[-1]
     assert torch.equal(last.output_top, aggregation.final_top)  # the last layer output is what E reads
-    keys = trace.tensors[f"{LAYER0}.keys"][aggregation.examples, aggregation.positions]
+    keys = trace.tensor(f"{LAYER0}.keys")[aggregation.examples, aggregation.positions]
     assert torch.equal(aggregation.layers[0].active_memories, (keys > 0).sum(dim=-1))
     (summary0, summary1) = summarise_aggregation([aggregation, aggregation])
     assert summary1.predictions == 2 * real
@@ -258,12 +259,18 @@ def hand_built(ff_out: torch.Tensor, keys: torch.Tensor) -> tuple[Trace, FFMemor
         lambda layer, r, y: r + y,
     )
     tensors = {
-        "dec.layers.0.ff.keys": keys[None],
-        "dec.layers.0.ff.out": ff_out[None],
-        "dec.layers.0.resid_mid": torch.zeros(1, t, 3),
+        "dec.layers.0.ff.keys": (keys[None], "batch position ff_key"),
+        "dec.layers.0.ff.out": (ff_out[None], "batch position d_model"),
+        "dec.layers.0.resid_mid": (torch.zeros(1, t, 3), "batch position d_model"),
     }
+    captures = {
+        name: Capture(name, tuple(dims.split()), {"position": "dec"}, "hand-built", [Call({"call": 0}, tensor)])
+        for name, (tensor, dims) in tensors.items()
+    }
+    config = tiny_config("transformer", vocab_size=3)
+    run = RunRecord("hand-built", config.family, capabilities_of(config), config, Interventions(), 0, None)
     trace = Trace(
-        tensors, {}, {"dec": [["x"] * t]}, {"dec": [["tgt"] * t]}, ["src"], [[3] * t], ["x"], ff_out[None], {}, False
+        run, captures, {"dec": [["x"] * t]}, {"dec": [["tgt"] * t]}, ["src"], [[3] * t], ["x"], ff_out[None], False
     )
     return trace, memories
 
@@ -292,7 +299,7 @@ def test_logit_lens_of_one_example(tiny_tokenizer):
     assert lens.tokens == trace.tokens["dec"][1][:t]
     assert [layer.key_indices.shape for layer in lens.layers] == [(t, 4), (t, 4)]
     assert torch.equal(lens.layers[-1].output_tokens[:, 0], trace.logits[1, :t].argmax(dim=-1))
-    scores = trace.tensors[f"{LAYER0}.keys"][1, :t] * memories.values[LAYER0].norm(dim=-1)  # [t, d_ff]
+    scores = trace.tensor(f"{LAYER0}.keys")[1, :t] * memories.values[LAYER0].norm(dim=-1)  # [t, d_ff]
     torch.testing.assert_close(lens.layers[0].key_scores[:, 0], scores.max(dim=-1).values)
     assert torch.equal(
         lens.layers[0].key_value_tokens, value_logits(memories, LAYER0).argmax(dim=-1)[lens.layers[0].key_indices]

@@ -20,9 +20,14 @@ def hook_listing(tokenizer) -> str:
     lines = []
     for family, model in models.items():
         for name, point in hook_points(model).items():
-            axes = f"  axes={point.axes[0]},{point.axes[1]}" if point.axes else ""
-            lines.append(f"{family}  {name}  [{point.shape.split('  ')[0]}]{axes}")
+            axes = labelled("positions", point.positions) + labelled("sizes", point.sizes)
+            lines.append(f"{family}  {name}  {point.shape}{axes}")
     return "\n".join(lines) + "\n"
+
+
+def labelled(label: str, axes: dict) -> str:
+    """E.g. "  positions query=enc key=enc"; nothing for no axes."""
+    return f"  {label} " + " ".join(f"{axis}={value}" for axis, value in axes.items()) if axes else ""
 
 
 def test_hook_names_match_golden_file(tiny_tokenizer):

@@ -53,7 +53,10 @@ def test_hook_points_have_their_declared_shapes(model):
     expected |= {"out": (b, t, c.d_model), "logits": (b, t, c.vocab_size)}
     assert names == list(expected)
     assert {name: tuple(x.shape) for name, x in captured.items()} == expected
-    assert all(hook_points(model)[f"layers.{i}.attn.pattern"].axes == ("tok", "tok") for i in range(c.n_layers))
+    assert all(
+        hook_points(model)[f"layers.{i}.attn.pattern"].positions == {"query": "tok", "key": "tok"}
+        for i in range(c.n_layers)
+    )
     assert all((captured[f"layers.{i}.ff.keys"] >= 0).all() for i in range(c.n_layers))  # ReLU coefficients
     pattern = captured["layers.0.attn.pattern"]
     assert torch.allclose(pattern.sum(-1), torch.ones(b, c.n_heads, t))

@@ -9,9 +9,10 @@ import torch
 from inference.analyses.ff_aggregation import ff_aggregation, logit_lens
 from inference.analyses.ff_values import ff_memories, language_model_ff_memories
 from inference.core.checkpoint import LoadedModel
-from inference.core.interventions import FFKeyScale, Interventions
+from inference.core.interventions import Interventions, scale_ff_keys
 from inference.core.trace import run_with_trace
 from inference.families.language_model.continuation import greedy_continuation
+from inference.families.language_model.model import AXIS
 from inference.runs.trigger_mining import mine_triggers, prefix_stream, trigger_tokens
 from tests.conftest import TINY_CORPUS, make_tiny_language_model
 
@@ -33,9 +34,9 @@ def test_a_trace_reads_eos_text_and_its_greedy_continuation(tiny_lm, tiny_tokeni
         continuation = greedy_continuation(tiny_lm.model, prompt, 4)
         roles = [r for r in trace.roles["tok"][example] if r != "pad"]
         assert roles == ["special"] + ["text"] * (len(prompt) - 1) + ["generated"] * len(continuation)
-        assert trace.target_ids[example] == prompt[1:] + continuation
-        assert trace.translations[example] == tiny_tokenizer.decode(continuation)
-    ids = torch.tensor([[tiny_tokenizer.eos_id, *trace.target_ids[0]]])
+        assert trace.output_ids[example] == prompt[1:] + continuation
+        assert trace.outputs[example] == tiny_tokenizer.decode(continuation)
+    ids = torch.tensor([[tiny_tokenizer.eos_id, *trace.output_ids[0]]])
     n = ids.shape[1]
     torch.testing.assert_close(trace.logits[0, :n], tiny_lm.model(ids)[0])
 
@@ -59,7 +60,7 @@ def test_the_last_layer_output_read_through_the_final_norm_is_the_prediction(tin
     t = len(lens.tokens)
     assert torch.equal(lens.layers[-1].output_tokens[:, 0], trace.logits[0, :t].argmax(dim=-1))
     # The lens reads a stream state through the final LayerNorm, as the model reads its last layer.
-    r = trace.tensors["layers.1.resid_mid"][0, :t]  # [t, d]
+    r = trace.tensor("layers.1.resid_mid")[0, :t]  # [t, d]
     expected = tiny_lm.model.final_norm(r) @ tiny_lm.model.embed.weight.T  # [t, vocab]
     assert torch.equal(lens.layers[1].residual_tokens[:, 0], expected.argmax(dim=-1))
 
@@ -106,12 +107,12 @@ def test_mining_a_language_model_finds_the_planted_key(tiny_tokenizer):
 def test_zeroing_a_language_model_key_removes_exactly_its_contribution(tiny_lm):
     names = [f"{LAYER0}.keys", f"{LAYER0}.out"]
     plain = run_with_trace(tiny_lm, TEXTS, names=names, max_new_tokens=0)
-    key = int(plain.tensors[f"{LAYER0}.keys"].sum(dim=(0, 1)).argmax())
-    lesion = Interventions(scale_ff_keys=(FFKeyScale(ff=LAYER0, keys=(key,), scale=0.0),))
+    key = int(plain.tensor(f"{LAYER0}.keys").sum(dim=(0, 1)).argmax())
+    lesion = Interventions.of(scale_ff_keys(LAYER0, (key,), 0.0))
     zeroed = run_with_trace(tiny_lm, TEXTS, names=names, interventions=lesion, max_new_tokens=0)
 
-    m = plain.tensors[f"{LAYER0}.keys"][..., key]  # [b, t]
-    value = language_model_ff_memories(tiny_lm.model).values[LAYER0][key]  # [d]
+    m = plain.tensor(f"{LAYER0}.keys")[..., key]  # [b, t]
+    value = language_model_ff_memories(tiny_lm.model, AXIS).values[LAYER0][key]  # [d]
     torch.testing.assert_close(
-        plain.tensors[f"{LAYER0}.out"] - zeroed.tensors[f"{LAYER0}.out"], m[..., None] * value, atol=1e-5, rtol=1e-5
+        plain.tensor(f"{LAYER0}.out") - zeroed.tensor(f"{LAYER0}.out"), m[..., None] * value, atol=1e-5, rtol=1e-5
     )

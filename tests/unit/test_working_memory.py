@@ -12,8 +12,11 @@ from inference.core.decoding import pad_batch
 from inference.core.family import build_model, config_from_dict
 from inference.core.hooks import HookPoint, registered_hooks
 from inference.core.interventions import (
+    ForceMemory,
     InterventionError,
     Interventions,
+    MaskMemory,
+    MemorySize,
     applied_interventions,
 )
 from inference.families.working_memory.generation import type_labels, wm_generate, wm_training_forward
@@ -96,7 +99,7 @@ def test_config_validates_and_round_trips_through_dispatch():
 @pytest.mark.parametrize("size", [None, 0, 1, 2 * TINY_MEMORY])
 def test_memory_never_exceeds_its_size(wm, hungry, src, size):
     cap = TINY_MEMORY if size is None else size
-    lesion = Interventions(memory_size=size)
+    lesion = Interventions() if size is None else Interventions.of(MemorySize(size=size))
     out = wm_generate(hungry, src, lesion, max_new_tokens=STEPS)
     assert out.memory_size == cap
     for example in out.examples:
@@ -108,7 +111,7 @@ def test_memory_cap_holds_when_the_type_head_decides(keen, src):
     written = []
     for size in (0, 1, TINY_MEMORY, 2 * TINY_MEMORY):
         for seed in range(3):
-            out = wm_generate(keen, src, Interventions(memory_size=size), seed=seed, max_new_tokens=STEPS)
+            out = wm_generate(keen, src, Interventions.of(MemorySize(size=size)), seed=seed, max_new_tokens=STEPS)
             assert all(len(e.memory) <= size for e in out.examples)
             written += [len(e.memory) for e in out.examples]
     assert max(written) > 0
@@ -116,7 +119,7 @@ def test_memory_cap_holds_when_the_type_head_decides(keen, src):
 
 def test_memory_size_past_twice_trained_is_refused(wm, src):
     with pytest.raises(InterventionError, match="out of range"):
-        wm_generate(wm, src, Interventions(memory_size=2 * TINY_MEMORY + 1))
+        wm_generate(wm, src, Interventions.of(MemorySize(size=2 * TINY_MEMORY + 1)))
 
 
 def test_translation_is_the_target_type_tokens(keen, src):
@@ -135,7 +138,7 @@ def test_translation_is_the_target_type_tokens(keen, src):
 
 
 def test_cached_generation_equals_uncached(keen, src):
-    for model_lesion in (None, Interventions(mask_memory=True), Interventions(memory_size=2 * TINY_MEMORY)):
+    for model_lesion in (None, Interventions.of(MaskMemory()), Interventions.of(MemorySize(size=2 * TINY_MEMORY))):
         cached = wm_generate(keen, src, model_lesion, seed=3, max_new_tokens=STEPS)
         uncached = wm_generate(keen, src, model_lesion, seed=3, max_new_tokens=STEPS, use_cache=False)
         assert cached.types.eq(0).any()
@@ -171,7 +174,7 @@ def test_forced_memory_is_exactly_the_memory_written_first(wm, src, memory_bias)
     with torch.no_grad():
         wm.type_head.bias.copy_(torch.tensor([memory_bias, 0.0]))
     forced = (5, 6, 7)
-    out = wm_generate(wm, src, Interventions(forced_memory=forced), max_new_tokens=STEPS)
+    out = wm_generate(wm, src, Interventions.of(ForceMemory(tokens=forced)), max_new_tokens=STEPS)
     for row, example in enumerate(out.examples):
         assert example.memory == list(forced)
         assert example.types[: len(forced)] == [0] * len(forced) and set(example.types[len(forced) :]) == {1}
@@ -179,7 +182,7 @@ def test_forced_memory_is_exactly_the_memory_written_first(wm, src, memory_bias)
         assert not out.choices[
             row, :, CHOICE_COLUMNS.index("nucleus_size")
         ].any()  # nothing sampled: forced memory, greedy targets
-    other = wm_generate(wm, src, Interventions(forced_memory=(8, 9, 10)), max_new_tokens=STEPS)
+    other = wm_generate(wm, src, Interventions.of(ForceMemory(tokens=(8, 9, 10))), max_new_tokens=STEPS)
     assert [e.translation for e in other.examples] != [
         e.translation for e in out.examples
     ]  # the translation reads the memory
@@ -187,7 +190,7 @@ def test_forced_memory_is_exactly_the_memory_written_first(wm, src, memory_bias)
 
 def test_forced_memory_must_fit_the_memory(wm, src):
     with pytest.raises(InterventionError, match="do not fit a memory of 3"):
-        wm_generate(wm, src, Interventions(forced_memory=(1, 2, 3, 4), memory_size=3))
+        wm_generate(wm, src, Interventions.of(ForceMemory(tokens=(1, 2, 3, 4)), MemorySize(size=3)))
 
 
 def _patterns_during_generation(model, src, lesion):
@@ -219,7 +222,7 @@ def _mass_target_queries_on_memory(calls) -> tuple[float, float]:
 
 
 def test_masking_memory_blocks_target_queries_from_memory_keys(hungry, src):
-    out, calls = _patterns_during_generation(hungry, src, Interventions(mask_memory=True))
+    out, calls = _patterns_during_generation(hungry, src, Interventions.of(MaskMemory()))
     assert all(len(e.memory) == TINY_MEMORY for e in out.examples)  # memory is still generated
     assert len(calls) == (out.ids.shape[1] - 1) * hungry.config.n_decoder_layers
     target_mass, memory_mass = _mass_target_queries_on_memory(calls)
@@ -239,7 +242,7 @@ def test_masking_memory_in_a_teacher_forced_pass(hungry, src):
         captured[point.name] = p
 
     names = [f"decoder.layers.{i}.self_attn.pattern" for i in range(2)]
-    lesion = Interventions(mask_memory=True)
+    lesion = Interventions.of(MaskMemory())
     with (
         torch.no_grad(),
         applied_interventions(hungry, lesion),

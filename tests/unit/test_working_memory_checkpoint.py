@@ -8,7 +8,7 @@ import pytest
 
 from app.settings import REPO_ROOT
 from inference.core.checkpoint import load_checkpoint
-from inference.core.interventions import Interventions
+from inference.core.interventions import ForceMemory, Interventions
 from inference.core.trace import encode_sources
 from inference.families.working_memory.generation import wm_generate
 from tests.unit.test_working_memory import greedy_after_its_stream
@@ -32,7 +32,7 @@ def test_forced_words_are_the_whole_memory_and_the_translation_reads_them(german
     _, plain = generate(german, text)
     assert len(plain.memory) == plain_memory
     forced = tuple(i for word in ("Katze", "beach") for i in german.tokenizer.encode(word))
-    src, example = generate(german, text, Interventions(forced_memory=forced))
+    src, example = generate(german, text, Interventions.of(ForceMemory(tokens=forced)))
     assert example.memory == list(forced)
     assert example.types[: len(forced)] == [0] * len(forced) and set(example.types[len(forced) :]) == {1}
     assert greedy_after_its_stream(german.model, src, example)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from inference.core.interventions import Interventions
+from inference.core.interventions import Interventions, MemorySize
 from inference.core.trace import encode_sources
 from inference.families.working_memory.generation import wm_generate
 from tests.conftest import SOURCES, make_tiny_working_memory
@@ -18,7 +18,7 @@ def test_measure_runs_a_sentence_alone_as_the_page_does(tiny_tokenizer):
         alone.memory
     )
     no_memory = wm_generate(
-        loaded.model, encode_sources(loaded, [SOURCES[0]]), Interventions(memory_size=0), seed=0
+        loaded.model, encode_sources(loaded, [SOURCES[0]]), Interventions.of(MemorySize(size=0)), seed=0
     ).examples[0]
     assert measured.no_memory == tiny_tokenizer.decode(no_memory.translation)
 

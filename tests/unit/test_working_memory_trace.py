@@ -8,11 +8,12 @@ import torch
 
 from inference.analyses.working_memory import (
     memory_tokens,
+    require_working_memory,
     step_decisions,
     stream_tokens,
     target_to_memory_attention,
 )
-from inference.core.interventions import Interventions
+from inference.core.interventions import Interventions, MaskMemory
 from inference.core.trace import run_with_trace
 from tests.conftest import SOURCES, TINY_MEMORY, make_tiny_working_memory
 
@@ -24,20 +25,19 @@ def keen(tiny_tokenizer):
 
 def test_trace_holds_the_generation_and_its_decisions(keen):
     trace = run_with_trace(keen, SOURCES, seed=2)
-    assert trace.choices.shape[0] == 2 and trace.choices.shape[2] == 7
-    for example, stream in enumerate(trace.target_ids):
+    choices = require_working_memory(trace)  # [b, steps, 7]
+    assert choices.shape[0] == 2 and choices.shape[2] == 7
+    for example, stream in enumerate(trace.output_ids):
         kinds = [t.kind for t in stream_tokens(trace, example)]
         assert len(kinds) == len(stream) and 0 < kinds.count("memory") <= TINY_MEMORY
         decisions = step_decisions(trace, keen.tokenizer, example)
         assert [d.kind for d in decisions][: len(kinds)] == kinds  # the last decision may be the final EOS
         assert all(0 <= d.p_memory <= 1 for d in decisions)
-    assert [len(memory_tokens(trace, e)) for e in range(2)] == [
-        int((trace.choices[e, :, 2] == 0).sum()) for e in range(2)
-    ]
+    assert [len(memory_tokens(trace, e)) for e in range(2)] == [int((choices[e, :, 2] == 0).sum()) for e in range(2)]
 
 
 def test_masked_run_puts_no_target_attention_on_memory(keen):
-    trace = run_with_trace(keen, SOURCES[0], interventions=Interventions(mask_memory=True), seed=2)
+    trace = run_with_trace(keen, SOURCES[0], interventions=Interventions.of(MaskMemory()), seed=2)
     for layer in range(2):
         attention = target_to_memory_attention(trace, layer)
         assert attention.weights.shape[2] == len(memory_tokens(trace)) > 0
