@@ -10,7 +10,9 @@ from inference.core.interventions import (
     InterventionError,
     Interventions,
     KnockoutSlots,
+    MaskMemory,
     MemorySize,
+    Scale,
     ablate_head,
     scale_ff_keys,
 )
@@ -180,3 +182,59 @@ def test_nothing_stays_on_the_model(tiny):
         )
     run_with_trace(tiny, SOURCES, TARGETS, interventions=Interventions.of(BlockMemoryReads(stacks="both")))
     assert not any(point.active for point in hook_points(tiny.model).values())
+
+
+def test_interventions_are_normalised_where_they_enter():
+    knockout, mask, size = KnockoutSlots(slots=(2, 0, 2)), MaskMemory(), MemorySize(size=3)
+    assert knockout.slots == (2, 0)  # a slot asked twice is asked once
+    assert Interventions.of(knockout, mask, size) == Interventions.of(size, mask, knockout)
+    assert hash(Interventions.of(knockout, mask)) == hash(Interventions.of(mask, knockout))
+    assert Interventions.of(mask, size, mask, size) == Interventions.of(size, mask)
+    assert len(Interventions.of(mask, size, mask, size)) == 2
+    assert Interventions.of(size, mask).memory_size == 3
+    dumped = Interventions.of(mask, knockout).model_dump(mode="json")
+    assert dumped == [{"kind": "knockout_slots", "slots": [2, 0]}, {"kind": "mask_memory"}]
+    assert Interventions.model_validate(dumped) == Interventions.of(knockout, mask)
+    with pytest.raises(ValueError, match=r"two memory sizes asked for at once: \[0, 3\]"):
+        Interventions.of(size, MemorySize(size=0))
+    with pytest.raises(ValueError, match="give an axis together with the indices along it"):
+        Scale(hook="decoder.layers.0.ff.keys", axis="ff_key")
+    with pytest.raises(ValueError, match="give an axis together with the indices along it"):
+        Scale(hook="decoder.layers.0.ff.keys", index=(1,))
+
+
+def counted_runs(model) -> list:
+    """A list that grows by one whenever the model embeds tokens: proof that it ran."""
+    runs = []
+    model.embed.register_forward_hook(lambda *_: runs.append(1))
+    return runs
+
+
+@pytest.mark.parametrize(
+    ("scale", "message"),
+    [
+        (
+            Scale(hook="decoder.layers.0.self_attn.pattern", axis="query", index=(0,)),
+            "axis 'query' of .* no fixed size",
+        ),
+        (Scale(hook="decoder.layers.0.self_attn.pattern", axis="head", index=(1, 2)), r"head \[2\] out of range"),
+        (
+            Scale(hook="decoder.layers.0.ff.keys", axis="ff_key", index=(32,)),
+            r"ff_key \[32\] out of range for decoder.layers.0.ff.keys \(0 to 31\)",
+        ),
+        (Scale(hook="decoder.layers.0.ff.keys", axis="head", index=(0,)), "has no axis 'head'"),
+    ],
+)
+def test_a_scale_that_does_not_fit_is_refused_before_the_model_runs(tiny_tokenizer, scale, message):
+    from tests.conftest import make_tiny
+
+    loaded = make_tiny("memtransformer", tiny_tokenizer)
+    runs = counted_runs(loaded.model)
+    run_with_trace(loaded, SOURCES, TARGETS, names=["logits"])
+    seen = len(runs)
+    assert seen > 0  # the counter sees a run
+    for targets in (TARGETS, None):  # teacher-forced, and decoding first
+        with pytest.raises(InterventionError, match=message):
+            run_with_trace(loaded, SOURCES, targets, interventions=Interventions.of(scale))
+    assert len(runs) == seen
+    assert not any(point.active for point in hook_points(loaded.model).values())
