@@ -110,11 +110,13 @@ _FAMILIES: dict[str, Family] = {}  # config `family` value -> family
 
 
 def register(family: Family) -> Family:
-    """Register a family under each of its config names; a name taken by another family raises ValueError."""
+    """Register a family under each of its config names; a name taken by another family raises ValueError
+    and registers none of them."""
     for config_name in family.config_names:
         taken = _FAMILIES.get(config_name)
         if taken is not None and taken.name != family.name:
             raise ValueError(f"config family {config_name!r} is registered by {taken.name} already")
+    for config_name in family.config_names:
         _FAMILIES[config_name] = family
     return family
 
