@@ -8,7 +8,7 @@ from inference.families.memory_transformer.model import FAMILIES
 
 
 def test_every_shipped_family_is_registered():
-    assert set(config_names()) == {*FAMILIES, "working_memory", "language_model"}
+    assert {*FAMILIES, "working_memory", "language_model"} <= set(config_names())  # plug-ins may add more
     assert {family_of(name).name for name in FAMILIES} == {"memory_transformer"}
     assert family_of("working_memory").name == "working_memory"
     assert family_of("language_model").name == "language_model"
