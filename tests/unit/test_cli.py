@@ -159,7 +159,8 @@ print("LOADED", *sorted(name for name in {heavy!r} if name in sys.modules), file
     "argv", [["--help"], ["translate", "--help"], ["models", "--help"], ["hooks", "--help"], ["serve", "--help"]]
 )
 def test_help_imports_neither_torch_nor_the_web_stack(argv):
-    """`python -m memlens_cli.main ... --help` in a fresh interpreter: the help is printed and no heavy module was imported."""
+    """`python -m memlens_cli.main ... --help` in a fresh interpreter: the help is printed and no heavy module
+    was imported."""
     result = subprocess.run(
         [sys.executable, "-c", HELP_PROBE.format(heavy=HEAVY_MODULES), *argv],
         capture_output=True,
