@@ -108,10 +108,12 @@ def test_duplicates_are_asked_once(client):
     once = client.post(
         "/api/translate", json={"model": MT, "text": TEXT, "interventions": {"knockout_slots": [1]}}
     ).json()
+    recent = len(client.app.state.runner._recent)
     many = client.post(
         "/api/translate", json={"model": MT, "text": TEXT, "interventions": {"knockout_slots": [1] * 900}}
     ).json()
     assert many["interventions"]["knockout_slots"] == [1] and many["translation"] == once["translation"]
+    assert len(client.app.state.runner._recent) == recent  # the same question: answered by the run of `once`
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_parsed(client, settings):
