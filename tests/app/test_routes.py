@@ -114,7 +114,11 @@ def test_api_models(client):
     assert body["broken"][0]["name"] == "broken_model"
 
 
-def test_api_translate_with_interventions(client):
+def test_api_translate_with_interventions(client, checkpoint_dir):
+    from inference.checkpoint import load_checkpoint
+    from inference.interventions import Interventions
+    from inference.trace import run_with_trace
+
     body = client.post(
         "/api/translate",
         json={"model": MODEL, "text": TEXT, "interventions": {"memory_size": 5, "knockout_slots": [4]}},
@@ -122,7 +126,14 @@ def test_api_translate_with_interventions(client):
     assert body["memory_size"] == 5 and body["interventions"]["knockout_slots"] == [4]
     assert body["roles"]["enc"][:5] == ["mem"] * 5 and body["roles"]["enc"][-1] == "special"
     assert body["tokens"]["enc"][:2] == ["[mem0]", "[mem1]"]
-    assert isinstance(body["translation"], str)
+    expected = run_with_trace(  # the checkpoint run here, outside the server, under the same interventions
+        load_checkpoint(checkpoint_dir / MODEL, "cpu"),
+        TEXT,
+        names=["logits"],
+        interventions=Interventions(memory_size=5, knockout_slots=(4,)),
+        max_new_tokens=12,
+    )
+    assert body["translation"] == expected.translations[0]
 
 
 def test_api_attention_ships_uint8_layer(client):
