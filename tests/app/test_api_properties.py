@@ -96,6 +96,8 @@ def test_no_job_the_examples_started_failed_on_the_server():
     deadline = time.monotonic() + JOB_WAIT_SECONDS
     while time.monotonic() < deadline and not all(job.finished for job in store.recent(limit=10_000)):
         time.sleep(0.5)
+    unfinished = [(job.kind, job.status) for job in store.recent(limit=10_000) if not job.finished]
+    assert unfinished == [], f"jobs still unfinished after {JOB_WAIT_SECONDS} s, so not checked"
     failed = [
         (job.kind, job.params.get("model"), job.error) for job in store.recent(limit=10_000) if job.status == "failed"
     ]

@@ -4,6 +4,7 @@ import html
 import time
 
 import pytest
+import sacrebleu
 from fastapi.testclient import TestClient
 
 from app.main import create_app
@@ -38,7 +39,13 @@ def test_tsv_upload_gives_translations_bleu_and_blocks(client):
     assert done["status"] == "done" and done["done"] == 3
     result = done["result"]
     assert len(result["translations"]) == 3
-    assert 0 <= result["quality"]["bleu"] <= 100 and result["quality"]["sentences"] == 3
+    references = [line.split("\t")[1] for line in TSV.splitlines()]
+    scored = {  # sacrebleu on the job's own translations against the uploaded references
+        "bleu": sacrebleu.corpus_bleu(result["translations"], [references]).score,
+        "chrf": sacrebleu.corpus_chrf(result["translations"], [references]).score,
+        "sentences": 3,
+    }
+    assert result["quality"] == pytest.approx(scored) and scored["chrf"] > 0
     stacks = {b["stack"] for b in result["blocks"]}
     assert stacks == {"encoder.attn", "decoder.self_attn", "decoder.cross_attn"}
     page = client.get(done["url"]).text

@@ -152,14 +152,25 @@ def test_api_models(client):
     assert body["broken"][0]["name"] == "broken_model"
 
 
-def test_api_translate_with_interventions(client):
+def test_api_translate_with_interventions(client, checkpoint_dir):
+    from inference.core.checkpoint import load_checkpoint
+    from inference.core.interventions import Interventions, KnockoutSlots, MemorySize
+    from inference.core.trace import run_with_trace
+
     asked = [{"kind": "knockout_slots", "slots": [4]}, {"kind": "memory_size", "size": 5}]
     body = client.post("/api/translate", json={"model": MODEL, "text": TEXT, "interventions": asked}).json()
     assert body["memory_size"] == 5  # echoed normalised: the memory size first
     assert body["interventions"] == [{"kind": "memory_size", "size": 5}, {"kind": "knockout_slots", "slots": [4]}]
     assert body["roles"]["enc"][:5] == ["mem"] * 5 and body["roles"]["enc"][-1] == "special"
     assert body["tokens"]["enc"][:2] == ["[mem0]", "[mem1]"]
-    assert isinstance(body["translation"], str)
+    expected = run_with_trace(  # the checkpoint run here, outside the server, under the same interventions
+        load_checkpoint(checkpoint_dir / MODEL, "cpu"),
+        TEXT,
+        names=["logits"],
+        interventions=Interventions.of(MemorySize(size=5), KnockoutSlots(slots=(4,))),
+        max_new_tokens=12,
+    )
+    assert body["translation"] == expected.outputs[0]
 
 
 def test_api_attention_ships_uint8_layer(client):

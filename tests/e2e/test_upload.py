@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sacrebleu
+from app.demo import demo_sentences
+
 from tests.e2e.conftest import upload_demo_corpus
 
 MODEL = "memtransformer_10"
@@ -11,8 +14,11 @@ def test_upload_tsv_and_see_bleu(page, server_url, tmp_path):
     upload_demo_corpus(page, server_url, MODEL, tmp_path)
     page.wait_for_selector("#bleu", timeout=60_000)
     bleu = float(page.text_content("#bleu"))
-    assert 0 < bleu <= 100
     assert page.locator("table.sentences tbody tr").count() == 6
+    translations = page.locator("table.sentences tbody tr td:nth-child(3)").all_text_contents()
+    references = [d.reference for d in demo_sentences()[:6]]  # what upload_demo_corpus uploaded
+    expected = sacrebleu.corpus_bleu(translations, [references]).score  # of the translations the page shows
+    assert expected > 0 and page.text_content("#bleu") == f"{expected:.2f}"
     page.wait_for_selector("#figure-encoder-attn .main-svg")
     permalink = page.url
     page.reload()

@@ -178,7 +178,9 @@ def test_rerun_of_a_finished_language_model_run_trains_no_more(trained_lm, synth
     _, folder, run_dir = trained_lm
     steps = json.loads((folder / "metrics.json").read_text())["train"]["steps"]
     run_training(make_tiny_lm_config(), synthetic_lm_data_dir, folder, run_dir, device="cpu")
-    assert json.loads((folder / "metrics.json").read_text())["train"]["steps"] == steps
+    assert json.loads((folder / "metrics.json").read_text())["train"]["steps"] == steps  # as a run from scratch
+    log = (run_dir / "train.log").read_text()  # so the log says that the rerun started from the finished state
+    assert log.count(" start: ") == 1 and f"resume at step {steps}: 3 epochs done" in log
 
 
 @pytest.mark.parametrize(
@@ -283,4 +285,6 @@ def test_ff_memories_cli_mines_the_language_model_and_stores_its_study(
 
     before = (folder / TRIGGERS_FILE).read_bytes()
     assert main(command) == 0  # a rerun resumes from the finished state: nothing mined twice, the same record
-    assert (folder / TRIGGERS_FILE).read_bytes() == before
+    assert (folder / TRIGGERS_FILE).read_bytes() == before  # as a second mining from scratch would give too, so:
+    rerun = json.loads((folder / "ff_analysis.json").read_text())["mining"]
+    assert (rerun["sentences"], rerun["sentences_per_second"]) == (40, 0.0)  # none of them mined in this session

@@ -62,7 +62,9 @@ def test_checkpoint_serves_through_the_registry(trained):
 def test_rerun_of_a_finished_run_trains_no_more(trained, synthetic_data_dir, tiny_config):
     _, folder, run_dir = trained
     run_training(tiny_config(), synthetic_data_dir, folder, run_dir, device="cpu")
-    assert json.loads((folder / "metrics.json").read_text())["train"]["steps"] == 48
+    assert json.loads((folder / "metrics.json").read_text())["train"]["steps"] == 48  # as a second run from scratch
+    log = (run_dir / "train.log").read_text()  # so the log says that the rerun started from the finished state
+    assert log.count(" start: ") == 1 and "resume at step 48: 3 epochs done, 0 batches into the next" in log
 
 
 def test_resume_continues_the_same_run(tmp_path, synthetic_data_dir, tiny_config):

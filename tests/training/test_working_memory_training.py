@@ -12,6 +12,7 @@ import torch
 from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.decoding import pad_batch
 from inference.families.working_memory.model import TARGET_TYPE, WorkingMemoryTransformer
+from tests.conftest import make_tiny_working_memory
 from training.config import ConfigError, config_from_dict
 from training.data import make_batch
 from training.objectives import objective_for_epoch, token_loss
@@ -90,6 +91,11 @@ def test_plain_epoch_is_the_token_loss_and_memory_epoch_adds_the_type_loss(train
     memory = with_memory(model, batch, 7)
     assert torch.isfinite(memory) and not torch.allclose(memory, plain)  # the type loss is added
     assert torch.equal(memory, with_memory(model, batch, 7))  # the step's seed fixes its sampled memory
+    # The trained model's loss on this batch is the same whatever the seed (its sampling has one choice here); an
+    # untrained model of the same vocabulary samples its memory from wide nuclei, where the seed decides the loss.
+    untrained = make_tiny_working_memory(tokenizer).model
+    losses = [with_memory(untrained, batch, seed).item() for seed in (7, 7, 8, 9, 10, 11)]
+    assert losses[0] == losses[1] and len(set(losses)) > 2
 
 
 def test_warm_start_needs_a_plain_transformer(tmp_path, synthetic_data_dir, tiny_config):

@@ -35,7 +35,9 @@ def named_classes(path: Path, classes: set[str]) -> list[str]:
     hits = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            hits += [f"{path.relative_to(ROOT)}:{node.lineno} imports {a.name}" for a in node.names if a.name in classes]
+            hits += [
+                f"{path.relative_to(ROOT)}:{node.lineno} imports {a.name}" for a in node.names if a.name in classes
+            ]
         elif isinstance(node, ast.Name) and node.id in classes:
             hits.append(f"{path.relative_to(ROOT)}:{node.lineno} names {node.id}")
         elif isinstance(node, ast.Attribute) and node.attr in classes:
@@ -68,7 +70,11 @@ def test_the_app_never_imports_a_family_folder():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("inference.families"):
                 hits.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}")
             if isinstance(node, ast.Import):
-                hits += [f"{path.relative_to(ROOT)}:{node.lineno}" for a in node.names if a.name.startswith("inference.families")]
+                hits += [
+                    f"{path.relative_to(ROOT)}:{node.lineno}"
+                    for a in node.names
+                    if a.name.startswith("inference.families")
+                ]
     assert not hits, "\n".join(hits)
 
 

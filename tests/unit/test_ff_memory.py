@@ -89,6 +89,7 @@ def test_compact_record_is_json_and_keeps_the_triggers(tiny_tokenizer):
     triggers = store.triggers(LAYER0, PLANTED_KEY)
     streams = [prefix_stream(planted, text) for text in CORPUS_TEXTS]
     assert [t.sentence for t in triggers] == state.sentences[LAYER0][PLANTED_KEY][: len(triggers)].tolist()
+    assert [(t.sentence, t.position) for t in triggers] == [(0, 1), (2, 1), (4, 1)]  # the texts starting "a", there
     for t in triggers:
         stream = streams[t.sentence]
         assert t.context == tiny_tokenizer.display_tokens(stream[max(0, t.position - 2) : t.position + 1])
@@ -99,6 +100,7 @@ def test_compact_record_is_json_and_keeps_the_triggers(tiny_tokenizer):
     assert store.top_coefficients(LAYER0)[PLANTED_KEY] == pytest.approx(
         state.coefficients[LAYER0][PLANTED_KEY, 0].item(), rel=1e-3
     )
+    assert list(store.trigger_tokens()) == list(from_corpus) == [LAYER0, "decoder.layers.1.ff"]
     for layer, tokens in store.trigger_tokens().items():
         assert torch.equal(tokens.trigger, from_corpus[layer].trigger)
         assert torch.equal(tokens.next, from_corpus[layer].next)

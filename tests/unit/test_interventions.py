@@ -92,11 +92,14 @@ def test_knocked_out_slots_get_no_attention(tiny_memory):
     trace = run_with_trace(
         tiny_memory, SOURCES, TARGETS, names=["*.pattern"], interventions=Interventions.of(KnockoutSlots(slots=(0, 2)))
     )
+    checked = []
     for name, capture in trace.captures.items():
         pattern = capture.at()
         if capture.positions["key"] == "enc":
             assert pattern[..., [0, 2]].abs().max() == 0.0, name
             assert pattern[..., 1].abs().max() > 0.0, name
+            checked.append(name)
+    assert {"decoder.layers.0.cross_attn.pattern", "decoder.layers.1.cross_attn.pattern"} <= set(checked), checked
 
 
 def test_knockout_of_missing_slot_is_refused(tiny_memory):

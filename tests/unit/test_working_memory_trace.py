@@ -14,7 +14,7 @@ from inference.analyses.working_memory import (
     target_to_memory_attention,
 )
 from inference.core.interventions import Interventions, MaskMemory
-from inference.core.trace import run_with_trace
+from inference.core.trace import encode_sources, run_with_trace
 from tests.conftest import SOURCES, TINY_MEMORY, make_tiny_working_memory
 
 
@@ -32,7 +32,14 @@ def test_trace_holds_the_generation_and_its_decisions(keen):
         assert len(kinds) == len(stream) and 0 < kinds.count("memory") <= TINY_MEMORY
         decisions = step_decisions(trace, keen.tokenizer, example)
         assert [d.kind for d in decisions][: len(kinds)] == kinds  # the last decision may be the final EOS
-        assert all(0 <= d.p_memory <= 1 for d in decisions)
+        # Each decision's p_memory is the type head's memory probability before that element, as a
+        # teacher-forced pass over the stream (BOS, then what was written) gives it.
+        ids = torch.tensor([[keen.config.bos_id] + [d.token_id for d in decisions]])  # [1, 1 + t]
+        types = torch.tensor([[1] + [0 if d.kind == "memory" else 1 for d in decisions]])  # 0 memory, 1 target
+        with torch.no_grad():
+            _, type_logits = keen.model(encode_sources(keen, [SOURCES[example]]), ids, types)  # [1, 1 + t, 2]
+        expected = type_logits[0, :-1].softmax(dim=-1)[:, 0]  # [t]
+        torch.testing.assert_close(torch.tensor([d.p_memory for d in decisions]), expected, atol=1e-5, rtol=0)
     assert [len(memory_tokens(trace, e)) for e in range(2)] == [int((choices[e, :, 2] == 0).sum()) for e in range(2)]
 
 
