@@ -97,7 +97,8 @@ def tiny_memory(request, tiny_tokenizer) -> LoadedModel:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip tests marked `needs_corpus("name", ...)` when the data folder lacks a corpus, saying which (all of them) and how to get them."""
+    """Skip tests marked `needs_corpus("name", ...)` when the data folder lacks a corpus,
+    saying which (all of them) and how to get them."""
     data_dir = resolve_data_dir()
     reasons: dict[str, str | None] = {}
     for item in items:

@@ -20,7 +20,8 @@ def test_form_post_from_another_site_is_refused(page, server_url):
         lambda route: route.fulfill(
             content_type="text/html",
             body=(
-                f'<form method="post" action="{server_url}/sweep"><input type="hidden" name="model" value="memtransformer_10">'
+                f'<form method="post" action="{server_url}/sweep">'
+                '<input type="hidden" name="model" value="memtransformer_10">'
                 '<input type="hidden" name="reference" value="demo"><button>win a prize</button></form>'
             ),
         ),

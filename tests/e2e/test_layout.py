@@ -39,25 +39,34 @@ FIGURE_PROBLEMS = """() => {
     if (layers.length < 2) problems.push(`${name}: ${layers.length} SVG layers`);
     layers.forEach((layer, i) => {
       const first = layers[0];
-      if (!(near(layer.x, first.x) && near(layer.y, first.y) && near(layer.width, first.width) && near(layer.height, first.height))) {
-        problems.push(`${name}: layer ${i} at (${layer.x}, ${layer.y}) ${layer.width}x${layer.height} does not overlay layer 0 at (${first.x}, ${first.y}) ${first.width}x${first.height}`);
+      if (!(near(layer.x, first.x) && near(layer.y, first.y)
+            && near(layer.width, first.width) && near(layer.height, first.height))) {
+        problems.push(`${name}: layer ${i} at (${layer.x}, ${layer.y}) ${layer.width}x${layer.height} `
+          + `does not overlay layer 0 at (${first.x}, ${first.y}) ${first.width}x${first.height}`);
       }
     });
     // Inside its container: within the figure box, or within its scrolled area where the figure scrolls.
     const scrolls = getComputedStyle(figure).overflow !== "visible";
     const width = scrolls ? figure.scrollWidth : box.width, height = scrolls ? figure.scrollHeight : box.height;
     layers.forEach((layer, i) => {
-      if (layer.width > width + 1 || layer.height > height + 1) problems.push(`${name}: layer ${i} (${layer.width}x${layer.height}) overflows its ${width}x${height} figure`);
+      if (layer.width > width + 1 || layer.height > height + 1) {
+        problems.push(`${name}: layer ${i} (${layer.width}x${layer.height}) overflows its ${width}x${height} figure`);
+      }
     });
-    if (layers.length && !scrolls && !near(box.height, layers[0].height)) problems.push(`${name}: figure ${box.height} px high around a ${layers[0].height} px plot`);
-    if (box.left < holder.left - 1 || box.right > holder.right + 1 || box.top < holder.top - 1 || box.bottom > holder.bottom + 1) {
+    if (layers.length && !scrolls && !near(box.height, layers[0].height)) {
+      problems.push(`${name}: figure ${box.height} px high around a ${layers[0].height} px plot`);
+    }
+    if (box.left < holder.left - 1 || box.right > holder.right + 1
+        || box.top < holder.top - 1 || box.bottom > holder.bottom + 1) {
       problems.push(`${name}: leaves its container`);
     }
     if (box.right > document.documentElement.clientWidth + 1) problems.push(`${name}: wider than the page`);
     figures.forEach((other) => {
       if (other === figure || figure.contains(other) || other.contains(figure)) return;
       const o = other.getBoundingClientRect();
-      if (box.left < o.right - 1 && o.left < box.right - 1 && box.top < o.bottom - 1 && o.top < box.bottom - 1) problems.push(`${name}: overlaps ${other.id}`);
+      if (box.left < o.right - 1 && o.left < box.right - 1 && box.top < o.bottom - 1 && o.top < box.bottom - 1) {
+        problems.push(`${name}: overlaps ${other.id}`);
+      }
     });
   });
   return problems;
@@ -71,7 +80,8 @@ COVERED_BUTTONS = """() => {
     const box = button.getBoundingClientRect();
     const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
     if (!(hit && (hit === button || button.contains(hit)))) {
-      covered.push(`"${button.textContent.trim() || button.value}" is covered by ${hit ? hit.outerHTML.slice(0, 120) : "nothing (off the page)"}`);
+      const by = hit ? hit.outerHTML.slice(0, 120) : "nothing (off the page)";
+      covered.push(`"${button.textContent.trim() || button.value}" is covered by ${by}`);
     }
   });
   return covered;
@@ -202,10 +212,14 @@ def test_job_result_after_polling(page, server_url, tmp_path):
 
 
 LONG = (
-    "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, während zwei Kinder im Garten mit einem großen "
-    "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, das sie gestern in der kleinen Buchhandlung am "
-    "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, und eine Katze beobachtet die Vögel, die auf dem "
-    "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, die mit ihrem Fahrrad zur Arbeit fährt."
+    "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, "
+    "während zwei Kinder im Garten mit einem großen "
+    "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, "
+    "das sie gestern in der kleinen Buchhandlung am "
+    "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, "
+    "und eine Katze beobachtet die Vögel, die auf dem "
+    "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, "
+    "die mit ihrem Fahrrad zur Arbeit fährt."
 )
 
 # Per axis: the tick labels in screen order, and those a person cannot read: closer than a line of text to the
@@ -218,13 +232,18 @@ TICK_LABELS = """(axis) => {
     const box = tick.getBoundingClientRect();
     return axis === "x" ? box.left + figure.scrollLeft + scrollX : box.top + box.height / 2 + scrollY;
   };
-  const ticks = [...figure.querySelectorAll(`.${axis}tick text`)].map((tick) => [position(tick), tick]).sort((a, b) => a[0] - b[0]);
+  const ticks = [...figure.querySelectorAll(`.${axis}tick text`)]
+    .map((tick) => [position(tick), tick])
+    .sort((a, b) => a[0] - b[0]);
   const unreachable = [];
   ticks.forEach(([at, tick], i) => {
-    if (i > 0 && at - ticks[i - 1][0] < 12) unreachable.push(`${tick.textContent}: ${at - ticks[i - 1][0]} px after the previous label`);
+    if (i > 0 && at - ticks[i - 1][0] < 12) {
+      unreachable.push(`${tick.textContent}: ${at - ticks[i - 1][0]} px after the previous label`);
+    }
     tick.scrollIntoView({ block: "center", inline: "center" });
     const box = tick.getBoundingClientRect(), frame = figure.getBoundingClientRect();
-    if (!(box.left >= Math.max(0, frame.left) - 1 && box.right <= Math.min(innerWidth, frame.right) + 1 && box.top >= 0 && box.bottom <= innerHeight)) {
+    if (!(box.left >= Math.max(0, frame.left) - 1 && box.right <= Math.min(innerWidth, frame.right) + 1
+          && box.top >= 0 && box.bottom <= innerHeight)) {
       unreachable.push(`${tick.textContent}: off screen`);
     }
   });
@@ -245,7 +264,8 @@ def test_long_input_keeps_every_token_label_reachable(page, server_url):
         assert shown["unreachable"] == []
     # The last cell, bottom right, answers a hover with its own query and key.
     page.evaluate("""() => {
-      const figure = document.getElementById("figure-heatmap"), plot = figure.querySelector(".nsewdrag").getBoundingClientRect();
+      const figure = document.getElementById("figure-heatmap");
+      const plot = figure.querySelector(".nsewdrag").getBoundingClientRect();
       figure.scrollLeft = figure.scrollWidth;
       scrollBy(0, plot.bottom - innerHeight + 40);
     }""")

@@ -41,7 +41,8 @@ def test_memory_inline_decisions_and_live_mask(page, server_url):
     with page.expect_response(lambda response: response.url.endswith("/memory/run")):
         page.select_option("select[name=layer]", "1")  # layer 0 barely reads memory; layer 1 does
     page.wait_for_function(
-        "JSON.parse(document.getElementById('figure-data-memory-attention').textContent).layout.title.text.includes('layer 1')"
+        "JSON.parse(document.getElementById('figure-data-memory-attention').textContent)"
+        ".layout.title.text.includes('layer 1')"
     )
     assert max(memory_mass(page)) > 0
     with page.expect_response(lambda response: response.url.endswith("/memory/run")):

@@ -119,8 +119,13 @@ def wikitext_article(rng: random.Random, title: str, unk: str) -> list[str]:
 def write_synthetic_wikitext(root: Path, seed: int = 0) -> Path:
     """root/wikitext/wikitext-2/{valid,test}.txt.gz and wikitext-103/wiki.{valid,test}.tokens.gz; returns root."""
     rng = random.Random(seed)
-    for relative, unk in (("wikitext-2/valid.txt.gz", "<unk>"), ("wikitext-2/test.txt.gz", "<unk>"),
-                          ("wikitext-103/wiki.valid.tokens.gz", "dog"), ("wikitext-103/wiki.test.tokens.gz", "cat")):  # fmt: skip
+    files = (
+        ("wikitext-2/valid.txt.gz", "<unk>"),
+        ("wikitext-2/test.txt.gz", "<unk>"),
+        ("wikitext-103/wiki.valid.tokens.gz", "dog"),
+        ("wikitext-103/wiki.test.tokens.gz", "cat"),
+    )
+    for relative, unk in files:
         path = root / "wikitext" / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         with gzip.open(path, "wt", encoding="utf-8") as out:

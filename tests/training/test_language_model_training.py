@@ -37,7 +37,10 @@ def test_enwiki_drops_titles_and_stubs_and_splits_whole_articles(synthetic_lm_da
 
 
 def test_sentences_split_at_ends_but_not_at_initials_or_abbreviations():
-    text = 'Dr. Smith met J. R. R. Tolkien in the U.S. Army in 1950. He left! "Quoted." Then he returned, e.g. to Paris. 2001 was a year.'
+    text = (
+        'Dr. Smith met J. R. R. Tolkien in the U.S. Army in 1950. He left! "Quoted." '
+        "Then he returned, e.g. to Paris. 2001 was a year."
+    )
     assert split_sentences(text) == [
         "Dr. Smith met J. R. R. Tolkien in the U.S. Army in 1950.",
         "He left!",

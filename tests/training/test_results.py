@@ -128,12 +128,12 @@ def test_ff_tables_come_from_the_ff_analysis(tmp_path):
     )
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "reading.md").read_text()
     assert (
-        "| language_model | 100.00 (40.00) | 101.00 (41.00) | 102.00 (42.00) | 103.00 (43.00) | 104.00 (44.00) | 800 | 60.00 |"
-        in text
+        "| language_model | 100.00 (40.00) | 101.00 (41.00) | 102.00 (42.00) | 103.00 (43.00) | 104.00 (44.00) "
+        "| 800 | 60.00 |" in text
     )
     assert (
-        "- language_model: mined on enwiki train, a seeded sample of 50,000 sentences (50,000 sentences, top 50 per key); aggregation on 2,000 held-out sentences"
-        in text
+        "- language_model: mined on enwiki train, a seeded sample of 50,000 sentences "
+        "(50,000 sentences, top 50 per key); aggregation on 2,000 held-out sentences" in text
     )
     assert "| language_model | layers.5.ff | 760 | 12.5% (0.2%) | 50.0% | 42 (3000) | 30.0% (1.0%) |" in text
     assert "| language_model | layers.5.ff | 55.2 | 70.0% | 50.0% | 5.0% | 30.0% | 15.0% | 80.0% |" in text

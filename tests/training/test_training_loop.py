@@ -27,8 +27,8 @@ def test_every_family_trains_and_its_state_round_trips(family, tmp_path, synthet
     pairs = read_multi30k(synthetic_data_dir, "train")[:32]
     tokenizer = train_shared_vocabulary(pairs, 60)
     config = MemoryTransformerConfig(
-        family=family, vocab_size=tokenizer.vocab_size, d_model=16, d_ff=32, n_heads=2, n_encoder_layers=2, n_decoder_layers=1,
-        memory_size=0 if family == "transformer" else 3,
+        family=family, vocab_size=tokenizer.vocab_size, d_model=16, d_ff=32, n_heads=2,
+        n_encoder_layers=2, n_decoder_layers=1, memory_size=0 if family == "transformer" else 3,
     )  # fmt: skip
     torch.manual_seed(0)
     model = build_model(config)

@@ -88,7 +88,8 @@ def test_app_and_templates_never_branch_on_a_family_name():
     data (examples in the API schema), never in a comparison or a lookup."""
     names = family_names()
     assert "working_memory" in names and "memtransformer" in names  # the registry was read
-    quoted = re.compile(r"""["'](%s)["']""" % "|".join(map(re.escape, names)))
+    alternatives = "|".join(map(re.escape, names))
+    quoted = re.compile(rf"""["']({alternatives})["']""")
     hits = []
     for path in [*(ROOT / "app").rglob("*.py"), *(ROOT / "templates").rglob("*.html")]:
         for number, line in enumerate(path.read_text().splitlines(), 1):

@@ -13,10 +13,14 @@ from inference.core.checkpoint import load_checkpoint
 from inference.core.trace import run_with_trace
 
 LONG = (
-    "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, während zwei Kinder im Garten mit einem großen "
-    "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, das sie gestern in der kleinen Buchhandlung am "
-    "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, und eine Katze beobachtet die Vögel, die auf dem "
-    "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, die mit ihrem Fahrrad zur Arbeit fährt."
+    "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, "
+    "während zwei Kinder im Garten mit einem großen "
+    "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, "
+    "das sie gestern in der kleinen Buchhandlung am "
+    "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, "
+    "und eine Katze beobachtet die Vögel, die auf dem "
+    "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, "
+    "die mit ihrem Fahrrad zur Arbeit fährt."
 )
 
 
