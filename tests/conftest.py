@@ -29,6 +29,18 @@ TINY_CORPUS = [
 SOURCES = ["ein Hund spielt im Park", "zwei Frauen lesen"]
 TINY_MEMORY = 3
 
+# A long German paragraph (well over a hundred tokens): views must keep every label of it readable.
+LONG_TEXT = (
+    "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, "
+    "während zwei Kinder im Garten mit einem großen "
+    "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, "
+    "das sie gestern in der kleinen Buchhandlung am "
+    "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, "
+    "und eine Katze beobachtet die Vögel, die auf dem "
+    "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, "
+    "die mit ihrem Fahrrad zur Arbeit fährt."
+)
+
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer() -> TextTokenizer:

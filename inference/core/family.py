@@ -64,6 +64,16 @@ class FamilyConfig(Protocol):
     def max_memory_size(self) -> int: ...  # largest memory a lesion may ask for
 
 
+def check_positions_and_special_ids(config: FamilyConfig) -> None:
+    """The checks every config needs: room for BOS and a token, and pad, BOS
+    and EOS distinct ids inside the vocabulary; raises ValueError."""
+    if config.max_positions < 2:
+        raise ValueError("max_positions must be at least 2")
+    special = (config.pad_id, config.bos_id, config.eos_id)
+    if len(set(special)) != 3 or max(special) >= config.vocab_size:
+        raise ValueError("pad, bos and eos ids must be distinct and inside the vocabulary")
+
+
 class Family(Protocol):
     """A model family: how to build, describe and run its models."""
 

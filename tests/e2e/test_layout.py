@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+from tests.conftest import LONG_TEXT
 from tests.e2e.conftest import upload_demo_corpus
 
 MODEL = "memtransformer_10"
@@ -211,17 +212,6 @@ def test_job_result_after_polling(page, server_url, tmp_path):
     assert_layout(page, 2)
 
 
-LONG = (
-    "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, "
-    "während zwei Kinder im Garten mit einem großen "
-    "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, "
-    "das sie gestern in der kleinen Buchhandlung am "
-    "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, "
-    "und eine Katze beobachtet die Vögel, die auf dem "
-    "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, "
-    "die mit ihrem Fahrrad zur Arbeit fährt."
-)
-
 # Per axis: the tick labels in screen order, and those a person cannot read: closer than a line of text to the
 # previous one, or not on screen (inside the figure's own scrolling box) once scrolled to.
 TICK_LABELS = """(axis) => {
@@ -253,7 +243,7 @@ TICK_LABELS = """(axis) => {
 
 def test_long_input_keeps_every_token_label_reachable(page, server_url):
     open_page(page, f"{server_url}/explore?model={MODEL}")
-    page.fill("textarea[name=text]", LONG)
+    page.fill("textarea[name=text]", LONG_TEXT)
     swap(page, page.click, "#explore button[type=submit]")
     assert_layout(page, 3)
     figure = json.loads(page.text_content("#figure-data-heatmap"))["data"][0]

@@ -11,23 +11,13 @@ from app.figures.attention import MIN_CELL_PX, attention_heatmap, axis_labels, h
 from inference.analyses.attention import layer_attention
 from inference.core.checkpoint import load_checkpoint
 from inference.core.trace import run_with_trace
-
-LONG = (
-    "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster, "
-    "während zwei Kinder im Garten mit einem großen "
-    "roten Ball spielen und ihre Mutter auf der Terrasse sitzt und ein Buch liest, "
-    "das sie gestern in der kleinen Buchhandlung am "
-    "Marktplatz gekauft hat. Ein alter Hund schläft neben der Tür in der Sonne, "
-    "und eine Katze beobachtet die Vögel, die auf dem "
-    "Dach des Hauses sitzen und singen. Auf der Straße fahren viele Autos an einer Frau vorbei, "
-    "die mit ihrem Fahrrad zur Arbeit fährt."
-)
+from tests.conftest import LONG_TEXT
 
 
 @pytest.fixture(scope="module")
 def view():
     """Layer 3 of the encoder of the shipped memtransformer_10 on a 100+-token input: [heads, q, k] weights."""
-    trace = run_with_trace(load_checkpoint("checkpoints/memtransformer_10"), LONG, names=["*.pattern"])
+    trace = run_with_trace(load_checkpoint("checkpoints/memtransformer_10"), LONG_TEXT, names=["*.pattern"])
     view = layer_attention(trace, "encoder.attn", 3)
     assert len(view.key_tokens) > 100
     return view

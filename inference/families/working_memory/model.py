@@ -57,6 +57,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from inference.core.family import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, name_hook_points
 from inference.layers import DecoderLayer, EncoderLayer, EncoderOutput, LayerCache, TokenEmbedding
 
@@ -107,13 +108,7 @@ class WorkingMemoryConfig:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
         if min(self.vocab_size, self.d_ff, self.n_encoder_layers, self.n_decoder_layers) < 1:
             raise ValueError("vocab_size, d_ff and layer counts must be positive")
-        if self.max_positions < 2:
-            raise ValueError("max_positions must be at least 2")
-        if (
-            len({self.pad_id, self.bos_id, self.eos_id}) != 3
-            or max(self.pad_id, self.bos_id, self.eos_id) >= self.vocab_size
-        ):
-            raise ValueError("pad, bos and eos ids must be distinct and inside the vocabulary")
+        check_positions_and_special_ids(self)
 
     @property
     def max_memory_size(self) -> int:
