@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sacrebleu
-from app.demo import demo_sentences
 
+from app.services.demo import demo_sentences
 from tests.e2e.conftest import upload_demo_corpus
 
 MODEL = "memtransformer_10"
