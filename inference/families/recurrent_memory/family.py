@@ -1,0 +1,107 @@
+"""The Recurrent Memory Transformer family as the rest of MemLens sees it:
+what its models can do, how one is traced segment by segment, and its
+memory-slot lesion."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from inference.analyses.ff_values import FFMemories
+from inference.core.checkpoint import LoadedModel
+from inference.core.family import Capability
+from inference.core.hooks import HookFn, HookPoint, hook_points
+from inference.core.interventions import Intervention, InterventionError, Interventions, KnockoutSlots
+from inference.core.trace import Trace, TraceRequest, encode_sources, indexed_axis, recording, run_record
+from inference.families.recurrent_memory.model import (
+    AXIS,
+    CONFIG_NAME,
+    RecurrentMemoryConfig,
+    RecurrentMemoryTransformer,
+)
+
+
+class RecurrentMemoryFamily:
+    name = "recurrent_memory"
+    config_names = (CONFIG_NAME,)
+    config_type = RecurrentMemoryConfig
+    title = "Recurrent Memory Transformer (paper 002)"
+
+    def build(self, config: RecurrentMemoryConfig) -> RecurrentMemoryTransformer:
+        return RecurrentMemoryTransformer(config)
+
+    def capabilities(self, config: RecurrentMemoryConfig) -> frozenset[Capability]:
+        return frozenset({Capability.SEGMENTS, Capability.MEMORY_TOKENS})
+
+    def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
+        """One pass over the text, segment by segment; every capture keeps each
+        segment's call, and each segment has its own token axis ("seg@segment=s")."""
+        if request.targets is not None:
+            raise ValueError("a recurrent memory model reads one text: pass it as the source")
+        model, tokenizer = loaded.model, loaded.tokenizer
+        ids = encode_sources(loaded, request.sources)  # [b, n]
+        with recording(model, request.names, request.interventions) as (captures, memory_size):
+            logits, _ = model(ids, memory_size)  # [b, n, vocab]
+        tokens, roles = {}, {}
+        length = model.config.segment_length
+        for s, segment_roles in enumerate(model.segment_roles(ids.cpu(), memory_size)):
+            axis = indexed_axis(AXIS, segment=s)
+            rows = ids[:, s * length : (s + 1) * length].tolist()
+            read = [f"[read{j}]" for j in range(memory_size)]
+            write = [f"[write{j}]" for j in range(memory_size)]
+            tokens[axis] = [read + tokenizer.display_tokens(row) + write for row in rows]
+            roles[axis] = segment_roles
+        predicted = logits.argmax(dim=-1).tolist()  # [b, n] the next token at every position
+        return Trace(
+            run=run_record(loaded, request, memory_size, None),
+            captures=captures,
+            tokens=tokens,
+            roles=roles,
+            sources=request.sources,
+            output_ids=predicted,
+            outputs=[tokenizer.decode(row) for row in predicted],
+            logits=logits.detach().cpu(),
+            decoded=False,
+        )
+
+    def translate(
+        self,
+        model: nn.Module,
+        src_ids: torch.Tensor,
+        interventions: Interventions | None,
+        max_new_tokens: int,
+        seed: int,
+    ) -> list[list[int]]:
+        raise ValueError("a recurrent memory model does not translate")
+
+    def ff_memories(self, model: nn.Module) -> FFMemories:
+        raise ValueError("the FF memories of a recurrent memory model are not read yet")
+
+    def intervention_hooks(
+        self, model: RecurrentMemoryTransformer, intervention: Intervention, memory_size: int
+    ) -> list[tuple[str, HookFn]] | None:
+        if isinstance(intervention, KnockoutSlots):
+            return _knockout_hooks(model, intervention, memory_size)
+        return None
+
+
+def _knockout_hooks(
+    model: RecurrentMemoryTransformer, item: KnockoutSlots, memory_size: int
+) -> list[tuple[str, HookFn]]:
+    """No query reads knocked-out memory slots: their read-block keys are masked in every layer."""
+    bad = [slot for slot in item.slots if slot >= memory_size]
+    if bad:
+        raise InterventionError(
+            f"memory slots {bad} are out of range: the run has {memory_size} (0 to {memory_size - 1})"
+        )
+    slots = list(item.slots)
+
+    def hook(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]; read block first
+        mask = mask.clone()
+        mask[..., slots] = False
+        return mask
+
+    return [(name, hook) for name in hook_points(model) if name.endswith(".attn.mask")]
+
+
+FAMILY = RecurrentMemoryFamily()
