@@ -98,14 +98,11 @@ def explore_run(
     `call`: which segment or step, for a model that runs its layers more than once."""
     controls = explore_controls(runner, model)
     stack = stack or next(iter(controls["stacks"]), "")
-    runner.pattern_hook(model, stack, layer)  # an unknown stack or layer is refused before the run
+    name = runner.pattern_hook(model, stack, layer)  # an unknown stack or layer is refused before the run
     plain = runner.trace(model, text, Interventions(), names=["*.pattern"], decoding=decoding)
     lesion = without_trained_memory(lesion, controls["config"].memory_size)
     lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=["*.pattern"], decoding=decoding)
-    calls = [
-        layer_attention(lesioned, stack, layer, **at)
-        for at in call_indices(lesioned.captures[runner.pattern_hook(model, stack, layer)])
-    ]
+    calls = [layer_attention(lesioned, stack, layer, **at) for at in call_indices(lesioned.captures[name])]
     if call >= len(calls):
         raise InputError(f"{controls['call_axis'] or 'call'} {call} is out of range (0 to {len(calls) - 1})")
     view = calls[call]

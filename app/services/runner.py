@@ -157,18 +157,15 @@ class Runner:
             )
         return self.registry.get(name)
 
-    def stacks(self, name: str) -> dict[str, int]:
-        """A model's attention stacks: name -> number of layers."""
-        return attention_stacks(self.model(name).model)
-
     def pattern_hook(self, name: str, stack: str, layer: int) -> str:
         """The hook of one stack's layer, or an InputError naming what the model has."""
-        stacks = self.stacks(name)
+        model = self.model(name).model
+        stacks = attention_stacks(model)
         if stack not in stacks:
             raise InputError(f"unknown stack {shown(stack)}; this model has {', '.join(stacks)}")
         if layer >= stacks[stack]:
             raise InputError(f"layer {layer} is out of range for {stack} (0 to {stacks[stack] - 1})")
-        return pattern_hook_name(hook_points(self.model(name).model), stack, layer)
+        return pattern_hook_name(hook_points(model), stack, layer)
 
     def check_text(self, loaded: LoadedModel, text: str) -> str:
         text = visible_text(text)

@@ -116,6 +116,31 @@ class Family(Protocol):
         ...
 
 
+class FamilyDefaults:
+    """What a family leaves out, refused with its name: inherit it and write
+    only the members the family's capabilities call for."""
+
+    title: str
+
+    def translate(
+        self,
+        model: nn.Module,
+        src_ids: torch.Tensor,
+        interventions: Interventions | None,
+        max_new_tokens: int,
+        seed: int,
+    ) -> list[list[int]]:
+        raise ValueError(f"a {self.title} model does not translate")
+
+    def ff_memories(self, model: nn.Module) -> FFMemories:
+        raise ValueError(f"the FF layers of a {self.title} model are not read as memories")
+
+    def intervention_hooks(
+        self, model: nn.Module, intervention: Intervention, memory_size: int
+    ) -> list[tuple[str, HookFn]] | None:
+        return None  # the memory size and the shared scale are all
+
+
 _FAMILIES: dict[str, Family] = {}  # config `family` value -> family
 
 

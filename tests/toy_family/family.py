@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import torch
-from torch import nn
-
 from inference.core.checkpoint import LoadedModel
-from inference.core.family import Capability
+from inference.core.family import Capability, FamilyDefaults
 from inference.core.trace import Trace, TraceRequest, encode_sources, indexed_axis, recording, run_record
 from tests.toy_family.model import AXIS, CONFIG_NAME, ToySegmentsConfig, ToySegmentsModel
 
 
-class ToySegmentsFamily:
+class ToySegmentsFamily(FamilyDefaults):
     name = "toy_segments"
     config_names = (CONFIG_NAME,)
     config_type = ToySegmentsConfig
@@ -48,15 +45,6 @@ class ToySegmentsFamily:
             logits=logits.detach().cpu(),
             decoded=False,
         )
-
-    def translate(self, model: nn.Module, src_ids: torch.Tensor, interventions, max_new_tokens: int, seed: int):
-        raise ValueError("the toy model does not translate")
-
-    def ff_memories(self, model: nn.Module):
-        raise ValueError("the toy model's FF layer is not read as memories")
-
-    def intervention_hooks(self, model: nn.Module, intervention, memory_size: int):
-        return None  # the memory size and the shared scale are all
 
 
 FAMILY = ToySegmentsFamily()

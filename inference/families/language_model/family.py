@@ -3,22 +3,19 @@ models can do and how one is traced."""
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 from inference.analyses.ff_values import FFMemories, language_model_ff_memories
 from inference.core.checkpoint import LoadedModel
 from inference.core.decoding import GREEDY, pad_batch
-from inference.core.family import Capability
-from inference.core.hooks import HookFn
-from inference.core.interventions import Intervention, Interventions
+from inference.core.family import Capability, FamilyDefaults
 from inference.core.trace import Trace, TraceRequest, recording, run_record
 from inference.families.language_model.continuation import greedy_continuation, prompt_ids
 from inference.families.language_model.model import AXIS, LanguageModel, LanguageModelConfig
 from inference.families.language_model.model import FAMILY as CONFIG_NAME
 
 
-class LanguageModelFamily:
+class LanguageModelFamily(FamilyDefaults):
     name = "language_model"
     config_names = (CONFIG_NAME,)
     config_type = LanguageModelConfig
@@ -68,24 +65,9 @@ class LanguageModelFamily:
             decoded=request.max_new_tokens > 0,
         )
 
-    def translate(
-        self,
-        model: nn.Module,
-        src_ids: torch.Tensor,
-        interventions: Interventions | None,
-        max_new_tokens: int,
-        seed: int,
-    ) -> list[list[int]]:
-        raise ValueError("a language model continues a text; it does not translate")
-
     def ff_memories(self, model: nn.Module) -> FFMemories:
         """Every layer's FF sub-layer, read through the final LayerNorm."""
         return language_model_ff_memories(model, AXIS)
-
-    def intervention_hooks(
-        self, model: nn.Module, intervention: Intervention, memory_size: int
-    ) -> list[tuple[str, HookFn]] | None:
-        return None  # no memory lesions: the shared scale is all
 
 
 FAMILY = LanguageModelFamily()

@@ -5,13 +5,11 @@ memory-slot lesion."""
 from __future__ import annotations
 
 import torch
-from torch import nn
 
-from inference.analyses.ff_values import FFMemories
 from inference.core.checkpoint import LoadedModel
-from inference.core.family import Capability
+from inference.core.family import Capability, FamilyDefaults
 from inference.core.hooks import HookFn, HookPoint, hook_points
-from inference.core.interventions import Intervention, InterventionError, Interventions, KnockoutSlots
+from inference.core.interventions import Intervention, InterventionError, KnockoutSlots
 from inference.core.trace import Trace, TraceRequest, encode_sources, indexed_axis, recording, run_record
 from inference.families.recurrent_memory.model import (
     AXIS,
@@ -21,7 +19,7 @@ from inference.families.recurrent_memory.model import (
 )
 
 
-class RecurrentMemoryFamily:
+class RecurrentMemoryFamily(FamilyDefaults):
     name = "recurrent_memory"
     config_names = (CONFIG_NAME,)
     config_type = RecurrentMemoryConfig
@@ -63,19 +61,6 @@ class RecurrentMemoryFamily:
             logits=logits.detach().cpu(),
             decoded=False,
         )
-
-    def translate(
-        self,
-        model: nn.Module,
-        src_ids: torch.Tensor,
-        interventions: Interventions | None,
-        max_new_tokens: int,
-        seed: int,
-    ) -> list[list[int]]:
-        raise ValueError("a recurrent memory model does not translate")
-
-    def ff_memories(self, model: nn.Module) -> FFMemories:
-        raise ValueError("the FF memories of a recurrent memory model are not read yet")
 
     def intervention_hooks(
         self, model: RecurrentMemoryTransformer, intervention: Intervention, memory_size: int
