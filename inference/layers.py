@@ -228,13 +228,15 @@ class DecoderLayer(nn.Module):
         return add_and_norm(self.ff_norm, self.dropout, y, self.ff(y))
 
 
-def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:  # [n_positions, d]
-    position = torch.arange(n_positions, dtype=torch.float32).unsqueeze(1)
+def sinusoid(positions: torch.Tensor, d_model: int) -> torch.Tensor:  # [n] (any sign) -> [n, d]
+    """Sine and cosine of each position at d/2 geometric rates, interleaved."""
     rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(n_positions, d_model)
-    table[:, 0::2] = torch.sin(position * rate)
-    table[:, 1::2] = torch.cos(position * rate)
-    return table
+    angle = positions.to(torch.float32).unsqueeze(1) * rate.to(positions.device)  # [n, d/2]
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+
+
+def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:  # [n_positions, d]
+    return sinusoid(torch.arange(n_positions), d_model)
 
 
 class TokenEmbedding(nn.Module):

@@ -1,7 +1,8 @@
 """Command line: `python -m training train CONFIG.json`,
 `python -m training lesion CHECKPOINT_DIR`, `python -m training store-half
 CHECKPOINT_DIR ...`, `python -m training ff-memories CHECKPOINT_DIR`,
-`python -m training memory-examples` and `python -m training results`.
+`python -m training memory-examples`, `python -m training segment-task` and
+`python -m training results`.
 `main(argv)` is the entry point, so the project's `memlens` command can
 delegate to it. Each command imports what it runs (torch among it) only
 when it runs, so `--help` answers at once."""
@@ -119,6 +120,21 @@ def build_parser() -> argparse.ArgumentParser:
     examples.add_argument("rest", nargs=argparse.REMAINDER)
     examples.set_defaults(handler=memory_examples_command)
 
+    task = commands.add_parser(
+        "segment-task",
+        help="train (or resume) an RMT, Transformer-XL or no-memory decoder on one of paper 002's algorithmic tasks",
+    )
+    task.add_argument("--task", required=True, choices=["copy", "reverse", "retrieval", "quadratic"])
+    task.add_argument("--segments", type=int, required=True, help="segments the task's stream is cut into")
+    task.add_argument("--carry", required=True, choices=["rmt", "xl", "none"], help="memory tokens, cache or nothing")
+    task.add_argument("--seed", type=int, default=1)
+    task.add_argument("--steps", type=int, default=2000)
+    task.add_argument("--memory", type=int, default=8, help="memory tokens (rmt) or cache length (xl)")
+    task.add_argument("--batch-size", type=int, default=32)
+    task.add_argument("--out", help="checkpoint folder (default: checkpoints/tasks/<name>)")
+    task.add_argument("--run-dir", help="resumable state (default: runs/<name>)")
+    task.set_defaults(handler=segment_task_command)
+
     results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
     results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
     results.add_argument("--out", default=str(REPO_ROOT / "docs" / "results.md"))
@@ -194,6 +210,14 @@ def memory_examples_command(args: argparse.Namespace) -> None:
     from training.memory_examples import main as memory_examples_main
 
     memory_examples_main(args.rest)
+
+
+def segment_task_command(args: argparse.Namespace) -> None:
+    from training.segment_tasks import TaskRun, train_task
+
+    run = TaskRun(args.task, args.segments, args.carry, args.seed, args.steps, args.batch_size, memory=args.memory)
+    out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / "tasks" / run.name
+    train_task(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name)
 
 
 def results_command(args: argparse.Namespace) -> None:

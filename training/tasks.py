@@ -17,7 +17,8 @@ paper computes no loss before the start-to-generate token).
            stream; 20% of equations have no real roots (their steps stop at
            the discriminant and the answer is "none").
 
-Symbols and characters share one vocabulary (`TOKENS`); copy and reverse
+Symbols and characters share one vocabulary (`TOKENS`, ids 0-3 the
+tokenizer's special tokens, GO its <bos>); copy and reverse
 draw from its first `symbols` digits (the paper's 8). A split is fixed by
 its seed: `task_split(task, "test", n)` is the same on every machine, and a
 train split drawn with `exclude=` the test samples never holds one of them.
@@ -29,8 +30,9 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-PAD, GO = 0, 1
-TOKENS = ("<pad>", "<go>", *"0123456789", *"+-*/^=()xD;,?", *"abcdefghijklmnopqrstuvwxyz")
+PAD, GO = 0, 1  # GO, the start-to-generate token, is the tokenizer's <bos>
+FILL = "_"  # pads a quadratic-equation step to its width (a character, read and predicted like any other)
+TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>", *"0123456789", *"+-*/^=()D;,?", FILL, *"abcdefghijklmnopqrstuvwxyz")
 ID = {token: i for i, token in enumerate(TOKENS)}
 DIGIT_IDS = tuple(ID[d] for d in "0123456789")
 LETTER_IDS = tuple(ID[c] for c in "abcdefghijklmnopqrstuvwxyz")
@@ -61,8 +63,8 @@ class Sample:
 
 
 def text(ids: tuple[int, ...] | list[int]) -> str:
-    """Ids as characters, pad as '_' and GO as '>' (for reading samples)."""
-    return "".join({PAD: "_", GO: ">"}.get(i, TOKENS[i]) for i in ids)
+    """Ids as the text the task tokenizer reads back: characters, GO as "<bos>"."""
+    return "".join(TOKENS[i] for i in ids)
 
 
 def encode(characters: str) -> tuple[int, ...]:
@@ -114,7 +116,7 @@ def quadratic_sample(rng: random.Random) -> Sample:
 def padded(characters: str, width: int) -> tuple[int, ...]:
     if len(characters) > width:
         raise ValueError(f"{characters!r} is longer than its {width} characters")
-    return encode(characters) + (PAD,) * (width - len(characters))
+    return encode(characters + FILL * (width - len(characters)))
 
 
 def polynomial(a: int, b: int, c: int) -> str:

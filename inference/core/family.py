@@ -39,6 +39,7 @@ class Capability(StrEnum):
     GENERATES_TEXT = "generates_text"  # continues a text
     MEMORY_TOKENS = "memory_tokens"  # [mem] vectors on a token axis: memory size, slot knock-out, blocked reads
     SEGMENTS = "segments"  # reads its input segment by segment, carrying a state: captures indexed by segment
+    SEGMENT_CACHE = "segment_cache"  # attends to cached states of earlier segments (Transformer-XL)
     RECURRENT_STEPS = "recurrent_steps"  # updates a state tensor step by step: captures indexed by step
     WORKING_MEMORY = "working_memory_decoder"  # a decoder that writes its own memory tokens into its input stream
     FF_KEYS = "ff_keys"  # ReLU feed-forward layers, read as key-value memories

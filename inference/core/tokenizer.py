@@ -1,10 +1,12 @@
-"""BPE tokenizer (Hugging Face `tokenizers`, saved as tokenizer.json) with the
-display strings the views need.
+"""Tokenizers (Hugging Face `tokenizers`, saved as tokenizer.json) with the
+display strings the views need: BPE for text, one token per character for
+the algorithmic tasks.
 
-Words are split SentencePiece-style: a word-initial piece carries the
+BPE splits words SentencePiece-style: a word-initial piece carries the
 metaspace marker "▁". For display, word-initial pieces are shown bare and
 word-internal pieces with a leading "##", so a reader sees both the pieces
-and where words begin.
+and where words begin. A character vocabulary has no word pieces: its
+tokens are shown as they are.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0..3, in this order
@@ -26,6 +28,7 @@ class TextTokenizer:
             if tokenizer.token_to_id(token) != expected_id:
                 raise ValueError(f"tokenizer must map {token} to id {expected_id}")
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(4)
+        self.marks_words = any(piece.startswith(METASPACE) for piece in tokenizer.get_vocab())
 
     @classmethod
     def load(cls, path: str | Path) -> TextTokenizer:
@@ -67,6 +70,8 @@ class TextTokenizer:
                 shown.append(f"<id {i}>")
             elif i < len(SPECIAL_TOKENS):
                 shown.append(piece)
+            elif not self.marks_words:
+                shown.append(piece)
             elif piece.startswith(METASPACE):
                 shown.append(piece[len(METASPACE) :] or METASPACE)
             else:
@@ -84,4 +89,15 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> 
         vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=False
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
+    return TextTokenizer(tokenizer)
+
+
+def character_tokenizer(characters: Iterable[str]) -> TextTokenizer:
+    """One token per character, after the four special tokens (which a text
+    may also name: "12<bos>12"); decoding joins the characters."""
+    vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *characters])}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tokenizer.decoder = decoders.Fuse()
+    tokenizer.add_special_tokens(SPECIAL_TOKENS)
     return TextTokenizer(tokenizer)

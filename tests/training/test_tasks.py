@@ -38,7 +38,7 @@ def test_copy_reverse_and_retrieval_follow_their_rule(task, length):
 def test_a_worked_copy_sample_read_by_hand():
     sample = task_split("copy", "test", 1, length=4)[0]
     source = text(sample.source)
-    assert text(sample.stream) == f"{source}>{source}{source}" and len(source) == 4
+    assert text(sample.stream) == f"{source}<bos>{source}{source}" and len(source) == 4
 
 
 def parts(sample: Sample) -> list[str]:

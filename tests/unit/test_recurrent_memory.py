@@ -1,5 +1,6 @@
-"""The Recurrent Memory Transformer: the paper's segment mask, memory handed
-from segment to segment, truncated backpropagation, and a trace with every
+"""The segment-recurrent decoders of paper 002: the paper's segment mask,
+memory handed from segment to segment, truncated backpropagation,
+Transformer-XL's cache against full attention, and a trace with every
 segment's calls."""
 
 from __future__ import annotations
@@ -10,16 +11,21 @@ from inference.core.checkpoint import LoadedModel
 from inference.core.family import build_model, config_from_dict
 from inference.core.interventions import Interventions, KnockoutSlots
 from inference.core.trace import recording, run_with_trace
-from inference.families.recurrent_memory.model import segment_mask
+from inference.families.recurrent_memory.model import segment_distances, segment_mask
 
 
-def tiny(bptt_depth: int = 0, vocab_size: int = 40, seed: int = 0):
+def tiny(bptt_depth: int = 0, vocab_size: int = 40, seed: int = 0, **sizes):
     torch.manual_seed(seed)
     config = config_from_dict(
-        {"family": "rmt", "vocab_size": vocab_size, "d_model": 16, "d_ff": 32, "n_heads": 2, "n_layers": 2,
-         "segment_length": 4, "memory_size": 2, "bptt_depth": bptt_depth}
+        {"family": "recurrent_memory", "vocab_size": vocab_size, "d_model": 16, "d_ff": 32, "n_heads": 2,
+         "n_layers": 2, "segment_length": 4, "memory_size": 2, "bptt_depth": bptt_depth} | sizes
     )  # fmt: skip
-    return build_model(config).eval()
+    model = build_model(config).eval()
+    with torch.no_grad():  # the relative-position biases start at zero; make them matter
+        for name, parameter in model.named_parameters():
+            if name.endswith("_bias"):
+                parameter.normal_()
+    return model
 
 
 def test_the_segment_mask_is_the_papers():
@@ -38,6 +44,38 @@ def test_the_segment_mask_is_the_papers():
     assert not padded[:, 2].any()  # a pad token is nobody's key
 
 
+def test_cached_positions_are_seen_by_tokens_and_writes_but_not_by_reads():
+    mask = segment_mask(1, torch.tensor([[True, True]]), cached=2)[0, 0].int().tolist()
+    assert mask == [
+        # c0 c1 r0 t0 t1 w0
+        [0, 0, 1, 0, 0, 0],  # read row
+        [1, 1, 1, 1, 0, 0],  # token rows: the cache, the read block, their causal past
+        [1, 1, 1, 1, 1, 0],
+        [1, 1, 1, 1, 1, 1],  # write row: everything
+    ]
+    distances = segment_distances(3, 2, torch.device("cpu")).tolist()  # 2 cached positions, then a block of 3
+    assert distances == [[2, 1, 0, -1, -2], [3, 2, 1, 0, -1], [4, 3, 2, 1, 0]]
+
+
+def test_transformer_xl_with_a_cache_over_the_whole_input_is_one_full_attention_pass():
+    model = tiny(memory_size=0, cache_length=12)  # segments of 4, 12 cached positions: everything before
+    ids = torch.randint(3, 40, (2, 12))
+    segmented, _ = model(ids)
+    full = build_model(model.config.with_segment_length(12)).eval()
+    full.load_state_dict(model.state_dict())
+    whole, _ = full(ids)
+    torch.testing.assert_close(segmented, whole, rtol=1e-5, atol=1e-5)
+    short = tiny(memory_size=0, cache_length=4)  # a shorter cache forgets: the last segment differs
+    short.load_state_dict(model.state_dict())
+    forgetful, _ = short(ids)
+    torch.testing.assert_close(forgetful[:, :8], whole[:, :8], rtol=1e-5, atol=1e-5)
+    assert (forgetful[:, 8:] - whole[:, 8:]).abs().max() > 1e-3
+    alone = tiny(memory_size=0, cache_length=0)  # no memory: each segment as if it were the first
+    alone.load_state_dict(model.state_dict())
+    separate, _ = alone(ids)
+    torch.testing.assert_close(separate[:, 4:8], full(ids[:, 4:8])[0], rtol=1e-5, atol=1e-5)
+
+
 def test_the_memory_handed_on_is_the_write_blocks_output():
     model = tiny()
     ids = torch.randint(3, 40, (2, 11))  # 3 segments: 4, 4, 3 tokens
@@ -54,9 +92,9 @@ def test_the_memory_handed_on_is_the_write_blocks_output():
         torch.testing.assert_close(writes.at(segment=s), output[:, 2 + length :])
     assert torch.equal(writes.at(segment=2), last.detach())
     # The loop is the segments run by hand, each from the memory the previous one wrote.
-    memory, pieces = model.initial_memory(2, 2), []
+    memory, pieces, cache = model.initial_memory(2, 2), [], [torch.zeros(2, 0, 16)] * 2
     for start in (0, 4, 8):
-        piece, memory = model.segment(memory, ids[:, start : start + 4])
+        piece, memory, cache = model.segment(memory, ids[:, start : start + 4], cache)
         pieces.append(piece)
     torch.testing.assert_close(torch.cat(pieces, dim=1), logits, rtol=0, atol=0)
 
@@ -84,7 +122,7 @@ def test_a_trace_keeps_every_segment_with_its_own_tokens_and_a_knockout_applies(
     model = tiny(vocab_size=tiny_tokenizer.vocab_size)
     loaded = LoadedModel("tiny-rmt", model, tiny_tokenizer)
     text = "zwei Männer spielen Fußball auf der Wiese"
-    segments = -(-len(tiny_tokenizer.encode_sources([text])[0]) // 4)
+    segments = -(-len(tiny_tokenizer.encode(text)) // 4)
     trace = run_with_trace(loaded, text, names=["layers.0.attn.pattern", "memory.read"])
     pattern = trace.captures["layers.0.attn.pattern"]
     assert [c.index["segment"] for c in pattern.calls] == list(range(segments))

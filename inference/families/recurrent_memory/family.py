@@ -1,6 +1,6 @@
-"""The Recurrent Memory Transformer family as the rest of MemLens sees it:
-what its models can do, how one is traced segment by segment, and its
-memory-slot lesion."""
+"""The segment-recurrent decoders (RMT, Transformer-XL, no memory) as the
+rest of MemLens sees them: what a model can do, how one is traced segment
+by segment, and its memory-slot lesion."""
 
 from __future__ import annotations
 
@@ -10,45 +10,37 @@ from inference.core.checkpoint import LoadedModel
 from inference.core.family import Capability, FamilyDefaults
 from inference.core.hooks import HookFn, HookPoint, hook_points
 from inference.core.interventions import Intervention, InterventionError, KnockoutSlots
-from inference.core.trace import Trace, TraceRequest, encode_sources, indexed_axis, recording, run_record
-from inference.families.recurrent_memory.model import (
-    AXIS,
-    CONFIG_NAME,
-    RecurrentMemoryConfig,
-    RecurrentMemoryTransformer,
-)
+from inference.core.trace import Trace, TraceRequest, recording, run_record
+from inference.families.recurrent_memory.model import CONFIG_NAME, RecurrentMemoryConfig, RecurrentMemoryTransformer
+from inference.families.recurrent_memory.segments import encode_text, segment_axes
 
 
 class RecurrentMemoryFamily(FamilyDefaults):
     name = "recurrent_memory"
     config_names = (CONFIG_NAME,)
     config_type = RecurrentMemoryConfig
-    title = "Recurrent Memory Transformer (paper 002)"
+    title = "Segment-recurrent decoders (paper 002): RMT, Transformer-XL, no memory"
 
     def build(self, config: RecurrentMemoryConfig) -> RecurrentMemoryTransformer:
         return RecurrentMemoryTransformer(config)
 
     def capabilities(self, config: RecurrentMemoryConfig) -> frozenset[Capability]:
-        return frozenset({Capability.SEGMENTS, Capability.MEMORY_TOKENS})
+        found = {Capability.SEGMENTS}
+        found |= {Capability.MEMORY_TOKENS} if config.memory_size else set()
+        found |= {Capability.SEGMENT_CACHE} if config.cache_length else set()
+        return frozenset(found)
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
-        """One pass over the text, segment by segment; every capture keeps each
-        segment's call, and each segment has its own token axis ("seg@segment=s")."""
+        """One teacher-forced pass over the text, segment by segment; every
+        capture keeps each segment's call, and each segment has its own query
+        axis ("seg@segment=s") and key axis ("ctx@segment=s": cached tokens, then "seg")."""
         if request.targets is not None:
-            raise ValueError("a recurrent memory model reads one text: pass it as the source")
+            raise ValueError("a segment-recurrent model reads one text: pass it as the source")
         model, tokenizer = loaded.model, loaded.tokenizer
-        ids = encode_sources(loaded, request.sources)  # [b, n]
+        ids = encode_text(loaded, request.sources)  # [b, n]
         with recording(model, request.names, request.interventions) as (captures, memory_size):
             logits, _ = model(ids, memory_size)  # [b, n, vocab]
-        tokens, roles = {}, {}
-        length = model.config.segment_length
-        for s, segment_roles in enumerate(model.segment_roles(ids.cpu(), memory_size)):
-            axis = indexed_axis(AXIS, segment=s)
-            rows = ids[:, s * length : (s + 1) * length].tolist()
-            read = [f"[read{j}]" for j in range(memory_size)]
-            write = [f"[write{j}]" for j in range(memory_size)]
-            tokens[axis] = [read + tokenizer.display_tokens(row) + write for row in rows]
-            roles[axis] = segment_roles
+        tokens, roles = segment_axes(model, tokenizer.display_tokens, ids.cpu(), memory_size)
         predicted = logits.argmax(dim=-1).tolist()  # [b, n] the next token at every position
         return Trace(
             run=run_record(loaded, request, memory_size, None),
