@@ -25,6 +25,7 @@ from app.routers import (
     home,
     jobs,
     memory,
+    segments,
 )
 from app.routers.errors import install_error_handlers
 from app.services.allocator import limit_malloc_arenas
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         explore.router,
         jobs.router,
         memory.router,
+        segments.router,
         ff.router,
         api_ff.router,
     ):

@@ -136,3 +136,17 @@ def missing_corpus_reason(data_dir: Path, corpus: str) -> str | None:
         else f"{data_dir / missing[0]} is missing ({len(missing)} of {total} files)"
     )
     return f"needs the {corpus} corpus: {what}; set {DATA_DIR_ENV} or run `memlens data fetch {corpus}`"
+
+
+@pytest.fixture(scope="session")
+def segment_checkpoints(tmp_path_factory) -> Path:
+    """A folder with two briefly trained task models (reverse, 3 segments): RMT with
+    4 memory tokens and Transformer-XL with a 4-position cache; their names are their carry."""
+    from training.segment_tasks import TaskRun, train_task
+
+    root = tmp_path_factory.mktemp("segment_checkpoints")
+    for carry in ("rmt", "xl"):
+        run = TaskRun("reverse", 3, carry, seed=1, steps=40, batch_size=8, memory=4, d_model=16, d_ff=32,
+                      n_heads=2, eval_every=40)  # fmt: skip
+        train_task(run, root / carry, tmp_path_factory.mktemp(f"run_{carry}"), log=lambda line: None)
+    return root

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from inference.core.checkpoint import save_checkpoint
 from inference.core.family import build_model, config_from_dict
 from inference.core.tokenizer import character_tokenizer
-from training.tasks import GENERATORS, GO, TOKENS, Sample, task_split
+from training.tasks import GENERATORS, TOKENS, Sample, task_split, text
 
 CARRIES = ("rmt", "xl", "none")
 VALIDATION_SIZE, TEST_SIZE = 256, 1000
@@ -83,6 +83,11 @@ class TaskRun:
             "bptt_depth": -1,
             "max_positions": max(4096, stream_length),
         }
+
+
+def variant_line(config) -> str:
+    """How the page names the model: its variant and segment length."""
+    return f"{config.variant}; segments of {config.segment_length} tokens"
 
 
 def stream_batch(samples: list[Sample]) -> tuple[torch.Tensor, int]:  # ([b, n], first target index)
@@ -178,7 +183,13 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
         "curve": progress["curve"],
         "training": asdict(run),
     }
-    save_checkpoint(out, model, character_tokenizer(TOKENS[4:]), meta={"task": run.task, "go_id": GO}, metrics=metrics)
+    save_checkpoint(
+        out,
+        model,
+        character_tokenizer(TOKENS[4:]),
+        meta={"task": run.task, "variant": variant_line(model.config), "example": text(test[0].stream)},
+        metrics=metrics,
+    )
     log(f"{run.name}: test char accuracy {metrics['test']['char_accuracy']:.4f} -> {out}")
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics

@@ -25,7 +25,7 @@ from app.services.demo import demo_sentences
 from app.services.pages import COMPARE, EXPLORE, home_of
 from app.services.runner import Runner
 from app.services.textdiff import word_diff
-from inference.analyses.attention import attention_stacks, call_indices, layer_attention
+from inference.analyses.attention import attention_stacks, call_indices, layer_attention, pattern_heads
 from inference.analyses.blocks import attention_blocks
 from inference.core.family import Capability
 from inference.core.hooks import hook_points
@@ -43,7 +43,7 @@ def explore_controls(runner: Runner, model: str) -> dict:
         "config": loaded.config,
         "capabilities": {capability.value for capability in capabilities},
         "stacks": attention_stacks(loaded.model),
-        "heads": max((p.sizes.get("head", 0) for name, p in points.items() if name.endswith(".pattern")), default=0),
+        "heads": pattern_heads(loaded.model),
         "hooks": list(points),
         "call_axis": CALL_AXES.get(next((c for c in capabilities if c in CALL_AXES), None)),
     }

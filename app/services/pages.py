@@ -24,7 +24,8 @@ class Page:
 MEMORY = Page("working memory", "/memory", "working-memory", lambda c: C.WORKING_MEMORY in c)
 FF = Page("FF memories", "/ff", "FF-key", lambda c: C.FF_KEYS in c)
 EXPLORE = Page("explore", "/explore", "attention", lambda c: C.WORKING_MEMORY not in c and C.GENERATES_TEXT not in c)
-MODEL_PAGES = (MEMORY, EXPLORE, FF)  # in the order the home page links them
+SEGMENTS = Page("segments", "/segments", "segment", lambda c: C.SEGMENTS in c)
+MODEL_PAGES = (MEMORY, SEGMENTS, EXPLORE, FF)  # in the order the home page links them
 
 COMPARE = Page("compare", "/compare", "translation", lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c)
 UPLOAD = Page("upload", "/upload", "translation", lambda c: C.TRANSLATES in c)

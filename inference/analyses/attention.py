@@ -47,11 +47,14 @@ def pattern_hook_name(names: Iterable[str], stack: str, layer: int) -> str:
 
 
 def call_indices(capture: Capture) -> list[dict[str, int]]:
-    """How each call of a capture is asked for: {} for a hook that ran once,
-    else its index without the running count, e.g. {"segment": 2}."""
-    if len(capture.calls) == 1:
-        return [{}]
-    return [{key: value for key, value in call.index.items() if key != "call"} or call.index for call in capture.calls]
+    """How each call of a capture is asked for: its index without the running
+    count, e.g. {"segment": 2} (also when only one segment ran); {} for a hook
+    that ran once outside any call scope; the running count where nothing else
+    tells the calls apart."""
+    indices = [{key: value for key, value in call.index.items() if key != "call"} for call in capture.calls]
+    if len(indices) == 1:
+        return indices
+    return [index or call.index for index, call in zip(indices, capture.calls)]
 
 
 def attention_stacks(model: nn.Module) -> dict[str, int]:
@@ -62,6 +65,11 @@ def attention_stacks(model: nn.Module) -> dict[str, int]:
         if found:
             stacks[found[0]] = max(stacks.get(found[0], 0), found[1] + 1)
     return stacks
+
+
+def pattern_heads(model: nn.Module) -> int:
+    """The most heads of any attention pattern hook."""
+    return max((p.sizes.get("head", 0) for name, p in hook_points(model).items() if stack_of(name)), default=0)
 
 
 def layer_attention(trace: Trace, stack: str, layer: int, example: int = 0, **index: int) -> LayerAttention:

@@ -94,6 +94,32 @@ class ForceMemory(_Kind):
     )
 
 
+class ResetMemory(_Kind):
+    """Segment models: the memory entering segment `segment` is the initial memory, as at the start of a run."""
+
+    kind: Literal["reset_memory"] = "reset_memory"
+    segment: int = Field(ge=0, le=MAX_INDEX)
+
+
+class NoiseMemory(_Kind):
+    """Segment models: Gaussian noise added to the memory entering segment `segment`, its standard
+    deviation `scale` times the memory's root mean square there (1 = noise as large as the memory); seeded."""
+
+    kind: Literal["noise_memory"] = "noise_memory"
+    segment: int = Field(ge=0, le=MAX_INDEX)
+    scale: float = Field(gt=0, le=MAX_FACTOR, allow_inf_nan=False)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+
+class TransplantMemory(_Kind):
+    """Segment models: the memory entering segment `segment` is the one another input (`donor`, token ids)
+    carried into that segment."""
+
+    kind: Literal["transplant_memory"] = "transplant_memory"
+    segment: int = Field(ge=0, le=MAX_INDEX)
+    donor: tuple[Annotated[int, Field(ge=0)], ...] = Field(min_length=1, max_length=MAX_INDEX)
+
+
 class Scale(_Kind):
     """Multiply a hook's tensor, or chosen entries along one of its axes, by a factor (0 = ablate)."""
 
@@ -119,7 +145,16 @@ class Scale(_Kind):
 
 
 Intervention = Annotated[
-    MemorySize | KnockoutSlots | BlockMemoryReads | MaskMemory | ForceMemory | Scale, Field(discriminator="kind")
+    MemorySize
+    | KnockoutSlots
+    | BlockMemoryReads
+    | MaskMemory
+    | ForceMemory
+    | ResetMemory
+    | NoiseMemory
+    | TransplantMemory
+    | Scale,
+    Field(discriminator="kind"),
 ]
 
 
@@ -184,7 +219,17 @@ def _merged_scales(items: tuple) -> tuple:
     return tuple(item for item in items if not (isinstance(item, Scale) and item.axis is not None)) + tuple(scales)
 
 
-KINDS = (MemorySize, KnockoutSlots, BlockMemoryReads, MaskMemory, ForceMemory, Scale)
+KINDS = (
+    MemorySize,
+    KnockoutSlots,
+    BlockMemoryReads,
+    MaskMemory,
+    ForceMemory,
+    ResetMemory,
+    TransplantMemory,
+    NoiseMemory,
+    Scale,
+)  # also the order their hooks apply in: a noisy transplant is the transplant plus noise
 NO_INTERVENTIONS = Interventions()
 
 

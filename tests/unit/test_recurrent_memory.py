@@ -5,11 +5,19 @@ segment's calls."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from inference.core.checkpoint import LoadedModel
 from inference.core.family import build_model, config_from_dict
-from inference.core.interventions import Interventions, KnockoutSlots
+from inference.core.interventions import (
+    InterventionError,
+    Interventions,
+    KnockoutSlots,
+    NoiseMemory,
+    ResetMemory,
+    TransplantMemory,
+)
 from inference.core.trace import recording, run_with_trace
 from inference.families.recurrent_memory.model import segment_distances, segment_mask
 
@@ -134,3 +142,43 @@ def test_a_trace_keeps_every_segment_with_its_own_tokens_and_a_knockout_applies(
     )
     weights = knocked.captures["layers.0.attn.pattern"].at(segment=1)  # [b, h, q, k]
     assert weights[..., 1].abs().max() == 0 and pattern.at(segment=1)[..., 1].abs().max() > 0
+
+
+def lesioned_logits(model, ids: torch.Tensor, *items) -> torch.Tensor:
+    with recording(model, [], Interventions.of(*items)) as (_, memory_size):
+        logits, _ = model(ids, memory_size)
+    return logits
+
+
+def test_resetting_the_memory_at_segment_zero_is_a_fresh_run_and_later_resets_change_only_what_follows():
+    model = tiny()
+    ids = torch.randint(4, 40, (2, 12))
+    fresh, _ = model(ids)
+    assert torch.equal(lesioned_logits(model, ids, ResetMemory(segment=0)), fresh)
+    reset = lesioned_logits(model, ids, ResetMemory(segment=2))
+    assert torch.equal(reset[:, :8], fresh[:, :8]) and (reset[:, 8:] - fresh[:, 8:]).abs().max() > 1e-4
+    # by hand: the third segment read from the initial memory, with the cache-free model's segment call
+    _, memory_after_two = model(ids[:, :8])
+    by_hand, _ = model(ids[:, 8:], memory=model.initial_memory(2, 2))
+    torch.testing.assert_close(reset[:, 8:], by_hand, rtol=0, atol=0)
+    assert not torch.allclose(by_hand, model(ids[:, 8:], memory=memory_after_two)[0])
+
+
+def test_a_transplant_carries_the_donors_memory_and_noise_is_seeded():
+    model = tiny()
+    ids, donor = torch.randint(4, 40, (1, 12)), torch.randint(4, 40, (1, 12))
+    moved = lesioned_logits(model, ids, TransplantMemory(segment=2, donor=tuple(donor[0].tolist())))
+    _, donor_memory = model(donor[:, :8])  # what the donor carries into segment 2
+    torch.testing.assert_close(moved[:, 8:], model(ids[:, 8:], memory=donor_memory)[0], rtol=1e-6, atol=1e-6)
+    with pytest.raises(InterventionError, match="reaches segment 2 only with at least 8"):
+        lesioned_logits(model, ids, TransplantMemory(segment=2, donor=(5, 6, 7)))
+    noisy = lesioned_logits(model, ids, NoiseMemory(segment=1, scale=0.5, seed=3))
+    assert torch.equal(noisy, lesioned_logits(model, ids, NoiseMemory(segment=1, scale=0.5, seed=3)))
+    assert not torch.allclose(noisy, lesioned_logits(model, ids, NoiseMemory(segment=1, scale=0.5, seed=4)))
+    assert torch.equal(noisy[:, :4], model(ids)[0][:, :4])
+
+
+def test_memory_lesions_are_refused_without_memory_tokens():
+    model = tiny(memory_size=0, cache_length=4)
+    with pytest.raises(InterventionError, match="reset_memory does not apply"):
+        lesioned_logits(model, torch.randint(4, 40, (1, 8)), ResetMemory(segment=1))

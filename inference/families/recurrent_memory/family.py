@@ -4,13 +4,18 @@ by segment, and its memory-slot lesion."""
 
 from __future__ import annotations
 
-import torch
-
 from inference.core.checkpoint import LoadedModel
 from inference.core.family import Capability, FamilyDefaults
-from inference.core.hooks import HookFn, HookPoint, hook_points
-from inference.core.interventions import Intervention, InterventionError, KnockoutSlots
+from inference.core.hooks import HookFn
+from inference.core.interventions import (
+    Intervention,
+    KnockoutSlots,
+    NoiseMemory,
+    ResetMemory,
+    TransplantMemory,
+)
 from inference.core.trace import Trace, TraceRequest, recording, run_record
+from inference.families.recurrent_memory.lesions import knockout_hooks, memory_lesion_hook
 from inference.families.recurrent_memory.model import CONFIG_NAME, RecurrentMemoryConfig, RecurrentMemoryTransformer
 from inference.families.recurrent_memory.segments import encode_text, segment_axes
 
@@ -57,28 +62,13 @@ class RecurrentMemoryFamily(FamilyDefaults):
     def intervention_hooks(
         self, model: RecurrentMemoryTransformer, intervention: Intervention, memory_size: int
     ) -> list[tuple[str, HookFn]] | None:
+        if not memory_size:
+            return None
         if isinstance(intervention, KnockoutSlots):
-            return _knockout_hooks(model, intervention, memory_size)
+            return knockout_hooks(model, intervention, memory_size)
+        if isinstance(intervention, ResetMemory | NoiseMemory | TransplantMemory):
+            return [("memory.read", memory_lesion_hook(model, intervention, memory_size))]
         return None
-
-
-def _knockout_hooks(
-    model: RecurrentMemoryTransformer, item: KnockoutSlots, memory_size: int
-) -> list[tuple[str, HookFn]]:
-    """No query reads knocked-out memory slots: their read-block keys are masked in every layer."""
-    bad = [slot for slot in item.slots if slot >= memory_size]
-    if bad:
-        raise InterventionError(
-            f"memory slots {bad} are out of range: the run has {memory_size} (0 to {memory_size - 1})"
-        )
-    slots = list(item.slots)
-
-    def hook(mask: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, 1, q, k]; read block first
-        mask = mask.clone()
-        mask[..., slots] = False
-        return mask
-
-    return [(name, hook) for name in hook_points(model) if name.endswith(".attn.mask")]
 
 
 FAMILY = RecurrentMemoryFamily()

@@ -1,0 +1,112 @@
+"""Figures of the segments page: one segment's attention with its blocks
+outlined, the memory's path across segments, and the per-position strip of
+right and wrong next tokens (with and without a lesion)."""
+
+from __future__ import annotations
+
+import html
+from itertools import groupby
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.figures.attention import CHAR_PX, attention_heatmap, axis_labels, quantize_percent
+from inference.analyses.attention import LayerAttention
+from inference.analyses.segments import MemoryPath, NextTokenHits, SegmentSpans
+
+BLOCK_OF_ROLE = {"cache": "cache", "read_mem": "read", "write_mem": "write"}  # any other role: the sequence
+OUTLINE = {"color": "#d62728", "width": 2}
+
+
+def role_blocks(roles: list[str]) -> list[tuple[str, int, int]]:
+    """Contiguous blocks of an axis: (name, first index, last index)."""
+    blocks, start = [], 0
+    for name, run in groupby(BLOCK_OF_ROLE.get(role, "sequence") for role in roles):
+        size = len(list(run))
+        blocks.append((name, start, start + size - 1))
+        start += size
+    return blocks
+
+
+def segment_attention(view: LayerAttention, head: int, autoscale: bool) -> go.Figure:
+    """One head in one segment, every (query block, key block) rectangle outlined and named on the axes."""
+    figure = attention_heatmap(view, head, autoscale)
+    shapes, annotations = [], []
+    for q_name, q0, q1 in role_blocks(view.query_roles):
+        for k_name, k0, k1 in role_blocks(view.key_roles):
+            shapes.append(
+                {"type": "rect", "x0": k0 - 0.5, "x1": k1 + 0.5, "y0": q0 - 0.5, "y1": q1 + 0.5, "line": OUTLINE}
+            )
+            if q0 == 0:  # name each key block once, above the map
+                annotations.append(block_label(k_name, x=(k0 + k1) / 2, y=-0.5, yanchor="bottom"))
+        annotations.append(block_label(q_name, x=-0.5, y=(q0 + q1) / 2, xanchor="right"))
+    figure.layout.shapes, figure.layout.annotations = shapes, annotations  # replaced, not merged by index
+    return figure
+
+
+def block_label(name: str, **where) -> dict:
+    return {"text": name, "showarrow": False, "font": {"color": "#d62728", "size": 12}, **where,
+            "bgcolor": "rgba(255,255,255,0.8)"}  # fmt: skip
+
+
+def memory_path_figure(path: MemoryPath, tokens: list[str], spans: SegmentSpans) -> go.Figure:
+    """Rows: every memory write (segment, slot); columns: input positions, then earlier memory and cache."""
+    x = [*axis_labels(tokens), "read memory", "cache"]
+    y = [f"seg {s} slot {j}" for s, j in path.rows]
+    z = quantize_percent(path.weights)  # [writes, positions + 2] uint8 percent
+    figure = go.Figure(
+        go.Heatmap(
+            z=z, x=x, y=y, zmin=0, zmax=100, colorscale="Blues", colorbar={"title": {"text": "%"}},
+            hovertemplate="%{y} writes from %{x}: %{z}%<extra></extra>",
+        )
+    )  # fmt: skip
+    boundaries = [
+        {"type": "line", "x0": start - 0.5, "x1": start - 0.5, "y0": -0.5, "y1": len(y) - 0.5, "line": OUTLINE}
+        for start in spans.starts[1:]
+    ]
+    figure.update_layout(
+        title=f"What each memory write attends to (layer {path.layer}, mean over heads); lines mark segments",
+        shapes=boundaries,
+        height=120 + 14 * len(y),
+        width=max(700, 40 + 200 + 12 * len(x)),
+        margin={"l": 10, "r": 10, "t": 60 + CHAR_PX * 2, "b": 10},
+    )
+    figure.update_xaxes(type="category", showticklabels=len(x) <= 200, tickangle=-60, side="top")
+    figure.update_yaxes(type="category", autorange="reversed")
+    return figure
+
+
+def hits_strip(
+    tokens: list[str], spans: SegmentSpans, plain: NextTokenHits, lesioned: NextTokenHits | None
+) -> go.Figure:
+    """Per input position: right (1) or wrong (0) next token, unscored blank; a row
+    marking where the lesion changed the outcome; lines at segment boundaries."""
+    rows = {f"plain {plain.accuracy:.1%}": plain.hits}
+    if lesioned is not None:
+        rows[f"lesioned {lesioned.accuracy:.1%}"] = lesioned.hits
+        rows["changed"] = [
+            None if a is None else float(a == b) for a, b in zip(plain.hits, lesioned.hits)
+        ]  # red: changed
+    z = np.array([[np.nan if h is None else float(h) for h in row] for row in rows.values()])  # [rows, positions]
+    x = axis_labels(tokens)
+    figure = go.Figure(
+        go.Heatmap(
+            z=z, x=x, y=list(rows), zmin=0, zmax=1, showscale=False, xgap=1, ygap=2,
+            colorscale=[[0, "#d62728"], [1, "#2ca02c"]], customdata=[[html.escape(t) for t in tokens]] * len(rows),
+            hovertemplate="%{y}<br>%{x}: %{z}<extra></extra>",
+        )
+    )  # fmt: skip
+    figure.update_layout(
+        title="Next token right (green) or wrong (red), position by position"
+        + ("; the last row is red where the lesion changed the outcome" if lesioned is not None else ""),
+        shapes=[
+            {"type": "line", "x0": s - 0.5, "x1": s - 0.5, "y0": -0.5, "y1": len(rows) - 0.5, "line": OUTLINE}
+            for s in spans.starts[1:]
+        ],
+        height=130 + 30 * len(rows),
+        width=max(700, 200 + 12 * len(x)),
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+    )
+    figure.update_xaxes(type="category", showticklabels=False)
+    figure.update_yaxes(type="category", autorange="reversed")
+    return figure

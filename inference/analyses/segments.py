@@ -1,0 +1,101 @@
+"""What a segment-recurrent run did, segment by segment: where each segment
+lies in the input, which input positions every memory write attended to,
+and which next tokens the run got right. Pure functions of a Trace (and the
+input ids the trace was run on).
+
+Segments are read from an attention pattern's capture: one call per
+segment (index `segment`), its query axis holding the segment's tokens
+between memory blocks (roles read_mem, write_mem), its key axis the same
+with any cached tokens (role cache) in front."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from inference.analyses.attention import call_indices
+from inference.core.trace import Trace
+
+
+@dataclass
+class SegmentSpans:
+    starts: list[int]  # first input position of every segment
+    lengths: list[int]  # its tokens
+
+    def of(self, position: int) -> int:
+        """The segment holding an input position."""
+        return max(s for s, start in enumerate(self.starts) if start <= position)
+
+
+MEMORY_BLOCKS = ("read_mem", "write_mem")
+
+
+def segment_spans(trace: Trace, pattern: str, example: int = 0) -> SegmentSpans:
+    """Where every segment lies in the input, from the token roles of the pattern's query axis."""
+    capture = trace.captures[pattern]
+    starts, lengths, start = [], [], 0
+    for index in call_indices(capture):
+        roles = trace.axis_roles(capture.positions["query"], example, **index)
+        length = sum(role not in (*MEMORY_BLOCKS, "pad") for role in roles)
+        starts.append(start)
+        lengths.append(length)
+        start += length
+    return SegmentSpans(starts, lengths)
+
+
+@dataclass
+class MemoryPath:
+    """Attention of every memory write (rows: segment s, slot j) over the input
+    positions (columns), in one layer, averaged over heads; earlier memory
+    (the read block) and cached tokens get one column each."""
+
+    weights: torch.Tensor  # [segments * slots, positions + 2]: input positions, then "read memory", "cache"
+    rows: list[tuple[int, int]]  # (segment, slot) of every row
+    layer: int
+
+
+def memory_path(trace: Trace, pattern: str, layer: int, positions: int, example: int = 0) -> MemoryPath:
+    """Which input positions each memory slot's write attends to, write by write
+    (`pattern`: the hook of layer `layer`'s attention pattern)."""
+    capture = trace.captures[pattern]
+    spans = segment_spans(trace, pattern, example)
+    rows, weights = [], []
+    for s, index in enumerate(call_indices(capture)):
+        attention = capture.at(**index)[example].mean(dim=0)  # [q, k] head mean
+        query_roles = trace.axis_roles(capture.positions["query"], example, **index)
+        key_roles = trace.axis_roles(capture.positions["key"], example, **index)
+        tokens = [k for k, role in enumerate(key_roles) if role not in ("cache", *MEMORY_BLOCKS, "pad")]
+        for slot, q in enumerate(q for q, role in enumerate(query_roles) if role == "write_mem"):
+            row = torch.zeros(positions + 2)  # [positions + 2]
+            row[spans.starts[s] : spans.starts[s] + len(tokens)] = attention[q, tokens]
+            row[positions] = sum(attention[q, k] for k, role in enumerate(key_roles) if role == "read_mem")
+            row[positions + 1] = sum(attention[q, k] for k, role in enumerate(key_roles) if role == "cache")
+            rows.append((s, slot))
+            weights.append(row)
+    if not rows:
+        raise ValueError("this run wrote no memory: the model has no memory tokens, or the memory size is 0")
+    return MemoryPath(torch.stack(weights), rows, layer)
+
+
+@dataclass
+class NextTokenHits:
+    """Teacher-forced next-token predictions of one input: hit[t] says whether
+    the model, having read tokens 0..t-1, predicted token t. Scored from the
+    first position after the start-to-generate token when the input has one
+    (a task's answer), else from position 1."""
+
+    hits: list[bool | None]  # per input position; None where not scored
+    scored_from: int
+
+    @property
+    def accuracy(self) -> float:
+        scored = [h for h in self.hits if h is not None]
+        return sum(scored) / len(scored) if scored else 0.0
+
+
+def next_token_hits(ids: list[int], predicted: list[int], bos_id: int) -> NextTokenHits:
+    """ids: the input; predicted[t]: the model's next token after position t."""
+    first = ids.index(bos_id) + 1 if bos_id in ids[:-1] else 1
+    hits = [None] * first + [predicted[t - 1] == ids[t] for t in range(first, len(ids))]
+    return NextTokenHits(hits, first)

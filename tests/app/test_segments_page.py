@@ -1,0 +1,117 @@
+"""The Segments page over real (briefly trained) task checkpoints: every view
+it promises is there, each lesion changes the run it should, and bad input
+gets a clear 4xx."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from training.tasks import TOKENS, task_split, text
+
+SAMPLE = task_split("reverse", "test", 1)[0]
+STREAM = text(SAMPLE.stream)  # 49 tokens: 3 segments of 17, 17, 15
+OTHER = text(task_split("reverse", "test", 2)[1].stream)
+
+
+@pytest.fixture(scope="module")
+def client(segment_checkpoints, tmp_path_factory):
+    settings = Settings(checkpoint_dir=segment_checkpoints, device="cpu",
+                        database=tmp_path_factory.mktemp("db") / "memlens.sqlite3")  # fmt: skip
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def run(client, model="rmt", **fields):
+    return client.post("/segments/run", data={"model": model, "text": STREAM, **fields})
+
+
+def figures(html: str) -> dict[str, dict]:
+    found = re.findall(r'<script type="application/json" id="figure-data-(\w+)">(.*?)</script>', html, re.S)
+    return {name: json.loads(data) for name, data in found}
+
+
+def strip_rows(html: str) -> dict[str, list[float]]:
+    """The hits strip's rows by name ("plain 45.8%": ...), its binary z decoded."""
+    trace = figures(html)["strip"]["data"][0]
+    z = trace["z"]
+    values = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape([int(n) for n in str(z["shape"]).split(",")])
+    return {name: list(row) for name, row in zip(trace["y"], values)}
+
+
+def test_the_page_offers_the_models_sample_and_its_memory_controls(client):
+    page = client.get("/segments?model=rmt")
+    assert page.status_code == 200
+    assert "RMT, 4 memory tokens; segments of 17 tokens" in page.text and "trained on the reverse task" in page.text
+    assert re.search(r"<textarea name=\"text\"[^>]*>[0-7]{24}&lt;bos&gt;[0-7]{24}</textarea>", page.text)
+    assert page.text.count('name="knockout"') == 4 and 'name="transplant_at"' in page.text
+    xl = client.get("/segments?model=xl")
+    assert 'name="knockout"' not in xl.text and "cached states of earlier segments" in xl.text
+
+
+def test_a_run_draws_the_strip_the_segment_and_the_memory_path(client):
+    response = run(client, segment=1, layer=1, head=1)
+    assert response.status_code == 200
+    drawn = figures(response.text)
+    assert set(drawn) == {"strip", "segment", "path"}
+    assert '<span id="segment-count">3</span> (0–16, 17–33, 34–48)' in response.text
+    segment = drawn["segment"]
+    assert segment["layout"]["title"]["text"] == "attn layer 1 head 1, segment 1"
+    names = {a["text"] for a in segment["layout"]["annotations"]}
+    assert names == {"read", "sequence", "write"}
+    assert len(segment["layout"]["shapes"]) == 9  # 3 query blocks x 3 key blocks
+    path = drawn["path"]["data"][0]
+    assert len(path["y"]) == 3 * 4 and path["x"][-2:] == ["read memory", "cache"]  # 3 writes of 4 slots
+    assert len(drawn["strip"]["data"][0]["y"]) == 1  # no lesion: the plain row only
+
+
+def test_the_transformer_xl_map_shows_its_cache_and_has_no_memory_path(client):
+    drawn = figures(run(client, model="xl", segment=2).text)
+    assert set(drawn) == {"strip", "segment"}
+    assert {a["text"] for a in drawn["segment"]["layout"]["annotations"]} == {"cache", "sequence"}
+    keys = drawn["segment"]["data"][0]["x"]
+    assert len(keys) == 4 + 15  # the 4 cached positions, then the last segment's 15 tokens
+    assert [key.split(" ", 1)[1] for key in keys[:4]] == [TOKENS[i] for i in SAMPLE.stream[30:34]]  # the cache: tokens 30-33
+
+
+@pytest.mark.parametrize(
+    "lesion",
+    [{"reset_at": 1}, {"knockout": [0, 2]}, {"noise_at": 1, "noise_scale": 3}, {"transplant_at": 2, "donor": OTHER}],
+)
+def test_every_lesion_changes_the_run_after_its_segment_and_is_marked(client, lesion):
+    (plain_name, plain), = strip_rows(run(client).text).items()
+    response = run(client, **lesion)
+    assert response.status_code == 200, response.text
+    rows = strip_rows(response.text)
+    names = list(rows)
+    assert names[0] == plain_name and names[1].startswith("lesioned") and names[2] == "changed"
+    assert np.array_equal(rows[plain_name], plain, equal_nan=True)
+    scored = ~np.isnan(plain)
+    changed = np.asarray(rows["changed"])[scored] == 0  # red where the outcome changed
+    assert np.array_equal(changed, (np.asarray(rows[names[1]]) != np.asarray(plain))[scored])
+    assert "lesioned: " in response.text
+
+
+def test_bad_segment_input_gets_a_clear_4xx(client):
+    cases = [
+        ({"segment": 3}, "segment 3 is out of range: this input has 3"),
+        ({"reset_at": 7}, "reset at segment 7: this input has 3 segments"),
+        ({"transplant_at": 1}, "give the other input whose memory to transplant"),
+        ({"transplant_at": 2, "donor": "0123"}, "the donor input has 4 tokens; it reaches segment 2 only with at least 34"),
+        ({"knockout": [9]}, "memory slots [9] are out of range"),
+        ({"head": 2}, "head 2 is out of range (0 to 1)"),
+        ({"noise_at": 1, "noise_scale": 0}, "noise_scale"),
+        ({"layer": 5}, "layer 5 is out of range"),
+    ]
+    for fields, message in cases:
+        response = run(client, **fields)
+        assert 400 <= response.status_code < 500 and message in response.text, (fields, response.text[-400:])
+    assert run(client, model="xl", reset_at=1).status_code == 400  # no memory to reset
+    assert 400 <= client.post("/segments/run", data={"model": "rmt", "text": ""}).status_code < 500
