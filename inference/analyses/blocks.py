@@ -10,6 +10,7 @@ Blocks come from the roles of the trace, never from position offsets.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -33,46 +34,87 @@ class HeadBlocks:
     sequence_queries: int
 
 
+def block_mass(pattern: torch.Tensor, blocks: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """pattern [h, q, k] of one example, blocks as (query rows [q], keys [k]) bool selections
+    -> each row's mass on the keys of each block [h, q, len(blocks)]; zero where the row is not in the block."""
+    return torch.stack([(pattern * keys).sum(-1) * rows for rows, keys in blocks], dim=-1)
+
+
+def sequence_selection(roles: list[str]) -> torch.Tensor:
+    """[positions] True where a position holds text: every role but memory and pad."""
+    return torch.tensor([r not in MEMORY_ROLES and r != "pad" for r in roles], dtype=torch.bool)
+
+
+def role_selection(roles: list[str], chosen: frozenset[str]) -> torch.Tensor:
+    """[positions] True where a position's role is one of `chosen`."""
+    return torch.tensor([r in chosen for r in roles], dtype=torch.bool)
+
+
 def block_rows(pattern: torch.Tensor, query_roles: list[str], key_roles: list[str]) -> torch.Tensor:
     """pattern [h, q, k] of one example -> block mass per row [h, q, 4]
     (update, write, read, process); pad queries and keys get zero."""
-    key_memory = torch.tensor([r in MEMORY_ROLES for r in key_roles])  # [k]
-    key_sequence = torch.tensor([r not in MEMORY_ROLES and r != "pad" for r in key_roles])
-    query_memory = torch.tensor([r in MEMORY_ROLES for r in query_roles])  # [q]
-    query_sequence = torch.tensor([r not in MEMORY_ROLES and r != "pad" for r in query_roles])
-    to_memory = (pattern * key_memory).sum(-1)  # [h, q]
-    to_sequence = (pattern * key_sequence).sum(-1)
-    return torch.stack(
+    query_memory, key_memory = role_selection(query_roles, MEMORY_ROLES), role_selection(key_roles, MEMORY_ROLES)
+    query_sequence, key_sequence = sequence_selection(query_roles), sequence_selection(key_roles)
+    return block_mass(
+        pattern,
         [
-            to_sequence * query_sequence,
-            to_sequence * query_memory,
-            to_memory * query_sequence,
-            to_memory * query_memory,
+            (query_sequence, key_sequence),
+            (query_memory, key_sequence),
+            (query_sequence, key_memory),
+            (query_memory, key_memory),
         ],
-        dim=-1,
     )  # [h, q, 4]
+
+
+@dataclass(frozen=True)
+class PatternCall:
+    """One example of one call of a captured attention pattern, with the roles of both axes."""
+
+    name: str  # the pattern's hook name
+    stack: str
+    layer: int
+    index: dict[str, int]  # the call's index, e.g. {"call": 2, "segment": 2}
+    example: int
+    pattern: torch.Tensor  # [h, q, k]
+    query_roles: list[str]
+    key_roles: list[str]
+
+
+def pattern_calls(trace: Trace, **index: int) -> Iterator[PatternCall]:
+    """Every example of every call of every captured attention pattern, in
+    capture order; `index` keeps the calls that match it (e.g. segment=2)."""
+    for name, capture in trace.captures.items():
+        found = stack_of(name)
+        if not found:
+            continue
+        query_axis, key_axis = capture.positions["query"], capture.positions["key"]
+        for call in capture.calls:  # one per segment or step where the module runs more than once
+            if any(call.index.get(key) != value for key, value in index.items()):
+                continue
+            for example in range(call.tensor.shape[0]):
+                yield PatternCall(
+                    name,
+                    *found,
+                    call.index,
+                    example,
+                    call.tensor[example].float(),
+                    trace.axis_roles(query_axis, example, **call.index),
+                    trace.axis_roles(key_axis, example, **call.index),
+                )
 
 
 def attention_blocks(trace: Trace) -> list[HeadBlocks]:
     """Block mass for every captured attention pattern, layer and head."""
+    # (stack, layer) -> [mass [h, 4] summed over rows, memory rows, sequence rows]
+    sums: dict[tuple[str, int], list] = {}
+    for call in pattern_calls(trace):
+        total = sums.setdefault((call.stack, call.layer), [torch.zeros(call.pattern.shape[0], 4), 0, 0])
+        total[0] += block_rows(call.pattern, call.query_roles, call.key_roles).sum(dim=1)
+        total[1] += int(role_selection(call.query_roles, MEMORY_ROLES).sum())
+        total[2] += int(sequence_selection(call.query_roles).sum())
     results = []
-    for name, capture in trace.captures.items():
-        found = stack_of(name)
-        if not found or not capture.calls:
-            continue
-        query_axis, key_axis = capture.positions["query"], capture.positions["key"]
-        per_head = torch.zeros(capture.calls[0].tensor.shape[1], 4)  # [h, 4] summed over rows of every call
-        memory_queries = sequence_queries = 0
-        for call in capture.calls:  # one per segment or step where the module runs more than once
-            pattern = call.tensor  # [b, h, q, k]
-            for example in range(pattern.shape[0]):
-                query_roles = trace.axis_roles(query_axis, example, **call.index)
-                key_roles = trace.axis_roles(key_axis, example, **call.index)
-                per_head += block_rows(pattern[example].float(), query_roles, key_roles).sum(dim=1)
-                memory_queries += sum(r in MEMORY_ROLES for r in query_roles)
-                sequence_queries += sum(r not in MEMORY_ROLES and r != "pad" for r in query_roles)
+    for (stack, layer), (per_head, memory_queries, sequence_queries) in sums.items():
         rows = max(memory_queries + sequence_queries, 1)
-        stack, layer = found
         for head, mass in enumerate((per_head / rows).tolist()):
             results.append(HeadBlocks(stack, layer, head, *mass, memory_queries, sequence_queries))
     return results

@@ -1,0 +1,173 @@
+"""What each attention head does with memory, from its attention mass between
+blocks of positions, for the segment-recurrent models (RMT, Transformer-XL)
+and the Memory Transformer alike. Blocks come from the roles of the trace,
+never from position offsets.
+
+Four operations, by the kind of the query and of the key:
+
+    write    memory query on sequence key: the sequence written into memory
+    read     sequence query on memory key
+    rewrite  memory query on memory key: memory carried into the new memory
+    process  sequence query on sequence key
+
+Kinds of positions:
+
+- Memory queries are the memory being written: RMT's write block
+  (write_mem), the Memory Transformer's one memory block (mem, read and
+  written alike), the working-memory tokens (wm). RMT's read block rows
+  (read_mem queries) only hand the memory on to the sequence rows of the
+  next layer: they take part in no operation and are not counted.
+- Memory keys are all memory positions. In RMT a write row attending the
+  write block counts as rewrite, as one attending the read block does: the
+  write block enters each segment as the same vectors as the read block,
+  the memory handed on.
+- Sequence positions are every other role but pad: text, special tokens,
+  and Transformer-XL's cached tokens (cache). The cache is earlier text of
+  the same sequence at its own relative distances (a cache over the whole
+  input is one full-attention pass), so a sequence row attending it
+  processes the sequence.
+
+Per head, over the counted query rows (memory and sequence queries that see
+at least one key) of all examples and all calls (segments), or of the calls
+matching an index (segment=s):
+
+- share: the mean of the row's attention mass in each operation; the four
+  sum to 1.
+- uniform: the same for attention spread evenly over each row's visible
+  keys (the captured mask).
+- lift: with s the share, u the uniform share and p the share of counted
+  rows of the operation's query kind (p = u + the most a head can add),
+  lift = (s - u) / (p - u) where s >= u, from 0 (uniform) to 1 (all of
+  those rows' mass in the operation); lift = (s - u) / u below uniform,
+  down to -1 (none of it); 0 where the rows have no choice (u = 0 or u = p).
+  Lifts of read and process (and of write and rewrite) share their rows, so
+  at most one of each pair is positive.
+- label: the operation of the largest lift when it reaches LIFT_THRESHOLD
+  (0.5: at least halfway from uniform to all), else "none"; "mixed" when
+  another operation also reaches the threshold within MIXED_MARGIN (0.1)
+  of the top (e.g. a head whose sequence rows read as strongly as its
+  memory rows write).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from inference.analyses.blocks import PatternCall, block_mass, pattern_calls, role_selection, sequence_selection
+from inference.core.trace import MEMORY_ROLES, Trace
+
+OPERATIONS = ("write", "read", "rewrite", "process")
+MEMORY_QUERY_OPERATIONS = frozenset({"write", "rewrite"})
+WRITTEN_ROLES = MEMORY_ROLES - {"read_mem"}  # memory queries: the memory being written
+LIFT_THRESHOLD = 0.5
+MIXED_MARGIN = 0.1
+LABELS = (*OPERATIONS, "mixed", "none")
+# Hook names to trace: every attention's pattern and the mask that says which keys it could see.
+MEMORY_OPERATION_HOOKS = ["*.pattern", "*.mask"]
+
+
+@dataclass
+class HeadOperations:
+    stack: str  # e.g. "attn" (segment-recurrent), "encoder.attn", "decoder.cross_attn"
+    layer: int
+    head: int
+    share: dict[str, float]  # operation -> mean mass over counted query rows; the four sum to 1
+    uniform: dict[str, float]  # operation -> the same for uniform attention over the visible keys
+    lift: dict[str, float]  # operation -> from -1 (none) through 0 (uniform) to 1 (all)
+    label: str  # one of LABELS
+    memory_queries: int  # counted query rows, by kind
+    sequence_queries: int
+
+
+def operation_rows(
+    pattern: torch.Tensor, visible: torch.Tensor, query_roles: list[str], key_roles: list[str]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """pattern [h, q, k] and visible keys [q, k] of one example -> each row's
+    mass in each operation [h, q, 4] and the same for uniform attention over
+    its visible keys [q, 4], in OPERATIONS order; zero for rows not counted."""
+    memory_rows, sequence_rows = counted_rows(query_roles, visible)
+    memory_keys, sequence_keys = role_selection(key_roles, MEMORY_ROLES), sequence_selection(key_roles)
+    blocks = [
+        (memory_rows, sequence_keys),  # write
+        (sequence_rows, memory_keys),  # read
+        (memory_rows, memory_keys),  # rewrite
+        (sequence_rows, sequence_keys),  # process
+    ]
+    uniform = visible.float() / visible.sum(-1, keepdim=True).clamp(min=1)  # [q, k]
+    return block_mass(pattern, blocks), block_mass(uniform[None], blocks)[0]
+
+
+def counted_rows(query_roles: list[str], visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(memory query rows [q], sequence query rows [q]) that see at least one of the visible keys [q, k]."""
+    sees = visible.any(-1)  # [q]
+    return role_selection(query_roles, WRITTEN_ROLES) & sees, sequence_selection(query_roles) & sees
+
+
+def lift(share: float, uniform: float, kind_share: float) -> float:
+    """How far `share` lies from uniform towards all of the kind's rows in the operation (module doc)."""
+    if share >= uniform:
+        room = kind_share - uniform
+        return (share - uniform) / room if room > 1e-6 else 0.0
+    return (share - uniform) / uniform
+
+
+def label_of(lifts: dict[str, float]) -> str:
+    """The operation that stands out from uniform attention, "mixed" or "none" (module doc)."""
+    ranked = sorted(OPERATIONS, key=lambda op: lifts[op], reverse=True)
+    top, runner_up = ranked[0], ranked[1]
+    if lifts[top] < LIFT_THRESHOLD:
+        return "none"
+    if lifts[runner_up] >= LIFT_THRESHOLD and lifts[top] - lifts[runner_up] < MIXED_MARGIN:
+        return "mixed"
+    return top
+
+
+def memory_operations(trace: Trace, **index: int) -> list[HeadOperations]:
+    """Operation shares and a label for every captured attention's layer and
+    head, over all examples and all calls, or the calls matching `index`
+    (e.g. segment=2). The trace must hold each pattern's mask too (trace
+    with names=MEMORY_OPERATION_HOOKS); raises ValueError where it does not."""
+    # (stack, layer) -> [mass [h, 4], uniform mass [4], memory rows, sequence rows], summed over counted rows
+    sums: dict[tuple[str, int], list] = {}
+    for call in pattern_calls(trace, **index):
+        visible = visible_keys(trace, call)  # [q, k]
+        mass, uniform = operation_rows(call.pattern, visible, call.query_roles, call.key_roles)
+        memory_rows, sequence_rows = counted_rows(call.query_roles, visible)
+        total = sums.setdefault((call.stack, call.layer), [torch.zeros(mass.shape[0], 4), torch.zeros(4), 0, 0])
+        total[0] += mass.sum(dim=1)
+        total[1] += uniform.sum(dim=0)
+        total[2] += int(memory_rows.sum())
+        total[3] += int(sequence_rows.sum())
+    results = []
+    for (stack, layer), (mass, uniform, memory_rows, sequence_rows) in sums.items():
+        rows = max(memory_rows + sequence_rows, 1)
+        uniform_share = dict(zip(OPERATIONS, (uniform / rows).tolist()))
+        kind_share = {op: (memory_rows if op in MEMORY_QUERY_OPERATIONS else sequence_rows) / rows for op in OPERATIONS}
+        for head, head_mass in enumerate((mass / rows).tolist()):
+            share = dict(zip(OPERATIONS, head_mass))
+            lifts = {op: lift(share[op], uniform_share[op], kind_share[op]) for op in OPERATIONS}
+            results.append(
+                HeadOperations(
+                    stack, layer, head, share, uniform_share, lifts, label_of(lifts), memory_rows, sequence_rows
+                )
+            )
+    return results
+
+
+def segment_operations(trace: Trace) -> dict[int, list[HeadOperations]]:
+    """memory_operations of each segment of a segment-recurrent trace, by segment."""
+    segments = sorted({call.index["segment"] for call in pattern_calls(trace) if "segment" in call.index})
+    if not segments:
+        raise ValueError("the trace has no segments: its model reads its input in one pass")
+    return {segment: memory_operations(trace, segment=segment) for segment in segments}
+
+
+def visible_keys(trace: Trace, call: PatternCall) -> torch.Tensor:
+    """[q, k] True where the call's query could attend the key, from the captured mask."""
+    mask_name = call.name.removesuffix("pattern") + "mask"
+    if mask_name not in trace.captures:
+        raise ValueError(f"{mask_name} was not captured: trace with names=MEMORY_OPERATION_HOOKS")
+    mask = trace.captures[mask_name].at(**call.index)[call.example, 0]  # [q, k] or [1, k]
+    return torch.broadcast_to(mask, call.pattern.shape[1:])
