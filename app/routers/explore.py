@@ -17,6 +17,7 @@ from app.figures.attention import (
     compare_blocks,
     head_grid,
 )
+from app.figures.memory_operations import memory_operations_grid
 from app.routers.deps import RunnerDep
 from app.routers.forms import DecodingDep, LesionDep
 from app.routers.rendering import figure_json, render
@@ -27,6 +28,7 @@ from app.services.runner import Runner
 from app.services.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, call_indices, layer_attention, pattern_heads
 from inference.analyses.blocks import attention_blocks
+from inference.analyses.memory_operations import MEMORY_OPERATION_HOOKS, memory_operations
 from inference.core.family import Capability
 from inference.core.hooks import hook_points
 from inference.core.interventions import Interventions, MemorySize
@@ -99,9 +101,11 @@ def explore_run(
     controls = explore_controls(runner, model)
     stack = stack or next(iter(controls["stacks"]), "")
     name = runner.pattern_hook(model, stack, layer)  # an unknown stack or layer is refused before the run
-    plain = runner.trace(model, text, Interventions(), names=["*.pattern"], decoding=decoding)
+    memory = Capability.MEMORY_TOKENS in runner.capabilities(model)
+    names = MEMORY_OPERATION_HOOKS if memory else ["*.pattern"]
+    plain = runner.trace(model, text, Interventions(), names=names, decoding=decoding)
     lesion = without_trained_memory(lesion, controls["config"].memory_size)
-    lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=["*.pattern"], decoding=decoding)
+    lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=names, decoding=decoding)
     calls = [layer_attention(lesioned, stack, layer, **at) for at in call_indices(lesioned.captures[name])]
     if call >= len(calls):
         raise InputError(f"{controls['call_axis'] or 'call'} {call} is out of range (0 to {len(calls) - 1})")
@@ -115,6 +119,9 @@ def explore_run(
     }
     if len(calls) > 1:
         figures["calls"] = figure_json(call_grid(calls, head, autoscale=autoscale))
+    operations = [h for h in memory_operations(lesioned) if h.stack == stack] if memory else []
+    if any(h.memory_queries for h in operations):  # a stack where memory is written (or read)
+        figures["operations"] = figure_json(memory_operations_grid(operations, stack))
     translates = Capability.TRANSLATES in lesioned.run.capabilities
     return render(
         request,

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse
 
+from app.figures.memory_operations import memory_operations_grid
 from app.figures.segments import hits_strip, memory_path_figure, segment_attention
 from app.routers.deps import RunnerDep
 from app.routers.rendering import figure_json, render
@@ -20,6 +21,7 @@ from app.schemas.validation import MAX_INDEX, FieldText, InputError, ModelName
 from app.services.pages import SEGMENTS, home_of
 from app.services.runner import Runner
 from inference.analyses.attention import attention_stacks, layer_attention, pattern_heads
+from inference.analyses.memory_operations import MEMORY_OPERATION_HOOKS, memory_operations
 from inference.analyses.segments import memory_path, next_token_hits, segment_spans
 from inference.core.family import Capability, family_of
 from inference.core.interventions import (
@@ -121,7 +123,7 @@ def segments_run(
     if head >= controls["heads"]:
         raise InputError(f"head {head} is out of range (0 to {controls['heads'] - 1})")
     lesion = segment_lesion(runner, model, knockout, reset_at, noise_at, noise_scale, noise_seed, transplant_at, donor)
-    names = ["*.pattern"]
+    names = MEMORY_OPERATION_HOOKS if controls["memory"] else ["*.pattern"]
     plain = runner.trace(model, text, Interventions(), names=names)
     lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=names)
     spans = segment_spans(lesioned, pattern)
@@ -145,6 +147,8 @@ def segments_run(
     if lesioned.run.memory_size:
         path = memory_path(lesioned, pattern, layer, len(ids))
         figures["path"] = figure_json(memory_path_figure(path, tokens, spans))
+        operations = memory_operations(lesioned)
+        figures["operations"] = figure_json(memory_operations_grid(operations, controls["stack"]))
     return render(
         request,
         "partials/segments_results.html",

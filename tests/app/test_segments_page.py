@@ -42,7 +42,9 @@ def strip_rows(html: str) -> dict[str, list[float]]:
     """The hits strip's rows by name ("plain 45.8%": ...), its binary z decoded."""
     trace = figures(html)["strip"]["data"][0]
     z = trace["z"]
-    values = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape([int(n) for n in str(z["shape"]).split(",")])
+    values = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(
+        [int(n) for n in str(z["shape"]).split(",")]
+    )
     return {name: list(row) for name, row in zip(trace["y"], values)}
 
 
@@ -60,7 +62,9 @@ def test_a_run_draws_the_strip_the_segment_and_the_memory_path(client):
     response = run(client, segment=1, layer=1, head=1)
     assert response.status_code == 200
     drawn = figures(response.text)
-    assert set(drawn) == {"strip", "segment", "path"}
+    assert set(drawn) == {"strip", "segment", "path", "operations"}
+    operations = drawn["operations"]["data"][0]
+    assert len(operations["y"]) == 2 and len(operations["x"]) == 2  # layers x heads
     assert '<span id="segment-count">3</span> (0–16, 17–33, 34–48)' in response.text
     segment = drawn["segment"]
     assert segment["layout"]["title"]["text"] == "attn layer 1 head 1, segment 1"
@@ -78,7 +82,9 @@ def test_the_transformer_xl_map_shows_its_cache_and_has_no_memory_path(client):
     assert {a["text"] for a in drawn["segment"]["layout"]["annotations"]} == {"cache", "sequence"}
     keys = drawn["segment"]["data"][0]["x"]
     assert len(keys) == 4 + 15  # the 4 cached positions, then the last segment's 15 tokens
-    assert [key.split(" ", 1)[1] for key in keys[:4]] == [TOKENS[i] for i in SAMPLE.stream[30:34]]  # the cache: tokens 30-33
+    assert [key.split(" ", 1)[1] for key in keys[:4]] == [
+        TOKENS[i] for i in SAMPLE.stream[30:34]
+    ]  # the cache: tokens 30-33
 
 
 @pytest.mark.parametrize(
@@ -86,7 +92,7 @@ def test_the_transformer_xl_map_shows_its_cache_and_has_no_memory_path(client):
     [{"reset_at": 1}, {"knockout": [0, 2]}, {"noise_at": 1, "noise_scale": 3}, {"transplant_at": 2, "donor": OTHER}],
 )
 def test_every_lesion_changes_the_run_after_its_segment_and_is_marked(client, lesion):
-    (plain_name, plain), = strip_rows(run(client).text).items()
+    ((plain_name, plain),) = strip_rows(run(client).text).items()
     response = run(client, **lesion)
     assert response.status_code == 200, response.text
     rows = strip_rows(response.text)
@@ -104,7 +110,10 @@ def test_bad_segment_input_gets_a_clear_4xx(client):
         ({"segment": 3}, "segment 3 is out of range: this input has 3"),
         ({"reset_at": 7}, "reset at segment 7: this input has 3 segments"),
         ({"transplant_at": 1}, "give the other input whose memory to transplant"),
-        ({"transplant_at": 2, "donor": "0123"}, "the donor input has 4 tokens; it reaches segment 2 only with at least 34"),
+        (
+            {"transplant_at": 2, "donor": "0123"},
+            "the donor input has 4 tokens; it reaches segment 2 only with at least 34",
+        ),
         ({"knockout": [9]}, "memory slots [9] are out of range"),
         ({"head": 2}, "head 2 is out of range (0 to 1)"),
         ({"noise_at": 1, "noise_scale": 0}, "noise_scale"),
