@@ -1,0 +1,94 @@
+"""The Segments page in a real browser over briefly trained task models:
+each control changes what it should (segment, layer and head redraw the
+map; every memory lesion adds the lesioned and changed rows to the strip),
+and the figures keep their shape through the swaps with no button covered."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+
+from tests.e2e.conftest import serve
+from tests.e2e.test_layout import assert_layout, open_page, swap
+from training.tasks import task_split, text
+
+STREAM = text(task_split("reverse", "test", 1)[0].stream)
+DONOR = text(task_split("reverse", "test", 2)[1].stream)
+
+
+@pytest.fixture(scope="module")
+def segments_server(segment_checkpoints, tmp_path_factory):
+    with serve(segment_checkpoints, tmp_path_factory.mktemp("segments_db") / "memlens.sqlite3") as url:
+        yield url
+
+
+def open_segments(page, url: str, model: str = "rmt") -> None:
+    open_page(page, f"{url}/segments?model={model}&text={urllib.parse.quote(STREAM)}")
+    page.wait_for_selector("#figure-segment .main-svg", timeout=90_000)
+
+
+def type_number(page, name: str, value: str) -> None:
+    """Type into a number field and leave it, as a person does: the change re-runs the model."""
+    page.fill(f"input[name={name}]", value)
+    page.press(f"input[name={name}]", "Tab")
+
+
+def box(page, selector: str) -> tuple[int, int]:
+    found = page.locator(selector).bounding_box()
+    return round(found["width"]), round(found["height"])
+
+
+def strip_rows(page) -> list[str]:
+    """The strip's row names as a person reads them, top to bottom."""
+    ticks = page.locator("#figure-strip .ytick text")
+    rows = [(ticks.nth(i).bounding_box()["y"], ticks.nth(i).text_content()) for i in range(ticks.count())]
+    return [name.split(" ")[0] for _, name in sorted(rows)]
+
+
+def test_segment_layer_and_head_redraw_the_map_which_keeps_its_shape(page, segments_server):
+    open_segments(page, segments_server)
+    assert page.text_content("#figure-segment .gtitle") == "attn layer 0 head 0, segment 0"
+    assert_layout(page, figures=4)
+    strip = box(page, "#figure-strip")
+    swap(page, type_number, page, "segment", "1")
+    assert page.text_content("#figure-segment .gtitle") == "attn layer 0 head 0, segment 1"
+    swap(page, page.select_option, "select[name=layer]", "1")
+    swap(page, page.select_option, "select[name=head]", "1")
+    assert page.text_content("#figure-segment .gtitle") == "attn layer 1 head 1, segment 1"
+    assert box(page, "#figure-strip") == strip  # the strip is the same run: same shape
+    assert_layout(page, figures=4)
+
+
+@pytest.mark.parametrize(
+    ("control", "value"), [("reset_at", "1"), ("noise_at", "1"), ("knockout", None), ("transplant_at", "2")]
+)
+def test_every_memory_lesion_adds_the_lesioned_and_changed_rows(page, segments_server, control, value):
+    open_segments(page, segments_server)
+    assert strip_rows(page) == ["plain"]
+    if control == "knockout":
+        swap(page, page.check, "input[name=knockout][value='1']")
+    elif control == "transplant_at":
+        page.fill("textarea[name=donor]", DONOR)
+        swap(page, type_number, page, control, value)
+    else:
+        swap(page, type_number, page, control, value)
+    assert strip_rows(page) == ["plain", "lesioned", "changed"]
+    assert "lesioned: " in page.text_content(".lesion-note")
+    assert page.locator("#accuracy-lesioned").is_visible()
+    assert_layout(page, figures=4)
+
+
+def test_a_lesion_out_of_range_is_said_on_the_page(page, segments_server):
+    open_segments(page, segments_server)
+    type_number(page, "reset_at", "9")
+    page.wait_for_selector("#errors .error", timeout=30_000)
+    assert "reset at segment 9: this input has 3 segments" in page.text_content("#errors .error")
+
+
+def test_transformer_xl_shows_its_cache_and_no_lesion_controls(page, segments_server):
+    open_segments(page, segments_server, model="xl")
+    swap(page, type_number, page, "segment", "2")
+    labels = page.locator("#figure-segment .annotation-text").all_text_contents()
+    assert "cache" in labels and page.locator("input[name=reset_at]").count() == 0
+    assert_layout(page, figures=2)
