@@ -309,7 +309,11 @@ def _share(value) -> str:
 
 
 def render(
-    metrics: dict[str, dict], reading: str, analyses: dict[str, dict] | None = None, ff: dict[str, dict] | None = None
+    metrics: dict[str, dict],
+    reading: str,
+    analyses: dict[str, dict] | None = None,
+    ff: dict[str, dict] | None = None,
+    segment_tasks: list[str] | None = None,
 ) -> str:
     parts = [
         "# Results: the memory models at small scale",
@@ -385,6 +389,7 @@ def render(
         "",
         *ff_aggregation_table(ff or {}),
         "",
+        *(segment_tasks or []),
         "## Reading",
         "",
         reading,
@@ -396,6 +401,8 @@ def render(
 def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
     """Render the tables; the prose reading is kept in its own file
     (docs/results_reading.md) because it is judgement, not data."""
+    from training.segment_results import segment_task_section  # it imports this module's load_metrics
+
     reading = reading_file.read_text().strip() if reading_file.exists() else "(no reading written yet)"
     out.write_text(
         render(
@@ -403,6 +410,7 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
             reading,
             load_metrics(checkpoints, "memory_analysis.json"),
             load_metrics(checkpoints, "ff_analysis.json"),
+            segment_task_section(checkpoints),
         )
     )
     return out

@@ -14,8 +14,8 @@ one of paper 002's algorithmic tasks, and write its checkpoint folder.
   split (1000 samples, fixed seed) is scored once, at the end, on it.
 - Metric: per-character accuracy of the target, teacher-forced (the paper's
   measure), and the share of samples with every target character right.
-- Resumable: rerunning the same command continues from runs/<name>/state.pt;
-  rerunning it with more `--steps` trains on from where it stopped.
+- Resumable: rerunning the same command continues from its run folder
+  (`--run-dir` lets a longer schedule start from a shorter one's state).
 - Sizes: segment length = ceil(stream / segments); memory tokens (RMT) and
   cache length (Transformer-XL) are both `--memory`.
 """
@@ -67,6 +67,11 @@ class TaskRun:
 
     @property
     def name(self) -> str:
+        return f"{self.task}_{self.segments}seg_{self.carry}_{self.steps}steps_seed{self.seed}"
+
+    @property
+    def data_seed(self) -> str:
+        """Seeds the training batches: the same stream of samples whatever the schedule's length."""
         return f"{self.task}_{self.segments}seg_{self.carry}_seed{self.seed}"
 
     def model_config(self, stream_length: int) -> dict:
@@ -136,7 +141,7 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
     began = time.monotonic() - progress["seconds"]
     while progress["step"] < run.steps:
         model.train()
-        rng = random.Random(f"{run.name}/{progress['step']}")
+        rng = random.Random(f"{run.data_seed}/{progress['step']}")
         batch = []
         while len(batch) < run.batch_size:
             sample = GENERATORS[run.task](rng)

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from app.figures.attention import CHAR_PX, attention_heatmap, axis_labels, quantize_percent
 from inference.analyses.attention import LayerAttention
-from inference.analyses.segments import MemoryPath, NextTokenHits, SegmentSpans
+from inference.analyses.segments import EXTRA_COLUMNS, MemoryPath, NextTokenHits, SegmentSpans
 
 BLOCK_OF_ROLE = {"cache": "cache", "read_mem": "read", "write_mem": "write"}  # any other role: the sequence
 OUTLINE = {"color": "#d62728", "width": 2}
@@ -50,10 +50,10 @@ def block_label(name: str, **where) -> dict:
 
 
 def memory_path_figure(path: MemoryPath, tokens: list[str], spans: SegmentSpans) -> go.Figure:
-    """Rows: every memory write (segment, slot); columns: input positions, then earlier memory and cache."""
-    x = [*axis_labels(tokens), "read memory", "cache"]
+    """Rows: every memory write (segment, slot); columns: input positions, then the read and write blocks and cache."""
+    x = [*axis_labels(tokens), *EXTRA_COLUMNS]
     y = [f"seg {s} slot {j}" for s, j in path.rows]
-    z = quantize_percent(path.weights)  # [writes, positions + 2] uint8 percent
+    z = quantize_percent(path.weights)  # [writes, positions + 3] uint8 percent
     figure = go.Figure(
         go.Heatmap(
             z=z, x=x, y=y, zmin=0, zmax=100, colorscale="Blues", colorbar={"title": {"text": "%"}},

@@ -29,6 +29,7 @@ class SegmentSpans:
 
 
 MEMORY_BLOCKS = ("read_mem", "write_mem")
+EXTRA_COLUMNS = {"read memory": "read_mem", "write memory": "write_mem", "cache": "cache"}  # memory path columns
 
 
 def segment_spans(trace: Trace, pattern: str, example: int = 0) -> SegmentSpans:
@@ -48,9 +49,10 @@ def segment_spans(trace: Trace, pattern: str, example: int = 0) -> SegmentSpans:
 class MemoryPath:
     """Attention of every memory write (rows: segment s, slot j) over the input
     positions (columns), in one layer, averaged over heads; earlier memory
-    (the read block) and cached tokens get one column each."""
+    (the read block), the write block itself and cached tokens get one column
+    each, so every row sums to 1."""
 
-    weights: torch.Tensor  # [segments * slots, positions + 2]: input positions, then "read memory", "cache"
+    weights: torch.Tensor  # [segments * slots, positions + 3]: input positions, then read memory, write memory, cache
     rows: list[tuple[int, int]]  # (segment, slot) of every row
     layer: int
 
@@ -67,10 +69,10 @@ def memory_path(trace: Trace, pattern: str, layer: int, positions: int, example:
         key_roles = trace.axis_roles(capture.positions["key"], example, **index)
         tokens = [k for k, role in enumerate(key_roles) if role not in ("cache", *MEMORY_BLOCKS, "pad")]
         for slot, q in enumerate(q for q, role in enumerate(query_roles) if role == "write_mem"):
-            row = torch.zeros(positions + 2)  # [positions + 2]
+            row = torch.zeros(positions + len(EXTRA_COLUMNS))  # [positions + 3]
             row[spans.starts[s] : spans.starts[s] + len(tokens)] = attention[q, tokens]
-            row[positions] = sum(attention[q, k] for k, role in enumerate(key_roles) if role == "read_mem")
-            row[positions + 1] = sum(attention[q, k] for k, role in enumerate(key_roles) if role == "cache")
+            for column, role in enumerate(EXTRA_COLUMNS.values(), start=positions):
+                row[column] = sum(attention[q, k] for k, found in enumerate(key_roles) if found == role)
             rows.append((s, slot))
             weights.append(row)
     if not rows:

@@ -72,7 +72,7 @@ def test_a_run_draws_the_strip_the_segment_and_the_memory_path(client):
     assert names == {"read", "sequence", "write"}
     assert len(segment["layout"]["shapes"]) == 9  # 3 query blocks x 3 key blocks
     path = drawn["path"]["data"][0]
-    assert len(path["y"]) == 3 * 4 and path["x"][-2:] == ["read memory", "cache"]  # 3 writes of 4 slots
+    assert len(path["y"]) == 3 * 4 and path["x"][-3:] == ["read memory", "write memory", "cache"]  # 3 writes of 4 slots
     assert len(drawn["strip"]["data"][0]["y"]) == 1  # no lesion: the plain row only
 
 
