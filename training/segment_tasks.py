@@ -14,6 +14,8 @@ one of paper 002's algorithmic tasks, and write its checkpoint folder.
   split (1000 samples, fixed seed) is scored once, at the end, on it.
 - Metric: per-character accuracy of the target, teacher-forced (the paper's
   measure), and the share of samples with every target character right.
+- Stored in float16 where the rounded weights score the test split exactly
+  as the trained ones (metrics.json says which).
 - Resumable: rerunning the same command continues from its run folder
   (`--run-dir` lets a longer schedule start from a shorter one's state).
 - Sizes: segment length = ceil(stream / segments); memory tokens (RMT) and
@@ -33,7 +35,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from inference.core.checkpoint import save_checkpoint
+from inference.core.checkpoint import cast_copy, save_checkpoint
 from inference.core.family import build_model, config_from_dict
 from inference.core.tokenizer import character_tokenizer
 from training.tasks import GENERATORS, TOKENS, Sample, task_split, text
@@ -118,6 +120,12 @@ def scores(model, samples: list[Sample], batch_size: int = 128) -> dict[str, flo
     return {"char_accuracy": right / total, "answer_accuracy": whole / len(samples)}
 
 
+def storage_dtype(model, test: list[Sample], measured: dict[str, float]) -> str:
+    """float16 where the rounded weights score the test split exactly as the trained ones, else float32."""
+    rounded = cast_copy(model, torch.float16).float().eval()
+    return "float16" if scores(rounded, test) == measured else "float32"
+
+
 def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
     """Train (or resume) the run; write the checkpoint folder; return its metrics."""
     torch.manual_seed(run.seed)
@@ -188,12 +196,14 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
         "curve": progress["curve"],
         "training": asdict(run),
     }
+    metrics["weights_dtype"] = storage_dtype(model, test, metrics["test"])
     save_checkpoint(
         out,
         model,
         character_tokenizer(TOKENS[4:]),
         meta={"task": run.task, "variant": variant_line(model.config), "example": text(test[0].stream)},
         metrics=metrics,
+        weights_dtype=metrics["weights_dtype"],
     )
     log(f"{run.name}: test char accuracy {metrics['test']['char_accuracy']:.4f} -> {out}")
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
