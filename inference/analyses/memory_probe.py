@@ -80,6 +80,8 @@ def probe_accuracy(
     parts = (train, validation, test)
     if len({part.slotted.shape[1:] for part in parts}) != 1 or len({part.labels.shape[1] for part in parts}) != 1:
         raise ValueError("train, validation and test have the same slots, width and positions")
+    if train.features.shape[0] < 2:
+        raise ValueError("the train part holds at least two samples")
     if not l2_candidates or min(l2_candidates) < 0 or steps < 1:
         raise ValueError("at least one L2 candidate, none negative, and at least one step")
     classes = int(max(part.labels.max() for part in parts)) + 1

@@ -57,8 +57,8 @@ def probe_memory(
     task = loaded.meta.get("task")
     if task not in GENERATORS:
         raise ValueError(f"{loaded.name} names no known task (meta task {task!r})")
-    if not (1 <= train <= MAX_TRAIN and 1 <= validation <= MAX_HELD_OUT and 1 <= test <= MAX_HELD_OUT):
-        raise ValueError(f"train 1-{MAX_TRAIN} samples, validation and test 1-{MAX_HELD_OUT} each")
+    if not (2 <= train <= MAX_TRAIN and 1 <= validation <= MAX_HELD_OUT and 1 <= test <= MAX_HELD_OUT):
+        raise ValueError(f"train 2-{MAX_TRAIN} samples, validation and test 1-{MAX_HELD_OUT} each")
     if not 1 <= steps <= MAX_STEPS:
         raise ValueError(f"steps 1-{MAX_STEPS}")
     test_samples = task_split(task, "test", test)

@@ -61,6 +61,8 @@ def test_flat_features_are_one_slot_and_bad_shapes_are_refused():
         Labelled(torch.randn(30, WIDTH), torch.zeros(29, 2, dtype=torch.long))
     with pytest.raises(ValueError, match="same slots"):
         probe_accuracy(flat, flat, Labelled(torch.randn(30, 3, WIDTH), torch.zeros(30, 2, dtype=torch.long)))
+    with pytest.raises(ValueError, match="at least two samples"):
+        probe_accuracy(Labelled(torch.randn(1, WIDTH), torch.zeros(1, 2, dtype=torch.long)), flat, flat)
 
 
 def task_model(memory_size: int) -> LoadedModel:
@@ -86,5 +88,5 @@ def test_a_memory_probe_of_an_untrained_model_runs_end_to_end():
 def test_a_model_without_memory_or_oversized_work_is_refused():
     with pytest.raises(ValueError, match="no memory tokens"):
         probe_memory(task_model(memory_size=0))
-    with pytest.raises(ValueError, match="train 1-"):
+    with pytest.raises(ValueError, match="train 2-"):
         probe_memory(task_model(memory_size=2), train=10**6)
