@@ -141,7 +141,8 @@ def missing_corpus_reason(data_dir: Path, corpus: str) -> str | None:
 @pytest.fixture(scope="session")
 def segment_checkpoints(tmp_path_factory) -> Path:
     """A folder with two briefly trained task models (reverse, 3 segments): RMT with
-    4 memory tokens and Transformer-XL with a 4-position cache; their names are their carry."""
+    4 memory tokens (its memory probed) and Transformer-XL with a 4-position cache;
+    their names are their carry."""
     from training.segment_tasks import TaskRun, train_task
 
     root = tmp_path_factory.mktemp("segment_checkpoints")
@@ -149,4 +150,7 @@ def segment_checkpoints(tmp_path_factory) -> Path:
         run = TaskRun("reverse", 3, carry, seed=1, steps=40, batch_size=8, memory=4, d_model=16, d_ff=32,
                       n_heads=2, eval_every=40)  # fmt: skip
         train_task(run, root / carry, tmp_path_factory.mktemp(f"run_{carry}"), log=lambda line: None)
+    from training.cli import main
+
+    assert main(["memory-probe", str(root / "rmt"), "--train", "40", "--validation", "20", "--test", "20"]) == 0
     return root

@@ -135,6 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
     task.add_argument("--run-dir", help="resumable state (default: runs/<name>)")
     task.set_defaults(handler=segment_task_command)
 
+    probe = commands.add_parser(
+        "memory-probe",
+        help="fit linear probes reading each source symbol from an RMT task checkpoint's memory after each segment; "
+        "stores the held-out accuracies in its metrics.json (the Segments page shows them)",
+    )
+    probe.add_argument("checkpoint", help="a task checkpoint with memory tokens, e.g. checkpoints/rmt_copy")
+    probe.add_argument("--train", type=int, default=1000, help="samples to fit on (task train split)")
+    probe.add_argument("--validation", type=int, default=250, help="samples choosing the L2 strength (val split)")
+    probe.add_argument("--test", type=int, default=500, help="samples scored (test split)")
+    probe.set_defaults(handler=memory_probe_command)
+
     results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
     results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
     results.add_argument("--out", default=str(REPO_ROOT / "docs" / "results.md"))
@@ -218,6 +229,26 @@ def segment_task_command(args: argparse.Namespace) -> None:
     run = TaskRun(args.task, args.segments, args.carry, args.seed, args.steps, args.batch_size, memory=args.memory)
     out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / "tasks" / run.name
     train_task(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name)
+
+
+def memory_probe_command(args: argparse.Namespace) -> None:
+    import time
+
+    from inference.core.checkpoint import CheckpointError, load_checkpoint
+    from training.memory_probe import probe_memory, probe_record
+
+    folder = Path(args.checkpoint)
+    loaded = load_checkpoint(folder, "cpu")
+    began = time.monotonic()
+    try:
+        probe = probe_memory(loaded, args.train, args.validation, args.test)
+    except ValueError as error:
+        raise CheckpointError(str(error)) from None
+    metrics = json.loads((folder / "metrics.json").read_text())
+    metrics["memory_probe"] = probe_record(probe, time.monotonic() - began)
+    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    best = probe.best_slot.max(axis=0)  # [position] best slot after any segment
+    print(f"{folder.name}: best single-slot accuracy per source position {[round(float(x), 2) for x in best]}")
 
 
 def results_command(args: argparse.Namespace) -> None:

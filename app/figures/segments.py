@@ -110,3 +110,32 @@ def hits_strip(
     figure.update_xaxes(type="category", showticklabels=False)
     figure.update_yaxes(type="category", autorange="reversed")
     return figure
+
+
+def probe_figure(probe: dict, segment: int) -> go.Figure:
+    """Held-out accuracy of linear probes reading source position i (columns)
+    from memory slot j, from all slots together, and chance (rows), after one segment."""
+    last = len(probe["per_slot"]) - 1
+    after = min(segment, last)
+    rows = [*probe["per_slot"][after], probe["all_slots"][after], probe["chance"]]  # [slots + 2][position]
+    names = [f"slot {j}" for j in range(len(probe["per_slot"][after]))] + ["all slots", "chance"]
+    positions = [f"{i}" for i in range(len(probe["chance"]))]
+    figure = go.Figure(
+        go.Heatmap(
+            z=np.asarray(rows), x=positions, y=names, zmin=0, zmax=1, colorscale="Greens", xgap=1, ygap=1,
+            colorbar={"title": {"text": "accuracy"}}, texttemplate="%{z:.2f}", textfont={"size": 9},
+            hovertemplate="%{y} reads source position %{x}: %{z:.2f}<extra></extra>",
+        )
+    )  # fmt: skip
+    samples = probe["samples"]
+    figure.update_layout(
+        title=f"What the memory holds after segment {after}"
+        + (f" (the last; segment {segment} asked)" if segment > last else "")
+        + f": linear probes, {samples['train']} train / {samples['val']} val / {samples['test']} test samples",
+        height=140 + 26 * len(names),
+        width=max(700, 160 + 34 * len(positions)),
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+    )
+    figure.update_xaxes(type="category", title_text="source position")
+    figure.update_yaxes(type="category", autorange="reversed")
+    return figure

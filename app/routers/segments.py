@@ -14,7 +14,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse
 
 from app.figures.memory_operations import memory_operations_grid
-from app.figures.segments import hits_strip, memory_path_figure, segment_attention
+from app.figures.segments import hits_strip, memory_path_figure, probe_figure, segment_attention
 from app.routers.deps import RunnerDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import MAX_INDEX, FieldText, InputError, ModelName
@@ -149,6 +149,8 @@ def segments_run(
         figures["path"] = figure_json(memory_path_figure(path, tokens, spans))
         operations = memory_operations(lesioned)
         figures["operations"] = figure_json(memory_operations_grid(operations, controls["stack"]))
+    if "memory_probe" in loaded.metrics:  # measured offline: python -m training memory-probe
+        figures["probe"] = figure_json(probe_figure(loaded.metrics["memory_probe"], segment))
     return render(
         request,
         "partials/segments_results.html",

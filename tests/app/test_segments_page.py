@@ -62,7 +62,10 @@ def test_a_run_draws_the_strip_the_segment_and_the_memory_path(client):
     response = run(client, segment=1, layer=1, head=1)
     assert response.status_code == 200
     drawn = figures(response.text)
-    assert set(drawn) == {"strip", "segment", "path", "operations"}
+    assert set(drawn) == {"strip", "segment", "path", "operations", "probe"}
+    probe = drawn["probe"]
+    assert probe["data"][0]["y"] == ["slot 0", "slot 1", "slot 2", "slot 3", "all slots", "chance"]
+    assert len(probe["data"][0]["x"]) == 24 and "after segment 1" in probe["layout"]["title"]["text"]
     operations = drawn["operations"]["data"][0]
     assert len(operations["y"]) == 2 and len(operations["x"]) == 2  # layers x heads
     assert '<span id="segment-count">3</span> (0–16, 17–33, 34–48)' in response.text

@@ -103,3 +103,17 @@ def memory_after_each_segment(model: torch.nn.Module, samples: list[Sample]) -> 
         written, _ = captures["memory.write"].stacked()  # [segment, b, slot, d]
         batches.append(written)
     return torch.cat(batches, dim=1)
+
+
+def probe_record(probe: MemoryProbe, seconds: float) -> dict:
+    """The probe as metrics.json keeps it (`python -m training memory-probe`), for the Segments page."""
+    return {
+        "task": probe.task,
+        "segment_length": probe.segment_length,
+        "symbols": list(probe.symbols),
+        "per_slot": np.round(probe.per_slot, 4).tolist(),  # [segment][slot][position]
+        "all_slots": np.round(probe.all_slots, 4).tolist(),  # [segment][position]
+        "chance": np.round(probe.chance, 4).tolist(),  # [position]
+        "samples": probe.samples,
+        "seconds": round(seconds, 1),
+    }
