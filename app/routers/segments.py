@@ -137,14 +137,14 @@ def segments_run(
     ids = loaded.tokenizer.encode(plain.sources[0])
     tokens = loaded.tokenizer.display_tokens(ids)
     bos = loaded.config.bos_id
-    plain_hits = next_token_hits(ids, plain.output_ids[0], bos)
-    lesioned_hits = None if lesioned is plain else next_token_hits(ids, lesioned.output_ids[0], bos)
+    predicts_each_position = not plain.decoded and len(plain.output_ids[0]) == len(ids)  # else: a decoded output
+    plain_hits = next_token_hits(ids, plain.output_ids[0], bos) if predicts_each_position else None
+    lesioned_hits = None if lesioned is plain or not plain_hits else next_token_hits(ids, lesioned.output_ids[0], bos)
     view = layer_attention(lesioned, controls["stack"], layer, segment=segment)
-    figures = {
-        "strip": figure_json(hits_strip(tokens, spans, plain_hits, lesioned_hits)),
-        "segment": figure_json(segment_attention(view, head, autoscale)),
-    }
-    if lesioned.run.memory_size:
+    figures = {"segment": figure_json(segment_attention(view, head, autoscale))}
+    if plain_hits:
+        figures = {"strip": figure_json(hits_strip(tokens, spans, plain_hits, lesioned_hits)), **figures}
+    if controls["memory"] and lesioned.run.memory_size:
         path = memory_path(lesioned, pattern, layer, len(ids))
         figures["path"] = figure_json(memory_path_figure(path, tokens, spans))
         operations = memory_operations(lesioned)

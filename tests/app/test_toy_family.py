@@ -121,3 +121,14 @@ def test_the_api_gives_every_segment_by_index(toy_client):
     assert lesioned["weights"]["bdata"] != data["weights"]["bdata"]
     models = toy_client.get("/api/models").json()["models"]
     assert [m["capabilities"] for m in models if m["name"] == MODEL] == [["segments"]]
+
+
+def test_the_segments_page_serves_the_toy_by_its_capabilities_alone(toy_client):
+    row = re.search(rf"<td>{MODEL}<br><small class=\"pages\">(.*?)</small>", toy_client.get("/").text).group(1)
+    assert f'href="/segments?model={MODEL}"' in row
+    page = toy_client.get(f"/segments?model={MODEL}")
+    assert page.status_code == 200 and 'name="reset_at"' not in page.text  # no memory tokens: no memory lesions
+    response = toy_client.post("/segments/run", data={"model": MODEL, "text": TEXT, "segment": 1}, headers=HTMX)
+    assert response.status_code == 200, response.text
+    assert figure(response.text, "segment")["layout"]["title"]["text"].endswith("segment 1")
+    assert 'id="figure-data-strip"' not in response.text and "decoded, so no per-position strip" in response.text
