@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
-from fastapi.responses import RedirectResponse
 
 from app.figures.attention import (
     attention_heatmap,
@@ -20,10 +18,10 @@ from app.figures.attention import (
 from app.figures.memory_operations import memory_operations_grid
 from app.routers.deps import RunnerDep
 from app.routers.forms import DecodingDep, LesionDep
-from app.routers.rendering import figure_json, render
+from app.routers.rendering import figure_json, redirect_elsewhere, render
 from app.schemas.validation import MAX_INDEX, FieldText, InputError, ModelName
 from app.services.demo import demo_sentences
-from app.services.pages import COMPARE, EXPLORE, home_of
+from app.services.pages import COMPARE, EXPLORE
 from app.services.runner import Runner
 from app.services.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, call_indices, layer_attention, pattern_heads
@@ -62,9 +60,9 @@ def explore(
     model: Annotated[ModelName | None, Query()] = None,
     text: Annotated[FieldText, Query()] = "",
 ):
-    if model in runner.registry.available() and not EXPLORE.shows(runner.capabilities(model)):
-        home = home_of(runner.capabilities(model))  # its views are on another page
-        return RedirectResponse(f"{home.path}?{urlencode({'model': model, 'text': text})}", status_code=303)
+    moved = redirect_elsewhere(runner, EXPLORE, model, text)  # its views are on another page
+    if moved:
+        return moved
     available, model = runner.page_models(model, EXPLORE)
     return render(
         request,

@@ -8,17 +8,15 @@ noise, transplant of another input's memory) re-run on every change."""
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
-from fastapi.responses import RedirectResponse
 
 from app.figures.memory_operations import memory_operations_grid
 from app.figures.segments import hits_strip, memory_path_figure, probe_figure, segment_attention
 from app.routers.deps import RunnerDep
-from app.routers.rendering import figure_json, render
+from app.routers.rendering import figure_json, redirect_elsewhere, render
 from app.schemas.validation import MAX_INDEX, FieldText, InputError, ModelName
-from app.services.pages import SEGMENTS, home_of
+from app.services.pages import SEGMENTS
 from app.services.runner import Runner
 from inference.analyses.attention import attention_stacks, layer_attention, pattern_heads
 from inference.analyses.memory_operations import MEMORY_OPERATION_HOOKS, memory_operations
@@ -63,9 +61,9 @@ def segments_page(
     model: Annotated[ModelName | None, Query()] = None,
     text: Annotated[FieldText, Query()] = "",
 ):
-    if model in runner.registry.available() and not SEGMENTS.shows(runner.capabilities(model)):
-        home = home_of(runner.capabilities(model))  # its views are on another page
-        return RedirectResponse(f"{home.path}?{urlencode({'model': model, 'text': text})}", status_code=303)
+    moved = redirect_elsewhere(runner, SEGMENTS, model, text)  # its views are on another page
+    if moved:
+        return moved
     available, model = runner.page_models(model, SEGMENTS)
     controls = segment_controls(runner, model)
     return render(

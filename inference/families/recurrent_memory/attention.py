@@ -28,36 +28,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from inference.core.hooks import HookPoint
-from inference.layers import FeedForward, sinusoid
+from inference.layers import FeedForward, MultiHeadAttention, sinusoid
 
 
-class RelativeAttention(nn.Module):
+class RelativeAttention(MultiHeadAttention):
+    """MultiHeadAttention's projections and hook points, plus W_r and the two biases."""
+
     def __init__(self, d_model: int, n_heads: int, dropout: float, axes: tuple[str, str]):
-        super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
-        self.n_heads, self.d_head, self.dropout = n_heads, d_model // n_heads, dropout
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
+        super().__init__(d_model, n_heads, dropout, axes)
         self.r_proj = nn.Linear(d_model, d_model, bias=False)  # W_r
         self.r_w_bias = nn.Parameter(torch.zeros(n_heads, self.d_head))  # content bias
         self.r_r_bias = nn.Parameter(torch.zeros(n_heads, self.d_head))  # position bias
-        self.out_proj = nn.Linear(d_model, d_model)
-        query, key = axes
-        tokens = {"query": query, "key": key}
-        self.mask = HookPoint("batch head query key", "bool, True where the query may attend the key (head: 1)", tokens)
-        self.pattern = HookPoint("batch head query key", "attention weights", tokens, {"head": n_heads})
-        self.z = HookPoint(
-            "batch head query d_head",
-            "per-head outputs before the output projection",
-            {"query": query},
-            {"head": n_heads},
-        )
-
-    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:  # [b, t, d] -> [b, h, t, d_head]
-        b, t, _ = x.shape
-        return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)
 
     def forward(
         self,
