@@ -405,3 +405,19 @@ def test_explore_decodes_by_beam_search_when_asked(client):
         {"decoding": "beam", "length_penalty": "nan"},
     ):
         assert client.post("/explore/run", data={"model": MODEL, "text": TEXT, **bad}, headers=HTMX).status_code == 422
+
+
+def test_explore_labels_memory_operations_per_head_where_memory_is_written(client):
+    encoder = figures_of(run(client).text)
+    grid = encoder["operations"]["data"][0]
+    assert grid["y"] == ["L0", "L1"] and grid["x"] == ["h0", "h1"]  # the tiny Memory Transformer: 2 layers x 2 heads
+    assert "memory operation per head" in encoder["operations"]["layout"]["title"]["text"]
+    decoder_self = figures_of(run(client, stack="decoder.self_attn").text)  # no memory queries or keys there
+    assert "operations" not in decoder_self
+    plain = figures_of(run(client, model="tiny_transformer").text)  # no memory at all
+    assert "operations" not in plain
+
+
+def figures_of(fragment: str) -> dict[str, dict]:
+    found = re.findall(r'<script type="application/json" id="figure-data-(\w+)">(.*?)</script>', fragment, re.S)
+    return {name: json.loads(data) for name, data in found}
