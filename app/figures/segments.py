@@ -29,7 +29,8 @@ def role_blocks(roles: list[str]) -> list[tuple[str, int, int]]:
 
 
 def segment_attention(view: LayerAttention, head: int, autoscale: bool) -> go.Figure:
-    """One head in one segment, every (query block, key block) rectangle outlined and named on the axes."""
+    """One head in one segment, every (query block, key block) rectangle outlined and
+    named inside its top-left corner, "sequence → read": sequence queries on read-memory keys."""
     figure = attention_heatmap(view, head, autoscale)
     shapes, annotations = [], []
     for q_name, q0, q1 in role_blocks(view.query_roles):
@@ -37,16 +38,12 @@ def segment_attention(view: LayerAttention, head: int, autoscale: bool) -> go.Fi
             shapes.append(
                 {"type": "rect", "x0": k0 - 0.5, "x1": k1 + 0.5, "y0": q0 - 0.5, "y1": q1 + 0.5, "line": OUTLINE}
             )
-            if q0 == 0:  # name each key block once, above the map
-                annotations.append(block_label(k_name, x=(k0 + k1) / 2, y=-0.5, yanchor="bottom"))
-        annotations.append(block_label(q_name, x=-0.5, y=(q0 + q1) / 2, xanchor="right"))
+            annotations.append(
+                {"text": f"{q_name} → {k_name}", "x": k0 - 0.5, "y": q0 - 0.5, "xanchor": "left", "yanchor": "top",
+                 "showarrow": False, "font": {"color": "#d62728", "size": 10}, "bgcolor": "rgba(255,255,255,0.7)"}
+            )  # fmt: skip
     figure.layout.shapes, figure.layout.annotations = shapes, annotations  # replaced, not merged by index
     return figure
-
-
-def block_label(name: str, **where) -> dict:
-    return {"text": name, "showarrow": False, "font": {"color": "#d62728", "size": 12}, **where,
-            "bgcolor": "rgba(255,255,255,0.8)"}  # fmt: skip
 
 
 def memory_path_figure(path: MemoryPath, tokens: list[str], spans: SegmentSpans) -> go.Figure:

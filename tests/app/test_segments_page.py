@@ -72,7 +72,7 @@ def test_a_run_draws_the_strip_the_segment_and_the_memory_path(client):
     segment = drawn["segment"]
     assert segment["layout"]["title"]["text"] == "attn layer 1 head 1, segment 1"
     names = {a["text"] for a in segment["layout"]["annotations"]}
-    assert names == {"read", "sequence", "write"}
+    assert names == {f"{q} → {k}" for q in ("read", "sequence", "write") for k in ("read", "sequence", "write")}
     assert len(segment["layout"]["shapes"]) == 9  # 3 query blocks x 3 key blocks
     path = drawn["path"]["data"][0]
     assert len(path["y"]) == 3 * 4 and path["x"][-3:] == ["read memory", "write memory", "cache"]  # 3 writes of 4 slots
@@ -82,7 +82,8 @@ def test_a_run_draws_the_strip_the_segment_and_the_memory_path(client):
 def test_the_transformer_xl_map_shows_its_cache_and_has_no_memory_path(client):
     drawn = figures(run(client, model="xl", segment=2).text)
     assert set(drawn) == {"strip", "segment"}
-    assert {a["text"] for a in drawn["segment"]["layout"]["annotations"]} == {"cache", "sequence"}
+    labels = {a["text"] for a in drawn["segment"]["layout"]["annotations"]}
+    assert labels == {"sequence → cache", "sequence → sequence"}
     keys = drawn["segment"]["data"][0]["x"]
     assert len(keys) == 4 + 15  # the 4 cached positions, then the last segment's 15 tokens
     assert [key.split(" ", 1)[1] for key in keys[:4]] == [

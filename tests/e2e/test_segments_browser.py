@@ -90,5 +90,5 @@ def test_transformer_xl_shows_its_cache_and_no_lesion_controls(page, segments_se
     open_segments(page, segments_server, model="xl")
     swap(page, type_number, page, "segment", "2")
     labels = page.locator("#figure-segment .annotation-text").all_text_contents()
-    assert "cache" in labels and page.locator("input[name=reset_at]").count() == 0
+    assert "sequence → cache" in labels and page.locator("input[name=reset_at]").count() == 0
     assert_layout(page, figures=2)
