@@ -30,7 +30,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-PAD, GO = 0, 1  # GO, the start-to-generate token, is the tokenizer's <bos>
+GO = 1  # the start-to-generate token: the tokenizer's <bos> (0 is its <pad>)
 FILL = "_"  # pads a quadratic-equation step to its width (a character, read and predicted like any other)
 TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>", *"0123456789", *"+-*/^=()D;,?", FILL, *"abcdefghijklmnopqrstuvwxyz")
 ID = {token: i for i, token in enumerate(TOKENS)}
