@@ -4,7 +4,6 @@ right and wrong next tokens (with and without a lesion)."""
 
 from __future__ import annotations
 
-import html
 from itertools import groupby
 
 import numpy as np
@@ -89,7 +88,7 @@ def hits_strip(
     figure = go.Figure(
         go.Heatmap(
             z=z, x=x, y=list(rows), zmin=0, zmax=1, showscale=False, xgap=1, ygap=2,
-            colorscale=[[0, "#d62728"], [1, "#2ca02c"]], customdata=[[html.escape(t) for t in tokens]] * len(rows),
+            colorscale=[[0, "#d62728"], [1, "#2ca02c"]],
             hovertemplate="%{y}<br>%{x}: %{z}<extra></extra>",
         )
     )  # fmt: skip

@@ -123,24 +123,26 @@ def segments_run(
     lesion = segment_lesion(runner, model, knockout, reset_at, noise_at, noise_scale, noise_seed, transplant_at, donor)
     names = MEMORY_OPERATION_HOOKS if controls["memory"] else ["*.pattern"]
     plain = runner.trace(model, text, Interventions(), names=names)
-    lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=names)
-    spans = segment_spans(lesioned, pattern)
+    spans = segment_spans(plain, pattern)  # a lesion changes what segments hold, not where they lie
     if segment >= len(spans.starts):
         raise InputError(f"segment {segment} is out of range: this input has {len(spans.starts)} (0 to "
                          f"{len(spans.starts) - 1})")  # fmt: skip
     for name, at in (("reset", reset_at), ("noise", noise_at), ("transplant", transplant_at)):
         if at is not None and at >= len(spans.starts):
             raise InputError(f"{name} at segment {at}: this input has {len(spans.starts)} segments")
+    lesioned = plain if lesion.is_noop() else runner.trace(model, text, lesion, names=names)
     loaded = runner.model(model)
     ids = loaded.tokenizer.encode(plain.sources[0])
     tokens = loaded.tokenizer.display_tokens(ids)
     bos = loaded.config.bos_id
     predicts_each_position = not plain.decoded and len(plain.output_ids[0]) == len(ids)  # else: a decoded output
     plain_hits = next_token_hits(ids, plain.output_ids[0], bos) if predicts_each_position else None
-    lesioned_hits = None if lesioned is plain or not plain_hits else next_token_hits(ids, lesioned.output_ids[0], bos)
+    lesioned_hits = (
+        None if lesioned is plain or plain_hits is None else next_token_hits(ids, lesioned.output_ids[0], bos)
+    )
     view = layer_attention(lesioned, controls["stack"], layer, segment=segment)
     figures = {"segment": figure_json(segment_attention(view, head, autoscale))}
-    if plain_hits:
+    if plain_hits is not None:
         figures = {"strip": figure_json(hits_strip(tokens, spans, plain_hits, lesioned_hits)), **figures}
     if controls["memory"] and lesioned.run.memory_size:
         path = memory_path(lesioned, pattern, layer, len(ids))

@@ -179,7 +179,7 @@ class RecurrentMemoryTransformer(nn.Module):
             memory = self.initial_memory(ids.shape[0], c.memory_size if memory_size is None else memory_size)
         cache = [ids.new_zeros(ids.shape[0], 0, c.d_model, dtype=self.embed.dtype)] * c.n_layers
         outputs = []
-        for s, start in enumerate(range(0, ids.shape[1], c.segment_length)):
+        for s, start in enumerate(self.segment_starts(ids.shape[1])):
             if s and (c.bptt_depth == 0 or (c.bptt_depth > 0 and s % c.bptt_depth == 0)):
                 memory = memory.detach()
             with call_scope(segment=s):
