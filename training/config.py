@@ -29,7 +29,8 @@ plain_epochs epochs as a plain Transformer first (no memory written), then
 training with model-chosen memory; type_threshold and type_loss_weight are
 the type head's self-supervised labels (inference.families.working_memory.generation.type_labels).
 
-A language model (model family "language_model") trains on data.dataset
+A language model (a model family with the next_token capability: the
+language model, the segment-recurrent decoders) trains on data.dataset
 "enwiki", and only there; for it data.max_len is the length of a training
 block (tokens per row) and train.batch_size counts blocks
 (docs/language_model.md).
@@ -45,10 +46,9 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 
-from inference.core.family import FamilyConfig, families
+from inference.core.family import Capability, FamilyConfig, capabilities_of, families
 from inference.core.family import config_from_dict as model_config_from_dict
 from inference.core.tokenizer import TextTokenizer
-from inference.families.language_model.model import FAMILY as LANGUAGE_MODEL_FAMILY
 from inference.families.working_memory.model import FAMILY as WORKING_MEMORY_FAMILY
 from training import REPO_ROOT
 from training.lm_corpora import ENWIKI
@@ -80,6 +80,9 @@ class DataConfig:
     max_articles: int | None = Field(
         None, ge=1
     )  # language model only: train on the first N training articles (quick runs); None: all
+    wikitext: list[Literal["wikitext2_valid", "wikitext2_test", "wikitext103_valid", "wikitext103_test"]] | None = (
+        None  # language model only: the WikiText splits perplexity is measured on (enwiki val always); None: all four
+    )
     max_pairs: int | None = Field(
         None, ge=1
     )  # translation only: train on the first N training pairs (quick runs); None: all
@@ -130,7 +133,8 @@ class TrainConfig:
 
     @property
     def is_language_model(self) -> bool:
-        return self.model is not None and self.model.get("family") == LANGUAGE_MODEL_FAMILY
+        """Trains on next-token prediction over a text corpus (its model has the next_token capability)."""
+        return self.data.dataset == ENWIKI
 
     def model_config(self, tokenizer: TextTokenizer) -> FamilyConfig:
         """The architecture of a new model (runs without init_from)."""
@@ -195,14 +199,10 @@ def _check_model_source(config: TrainConfig) -> None:
         raise ConfigError(
             "a working-memory model needs the 'working_memory' section (plain_epochs, type_threshold, type_loss_weight)"
         )
-    if config.is_language_model != (config.data.dataset == ENWIKI):
-        raise ConfigError(
-            f"a language model trains on data.dataset {ENWIKI!r}, and a translation model on a parallel corpus"
-        )
     if config.is_language_model and config.init_from is not None:
         raise ConfigError("a language model starts from scratch: init_from is for translation models")
-    if config.data.max_articles is not None and not config.is_language_model:
-        raise ConfigError("data.max_articles applies to a language model's corpus")
+    if (config.data.max_articles is not None or config.data.wikitext is not None) and not config.is_language_model:
+        raise ConfigError("data.max_articles and data.wikitext apply to a language model's corpus")
     if config.is_language_model and (config.data.max_pairs is not None or config.data.max_eval_pairs is not None):
         raise ConfigError(
             "data.max_pairs and data.max_eval_pairs apply to a parallel corpus; a language model has data.max_articles"
@@ -238,5 +238,10 @@ def _check_model_source(config: TrainConfig) -> None:
         model = model_config_from_dict(config.model)  # family, sizes and memory size checks
     except (TypeError, ValueError) as error:
         raise ConfigError(f"model: {error}") from None
+    if (Capability.NEXT_TOKEN in capabilities_of(model)) != config.is_language_model:
+        raise ConfigError(
+            f"a model that predicts next tokens trains on data.dataset {ENWIKI!r}, "
+            f"and a translation model on a parallel corpus (model family {model.family!r})"
+        )
     if config.data.max_len > model.max_positions:
         raise ConfigError(f"data.max_len {config.data.max_len} exceeds model.max_positions {model.max_positions}")

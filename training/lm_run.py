@@ -5,13 +5,14 @@ folder. Resumes like every run: rerun the same command."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from inference.core.checkpoint import save_checkpoint, select_device
-from inference.core.family import FamilyConfig, build_model
+from inference.core.family import Capability, FamilyConfig, build_model, capabilities_of, family_of
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from training import REPO_ROOT
 from training.config import TrainConfig
@@ -58,9 +59,11 @@ def run_language_model_training(
     )
     progress = train(model, tokenizer, config.train, data, run, max_steps)
 
-    run.log("evaluating perplexity on enwiki val and WikiText-2/-103 valid/test")
-    texts = evaluation_texts(tokenizer, data.val, documents["val"], data_dir)
-    metrics = {**evaluation_metrics(model, tokenizer, texts, device), "train": progress.train_record(device, 0)}
+    wikitext = list(WIKITEXT_FILES) if config.data.wikitext is None else config.data.wikitext
+    run.log(f"evaluating perplexity on enwiki val and {', '.join(wikitext)}, windows of {config.data.max_len} tokens")
+    texts = evaluation_texts(tokenizer, data.val, documents["val"], data_dir, wikitext)
+    measured = evaluation_metrics(model, tokenizer, texts, device, config.data.max_len)
+    metrics = {**measured, "train": progress.train_record(device, 0)}
     meta = checkpoint_meta(config, model.config, len(train_documents), data, progress.step)
     folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
     run.log(
@@ -70,9 +73,9 @@ def run_language_model_training(
 
 
 def evaluation_texts(
-    tokenizer: TextTokenizer, val: TokenStream, val_documents: list[Document], data_dir: Path
+    tokenizer: TextTokenizer, val: TokenStream, val_documents: list[Document], data_dir: Path, wikitext: Iterable[str]
 ) -> dict[str, EvalText]:
-    """enwiki_val (`val`: the stream of `val_documents`) and the WikiText
+    """enwiki_val (`val`: the stream of `val_documents`) and the `wikitext`
     splits, as streams with their word counts."""
     texts = {
         "enwiki_val": EvalText(
@@ -80,33 +83,41 @@ def evaluation_texts(
             sum(len(s.split()) for document in val_documents for s in document),
         )
     }
-    for split in WIKITEXT_FILES:
-        wikitext = read_wikitext(data_dir, split)
+    for split in wikitext:
+        text = read_wikitext(data_dir, split)
         texts[split] = EvalText(
-            evaluation_stream(tokenize_documents(tokenizer, wikitext.articles), tokenizer.eos_id), wikitext.words
+            evaluation_stream(tokenize_documents(tokenizer, text.articles), tokenizer.eos_id), text.words
         )
     return texts
 
 
 def evaluation_metrics(
-    model: nn.Module, tokenizer: TextTokenizer, texts: dict[str, EvalText], device: torch.device | str
+    model: nn.Module, tokenizer: TextTokenizer, texts: dict[str, EvalText], device: torch.device | str, context: int
 ) -> dict:
-    """The measured part of a language model's metrics.json (all but "train")."""
-    return perplexity_metrics(model, (tokenizer.eos_id, tokenizer.unk_id), texts, device)
+    """The measured part of a language model's metrics.json (all but "train");
+    `context`: the scoring window, the training block length."""
+    return perplexity_metrics(model, tokenizer.eos_id, (tokenizer.eos_id, tokenizer.unk_id), texts, device, context)
 
 
 def remeasure(
-    model: nn.Module, tokenizer: TextTokenizer, data_dir: str | Path | None, device: torch.device | str
+    model: nn.Module,
+    tokenizer: TextTokenizer,
+    data_dir: str | Path | None,
+    device: torch.device | str,
+    context: int,
+    wikitext: Iterable[str],
 ) -> dict:
-    """evaluation_metrics of a trained model, its texts rebuilt from the
-    data folder as the run built them (the run caches the same stream)."""
+    """evaluation_metrics of a trained model on the texts its run measured
+    (`wikitext`, `context`), rebuilt from the data folder as the run built
+    them (the run caches the same stream)."""
     data_dir = resolve_data_dir(data_dir)
     val_documents = read_enwiki(data_dir)["val"]
     return evaluation_metrics(
         model,
         tokenizer,
-        evaluation_texts(tokenizer, tokenize_documents(tokenizer, val_documents), val_documents, data_dir),
+        evaluation_texts(tokenizer, tokenize_documents(tokenizer, val_documents), val_documents, data_dir, wikitext),
         device,
+        context,
     )
 
 
@@ -120,16 +131,21 @@ def checkpoint_meta(
         f"{steps:,} steps of {config.train.batch_size} blocks "
         f"({tokens:,} tokens, {tokens / len(data.train.tokens):.2f} epochs)"
     )
+    reads = (
+        f"; segments of {c.segment_length} tokens, {c.variant}, BPTT depth {c.bptt_depth}"
+        if Capability.SEGMENTS in capabilities_of(c)
+        else ""
+    )
     return {
         "family": c.family,
-        "memory_size": 0,
+        "memory_size": c.memory_size,
         "corpus": ENWIKI,
         "training_data": (
             f"{ENWIKI_DESCRIPTION}, train ({train_articles:,} articles, {data.train.sentences:,} sentences, "
             f"{len(data.train.tokens):,} tokens)"
         ),
         "description": (
-            f"Language model (pre-LN, ReLU FF); d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; "
+            f"{family_of(c.family).title}; d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}{reads}; "
             f"{trained} on enwiki, blocks of {data.block_len} tokens"
         ),
     }

@@ -8,7 +8,8 @@
   model-chosen memory tokens and the loss is
   `inference.families.working_memory.generation.wm_training_forward`'s (target tokens plus the
   type head's self-supervised labels).
-- Language model: next-token cross-entropy over every position of a block
+- Next-token models (the language model, the segment-recurrent decoders):
+  next-token cross-entropy over every position of a block
   (label smoothing as configured; the shipped language-model configs use 0,
   so the loss is the log-perplexity).
 """
@@ -57,7 +58,7 @@ def objective_for_epoch(
     model: nn.Module, label_smoothing: float, working_memory: WorkingMemoryTraining | None, epoch: int
 ) -> Objective:
     """The objective of 0-based epoch `epoch`."""
-    if Capability.GENERATES_TEXT in capabilities_of(model.config):
+    if Capability.NEXT_TOKEN in capabilities_of(model.config):
         return lambda model, batch, seed: next_token_loss(model, batch, label_smoothing)
     if working_memory is None or epoch < working_memory.plain_epochs:
         return lambda model, batch, seed: token_loss(model, batch, label_smoothing)

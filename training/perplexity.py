@@ -45,6 +45,8 @@ class StreamScore:
     nll: float  # summed negative log-likelihood of the scored targets, in nats
     tokens: int  # scored targets
     unscored: int  # targets left out (EOS, UNK)
+    target_nll: torch.Tensor  # [n] float64: each stream position's NLL as a target, 0 where not scored
+    scored: torch.Tensor  # [n] bool: the position was scored as a target
 
     @property
     def token_perplexity(self) -> float:
@@ -90,6 +92,8 @@ def score_stream(
     stream = stream.long()
     windows = scoring_windows(len(stream), context, stride or max(context // 2, 1))
     nll, tokens, unscored = 0.0, 0, 0
+    target_nll = torch.zeros(len(stream), dtype=torch.float64)  # [n]
+    scored_targets = torch.zeros(len(stream), dtype=torch.bool)  # [n]
     bar = tqdm(desc=desc, total=len(windows), unit="window")
     for i in range(0, len(windows), batch_size):
         chunk = windows[i : i + batch_size]
@@ -110,8 +114,23 @@ def score_stream(
         target_log_probs = log_probs.gather(-1, targets.to(device).unsqueeze(-1)).squeeze(-1).cpu()  # [b, context]
         nll -= float(target_log_probs[wanted].sum())
         tokens += int(wanted.sum())
+        rows, columns = wanted.nonzero(as_tuple=True)
+        positions = torch.tensor([chunk[r][0] + 1 for r in rows.tolist()], dtype=torch.long) + columns  # of targets
+        target_nll[positions] = -target_log_probs[rows, columns].double()
+        scored_targets[positions] = True
     bar.close()
-    return StreamScore(nll, tokens, unscored)
+    return StreamScore(nll, tokens, unscored, target_nll, scored_targets)
+
+
+def document_totals(stream: torch.Tensor, eos_id: int, score: StreamScore) -> dict[str, list]:
+    """Per document of `stream` (the text between EOS separators, in order):
+    its summed NLL and scored targets, for intervals over documents."""
+    document = torch.cumsum(stream.long() == eos_id, 0) - 1  # [n] the document each position belongs to
+    count = int(document.max()) + 1 if len(stream) else 0
+    nll = torch.zeros(count, dtype=torch.float64).index_add_(0, document, score.target_nll)
+    tokens = torch.zeros(count, dtype=torch.long).index_add_(0, document, score.scored.long())
+    keep = tokens > 0  # documents with scored text
+    return {"nll": [round(v, 3) for v in nll[keep].tolist()], "tokens": tokens[keep].tolist()}
 
 
 @dataclass
@@ -121,12 +140,18 @@ class EvalText:
 
 
 def perplexity_metrics(
-    model: nn.Module, unscored_ids: tuple[int, ...], texts: dict[str, EvalText], device: torch.device | str
+    model: nn.Module,
+    eos_id: int,
+    unscored_ids: tuple[int, ...],
+    texts: dict[str, EvalText],
+    device: torch.device | str,
+    context: int,
 ) -> dict:
     """metrics.json's perplexity records: token- and word-level per text,
-    and the counts behind them."""
+    and the counts behind them (also per document, `eos_id` separating
+    them, for intervals); windows of `context` tokens (a segment model
+    reads each window segment by segment, its memory fresh at the window's start)."""
     model.eval()
-    context = model.config.max_positions
     stride = max(context // 2, 1)
     scores = {
         name: score_stream(
@@ -153,6 +178,7 @@ def perplexity_metrics(
                     "tokens": score.tokens,
                     "words": texts[name].words,
                     "unscored": score.unscored,
+                    "documents": document_totals(texts[name].stream, eos_id, score),
                 }
                 for name, score in scores.items()
             },

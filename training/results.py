@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from training import REPO_ROOT
+
 TEST_SPLIT = "test_2016_flickr"
 
 # Table 1, small models (4+4 layers, 20 epochs).
@@ -401,6 +403,7 @@ def render(
 def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
     """Render the tables; the prose reading is kept in its own file
     (docs/results_reading.md) because it is judgement, not data."""
+    from training.segment_lm_results import segment_lm_section
     from training.segment_results import segment_task_section  # it imports this module's load_metrics
 
     reading = reading_file.read_text().strip() if reading_file.exists() else "(no reading written yet)"
@@ -410,7 +413,7 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
             reading,
             load_metrics(checkpoints, "memory_analysis.json"),
             load_metrics(checkpoints, "ff_analysis.json"),
-            segment_task_section(checkpoints),
+            [*segment_task_section(checkpoints), *segment_lm_section(checkpoints, REPO_ROOT / "training" / "configs")],
         )
     )
     return out

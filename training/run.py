@@ -28,6 +28,7 @@ from training.config import ConfigError, TrainConfig
 from training.corpora import CORPORA, Corpus
 from training.data import Pair, resolve_data_dir, tokenize_pairs
 from training.evaluate import lesion_table, score_splits
+from training.lm_corpora import WIKITEXT_FILES
 from training.lm_run import remeasure as remeasure_language_model
 from training.lm_run import run_language_model_training
 from training.loop import TrainingData, train
@@ -274,8 +275,14 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
 
 def remeasure(loaded: LoadedModel, data_dir: str | Path | None = None) -> dict:
     """The measured part of metrics.json (all but "train"), as the training run measures it."""
-    if loaded.config.family == "language_model":
-        return remeasure_language_model(loaded.model, loaded.tokenizer, data_dir, loaded.device)
+    if Capability.NEXT_TOKEN in capabilities_of(loaded.config):
+        if "perplexity_counts" not in loaded.metrics:
+            raise CheckpointError(f"{loaded.name} has no perplexity record: only a language-model run can remeasure it")
+        counts = loaded.metrics["perplexity_counts"]  # the scoring window and the texts the run measured
+        wikitext = [split for split in counts["splits"] if split in WIKITEXT_FILES]
+        return remeasure_language_model(
+            loaded.model, loaded.tokenizer, data_dir, loaded.device, counts["context"], wikitext
+        )
     corpus, splits = evaluation_splits(loaded, data_dir)
     return evaluation_metrics(loaded.model, loaded.tokenizer, corpus, splits)
 

@@ -105,7 +105,7 @@ def stream_batch(samples: list[Sample]) -> tuple[torch.Tensor, int]:  # ([b, n],
 
 
 def target_logits(model, ids: torch.Tensor, start: int) -> torch.Tensor:  # [b, n] -> [b, targets, vocab]
-    logits, _ = model(ids)  # [b, n, vocab]
+    logits = model(ids)  # [b, n, vocab]
     return logits[:, start - 1 : -1]  # the prediction of every target character
 
 

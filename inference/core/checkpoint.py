@@ -218,6 +218,12 @@ def model_bytes(loaded: LoadedModel) -> int:
     return tensor_bytes(*loaded.model.parameters(), *loaded.model.buffers())
 
 
+def is_results_collection(folder: Path) -> bool:
+    """A folder of run folders (checkpoints/tasks/, checkpoints/segment_lm/: their
+    configs and metrics, the weights kept local), not a checkpoint itself."""
+    return not (folder / "config.json").exists() and any((run / "config.json").is_file() for run in folder.iterdir())
+
+
 class CheckpointRegistry:
     """All checkpoint folders under a root; models load on first use and stay
     loaded within a byte budget (the least recently used is dropped first)."""
@@ -242,7 +248,8 @@ class CheckpointRegistry:
             else []
         )
         for folder in folders:
-            entries[folder.name] = self._check(folder)
+            if not is_results_collection(folder):
+                entries[folder.name] = self._check(folder)
         self.entries = entries
 
     @staticmethod

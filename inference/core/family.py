@@ -37,6 +37,7 @@ class Capability(StrEnum):
 
     TRANSLATES = "translates"  # source text in, target text out
     GENERATES_TEXT = "generates_text"  # continues a text
+    NEXT_TOKEN = "next_token"  # model(ids [b, n]) -> next-token logits [b, n, vocab]: trains as a language model
     MEMORY_TOKENS = "memory_tokens"  # [mem] vectors on a token axis: memory size, slot knock-out, blocked reads
     SEGMENTS = "segments"  # reads its input segment by segment, carrying a state: captures indexed by segment
     SEGMENT_CACHE = "segment_cache"  # attends to cached states of earlier segments (Transformer-XL)

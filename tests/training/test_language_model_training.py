@@ -21,7 +21,7 @@ from training.config import ConfigError, config_from_dict
 from training.lm_corpora import WIKITEXT_FILES, detokenize_wikitext, read_enwiki, read_wikitext, split_sentences
 from training.lm_data import block_batches, load_or_tokenize, make_lm_batch, tokenize_documents
 from training.lm_run import TRAIN_STREAM, VAL_STREAM
-from training.perplexity import perplexity, score_stream, scoring_windows
+from training.perplexity import document_totals, perplexity, score_stream, scoring_windows
 from training.run import remeasure, run_training, store_half
 
 EVAL_SPLITS = {"enwiki_val", *WIKITEXT_FILES}
@@ -121,6 +121,13 @@ def test_perplexity_is_exp_of_the_mean_nll_on_a_hand_computed_case():
     assert score.nll == pytest.approx(expected_nll, rel=1e-5)
     assert score.token_perplexity == pytest.approx(math.exp(expected_nll / 5), rel=1e-5)
     assert perplexity(score.nll, 2) == pytest.approx(math.exp(expected_nll / 2), rel=1e-5)  # per word, two words say
+    # Per document: [x y x unk y] scores x|eos, y|x, x|y, y|unk; [x] scores x|eos.
+    documents = document_totals(stream, eos, score)
+    first = -sum(
+        math.log(float(probabilities[c, f] / probabilities[c].sum())) for c, f in ((eos, x), (x, y), (y, x), (unk, y))
+    )
+    assert documents["tokens"] == [4, 1]
+    assert documents["nll"] == pytest.approx([first, expected_nll - first], abs=1e-3)
 
     uniform = score_stream(
         lambda ids: torch.zeros(*ids.shape, vocab), stream, context=4, unscored_ids=(eos, unk), pad_id=0
@@ -189,8 +196,11 @@ def test_rerun_of_a_finished_language_model_run_trains_no_more(trained_lm, synth
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"data": {"dataset": "multi30k"}}, "language model trains on data.dataset 'enwiki'"),
-        ({"model": {"family": "transformer", "memory_size": 0}}, "language model trains on data.dataset 'enwiki'"),
+        ({"data": {"dataset": "multi30k"}}, "predicts next tokens trains on data.dataset 'enwiki'"),
+        (
+            {"model": {"family": "transformer", "memory_size": 0}},
+            "predicts next tokens trains on data.dataset 'enwiki'",
+        ),
         ({"model": {"family": "language_model", "n_encoder_layers": 2}}, "model:"),
         ({"data": {"max_len": 64}}, "exceeds model.max_positions"),
     ],

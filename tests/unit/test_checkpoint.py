@@ -155,3 +155,14 @@ def test_float16_refuses_weights_it_cannot_hold(tiny_tokenizer, tmp_path):
         next(p for p in loaded.model.parameters() if p.numel()).view(-1)[0] = 1e5  # float16 tops out at 65504
     with pytest.raises(ValueError, match="range"):
         save_checkpoint(tmp_path / "huge", loaded.model, loaded.tokenizer, weights_dtype="float16")
+
+
+def test_a_folder_of_run_results_is_not_a_checkpoint(registry_root):
+    """checkpoints/tasks/ holds run folders (config and metrics, weights local): not a broken model."""
+    runs = registry_root / "task_runs"
+    shutil.copytree(registry_root / "good", runs / "copy_run")
+    (runs / "copy_run" / "model.safetensors").unlink()
+    (registry_root / "empty").mkdir()
+    registry = CheckpointRegistry(registry_root, device="cpu")
+    assert "task_runs" not in registry.entries
+    assert "config.json is missing" in registry.broken()["empty"]

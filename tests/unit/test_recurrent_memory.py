@@ -68,20 +68,20 @@ def test_cached_positions_are_seen_by_tokens_and_writes_but_not_by_reads():
 def test_transformer_xl_with_a_cache_over_the_whole_input_is_one_full_attention_pass():
     model = tiny(memory_size=0, cache_length=12)  # segments of 4, 12 cached positions: everything before
     ids = torch.randint(3, 40, (2, 12))
-    segmented, _ = model(ids)
+    segmented = model(ids)
     full = build_model(model.config.with_segment_length(12)).eval()
     full.load_state_dict(model.state_dict())
-    whole, _ = full(ids)
+    whole = full(ids)
     torch.testing.assert_close(segmented, whole, rtol=1e-5, atol=1e-5)
     short = tiny(memory_size=0, cache_length=4)  # a shorter cache forgets: the last segment differs
     short.load_state_dict(model.state_dict())
-    forgetful, _ = short(ids)
+    forgetful = short(ids)
     torch.testing.assert_close(forgetful[:, :8], whole[:, :8], rtol=1e-5, atol=1e-5)
     assert (forgetful[:, 8:] - whole[:, 8:]).abs().max() > 1e-3
     alone = tiny(memory_size=0, cache_length=0)  # no memory: each segment as if it were the first
     alone.load_state_dict(model.state_dict())
-    separate, _ = alone(ids)
-    torch.testing.assert_close(separate[:, 4:8], full(ids[:, 4:8])[0], rtol=1e-5, atol=1e-5)
+    separate = alone(ids)
+    torch.testing.assert_close(separate[:, 4:8], full(ids[:, 4:8]), rtol=1e-5, atol=1e-5)
 
 
 def test_the_memory_handed_on_is_the_write_blocks_output():
@@ -89,7 +89,7 @@ def test_the_memory_handed_on_is_the_write_blocks_output():
     ids = torch.randint(3, 40, (2, 11))  # 3 segments: 4, 4, 3 tokens
     names = ["memory.read", "memory.write", "layers.1.resid_mid", "layers.1.ff.out"]
     with recording(model, names, Interventions()) as (captures, _):
-        logits, last = model(ids)
+        logits, last = model.read(ids)
     reads, writes = captures["memory.read"], captures["memory.write"]
     assert [c.index["segment"] for c in reads.calls] == [0, 1, 2]
     for s in (1, 2):
@@ -110,9 +110,9 @@ def test_the_memory_handed_on_is_the_write_blocks_output():
 def test_starting_from_the_initial_memory_is_a_fresh_run_and_other_memory_changes_the_output():
     model = tiny()
     ids = torch.randint(3, 40, (1, 8))
-    fresh, _ = model(ids)
-    reset, _ = model(ids, memory=model.initial_memory(1, 2))
-    other, _ = model(ids, memory=torch.randn(1, 2, 16))
+    fresh = model(ids)
+    reset = model(ids, memory=model.initial_memory(1, 2))
+    other = model(ids, memory=torch.randn(1, 2, 16))
     assert torch.equal(fresh, reset) and not torch.allclose(fresh, other)
 
 
@@ -120,7 +120,7 @@ def test_bptt_depth_zero_stops_gradients_at_the_segment_boundary():
     ids = torch.randint(3, 40, (2, 8))
     for depth, reaches in ((0, False), (-1, True), (2, True)):
         model = tiny(bptt_depth=depth).train()
-        logits, _ = model(ids)
+        logits = model(ids)
         logits[:, 4:].sum().backward()  # a loss on the second segment only
         grad = model.memory_init.grad  # the initial memory enters the first segment only
         assert (grad is not None and grad.abs().sum() > 0) == reaches, depth
@@ -146,36 +146,35 @@ def test_a_trace_keeps_every_segment_with_its_own_tokens_and_a_knockout_applies(
 
 def lesioned_logits(model, ids: torch.Tensor, *items) -> torch.Tensor:
     with recording(model, [], Interventions.of(*items)) as (_, memory_size):
-        logits, _ = model(ids, memory_size)
-    return logits
+        return model(ids, memory_size)
 
 
 def test_resetting_the_memory_at_segment_zero_is_a_fresh_run_and_later_resets_change_only_what_follows():
     model = tiny()
     ids = torch.randint(4, 40, (2, 12))
-    fresh, _ = model(ids)
+    fresh = model(ids)
     assert torch.equal(lesioned_logits(model, ids, ResetMemory(segment=0)), fresh)
     reset = lesioned_logits(model, ids, ResetMemory(segment=2))
     assert torch.equal(reset[:, :8], fresh[:, :8]) and (reset[:, 8:] - fresh[:, 8:]).abs().max() > 1e-4
     # by hand: the third segment read from the initial memory, with the cache-free model's segment call
-    _, memory_after_two = model(ids[:, :8])
-    by_hand, _ = model(ids[:, 8:], memory=model.initial_memory(2, 2))
+    _, memory_after_two = model.read(ids[:, :8])
+    by_hand = model(ids[:, 8:], memory=model.initial_memory(2, 2))
     torch.testing.assert_close(reset[:, 8:], by_hand, rtol=0, atol=0)
-    assert not torch.allclose(by_hand, model(ids[:, 8:], memory=memory_after_two)[0])
+    assert not torch.allclose(by_hand, model(ids[:, 8:], memory=memory_after_two))
 
 
 def test_a_transplant_carries_the_donors_memory_and_noise_is_seeded():
     model = tiny()
     ids, donor = torch.randint(4, 40, (1, 12)), torch.randint(4, 40, (1, 12))
     moved = lesioned_logits(model, ids, TransplantMemory(segment=2, donor=tuple(donor[0].tolist())))
-    _, donor_memory = model(donor[:, :8])  # what the donor carries into segment 2
-    torch.testing.assert_close(moved[:, 8:], model(ids[:, 8:], memory=donor_memory)[0], rtol=1e-6, atol=1e-6)
+    _, donor_memory = model.read(donor[:, :8])  # what the donor carries into segment 2
+    torch.testing.assert_close(moved[:, 8:], model(ids[:, 8:], memory=donor_memory), rtol=1e-6, atol=1e-6)
     with pytest.raises(InterventionError, match="reaches segment 2 only with at least 8"):
         lesioned_logits(model, ids, TransplantMemory(segment=2, donor=(5, 6, 7)))
     noisy = lesioned_logits(model, ids, NoiseMemory(segment=1, scale=0.5, seed=3))
     assert torch.equal(noisy, lesioned_logits(model, ids, NoiseMemory(segment=1, scale=0.5, seed=3)))
     assert not torch.allclose(noisy, lesioned_logits(model, ids, NoiseMemory(segment=1, scale=0.5, seed=4)))
-    assert torch.equal(noisy[:, :4], model(ids)[0][:, :4])
+    assert torch.equal(noisy[:, :4], model(ids)[:, :4])
 
 
 def test_memory_lesions_are_refused_without_memory_tokens():

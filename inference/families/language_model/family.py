@@ -25,7 +25,7 @@ class LanguageModelFamily(FamilyDefaults):
         return LanguageModel(config)
 
     def capabilities(self, config: LanguageModelConfig) -> frozenset[Capability]:
-        return frozenset({Capability.GENERATES_TEXT, Capability.FF_KEYS})
+        return frozenset({Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Continue each text greedily (`max_new_tokens`, none for 0), then

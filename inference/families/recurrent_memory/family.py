@@ -30,7 +30,7 @@ class RecurrentMemoryFamily(FamilyDefaults):
         return RecurrentMemoryTransformer(config)
 
     def capabilities(self, config: RecurrentMemoryConfig) -> frozenset[Capability]:
-        found = {Capability.SEGMENTS}
+        found = {Capability.SEGMENTS, Capability.NEXT_TOKEN}
         found |= {Capability.MEMORY_TOKENS} if config.memory_size else set()
         found |= {Capability.SEGMENT_CACHE} if config.cache_length else set()
         return frozenset(found)
@@ -44,7 +44,7 @@ class RecurrentMemoryFamily(FamilyDefaults):
         model, tokenizer = loaded.model, loaded.tokenizer
         ids = encode_text(loaded, request.sources)  # [b, n]
         with recording(model, request.names, request.interventions) as (captures, memory_size):
-            logits, _ = model(ids, memory_size)  # [b, n, vocab]
+            logits = model(ids, memory_size)  # [b, n, vocab]
         tokens, roles = segment_axes(model, tokenizer.display_tokens, ids.cpu(), memory_size)
         predicted = logits.argmax(dim=-1).tolist()  # [b, n] the next token at every position
         return Trace(

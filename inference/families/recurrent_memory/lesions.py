@@ -71,5 +71,5 @@ def donor_memory(model: RecurrentMemoryTransformer, item: TransplantMemory, memo
         raise InterventionError(f"donor token ids must be below the vocabulary size {model.config.vocab_size}")
     ids = torch.tensor([item.donor[:needed]], device=model.memory_init.device)  # [1, needed]
     with torch.no_grad():
-        _, memory = model(ids, memory_size)
+        _, memory = model.read(ids, memory_size)
     return memory

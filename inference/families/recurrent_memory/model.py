@@ -171,6 +171,12 @@ class RecurrentMemoryTransformer(nn.Module):
 
     def forward(
         self, ids: torch.Tensor, memory_size: int | None = None, memory: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """ids [b, n] read segment by segment -> next-token logits [b, n, vocab] (`read`'s first half)."""
+        return self.read(ids, memory_size, memory)[0]
+
+    def read(
+        self, ids: torch.Tensor, memory_size: int | None = None, memory: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """ids [b, n] read segment by segment -> (logits [b, n, vocab], the memory after the last segment [b, m, d]).
         `memory` [b, m, d]: start from this memory instead of the initial one."""
