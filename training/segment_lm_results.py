@@ -2,7 +2,7 @@
 checkpoints/segment_lm/<name>/ (config.json and metrics.json): perplexity of
 the segment-50 models (no memory, Transformer-XL, RMT), each beside the
 paper's WikiText-103 figure, with the difference from the no-memory
-baseline and its bootstrap interval over WikiText-103 test articles."""
+baseline and its bootstrap interval over the articles of each text."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from training.bootstrap import LEVEL, RESAMPLES, paired_perplexity_difference
 from training.config import TrainConfig, load_config
 
 SPLIT = "wikitext103_test"
+VALIDATION = "enwiki_val"
 BOOTSTRAP_SEED = 0
 # Paper 002, WikiText-103 test perplexity at segment length 50: (memory tokens, cache length) -> perplexity.
 PAPER = {(0, 0): 39.05, (0, 10): 28.98, (0, 50): 26.54, (1, 0): 28.71, (10, 0): 26.37}
@@ -34,10 +35,12 @@ def carried(config: dict) -> str:
     return f"Transformer-XL, cache {config['cache_length']}" if config["cache_length"] else "no memory"
 
 
-def difference_cell(documents: dict, baseline: dict | None) -> str:
-    """Perplexity minus the baseline's on the same articles, with its interval."""
-    if baseline is None or documents is baseline:
+def difference_cell(metrics: dict, baseline: dict | None, split: str) -> str:
+    """Perplexity on `split` minus the baseline's on the same articles, with its interval."""
+    if baseline is None or metrics is baseline:
         return "-"
+    documents = metrics["perplexity_counts"]["splits"][split]["documents"]
+    baseline = baseline["perplexity_counts"]["splits"][split]["documents"]
     if documents["tokens"] != baseline["tokens"]:
         return "(other tokenization)"
     difference, low, high = paired_perplexity_difference(
@@ -51,14 +54,7 @@ def segment_lm_section(checkpoints: Path, configs: Path) -> list[str]:
     parts = ["## Recurrent memory in language modelling (paper 002)", ""]
     if not runs:
         return [*parts, "No segment language-model runs yet (`training/train_segment_lm.sh`).", ""]
-    baseline = next(
-        (
-            m["perplexity_counts"]["splits"][SPLIT]["documents"]
-            for c, m, _ in runs
-            if not c["memory_size"] + c["cache_length"]
-        ),
-        None,
-    )
+    baseline = next((m for c, m, _ in runs if not c["memory_size"] + c["cache_length"]), None)
     model, counts = runs[0][0], runs[0][1]["perplexity_counts"]
     window = counts["context"]
     parts += [
@@ -68,21 +64,21 @@ def segment_lm_section(checkpoints: Path, configs: Path) -> list[str]:
         f"Perplexity is scored on windows of {window} tokens advancing by {counts['stride']} (each token once, "
         "the memory fresh at the window's start). Token perplexity uses our BPE tokens; word perplexity is comparable "
         "across tokenizers, not with the paper's word-level vocabulary.",
-        f"Δ: WikiText-103 test token perplexity minus the no-memory baseline's, with its {LEVEL:.0%} interval over "
-        f"{RESAMPLES:,} paired resamplings of the test articles (seed {BOOTSTRAP_SEED}).",
+        f"Δ: token perplexity minus the no-memory baseline's on the same text, with its {LEVEL:.0%} interval over "
+        f"{RESAMPLES:,} paired resamplings of the text's articles (seed {BOOTSTRAP_SEED}).",
         "",
-        "| model | enwiki val ppl | WT-103 test ppl | WT-103 test word ppl | Δ vs no memory [95% CI] | paper WT-103 | "
-        "steps | train tokens | seed | wall min |",
-        "|---" * 10 + "|",
+        "| model | enwiki val ppl | Δ enwiki val [95% CI] | WT-103 test ppl | Δ WT-103 test [95% CI] | "
+        "WT-103 test word ppl | paper WT-103 | steps | train tokens | seed | wall min |",
+        "|---" * 11 + "|",
     ]
     for config, metrics, training in runs:
         train = metrics["train"]
         tokens = train["steps"] * training.train.batch_size * training.data.max_len
-        documents = metrics["perplexity_counts"]["splits"][SPLIT]["documents"]
+        differences = [difference_cell(metrics, baseline, split) for split in (VALIDATION, SPLIT)]
         paper = PAPER.get((config["memory_size"], config["cache_length"]))
         parts.append(
-            f"| {carried(config)} | {metrics['perplexity']['enwiki_val']:.1f} | {metrics['perplexity'][SPLIT]:.1f} | "
-            f"{metrics['word_perplexity'][SPLIT]:.0f} | {difference_cell(documents, baseline)} | "
+            f"| {carried(config)} | {metrics['perplexity'][VALIDATION]:.1f} | {differences[0]} | "
+            f"{metrics['perplexity'][SPLIT]:.1f} | {differences[1]} | {metrics['word_perplexity'][SPLIT]:.0f} | "
             f"{'-' if paper is None else f'{paper:.2f}'} | {train['steps']} | {tokens:,} | {training.train.seed} | "
             f"{train['seconds'] / 60:.0f} |"
         )

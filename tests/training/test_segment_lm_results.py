@@ -11,18 +11,22 @@ from training.segment_lm_results import segment_lm_section
 ARTICLE_TOKENS = [100, 80, 120, 90, 110, 70]
 
 
-def write_run(root: Path, name: str, memory: int, cache: int, nats_per_token: list[float]) -> None:
+def write_run(root: Path, name: str, memory: int, cache: int, test_rates: list[float], val_rates: list[float]) -> None:
+    """A finished run whose articles cost `test_rates` (WikiText-103 test) and `val_rates`
+    (enwiki val) nats per token."""
     folder = root / "checkpoints" / "segment_lm" / name
     folder.mkdir(parents=True)
     model = {"family": "recurrent_memory", "d_model": 32, "d_ff": 64, "n_heads": 2, "n_layers": 2,
              "segment_length": 10, "memory_size": memory, "cache_length": cache, "bptt_depth": -1}  # fmt: skip
     (folder / "config.json").write_text(json.dumps({"model": {**model, "vocab_size": 80}}))
-    nll = [rate * tokens for rate, tokens in zip(nats_per_token, ARTICLE_TOKENS)]
-    documents = {"nll": nll, "tokens": ARTICLE_TOKENS}
+    splits = {
+        split: {"documents": {"nll": [r * t for r, t in zip(rates, ARTICLE_TOKENS)], "tokens": ARTICLE_TOKENS}}
+        for split, rates in (("wikitext103_test", test_rates), ("enwiki_val", val_rates))
+    }
     metrics = {
         "perplexity": {"enwiki_val": 50.0, "wikitext103_test": 60.0 - memory},
         "word_perplexity": {"enwiki_val": 400.0, "wikitext103_test": 700.0},
-        "perplexity_counts": {"context": 40, "stride": 20, "splits": {"wikitext103_test": {"documents": documents}}},
+        "perplexity_counts": {"context": 40, "stride": 20, "splits": splits},
         "train": {"steps": 30, "seconds": 600.0},
     }
     (folder / "metrics.json").write_text(json.dumps(metrics))
@@ -32,19 +36,25 @@ def write_run(root: Path, name: str, memory: int, cache: int, nats_per_token: li
     (root / "configs" / f"{name}.json").write_text(json.dumps(config))
 
 
+def interval(cell: str) -> list[float]:
+    """The [low, high] of a "+d [low, high]" cell."""
+    return [float(v) for v in cell.split("[")[1].rstrip("]").split(", ")]
+
+
 def test_rows_come_baseline_first_with_the_difference_and_its_interval(tmp_path):
-    write_run(tmp_path, "lm_rmt10", 10, 0, [4.0] * 6)  # 0.2 nats per token better on every article
-    write_run(tmp_path, "lm_base", 0, 0, [4.2] * 6)
-    write_run(tmp_path, "lm_xl50", 0, 50, [4.5, 3.9, 4.5, 3.9, 4.5, 3.9])  # better on half, worse on half
+    write_run(tmp_path, "lm_rmt10", 10, 0, [4.0] * 6, [4.2] * 6)  # test: 0.2 nats per token better on every article
+    write_run(tmp_path, "lm_base", 0, 0, [4.2] * 6, [4.2] * 6)
+    write_run(tmp_path, "lm_xl50", 0, 50, [4.5, 3.9] * 3, [4.4] * 6)  # test: better on half, worse on half
     lines = segment_lm_section(tmp_path / "checkpoints", tmp_path / "configs")
     rows = [line for line in lines if line.startswith("| ") and "---" not in line][1:]
     assert [row.split(" | ")[0] for row in rows] == ["| no memory", "| Transformer-XL, cache 50", "| RMT, memory 10"]
     base, xl, rmt = (row.split(" | ") for row in rows)
-    assert base[4] == "-" and base[5] == "39.05"  # no difference from itself; the paper's baseline
-    assert rmt[5] == "26.37" and xl[5] == "26.54"
-    low, high = (float(v) for v in rmt[4].split("[")[1].rstrip("]").split(", "))
-    assert low <= high < 0  # the same gain on every article: the interval excludes zero
-    low, high = (float(v) for v in xl[4].split("[")[1].rstrip("]").split(", "))
+    assert base[2] == base[4] == "-" and base[6] == "39.05"  # no difference from itself; the paper's baseline
+    assert rmt[6] == "26.37" and xl[6] == "26.54"
+    assert rmt[2].startswith("+0.0") and interval(xl[2])[0] > 0  # enwiki val: the same, and worse everywhere
+    low, high = interval(rmt[4])
+    assert low <= high < 0  # the same gain on every test article: the interval excludes zero
+    low, high = interval(xl[4])
     assert low < 0 < high
     assert rows[2].endswith("| 30 | 4,800 | 3 | 10 |")  # steps, 30 x 4 blocks of 40 tokens, seed, minutes
     assert any("windows of 40 tokens advancing by 20" in line for line in lines)
