@@ -10,6 +10,8 @@ import torch
 from inference.core.checkpoint import LoadedModel
 from inference.core.family import build_model
 from inference.core.tokenizer import TextTokenizer, train_bpe
+from inference.families.active_memory.model import ActiveMemoryConfig
+from inference.families.gru_attention.model import GRUAttentionConfig
 from inference.families.language_model.model import LanguageModel, LanguageModelConfig
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformerConfig
 from inference.families.working_memory.model import WorkingMemoryConfig
@@ -93,6 +95,21 @@ def make_tiny(family: str, tokenizer: TextTokenizer, seed: int = 0) -> LoadedMod
     torch.manual_seed(seed)
     model = build_model(tiny_config(family, tokenizer.vocab_size)).eval()
     return LoadedModel(f"tiny-{family}", model, tokenizer)
+
+
+def make_tiny_active_memory(tokenizer: TextTokenizer, variant: str = "extended", seed: int = 0) -> LoadedModel:
+    """A tiny active memory model (paper 001): 8 maps, width 3, 2 CGRU layers."""
+    torch.manual_seed(seed)
+    config = ActiveMemoryConfig(
+        variant=variant, vocab_size=tokenizer.vocab_size, maps=8, width=3, length_factor=1.5, max_positions=64
+    )
+    return LoadedModel(f"tiny-{variant}", build_model(config).eval(), tokenizer)
+
+
+def make_tiny_gru_attention(tokenizer: TextTokenizer, seed: int = 0) -> LoadedModel:
+    torch.manual_seed(seed)
+    config = GRUAttentionConfig(vocab_size=tokenizer.vocab_size, embed_size=8, d_model=16, max_positions=64)
+    return LoadedModel("tiny-gru-attention", build_model(config).eval(), tokenizer)
 
 
 @pytest.fixture(params=FAMILIES)

@@ -135,6 +135,21 @@ def build_parser() -> argparse.ArgumentParser:
     task.add_argument("--run-dir", help="resumable state (default: runs/<name>)")
     task.set_defaults(handler=segment_task_command)
 
+    algorithmic = commands.add_parser(
+        "algorithmic-task",
+        help="train (or resume) a Neural GPU or the GRU + attention baseline on one of paper 001's algorithmic tasks "
+        "with a length curriculum, and test it at 1-10x the longest training length",
+    )
+    algorithmic.add_argument("--task", required=True, choices=["addition", "reverse", "duplicate"])
+    algorithmic.add_argument("--model", required=True, choices=["neural_gpu", "gru_attention"])
+    algorithmic.add_argument("--seed", type=int, default=1)
+    algorithmic.add_argument("--steps", type=int, default=3000)
+    algorithmic.add_argument("--max-length", type=int, default=8, help="longest training length")
+    algorithmic.add_argument("--maps", type=int, default=24, help="state depth (the GRU's hidden size is twice it)")
+    algorithmic.add_argument("--out", help="checkpoint folder (default: checkpoints/algorithmic/<name>)")
+    algorithmic.add_argument("--run-dir", help="resumable state (default: runs/<name>)")
+    algorithmic.set_defaults(handler=algorithmic_task_command)
+
     probe = commands.add_parser(
         "memory-probe",
         help="fit linear probes reading each source symbol from an RMT task checkpoint's memory after each segment; "
@@ -229,6 +244,14 @@ def segment_task_command(args: argparse.Namespace) -> None:
     run = TaskRun(args.task, args.segments, args.carry, args.seed, args.steps, args.batch_size, memory=args.memory)
     out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / "tasks" / run.name
     train_task(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name)
+
+
+def algorithmic_task_command(args: argparse.Namespace) -> None:
+    from training.algorithmic_tasks import AlgorithmicRun, train_algorithmic
+
+    run = AlgorithmicRun(args.task, args.model, args.seed, args.steps, max_length=args.max_length, maps=args.maps)
+    out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / "algorithmic" / run.name
+    train_algorithmic(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name)
 
 
 def memory_probe_command(args: argparse.Namespace) -> None:

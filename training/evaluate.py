@@ -3,8 +3,12 @@ inference.analyses.quality, the code the app runs), and the memory-size lesion s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from itertools import groupby
 
+import torch
+import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
@@ -14,7 +18,7 @@ from inference.core.interventions import Interventions
 from inference.core.tokenizer import TextTokenizer
 from inference.runs.lesion import lesion_sizes, quality_at_memory_size
 from inference.runs.translate import BATCH_SIZE, translate_all
-from training.data import Pair
+from training.data import Pair, make_batch, tokenize_pairs
 
 EVAL_BATCH_SIZE = BATCH_SIZE
 
@@ -34,6 +38,29 @@ def bleu_and_chrf(
         translations = translate_all(model, tokenizer, sources, batch_size, interventions, on_batch=bar.update)
     quality = corpus_quality(translations, references)
     return quality.bleu, quality.chrf
+
+
+@torch.no_grad()
+def perplexity(
+    model: nn.Module, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE
+) -> float:
+    """Per-token perplexity of the references, teacher-forced (every target token and the EOS scored), without
+    label smoothing. Sources of one length are scored together, so no score depends on another source's padding."""
+    model.eval()
+    device = next(model.parameters()).device
+    examples = tokenize_pairs(tokenizer, pairs, max_len=10**9)
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
+    nll, tokens = 0.0, 0
+    for _, group in groupby(order, key=lambda i: len(examples[i][0])):
+        group = list(group)
+        for start in range(0, len(group), batch_size):
+            batch = make_batch([examples[i] for i in group[start : start + batch_size]], tokenizer).to(device)
+            logits = model(batch.src_ids, batch.tgt_in)  # [b, t, vocab]
+            nll += F.cross_entropy(
+                logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=tokenizer.pad_id, reduction="sum"
+            ).item()
+            tokens += batch.n_targets(tokenizer.pad_id)
+    return math.exp(nll / tokens)
 
 
 def score_splits(

@@ -27,7 +27,7 @@ from training import REPO_ROOT
 from training.config import ConfigError, TrainConfig
 from training.corpora import CORPORA, Corpus
 from training.data import Pair, resolve_data_dir, tokenize_pairs
-from training.evaluate import lesion_table, score_splits
+from training.evaluate import lesion_table, perplexity, score_splits
 from training.lm_corpora import WIKITEXT_FILES
 from training.lm_run import remeasure as remeasure_language_model
 from training.lm_run import run_language_model_training
@@ -174,7 +174,9 @@ def evaluation_metrics(
     """The measured part of a translation model's metrics.json (all but
     "train"): BLEU and chrF on val and the corpus's test splits, and for a
     model with memory the lesion table on the headline split."""
-    metrics = score_splits(model, tokenizer, {split: splits[split] for split in ("val", *corpus.test_splits)})
+    scored = {split: splits[split] for split in ("val", *corpus.test_splits)}
+    metrics = score_splits(model, tokenizer, scored)
+    metrics["perplexity"] = {split: perplexity(model, tokenizer, pairs) for split, pairs in scored.items()}
     if model.config.memory_size:
         metrics["lesion"] = lesion_table(model, tokenizer, splits[corpus.headline])
         metrics["lesion"]["split"] = corpus.headline
@@ -199,8 +201,14 @@ def checkpoint_meta(config: TrainConfig, model_config: FamilyConfig, train_pairs
         if config.working_memory and config.working_memory.plain_epochs
         else ""
     )
+    layers = f"{c.n_encoder_layers}+{c.n_decoder_layers}" if hasattr(c, "n_encoder_layers") else ""
+    sizes = (
+        c.summary
+        if hasattr(c, "summary")
+        else f"{FAMILY_NAMES[c.family]}, {memory}; d_model {c.d_model}, {layers} layers"
+    )
     description = (
-        f"{FAMILY_NAMES[c.family]}, {memory}; d_model {c.d_model}, {c.n_encoder_layers}+{c.n_decoder_layers} layers; "
+        f"{sizes}; "
         f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}{plain} "
         f"on {corpus.description}{origin}{evaluated}"
     )

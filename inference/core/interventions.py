@@ -120,6 +120,40 @@ class TransplantMemory(_Kind):
     donor: tuple[Annotated[int, Field(ge=0)], ...] = Field(min_length=1, max_length=MAX_INDEX)
 
 
+class EditState(_Kind):
+    """Models with recurrent steps: from step `from_step` on, the state at positions `start` to `stop`
+    (exclusive; None: to the end) of its length is zeroed, or frozen at its value before that step."""
+
+    kind: Literal["edit_state"] = "edit_state"
+    mode: Literal["zero", "freeze"]
+    from_step: int = Field(0, ge=0, le=MAX_INDEX)
+    start: int = Field(0, ge=0, le=MAX_INDEX)
+    stop: int | None = Field(None, ge=1, le=MAX_INDEX)
+
+    @model_validator(mode="after")
+    def _region_not_empty(self) -> EditState:
+        if self.stop is not None and self.stop <= self.start:
+            raise ValueError(f"the region {self.start} to {self.stop} is empty: stop must be above start")
+        return self
+
+
+class EncoderSteps(_Kind):
+    """Models with recurrent steps: the encoder runs only its first `steps` steps; the state then stays as it is."""
+
+    kind: Literal["encoder_steps"] = "encoder_steps"
+    steps: int = Field(ge=0, le=MAX_INDEX)
+
+
+class ClampGate(_Kind):
+    """Models with recurrent steps: a gate of every CGRU layer held at `value` from step `from_step` on
+    (update 1: the state never changes; update 0: it is replaced by the candidate)."""
+
+    kind: Literal["clamp_gate"] = "clamp_gate"
+    gate: Literal["update", "reset"]
+    value: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    from_step: int = Field(0, ge=0, le=MAX_INDEX)
+
+
 class Scale(_Kind):
     """Multiply a hook's tensor, or chosen entries along one of its axes, by a factor (0 = ablate)."""
 
@@ -153,6 +187,9 @@ Intervention = Annotated[
     | ResetMemory
     | NoiseMemory
     | TransplantMemory
+    | EditState
+    | EncoderSteps
+    | ClampGate
     | Scale,
     Field(discriminator="kind"),
 ]
@@ -228,6 +265,9 @@ KINDS = (
     ResetMemory,
     TransplantMemory,
     NoiseMemory,
+    EncoderSteps,
+    EditState,
+    ClampGate,
     Scale,
 )  # also the order their hooks apply in: a noisy transplant is the transplant plus noise
 NO_INTERVENTIONS = Interventions()

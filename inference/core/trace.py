@@ -231,3 +231,9 @@ def encode_sources(loaded: LoadedModel, sources: list[str]) -> torch.Tensor:  # 
         if len(ids) > config.max_positions:
             raise ValueError(f"source has {len(ids) - 1} tokens; the model accepts at most {config.max_positions - 1}")
     return pad_batch(rows, config.pad_id, loaded.device)
+
+
+def token_roles(ids: list[list[int]], config: FamilyConfig, content_role: str) -> list[list[str]]:
+    """The role of every id: "pad", "special" (BOS, EOS) or `content_role` ("src", "tgt", ...)."""
+    special = (config.bos_id, config.eos_id)
+    return [["pad" if i == config.pad_id else "special" if i in special else content_role for i in row] for row in ids]

@@ -7,8 +7,15 @@ import pytest
 
 from inference.core.family import build_model
 from inference.core.hooks import hook_points, select_hook_names
+from inference.families.active_memory.model import VARIANTS
 from inference.families.memory_transformer.model import FAMILIES
-from tests.conftest import make_tiny_language_model, make_tiny_working_memory, tiny_config
+from tests.conftest import (
+    make_tiny_active_memory,
+    make_tiny_gru_attention,
+    make_tiny_language_model,
+    make_tiny_working_memory,
+    tiny_config,
+)
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "hook_names.txt"
 
@@ -17,6 +24,9 @@ def hook_listing(tokenizer) -> str:
     models = {family: build_model(tiny_config(family, vocab_size=40)) for family in FAMILIES}
     models["working_memory"] = make_tiny_working_memory(tokenizer).model
     models["language_model"] = make_tiny_language_model(tokenizer)
+    for variant in VARIANTS:
+        models[f"active_memory/{variant}"] = make_tiny_active_memory(tokenizer, variant).model
+    models["gru_attention"] = make_tiny_gru_attention(tokenizer).model
     lines = []
     for family, model in models.items():
         for name, point in hook_points(model).items():

@@ -1,0 +1,101 @@
+"""The active memory models (Neural GPU, Markovian, Extended Neural GPU) as
+the rest of MemLens sees them: what they can do, how one is traced step by
+step, how a batch is translated, and the state lesions."""
+
+from __future__ import annotations
+
+import torch
+
+from inference.core.checkpoint import LoadedModel
+from inference.core.decoding import pad_batch, strip_after_eos
+from inference.core.family import Capability, FamilyDefaults
+from inference.core.hooks import HookFn
+from inference.core.interventions import (
+    ClampGate,
+    EditState,
+    EncoderSteps,
+    Intervention,
+    Interventions,
+    applied_interventions,
+)
+from inference.core.trace import Trace, TraceRequest, encode_sources, recording, run_record, token_roles
+from inference.families.active_memory.lesions import gate_clamp_hooks, state_edit_hooks
+from inference.families.active_memory.model import CONFIG_NAME, ActiveMemoryConfig, ActiveMemoryModel
+
+
+class ActiveMemoryFamily(FamilyDefaults):
+    name = "active_memory"
+    config_names = (CONFIG_NAME,)
+    config_type = ActiveMemoryConfig
+    title = "Active memory (paper 001): Neural GPU, Markovian and Extended Neural GPU"
+
+    def build(self, config: ActiveMemoryConfig) -> ActiveMemoryModel:
+        return ActiveMemoryModel(config)
+
+    def capabilities(self, config: ActiveMemoryConfig) -> frozenset[Capability]:
+        return frozenset({Capability.TRANSLATES, Capability.RECURRENT_STEPS})
+
+    def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
+        """Every step of every layer, for sources of one length (the state's length, and so the
+        computation, depends on it): greedy outputs, or teacher-forced on the given targets."""
+        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        src_ids = encode_sources(loaded, request.sources)  # [b, n]
+        lengths = (src_ids != config.pad_id).sum(dim=1)
+        if len(set(lengths.tolist())) > 1:
+            raise ValueError("trace sources of one length together: the state's length follows the source's")
+        with recording(model, request.names, request.interventions) as (captures, _):
+            if request.targets is None:
+                tokens, logits = model.greedy(src_ids, request.max_new_tokens)
+                output_ids = strip_after_eos(tokens.cpu(), config.eos_id)
+            else:
+                output_ids = tokenizer.encode_batch(request.targets)
+                tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)
+                logits = model(src_ids, tgt_in)  # [b, t, vocab]
+        length = max(config.state_length(src_ids.shape[1]), logits.shape[1])
+        state_ids = [row + [config.pad_id] * (length - len(row)) for row in src_ids.tolist()]
+        output_tokens = [tokenizer.display_tokens(ids + [config.eos_id]) for ids in output_ids]
+        return Trace(
+            run=run_record(loaded, request, 0, request.decoding if request.targets is None else None),
+            captures=captures,
+            tokens={"state": [tokenizer.display_tokens(row) for row in state_ids], "tgt": output_tokens},
+            roles={
+                "state": token_roles(state_ids, config, "src"),
+                "tgt": [["tgt"] * len(row) for row in output_tokens],
+            },
+            sources=request.sources,
+            output_ids=output_ids,
+            outputs=[tokenizer.decode(ids) for ids in output_ids],
+            logits=logits.detach().cpu(),
+            decoded=request.targets is None,
+        )
+
+    def translate(
+        self,
+        model: ActiveMemoryModel,
+        src_ids: torch.Tensor,  # [b, n]
+        interventions: Interventions | None,
+        max_new_tokens: int,
+        seed: int,
+    ) -> list[list[int]]:
+        """Greedy outputs; sources of each length run together, so an output never depends on the batch."""
+        lengths = (src_ids != model.config.pad_id).sum(dim=1).tolist()
+        outputs: list[list[int]] = [[] for _ in lengths]
+        with applied_interventions(model, interventions):
+            for length in sorted(set(lengths)):
+                rows = [i for i, n in enumerate(lengths) if n == length]
+                tokens, _ = model.greedy(src_ids[rows, :length], max_new_tokens)
+                for row, ids in zip(rows, strip_after_eos(tokens.cpu(), model.config.eos_id)):
+                    outputs[row] = ids
+        return outputs
+
+    def intervention_hooks(
+        self, model: ActiveMemoryModel, intervention: Intervention, memory_size: int
+    ) -> list[tuple[str, HookFn]] | None:
+        if isinstance(intervention, EditState | EncoderSteps):
+            return state_edit_hooks(model, intervention)
+        if isinstance(intervention, ClampGate):
+            return gate_clamp_hooks(model, intervention)
+        return None
+
+
+FAMILY = ActiveMemoryFamily()

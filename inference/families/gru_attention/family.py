@@ -1,0 +1,76 @@
+"""The GRU + attention baseline of paper 001 as the rest of MemLens sees it."""
+
+from __future__ import annotations
+
+import torch
+
+from inference.core.checkpoint import LoadedModel
+from inference.core.decoding import pad_batch, strip_after_eos
+from inference.core.family import Capability, FamilyDefaults
+from inference.core.interventions import Interventions, applied_interventions
+from inference.core.trace import Trace, TraceRequest, encode_sources, recording, run_record, token_roles
+from inference.families.gru_attention.model import CONFIG_NAME, GRUAttention, GRUAttentionConfig
+
+
+class GRUAttentionFamily(FamilyDefaults):
+    name = "gru_attention"
+    config_names = (CONFIG_NAME,)
+    config_type = GRUAttentionConfig
+    title = "GRU encoder-decoder with attention (paper 001's baseline)"
+
+    def build(self, config: GRUAttentionConfig) -> GRUAttention:
+        return GRUAttention(config)
+
+    def capabilities(self, config: GRUAttentionConfig) -> frozenset[Capability]:
+        return frozenset({Capability.TRANSLATES})
+
+    def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
+        """Greedy outputs, or teacher-forced on the given targets; the attention of every step."""
+        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        src_ids = encode_sources(loaded, request.sources)  # [b, n]
+        with recording(model, request.names, request.interventions) as (captures, _):
+            if request.targets is None:
+                tokens, logits = model.greedy(src_ids, request.max_new_tokens)
+                output_ids = strip_after_eos(tokens.cpu(), config.eos_id)
+            else:
+                output_ids = tokenizer.encode_batch(request.targets)
+                tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)
+                logits = model(src_ids, tgt_in)  # [b, t, vocab]
+        steps = logits.shape[1]
+        output_tokens = [
+            tokenizer.display_tokens((ids + [config.eos_id] + [config.pad_id] * steps)[:steps]) for ids in output_ids
+        ]
+        return Trace(
+            run=run_record(loaded, request, 0, request.decoding if request.targets is None else None),
+            captures=captures,
+            tokens={"src": [tokenizer.display_tokens(row) for row in src_ids.tolist()], "tgt": output_tokens},
+            roles={
+                "src": token_roles(src_ids.tolist(), config, "src"),
+                "tgt": [output_roles(ids, steps) for ids in output_ids],
+            },
+            sources=request.sources,
+            output_ids=output_ids,
+            outputs=[tokenizer.decode(ids) for ids in output_ids],
+            logits=logits.detach().cpu(),
+            decoded=request.targets is None,
+        )
+
+    def translate(
+        self,
+        model: GRUAttention,
+        src_ids: torch.Tensor,
+        interventions: Interventions | None,
+        max_new_tokens: int,
+        seed: int,
+    ) -> list[list[int]]:
+        with applied_interventions(model, interventions):
+            tokens, _ = model.greedy(src_ids, max_new_tokens)
+        return strip_after_eos(tokens.cpu(), model.config.eos_id)
+
+
+def output_roles(ids: list[int], steps: int) -> list[str]:
+    """Output positions: the tokens and their EOS, then padding up to the run's steps."""
+    return (["tgt"] * (len(ids) + 1) + ["pad"] * steps)[:steps]
+
+
+FAMILY = GRUAttentionFamily()
