@@ -77,7 +77,12 @@ class AlgorithmicRun:
 
     @property
     def name(self) -> str:
-        return f"{self.task}_{self.model}_{self.steps}steps_seed{self.seed}"
+        return f"{self.task}_{self.model}_len{self.max_length}_{self.steps}steps_seed{self.seed}"
+
+    @property
+    def data_seed(self) -> str:
+        """Seeds the training batches: the same stream of samples whatever the schedule's length."""
+        return f"{self.task}_{self.model}_{self.max_length}_seed{self.seed}"
 
     def model_config(self, tokenizer: TextTokenizer) -> dict:
         special = {"vocab_size": tokenizer.vocab_size, "max_positions": 4096}
@@ -195,7 +200,7 @@ def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print) 
     began = time.monotonic() - progress["seconds"]
     while progress["step"] < run.steps:
         step = progress["step"]
-        rng = random.Random(f"{run.name}/{step}")
+        rng = random.Random(f"{run.data_seed}/{step}")
         length = curriculum.length(rng)
         batch = [sample(run.task, length, rng) for _ in range(run.batch_size)]
         src_ids, tgt_in, tgt_out = batch_tensors(batch, tokenizer)

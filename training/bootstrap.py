@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import torch
+from sacrebleu.metrics import BLEU
 
 RESAMPLES = 2000
 LEVEL = 0.95
@@ -29,3 +30,25 @@ def paired_perplexity_difference(
     tail = (1 - LEVEL) / 2
     low, high = torch.quantile(differences, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
     return math.exp(a.sum() / counts.sum()) - math.exp(b.sum() / counts.sum()), low, high
+
+
+def paired_bleu_difference(
+    hypotheses_a: list[str], hypotheses_b: list[str], references: list[str], seed: int, resamples: int = RESAMPLES
+) -> tuple[float, float, float]:
+    """Corpus BLEU of system a minus system b on the same sentences, and its LEVEL percentile interval over
+    `resamples` resamplings of the sentences with replacement (paired) -> (difference, low, high). Each
+    resample's BLEU is computed from summed per-sentence n-gram statistics, as sacrebleu computes a corpus's."""
+    if not len(hypotheses_a) == len(hypotheses_b) == len(references) or not references:
+        raise ValueError("both systems need a translation of every reference sentence")
+    bleu = BLEU()
+    stats_a = torch.tensor(bleu._extract_corpus_statistics(hypotheses_a, [references]), dtype=torch.float64)
+    stats_b = torch.tensor(bleu._extract_corpus_statistics(hypotheses_b, [references]), dtype=torch.float64)
+    draws = torch.randint(len(references), (resamples, len(references)), generator=torch.Generator().manual_seed(seed))
+
+    def score(stats: torch.Tensor) -> float:  # [10] summed statistics -> BLEU
+        return bleu._compute_score_from_stats([int(x) for x in stats.tolist()]).score
+
+    differences = torch.tensor([score(stats_a[d].sum(0)) - score(stats_b[d].sum(0)) for d in draws])
+    tail = (1 - LEVEL) / 2
+    low, high = torch.quantile(differences.double(), torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return score(stats_a.sum(0)) - score(stats_b.sum(0)), low, high

@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     algorithmic.add_argument("--steps", type=int, default=3000)
     algorithmic.add_argument("--max-length", type=int, default=8, help="longest training length")
     algorithmic.add_argument("--maps", type=int, default=24, help="state depth (the GRU's hidden size is twice it)")
-    algorithmic.add_argument("--out", help="checkpoint folder (default: checkpoints/algorithmic/<name>)")
+    algorithmic.add_argument("--out", help="checkpoint folder (default: checkpoints/<model>_<task>)")
     algorithmic.add_argument("--run-dir", help="resumable state (default: runs/<name>)")
     algorithmic.set_defaults(handler=algorithmic_task_command)
 
@@ -160,6 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--validation", type=int, default=250, help="samples choosing the L2 strength (val split)")
     probe.add_argument("--test", type=int, default=500, help="samples scored (test split)")
     probe.set_defaults(handler=memory_probe_command)
+
+    compare = commands.add_parser(
+        "active-memory-compare",
+        help="translate test_2016_flickr with paper 001's translation models (Neural GPU, Markovian, Extended, "
+        "GRU + attention) and store BLEU, chrF, length ratio, BLEU by source length and the bootstrap intervals "
+        "in checkpoints/active_memory_translation/comparison.json",
+    )
+    compare.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
+    compare.add_argument("--data-dir", help=f"shared data folder (default: ${DATA_DIR_ENV}, else ../shared/data)")
+    compare.set_defaults(handler=active_memory_compare_command)
 
     results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
     results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
@@ -250,7 +260,7 @@ def algorithmic_task_command(args: argparse.Namespace) -> None:
     from training.algorithmic_tasks import AlgorithmicRun, train_algorithmic
 
     run = AlgorithmicRun(args.task, args.model, args.seed, args.steps, max_length=args.max_length, maps=args.maps)
-    out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / "algorithmic" / run.name
+    out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / f"{run.model}_{run.task}"
     train_algorithmic(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name)
 
 
@@ -272,6 +282,12 @@ def memory_probe_command(args: argparse.Namespace) -> None:
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     best = probe.best_slot.max(axis=0)  # [position] best slot after any segment
     print(f"{folder.name}: best single-slot accuracy per source position {[round(float(x), 2) for x in best]}")
+
+
+def active_memory_compare_command(args: argparse.Namespace) -> None:
+    from training.active_memory_results import measure_translation
+
+    measure_translation(Path(args.checkpoints), REPO_ROOT / "training" / "configs", args.data_dir)
 
 
 def results_command(args: argparse.Namespace) -> None:

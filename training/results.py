@@ -315,7 +315,7 @@ def render(
     reading: str,
     analyses: dict[str, dict] | None = None,
     ff: dict[str, dict] | None = None,
-    segment_tasks: list[str] | None = None,
+    later_sections: list[str] | None = None,  # the segment-model and active-memory sections, rendered
 ) -> str:
     parts = [
         "# Results: the memory models at small scale",
@@ -391,7 +391,7 @@ def render(
         "",
         *ff_aggregation_table(ff or {}),
         "",
-        *(segment_tasks or []),
+        *(later_sections or []),
         "## Reading",
         "",
         reading,
@@ -403,6 +403,7 @@ def render(
 def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
     """Render the tables; the prose reading is kept in its own file
     (docs/results_reading.md) because it is judgement, not data."""
+    from training.active_memory_results import active_memory_section
     from training.segment_lm_results import segment_lm_section
     from training.segment_results import segment_task_section  # it imports this module's load_metrics
 
@@ -413,7 +414,11 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
             reading,
             load_metrics(checkpoints, "memory_analysis.json"),
             load_metrics(checkpoints, "ff_analysis.json"),
-            [*segment_task_section(checkpoints), *segment_lm_section(checkpoints, REPO_ROOT / "training" / "configs")],
+            [
+                *segment_task_section(checkpoints),
+                *segment_lm_section(checkpoints, REPO_ROOT / "training" / "configs"),
+                *active_memory_section(checkpoints),
+            ],
         )
     )
     return out
