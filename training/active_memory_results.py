@@ -72,6 +72,7 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
     pairs = read_multi30k(resolve_data_dir(data_dir), TEST_SPLIT)
     sources, references = [s for s, _ in pairs], [r for _, r in pairs]
     buckets = [bucket_of(s) for s in sources]
+    bucket_rows = {name: [i for i, b in enumerate(buckets) if b == name] for name, _, _ in BUCKETS}
     translations, rows = {}, {}
     for label, folder, paper in TRANSLATION_MODELS:
         path = checkpoints / folder
@@ -81,10 +82,10 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
         loaded = load_checkpoint(path, "cpu")
         hypotheses = translate_all(loaded.model, loaded.tokenizer, sources)
         translations[label] = hypotheses
-        by_bucket = {}
-        for name, _, _ in BUCKETS:
-            chosen = [i for i, b in enumerate(buckets) if b == name]
-            by_bucket[name] = quality([hypotheses[i] for i in chosen], [references[i] for i in chosen])
+        by_bucket = {
+            name: quality([hypotheses[i] for i in rows], [references[i] for i in rows]) if rows else None
+            for name, rows in bucket_rows.items()
+        }
         train = loaded.metrics.get("train", {})
         rows[label] = {
             "folder": folder,
@@ -104,15 +105,17 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
     for a, b in PAIRS:
         if a in translations and b in translations:
             overall = paired_bleu_difference(translations[a], translations[b], references, BOOTSTRAP_SEED)
-            per_bucket = {}
-            for name, _, _ in BUCKETS:
-                chosen = [i for i, x in enumerate(buckets) if x == name]
-                per_bucket[name] = paired_bleu_difference(
-                    [translations[a][i] for i in chosen],
-                    [translations[b][i] for i in chosen],
-                    [references[i] for i in chosen],
+            per_bucket = {
+                name: paired_bleu_difference(
+                    [translations[a][i] for i in rows],
+                    [translations[b][i] for i in rows],
+                    [references[i] for i in rows],
                     BOOTSTRAP_SEED,
                 )
+                if rows
+                else None
+                for name, rows in bucket_rows.items()
+            }
             differences.append({"a": a, "b": b, "overall": overall, "by_source_length": per_bucket})
     comparison = {
         "split": TEST_SPLIT,
@@ -194,7 +197,7 @@ def translation_tables(checkpoints: Path) -> list[str]:
         "|---|---|" + "---|" * len(comparison["bucket_sentences"]),
     ]
     for label, row in rows.items():
-        cells = " | ".join(f"{b['bleu']:.2f}" for b in row["by_source_length"].values())
+        cells = " | ".join(f"{b['bleu']:.2f}" if b else "-" for b in row["by_source_length"].values())
         lines.append(f"| {label} | {row['bleu']:.2f} | {cells} |")
     for difference in comparison["differences"]:
         cells = " | ".join(_interval(v) for v in difference["by_source_length"].values())
@@ -202,7 +205,9 @@ def translation_tables(checkpoints: Path) -> list[str]:
     return [*lines, ""]
 
 
-def _interval(value: list[float]) -> str:
+def _interval(value: list[float] | None) -> str:
+    if value is None:
+        return "-"  # no sentence of that length
     difference, low, high = value
     return f"{difference:+.2f} [{low:+.2f}, {high:+.2f}]"
 
