@@ -48,7 +48,9 @@ def paired_bleu_difference(
     def score(stats: torch.Tensor) -> float:  # [10] summed statistics -> BLEU
         return bleu._compute_score_from_stats([int(x) for x in stats.tolist()]).score
 
-    differences = torch.tensor([score(stats_a[d].sum(0)) - score(stats_b[d].sum(0)) for d in draws])
+    differences = torch.tensor(
+        [score(stats_a[d].sum(0)) - score(stats_b[d].sum(0)) for d in draws], dtype=torch.float64
+    )
     tail = (1 - LEVEL) / 2
-    low, high = torch.quantile(differences.double(), torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    low, high = torch.quantile(differences, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
     return score(stats_a.sum(0)) - score(stats_b.sum(0)), low, high

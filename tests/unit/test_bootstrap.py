@@ -51,11 +51,11 @@ def test_paired_bleu_difference_matches_sacrebleu_and_its_interval_excludes_zero
     from training.bootstrap import paired_bleu_difference
 
     references = [f"a dog number {i} runs in the park" for i in range(60)]
-    good = [f"a dog number {i} runs in a park" for i in range(60)]
+    good = [f"a dog number {i} runs in a park" if i % 3 else f"one dog {i} runs" for i in range(60)]
     bad = [f"the cat {i} sits" for i in range(60)]
     value, low, high = paired_bleu_difference(good, bad, references, seed=0, resamples=200)
     expected = sacrebleu.corpus_bleu(good, [references]).score - sacrebleu.corpus_bleu(bad, [references]).score
-    assert value == pytest.approx(expected) and 0 < low <= value <= high
+    assert value == pytest.approx(expected) and 0 < low < value < high
     assert paired_bleu_difference(good, good, references, seed=0, resamples=50) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="every reference"):
         paired_bleu_difference(good[:3], bad, references, seed=0)
