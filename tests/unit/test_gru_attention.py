@@ -16,7 +16,7 @@ def test_attention_is_a_distribution_over_the_real_source_tokens(tiny_tokenizer)
     trace = run_with_trace(loaded, ["ein Hund spielt im Park", "ein Buch"], max_new_tokens=5)
     pattern = trace.tensor("cross_attn.pattern")  # [b, 1, steps, n]
     assert torch.allclose(pattern.sum(-1), torch.ones(pattern.shape[:3]))
-    short = len(trace.tokens["src"][1]) - trace.roles["src"][1].count("pad")
+    short = len(trace.tokens["enc"][1]) - trace.roles["enc"][1].count("pad")
     assert not pattern[1, 0, :, short:].any()
     steps = trace.captures["cross_attn.weights"].index_values("position")
     assert steps == list(range(pattern.shape[2]))

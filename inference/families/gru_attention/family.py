@@ -36,18 +36,16 @@ class GRUAttentionFamily(FamilyDefaults):
                 output_ids = tokenizer.encode_batch(request.targets)
                 tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)
                 logits = model(src_ids, tgt_in)  # [b, t, vocab]
-        steps = logits.shape[1]
-        output_tokens = [
-            tokenizer.display_tokens((ids + [config.eos_id] + [config.pad_id] * steps)[:steps]) for ids in output_ids
-        ]
+        steps = logits.shape[1]  # decoder steps: one per output token and the EOS (greedy: up to the cap)
+        dec_ids = [([config.bos_id] + ids + [config.pad_id] * steps)[:steps] for ids in output_ids]  # step inputs
         return Trace(
             run=run_record(loaded, request, 0, request.decoding if request.targets is None else None),
             captures=captures,
-            tokens={"src": [tokenizer.display_tokens(row) for row in src_ids.tolist()], "tgt": output_tokens},
-            roles={
-                "src": token_roles(src_ids.tolist(), config, "src"),
-                "tgt": [output_roles(ids, steps) for ids in output_ids],
+            tokens={
+                "enc": [tokenizer.display_tokens(row) for row in src_ids.tolist()],
+                "dec": [tokenizer.display_tokens(row) for row in dec_ids],
             },
+            roles={"enc": token_roles(src_ids.tolist(), config, "src"), "dec": token_roles(dec_ids, config, "tgt")},
             sources=request.sources,
             output_ids=output_ids,
             outputs=[tokenizer.decode(ids) for ids in output_ids],
@@ -66,11 +64,6 @@ class GRUAttentionFamily(FamilyDefaults):
         with applied_interventions(model, interventions):
             tokens, _ = model.greedy(src_ids, max_new_tokens)
         return strip_after_eos(tokens.cpu(), model.config.eos_id)
-
-
-def output_roles(ids: list[int], steps: int) -> list[str]:
-    """Output positions: the tokens and their EOS, then padding up to the run's steps."""
-    return (["tgt"] * (len(ids) + 1) + ["pad"] * steps)[:steps]
 
 
 FAMILY = GRUAttentionFamily()

@@ -74,9 +74,9 @@ class Attention(nn.Module):
     def __init__(self, h: int):
         super().__init__()
         self.score = nn.Linear(h, h, bias=False)  # W of h_k W enc_j
-        self.weights = HookPoint("batch key", "attention weights of one decoder step", {"key": "src"})
+        self.weights = HookPoint("batch key", "attention weights of one decoder step", {"key": "enc"})
         self.pattern = HookPoint(
-            "batch head query key", "every step's weights (a record)", {"query": "tgt", "key": "src"}, {"head": 1}
+            "batch head query key", "every step's weights (a record)", {"query": "dec", "key": "enc"}, {"head": 1}
         )
 
     def forward(self, hidden: torch.Tensor, states: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
@@ -98,8 +98,8 @@ class GRUAttention(nn.Module):
         self.cross_attn = Attention(h)
         self.combine = nn.Linear(2 * h, e)
         self.dropout = nn.Dropout(config.dropout)
-        self.encoder_states = HookPoint("batch position d_model", "the encoder's states", {"position": "src"})
-        self.logits = HookPoint("batch position vocab", "output logits", {"position": "tgt"}, {"vocab": vocab})
+        self.encoder_states = HookPoint("batch position d_model", "the encoder's states", {"position": "enc"})
+        self.logits = HookPoint("batch position vocab", "output logits", {"position": "dec"}, {"vocab": vocab})
         name_hook_points(self)
 
     def encode(self, src_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # [b, n] -> ([b, n, h], [b, h])
