@@ -30,7 +30,6 @@ test how far it generalises beyond the lengths it saw.
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -45,6 +44,7 @@ from inference.core.decoding import pad_batch, strip_after_eos
 from inference.core.family import build_model, config_from_dict
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
 from training.algorithmic import SYMBOLS, TASKS, Sample, Task, sample, task_split
+from training.run_state import load_run_state, save_run_state
 
 MODELS = ("neural_gpu", "gru_attention")
 TEST_FACTORS = (1, 2, 5, 10)
@@ -187,11 +187,8 @@ def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print) 
     progress = {"step": 0, "best": -1.0, "best_step": 0, "seconds": 0.0, "curve": [], "levels": []}
     best_weights = {k: v.clone() for k, v in model.state_dict().items()}
     noise = torch.Generator().manual_seed(run.seed)
-    state_path = run_dir / "state.pt"
-    if state_path.exists():
-        state = torch.load(state_path, weights_only=True)
-        if {**state["run"], "steps": run.steps} != asdict(run):
-            raise ValueError(f"{run_dir} holds another run; remove it or pick another --run-dir")
+    state = load_run_state(run_dir, run)
+    if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         best_weights, progress, curriculum.level = state["best_weights"], state["progress"], state["level"]
@@ -227,12 +224,9 @@ def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print) 
                 best_weights = {k: v.clone() for k, v in model.state_dict().items()}
             log(f"{run.name} step {progress['step']} loss {loss.item():.4f} val {score:.4f} "
                 f"level {curriculum.level} ({progress['seconds']:.0f} s)")  # fmt: skip
-            run_dir.mkdir(parents=True, exist_ok=True)
-            state = {"run": asdict(run), "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                     "best_weights": best_weights, "progress": progress, "level": curriculum.level,
-                     "noise": noise.get_state()}  # fmt: skip
-            torch.save(state, run_dir / "state.tmp")
-            os.replace(run_dir / "state.tmp", state_path)
+            save_run_state(run_dir, run, model=model.state_dict(), optimizer=optimizer.state_dict(),
+                           best_weights=best_weights, progress=progress, level=curriculum.level,
+                           noise=noise.get_state())  # fmt: skip
     model.load_state_dict(best_weights)
     began_test = time.monotonic()
     metrics = {

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -38,6 +37,7 @@ import torch.nn.functional as F
 from inference.core.checkpoint import cast_copy, save_checkpoint
 from inference.core.family import build_model, config_from_dict
 from inference.core.tokenizer import character_tokenizer
+from training.run_state import load_run_state, save_run_state
 from training.tasks import GENERATORS, TOKENS, Sample, task_split, text
 
 CARRIES = ("rmt", "xl", "none")
@@ -135,13 +135,10 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
     stream_length = len(test[0].stream)
     model = build_model(config_from_dict(run.model_config(stream_length)))
     optimizer = torch.optim.Adam(model.parameters(), lr=run.learning_rate)
-    state_path = run_dir / "state.pt"
     progress = {"step": 0, "best": -1.0, "best_step": 0, "seconds": 0.0, "curve": []}
     best_weights = {k: v.clone() for k, v in model.state_dict().items()}
-    if state_path.exists():
-        state = torch.load(state_path, weights_only=True)
-        if {**state["run"], "steps": run.steps} != asdict(run):
-            raise ValueError(f"{run_dir} holds another run; remove it or pick another --run-dir")
+    state = load_run_state(run_dir, run)
+    if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         best_weights, progress = state["best_weights"], state["progress"]
@@ -173,11 +170,8 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
                 best_weights = {k: v.clone() for k, v in model.state_dict().items()}
             log(f"{run.name} step {progress['step']} loss {loss.item():.4f} val {accuracy:.4f} "
                 f"({progress['seconds']:.0f} s)")  # fmt: skip
-            run_dir.mkdir(parents=True, exist_ok=True)
-            state = {"run": asdict(run), "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                     "best_weights": best_weights, "progress": progress}  # fmt: skip
-            torch.save(state, run_dir / "state.tmp")
-            os.replace(run_dir / "state.tmp", state_path)
+            save_run_state(run_dir, run, model=model.state_dict(), optimizer=optimizer.state_dict(),
+                           best_weights=best_weights, progress=progress)  # fmt: skip
     model.load_state_dict(best_weights)
     model.eval()
     metrics = {

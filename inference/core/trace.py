@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from inference.core.checkpoint import LoadedModel
-from inference.core.decoding import GREEDY, Decoding, pad_batch
+from inference.core.decoding import GREEDY, Decoding, pad_batch, strip_after_eos
 from inference.core.family import Capability, FamilyConfig, capabilities_of, family_of
 from inference.core.hooks import HookPoint, current_scope, hook_points, registered_hooks, select_hook_names
 from inference.core.interventions import Interventions, applied_interventions
@@ -237,3 +237,18 @@ def token_roles(ids: list[list[int]], config: FamilyConfig, content_role: str) -
     """The role of every id: "pad", "special" (BOS, EOS) or `content_role` ("src", "tgt", ...)."""
     special = (config.bos_id, config.eos_id)
     return [["pad" if i == config.pad_id else "special" if i in special else content_role for i in row] for row in ids]
+
+
+def own_or_given_output(
+    loaded: LoadedModel, request: TraceRequest, src_ids: torch.Tensor
+) -> tuple[list[list[int]], torch.Tensor]:
+    """For a family whose model offers `greedy(src_ids, max_new_tokens) -> (tokens, logits)` and a teacher-forced
+    `model(src_ids, tgt_in)`: (output ids without EOS, logits [b, t, vocab]) of its greedy output, or of the
+    request's targets teacher-forced. Run it inside `recording`, so the hooks see the pass."""
+    model, config = loaded.model, loaded.config
+    if request.targets is None:
+        tokens, logits = model.greedy(src_ids, request.max_new_tokens)
+        return strip_after_eos(tokens.cpu(), config.eos_id), logits
+    output_ids = loaded.tokenizer.encode_batch(request.targets)
+    tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)  # [b, t]
+    return output_ids, model(src_ids, tgt_in)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from inference.core.checkpoint import LoadedModel
-from inference.core.decoding import pad_batch, strip_after_eos
+from inference.core.decoding import strip_after_eos
 from inference.core.family import Capability, FamilyDefaults
 from inference.core.hooks import HookFn
 from inference.core.interventions import (
@@ -18,7 +18,15 @@ from inference.core.interventions import (
     Interventions,
     applied_interventions,
 )
-from inference.core.trace import Trace, TraceRequest, encode_sources, recording, run_record, token_roles
+from inference.core.trace import (
+    Trace,
+    TraceRequest,
+    encode_sources,
+    own_or_given_output,
+    recording,
+    run_record,
+    token_roles,
+)
 from inference.families.active_memory.lesions import gate_clamp_hooks, state_edit_hooks
 from inference.families.active_memory.model import CONFIG_NAME, ActiveMemoryConfig, ActiveMemoryModel
 
@@ -44,13 +52,7 @@ class ActiveMemoryFamily(FamilyDefaults):
         if len(set(lengths.tolist())) > 1:
             raise ValueError("trace sources of one length together: the state's length follows the source's")
         with recording(model, request.names, request.interventions) as (captures, _):
-            if request.targets is None:
-                tokens, logits = model.greedy(src_ids, request.max_new_tokens)
-                output_ids = strip_after_eos(tokens.cpu(), config.eos_id)
-            else:
-                output_ids = tokenizer.encode_batch(request.targets)
-                tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)
-                logits = model(src_ids, tgt_in)  # [b, t, vocab]
+            output_ids, logits = own_or_given_output(loaded, request, src_ids)  # logits [b, t, vocab]
         length = max(config.state_length(src_ids.shape[1]), logits.shape[1])
         state_ids = [row + [config.pad_id] * (length - len(row)) for row in src_ids.tolist()]
         output_tokens = [tokenizer.display_tokens(ids + [config.eos_id]) for ids in output_ids]

@@ -5,10 +5,18 @@ from __future__ import annotations
 import torch
 
 from inference.core.checkpoint import LoadedModel
-from inference.core.decoding import pad_batch, strip_after_eos
+from inference.core.decoding import strip_after_eos
 from inference.core.family import Capability, FamilyDefaults
 from inference.core.interventions import Interventions, applied_interventions
-from inference.core.trace import Trace, TraceRequest, encode_sources, recording, run_record, token_roles
+from inference.core.trace import (
+    Trace,
+    TraceRequest,
+    encode_sources,
+    own_or_given_output,
+    recording,
+    run_record,
+    token_roles,
+)
 from inference.families.gru_attention.model import CONFIG_NAME, GRUAttention, GRUAttentionConfig
 
 
@@ -29,13 +37,7 @@ class GRUAttentionFamily(FamilyDefaults):
         model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
         src_ids = encode_sources(loaded, request.sources)  # [b, n]
         with recording(model, request.names, request.interventions) as (captures, _):
-            if request.targets is None:
-                tokens, logits = model.greedy(src_ids, request.max_new_tokens)
-                output_ids = strip_after_eos(tokens.cpu(), config.eos_id)
-            else:
-                output_ids = tokenizer.encode_batch(request.targets)
-                tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)
-                logits = model(src_ids, tgt_in)  # [b, t, vocab]
+            output_ids, logits = own_or_given_output(loaded, request, src_ids)  # logits [b, t, vocab]
         steps = logits.shape[1]  # decoder steps: one per output token and the EOS (greedy: up to the cap)
         dec_ids = [([config.bos_id] + ids + [config.pad_id] * steps)[:steps] for ids in output_ids]  # step inputs
         return Trace(
