@@ -172,11 +172,13 @@ def evaluation_metrics(
     model: nn.Module, tokenizer: TextTokenizer, corpus: Corpus, splits: dict[str, list[Pair]]
 ) -> dict:
     """The measured part of a translation model's metrics.json (all but
-    "train"): BLEU and chrF on val and the corpus's test splits, and for a
-    model with memory the lesion table on the headline split."""
+    "train"): BLEU and chrF on val and the corpus's test splits, teacher-forced
+    perplexity where the decoder reads the target alone (not working memory),
+    and for a model with memory the lesion table on the headline split."""
     scored = {split: splits[split] for split in ("val", *corpus.test_splits)}
     metrics = score_splits(model, tokenizer, scored)
-    metrics["perplexity"] = {split: perplexity(model, tokenizer, pairs) for split, pairs in scored.items()}
+    if Capability.WORKING_MEMORY not in capabilities_of(model.config):  # its stream interleaves chosen memory tokens
+        metrics["perplexity"] = {split: perplexity(model, tokenizer, pairs) for split, pairs in scored.items()}
     if model.config.memory_size:
         metrics["lesion"] = lesion_table(model, tokenizer, splits[corpus.headline])
         metrics["lesion"]["split"] = corpus.headline

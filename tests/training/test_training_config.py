@@ -82,7 +82,9 @@ def test_all_shipped_models_have_a_config():
         "memtransformer_10_to_15", "memtransformer_15_to_20", "memtransformer_5_finetuned", "tiny",
         "working_memory_de_en", "working_memory_ru_en", "transformer_finetuned", "tiny_working_memory",
         "language_model", "tiny_language_model", "lm_seg50_baseline", "lm_seg50_xl10", "lm_seg50_xl50",
-        "lm_seg50_rmt1", "lm_seg50_rmt5", "lm_seg50_rmt10",
+        "lm_seg50_rmt1", "lm_seg50_rmt5", "lm_seg50_rmt10", "neural_gpu_de_en", "markovian_neural_gpu_de_en",
+        "extended_neural_gpu_de_en", "extended_neural_gpu_de_en_1epoch", "gru_attention_de_en",
+        "gru_attention_de_en_1epoch",
     }  # fmt: skip
     assert {path.stem for path in SHIPPED} == expected
 
