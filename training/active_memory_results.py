@@ -1,7 +1,9 @@
 """Paper 001's tables in docs/results.md.
 
 - Algorithmic tasks: whole-sequence and per-bit accuracy by test length for
-  the Neural GPU and the GRU + attention baseline (checkpoints/<model>_<task>/metrics.json).
+  the Neural GPU and the GRU + attention baseline: the served runs
+  (checkpoints/<model>_<task>/metrics.json) and the collection of the others
+  (checkpoints/algorithmic/<run>/metrics.json).
 - Translation (Multi30k de-en, test_2016_flickr): teacher-forced perplexity,
   BLEU, chrF and the length ratio of every model beside the paper's Table 1,
   the paired bootstrap interval of the Extended Neural GPU's BLEU minus the
@@ -38,7 +40,7 @@ PAPER_TABLE_1 = {
 }
 # The models compared: (label, checkpoint folder under checkpoints/, paper row).
 TRANSLATION_MODELS = (
-    ("Neural GPU, 1 epoch", "neural_gpu_de_en", "neural_gpu"),
+    ("Neural GPU, 1 epoch", "active_memory_translation/neural_gpu_de_en", "neural_gpu"),
     ("Markovian Neural GPU, 1 epoch", "active_memory_translation/markovian_neural_gpu_de_en", "markovian"),
     ("Extended Neural GPU, 1 epoch", "active_memory_translation/extended_neural_gpu_de_en_1epoch", "extended"),
     ("GRU + attention, 1 epoch", "active_memory_translation/gru_attention_de_en_1epoch", "gru_attention"),
@@ -130,34 +132,45 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
     return comparison
 
 
+ALGORITHMIC_COLLECTION = "algorithmic"  # the runs not served by the app: metrics and configs only
+
+
+def algorithmic_runs(checkpoints: Path) -> list[dict]:
+    """Every algorithmic run's metrics.json (training/algorithmic_tasks.py writes "curriculum"), served or not,
+    by task, model, longest training length and steps."""
+    paths = [*checkpoints.glob("*/metrics.json"), *(checkpoints / ALGORITHMIC_COLLECTION).glob("*/metrics.json")]
+    runs = [run for run in (json.loads(path.read_text()) for path in paths) if "curriculum" in run]
+    return sorted(runs, key=lambda r: (r["task"], r["model"], r["training"]["max_length"], r["steps"], r["seed"]))
+
+
 def algorithmic_table(checkpoints: Path) -> list[str]:
-    runs = [json.loads(p.read_text()) for p in sorted(checkpoints.glob("*/metrics.json"))]
-    runs = [run for run in runs if "curriculum" in run]  # the algorithmic runs (training/algorithmic_tasks.py)
+    runs = algorithmic_runs(checkpoints)
     if not runs:
         return []
-    lengths = [row["length"] for row in runs[0]["test"]]
-    head = " | ".join(f"{n} ({row['factor']}x)" for n, row in zip(lengths, runs[0]["test"]))
+    factors = [row["factor"] for row in runs[0]["test"]]
+    head = " | ".join(f"{factor}x" for factor in factors)
     lines = [
         "### Algorithmic tasks: accuracy by test length (paper 001)",
         "",
         f"Whole-sequence accuracy / per-bit accuracy of the greedy output, {runs[0]['test_samples']} test samples "
-        "per length; the longest training length is the 1x column. Per-bit accuracy counts a missing bit as wrong; "
-        "on carry chains most output bits are 0, so a model that writes zeros scores high per bit there.",
+        "per length, at 1, 2, 5 and 10 times the longest training length. Per-bit accuracy counts a missing bit as "
+        "wrong; on carry chains most output bits are 0, so a model that writes zeros scores high per bit there. "
+        "Steps: trained (the step chosen on validation at the longest training length).",
         "",
-        f"| task | model | seed | steps (chosen) | curriculum reached | {head} | train s |",
-        "|---|---|---|---|---|" + "---|" * len(lengths) + "---|",
+        f"| task | model | seed | trained on length | steps (chosen) | curriculum reached | {head} | train s |",
+        "|---|---|---|---|---|---|" + "---|" * len(factors) + "---|",
     ]
-    for run in sorted(runs, key=lambda r: (r["task"], r["model"])):
+    for run in runs:
         cells = " | ".join(f"{row['sequence']:.2f} / {row['bit']:.2f}" for row in run["test"])
         reached = run["curriculum"][-1][1] if run["curriculum"] else run["training"]["start_length"]
         reached_at = f" (step {run['curriculum'][-1][0]})" if run["curriculum"] else ""
         lines.append(
-            f"| {run['task']} | {run['model']} | {run['seed']} | {run['steps']} ({run['best_step']}) | "
-            f"{reached}{reached_at} | {cells} | {run['train_seconds']:.0f} |"
+            f"| {run['task']} | {run['model']} | {run['seed']} | {run['training']['max_length']} | "
+            f"{run['steps']} ({run['best_step']}) | {reached}{reached_at} | {cells} | {run['train_seconds']:.0f} |"
         )
         if run["task"] == "addition":
             carry = " | ".join(f"{row['carry_sequence']:.2f} / {row['carry_bit']:.2f}" for row in run["test"])
-            lines.append(f"| addition, carry chains | {run['model']} | {run['seed']} | | | {carry} | |")
+            lines.append(f"| addition, carry chains | {run['model']} | {run['seed']} | | | | {carry} | |")
     return [*lines, ""]
 
 

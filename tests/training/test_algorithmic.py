@@ -12,6 +12,7 @@ import pytest
 from inference.core.checkpoint import CheckpointRegistry
 from inference.core.family import Capability, capabilities_of
 from training.algorithmic import carry_chain_sample, sample, task_split
+from training.active_memory_results import algorithmic_table
 from training.algorithmic_tasks import AlgorithmicRun, Curriculum, train_algorithmic
 
 
@@ -80,3 +81,15 @@ def test_a_tiny_run_trains_tests_by_length_and_is_served(tmp_path, model):
     assert Capability.TRANSLATES in capabilities_of(loaded.config)
     resumed = train_algorithmic(run, out, tmp_path / "run", log=lambda line: None)  # finished: nothing more to train
     assert resumed["test"] == metrics["test"]
+
+
+def test_the_table_lists_served_runs_and_the_collection_and_nothing_else(tmp_path):
+    checkpoints = tmp_path / "checkpoints"
+    served = AlgorithmicRun("reverse", "neural_gpu", seed=1, steps=20, max_length=3, maps=8, check_every=20)
+    collected = AlgorithmicRun("reverse", "gru_attention", seed=2, steps=20, max_length=4, maps=8, check_every=20)
+    train_algorithmic(served, checkpoints / "neural_gpu_reverse", tmp_path / "a", log=lambda line: None)
+    train_algorithmic(collected, checkpoints / "algorithmic" / collected.name, tmp_path / "b", log=lambda line: None)
+    (checkpoints / "transformer").mkdir()
+    (checkpoints / "transformer" / "metrics.json").write_text(json.dumps({"bleu": {"val": 1.0}}))
+    rows = [line for line in algorithmic_table(checkpoints) if line.startswith("| reverse |")]
+    assert [row.split(" | ")[1:4] for row in rows] == [["gru_attention", "2", "4"], ["neural_gpu", "1", "3"]]
