@@ -11,8 +11,8 @@ import pytest
 
 from inference.core.checkpoint import CheckpointRegistry
 from inference.core.family import Capability, capabilities_of
-from training.algorithmic import carry_chain_sample, sample, task_split
 from training.active_memory_results import algorithmic_table
+from training.algorithmic import carry_chain_sample, sample, task_split
 from training.algorithmic_tasks import AlgorithmicRun, Curriculum, train_algorithmic
 
 
