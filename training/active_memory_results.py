@@ -16,13 +16,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import sacrebleu
 
 from inference.core.checkpoint import load_checkpoint
 from inference.runs.translate import translate_all
-from training.bootstrap import LEVEL, RESAMPLES, paired_bleu_difference
+from training.bootstrap import LEVEL, TRANSLATION_RESAMPLES, paired_translation_differences
 from training.config import load_config
 from training.data import read_multi30k, resolve_data_dir
 
@@ -103,28 +104,24 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
             "seed": load_config(configs / f"{path.name}.json").train.seed,
         }
         log(f"{label}: BLEU {rows[label]['bleu']:.2f}")
-    differences = []
-    for a, b in PAIRS:
-        if a in translations and b in translations:
-            overall = paired_bleu_difference(translations[a], translations[b], references, BOOTSTRAP_SEED)
-            per_bucket = {
-                name: paired_bleu_difference(
-                    [translations[a][i] for i in rows],
-                    [translations[b][i] for i in rows],
-                    [references[i] for i in rows],
-                    BOOTSTRAP_SEED,
-                )
-                if rows
-                else None
-                for name, rows in bucket_rows.items()
-            }
-            differences.append({"a": a, "b": b, "overall": overall, "by_source_length": per_bucket})
+    differences = [
+        {
+            "a": a,
+            "b": b,
+            "overall": compared(translations[a], translations[b], references, list(range(len(references)))),
+            "by_source_length": {
+                name: compared(translations[a], translations[b], references, rows) for name, rows in bucket_rows.items()
+            },
+        }
+        for a, b in PAIRS
+        if a in translations and b in translations
+    ]
     comparison = {
         "split": TEST_SPLIT,
         "bucket_sentences": {name: buckets.count(name) for name, _, _ in BUCKETS},
         "models": rows,
         "differences": differences,
-        "bootstrap": {"resamples": RESAMPLES, "level": LEVEL, "seed": BOOTSTRAP_SEED},
+        "bootstrap": {"resamples": TRANSLATION_RESAMPLES, "level": LEVEL, "seed": BOOTSTRAP_SEED},
     }
     out = checkpoints / COMPARISON
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -133,6 +130,17 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
 
 
 ALGORITHMIC_COLLECTION = "algorithmic"  # the runs not served by the app: metrics and configs only
+
+
+def compared(hypotheses_a: list[str], hypotheses_b: list[str], references: list[str], rows: list[int]) -> dict | None:
+    """{"bleu": PairedDifference fields, "chrf": ..} of system a against system b on the sentences `rows`;
+    None where there are none."""
+    if not rows:
+        return None
+    pair = paired_translation_differences(
+        [hypotheses_a[i] for i in rows], [hypotheses_b[i] for i in rows], [references[i] for i in rows], BOOTSTRAP_SEED
+    )
+    return {metric: asdict(difference) for metric, difference in pair.items()}
 
 
 def algorithmic_runs(checkpoints: Path) -> list[dict]:
@@ -202,9 +210,9 @@ def translation_tables(checkpoints: Path) -> list[str]:
         "",
         "BLEU by source length in words (sentences per bucket: "
         + ", ".join(f"{k}: {v}" for k, v in comparison["bucket_sentences"].items())
-        + f"); the last rows give the Extended Neural GPU's BLEU minus the attention baseline's with its paired "
-        f"bootstrap {level}% interval ({comparison['bootstrap']['resamples']} resamples of the sentences, "
-        f"seed {comparison['bootstrap']['seed']}).",
+        + f"); the last rows give the Extended Neural GPU's score minus the attention baseline's, BLEU then chrF, "
+        f"with sacrebleu's paired bootstrap: the {level}% interval and the p-value "
+        f"({comparison['bootstrap']['resamples']} resamples of the sentences, seed {comparison['bootstrap']['seed']}).",
         "",
         "| model | all | " + " | ".join(comparison["bucket_sentences"]) + " |",
         "|---|---|" + "---|" * len(comparison["bucket_sentences"]),
@@ -213,16 +221,20 @@ def translation_tables(checkpoints: Path) -> list[str]:
         cells = " | ".join(f"{b['bleu']:.2f}" if b else "-" for b in row["by_source_length"].values())
         lines.append(f"| {label} | {row['bleu']:.2f} | {cells} |")
     for difference in comparison["differences"]:
-        cells = " | ".join(_interval(v) for v in difference["by_source_length"].values())
-        lines.append(f"| {difference['a']} - {difference['b']} | {_interval(difference['overall'])} | {cells} |")
+        for metric, title in (("bleu", "BLEU"), ("chrf", "chrF")):
+            cells = " | ".join(_interval(v, metric) for v in difference["by_source_length"].values())
+            lines.append(
+                f"| {difference['a']} - {difference['b']}, {title} | {_interval(difference['overall'], metric)} "
+                f"| {cells} |"
+            )
     return [*lines, ""]
 
 
-def _interval(value: list[float] | None) -> str:
+def _interval(value: dict | None, metric: str) -> str:
     if value is None:
         return "-"  # no sentence of that length
-    difference, low, high = value
-    return f"{difference:+.2f} [{low:+.2f}, {high:+.2f}]"
+    d = value[metric]
+    return f"{d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] p={d['p_value']:.3f}"
 
 
 def active_memory_section(checkpoints: Path) -> list[str]:

@@ -5,11 +5,15 @@ been another draw of the same kind."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
 import torch
-from sacrebleu.metrics import BLEU
+from sacrebleu.metrics import BLEU, CHRF
 
-RESAMPLES = 2000
+RESAMPLES = 2000  # resamplings of documents for a perplexity difference
+TRANSLATION_RESAMPLES = 1000  # sacrebleu's default for its paired bootstrap
 LEVEL = 0.95
 
 
@@ -32,25 +36,51 @@ def paired_perplexity_difference(
     return math.exp(a.sum() / counts.sum()) - math.exp(b.sum() / counts.sum()), low, high
 
 
-def paired_bleu_difference(
-    hypotheses_a: list[str], hypotheses_b: list[str], references: list[str], seed: int, resamples: int = RESAMPLES
-) -> tuple[float, float, float]:
-    """Corpus BLEU of system a minus system b on the same sentences, and its LEVEL percentile interval over
-    `resamples` resamplings of the sentences with replacement (paired) -> (difference, low, high). Each
-    resample's BLEU is computed from summed per-sentence n-gram statistics, as sacrebleu computes a corpus's."""
+@dataclass(frozen=True)
+class PairedDifference:
+    """One metric's corpus score of system a minus system b on the same sentences, with the LEVEL percentile
+    interval of the resampled differences and the paired bootstrap p-value as sacrebleu computes it (the
+    resampled |a - b| centred on their mean, against the observed |a - b|; (count above + 1) / (resamples + 1))."""
+
+    difference: float
+    low: float
+    high: float
+    p_value: float
+
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+def paired_translation_differences(
+    hypotheses_a: Sequence[str],
+    hypotheses_b: Sequence[str],
+    references: Sequence[str],
+    seed: int,
+    resamples: int = TRANSLATION_RESAMPLES,
+) -> dict[str, PairedDifference]:
+    """{"bleu": .., "chrf": ..}: sacrebleu's paired bootstrap of system a against system b, both metrics on the
+    same draws of the sentences (numpy's generator seeded with `seed`, drawn as sacrebleu draws them). Each
+    resample's score is computed from its summed per-sentence statistics, as sacrebleu computes a corpus's."""
     if not len(hypotheses_a) == len(hypotheses_b) == len(references) or not references:
         raise ValueError("both systems need a translation of every reference sentence")
-    bleu = BLEU()
-    stats_a = torch.tensor(bleu._extract_corpus_statistics(hypotheses_a, [references]), dtype=torch.float64)
-    stats_b = torch.tensor(bleu._extract_corpus_statistics(hypotheses_b, [references]), dtype=torch.float64)
-    draws = torch.randint(len(references), (resamples, len(references)), generator=torch.Generator().manual_seed(seed))
-
-    def score(stats: torch.Tensor) -> float:  # [10] summed statistics -> BLEU
-        return bleu._compute_score_from_stats([int(x) for x in stats.tolist()]).score
-
-    differences = torch.tensor(
-        [score(stats_a[d].sum(0)) - score(stats_b[d].sum(0)) for d in draws], dtype=torch.float64
-    )
-    tail = (1 - LEVEL) / 2
-    low, high = torch.quantile(differences, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
-    return score(stats_a.sum(0)) - score(stats_b.sum(0)), low, high
+    draws = np.random.default_rng(seed).choice(len(references), size=(resamples, len(references)), replace=True)
+    differences = {}
+    for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
+        scores = []
+        for hypotheses in (hypotheses_a, hypotheses_b):
+            stats = np.array(metric._extract_corpus_statistics(list(hypotheses), [list(references)]))  # [n, s]
+            whole = metric._compute_score_from_stats(list(stats.sum(0))).score
+            resampled = np.array([metric._compute_score_from_stats(list(stats[d].sum(0))).score for d in draws])
+            scores.append((whole, resampled))  # resampled: [resamples]
+        (whole_a, resampled_a), (whole_b, resampled_b) = scores
+        sampled = resampled_a - resampled_b  # [resamples]
+        spread = np.abs(sampled) - np.abs(sampled).mean()
+        tail = (1 - LEVEL) / 2
+        low, high = np.quantile(sampled, [tail, 1 - tail])
+        differences[name] = PairedDifference(
+            float(whole_a - whole_b),
+            float(low),
+            float(high),
+            float((np.sum(spread > abs(whole_a - whole_b)) + 1) / (resamples + 1)),
+        )
+    return differences

@@ -71,8 +71,9 @@ def test_comparison_is_measured_and_rendered(trained, synthetic_data_dir):
     assert set(row["by_source_length"]) == {label for label, _, _ in BUCKETS}
     assert sum(comparison["bucket_sentences"].values()) == 16
     (difference,) = comparison["differences"]
-    value, low, high = difference["overall"]
-    assert low <= value <= high
+    for metric in ("bleu", "chrf"):
+        overall = difference["overall"][metric]
+        assert overall["low"] <= overall["difference"] <= overall["high"] and 0 < overall["p_value"] <= 1
     table = "\n".join(translation_tables(trained / "checkpoints"))
     assert "| Extended Neural GPU, 2 epochs |" in table and "30.1 / < 5" not in table
-    assert "Extended Neural GPU, 2 epochs - GRU + attention, 2 epochs" in table
+    assert "| Extended Neural GPU, 2 epochs - GRU + attention, 2 epochs, chrF |" in table

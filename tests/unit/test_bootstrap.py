@@ -45,17 +45,39 @@ def test_models_must_be_scored_on_the_same_documents():
         paired_perplexity_difference([], [], [], seed=0)
 
 
-def test_paired_bleu_difference_matches_sacrebleu_and_its_interval_excludes_zero_only_for_a_real_gap():
-    import sacrebleu
+REFERENCES = [f"a dog number {i} runs in the park" for i in range(60)]
+GOOD = [f"a dog number {i} runs in a park" if i % 3 else f"one dog {i} runs" for i in range(60)]
 
-    from training.bootstrap import paired_bleu_difference
 
-    references = [f"a dog number {i} runs in the park" for i in range(60)]
-    good = [f"a dog number {i} runs in a park" if i % 3 else f"one dog {i} runs" for i in range(60)]
+def test_paired_differences_and_p_values_are_sacrebleus(monkeypatch):
+    """The same draws, differences and p-values as sacrebleu's own paired bootstrap (PairedTest, 'bs')."""
+    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest
+
+    from training.bootstrap import paired_translation_differences
+
+    close = [f"the dog {i} sits in a park" if i % 2 else reference for i, reference in enumerate(REFERENCES)]
+    differences = paired_translation_differences(GOOD, close, REFERENCES, seed=3, resamples=300)
+    monkeypatch.setenv("SACREBLEU_SEED", "3")
+    metrics = {"bleu": BLEU(references=[REFERENCES]), "chrf": CHRF(references=[REFERENCES])}
+    _, results = PairedTest([("b", close), ("a", GOOD)], metrics, None, test_type="bs", n_samples=300)()
+    for name, column in (("bleu", "BLEU"), ("chrf", "chrF2")):
+        baseline, system = results[column]
+        assert differences[name].difference == pytest.approx(system.score - baseline.score)
+        assert differences[name].p_value == pytest.approx(system.p_value)
+    assert 0.05 < differences["bleu"].p_value  # a mixed pair: neither system is shown better
+    assert differences["bleu"].low < 0 < differences["bleu"].high and not differences["bleu"].excludes_zero()
+
+
+def test_a_real_gap_excludes_zero_and_a_system_against_itself_shows_nothing():
+    from training.bootstrap import paired_translation_differences
+
     bad = [f"the cat {i} sits" for i in range(60)]
-    value, low, high = paired_bleu_difference(good, bad, references, seed=0, resamples=200)
-    expected = sacrebleu.corpus_bleu(good, [references]).score - sacrebleu.corpus_bleu(bad, [references]).score
-    assert value == pytest.approx(expected) and 0 < low < value < high
-    assert paired_bleu_difference(good, good, references, seed=0, resamples=50) == (0.0, 0.0, 0.0)
+    differences = paired_translation_differences(GOOD, bad, REFERENCES, seed=0, resamples=200)
+    for difference in differences.values():
+        assert 0 < difference.low < difference.difference < difference.high and difference.excludes_zero()
+        assert difference.p_value < 0.01
+    same = paired_translation_differences(GOOD, GOOD, REFERENCES, seed=0, resamples=50)["chrf"]
+    assert (same.difference, same.low, same.high, same.excludes_zero()) == (0.0, 0.0, 0.0, False)
     with pytest.raises(ValueError, match="every reference"):
-        paired_bleu_difference(good[:3], bad, references, seed=0)
+        paired_translation_differences(GOOD[:3], bad, REFERENCES, seed=0)
