@@ -40,9 +40,11 @@ def test_tsv_upload_gives_translations_bleu_and_blocks(client):
     result = done["result"]
     assert len(result["translations"]) == 3
     references = [line.split("\t")[1] for line in TSV.splitlines()]
+    bleu = sacrebleu.corpus_bleu(result["translations"], [references])
     scored = {  # sacrebleu on the job's own translations against the uploaded references
-        "bleu": sacrebleu.corpus_bleu(result["translations"], [references]).score,
+        "bleu": bleu.score,
         "chrf": sacrebleu.corpus_chrf(result["translations"], [references]).score,
+        "length_ratio": bleu.sys_len / bleu.ref_len,
         "sentences": 3,
     }
     assert result["quality"] == pytest.approx(scored) and scored["chrf"] > 0
