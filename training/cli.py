@@ -1,6 +1,6 @@
 """Command line: `python -m training train CONFIG.json`,
 `python -m training lesion CHECKPOINT_DIR`, `python -m training store-half
-CHECKPOINT_DIR ...`, `python -m training ff-memories CHECKPOINT_DIR`,
+CHECKPOINT_DIR ...`, `python -m training outputs CHECKPOINT_DIR ...`, `python -m training ff-memories CHECKPOINT_DIR`,
 `python -m training memory-examples`, `python -m training segment-task` and
 `python -m training results`.
 `main(argv)` is the entry point, so the project's `memlens` command can
@@ -83,6 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_data_and_device(half)
     half.set_defaults(handler=store_half_command)
+
+    outputs = commands.add_parser(
+        "outputs",
+        help="translate checkpoints' headline test split as trained and under each lesion the results tables "
+        "compare, into their outputs.json.gz (the tables and their bootstrap intervals are computed from these)",
+    )
+    outputs.add_argument("checkpoints", nargs="+", help="translation checkpoint folders, e.g. checkpoints/transformer")
+    add_data_and_device(outputs)
+    outputs.set_defaults(handler=outputs_command)
 
     ff = commands.add_parser(
         "ff-memories",
@@ -219,6 +228,13 @@ def ff_command(args: argparse.Namespace) -> None:
         args.run_dir,
     ):
         print(path)
+
+
+def outputs_command(args: argparse.Namespace) -> None:
+    from training.run import store_outputs
+
+    for folder in args.checkpoints:
+        print(store_outputs(folder, args.data_dir, args.device), flush=True)
 
 
 def store_half_command(args: argparse.Namespace) -> None:

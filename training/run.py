@@ -33,6 +33,7 @@ from training.lm_run import remeasure as remeasure_language_model
 from training.lm_run import run_language_model_training
 from training.loop import TrainingData, train
 from training.memory_growth import grow_memory
+from training.outputs import OUTPUTS_FILE, measure_outputs, write_outputs
 from training.rundir import Progress, RunDir
 from training.vocabulary import DEFAULT_VOCAB_SIZE, load_or_train_vocabulary
 
@@ -242,6 +243,17 @@ def recompute_lesion(folder: str | Path, data_dir: str | Path | None = None, dev
     return table
 
 
+def store_outputs(folder: str | Path, data_dir: str | Path | None = None, device: str = "auto", log=print) -> Path:
+    """Translate a translation checkpoint's headline test split as trained and under each lesion the tables
+    compare, and store the outputs beside its weights (training.outputs)."""
+    folder = Path(folder)
+    loaded = load_checkpoint(folder, device)
+    if Capability.TRANSLATES not in capabilities_of(loaded.config):
+        raise CheckpointError(f"{folder} does not translate: there are no translations to store")
+    corpus, splits = evaluation_splits(loaded, data_dir)
+    return write_outputs(folder, measure_outputs(loaded, corpus.headline, splits[corpus.headline], log))
+
+
 def store_half(folder: str | Path, data_dir: str | Path | None = None, device: str = "auto") -> tuple[dict, dict]:
     """Store a checkpoint's weights in float16 and re-measure every number of
     its metrics.json but the "train" record on the stored weights, with the
@@ -252,10 +264,12 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     checkpoint as it was. Rerunning on a float16 checkpoint leaves its
     weights as they are.
 
-    A folder holding other files (memory_analysis.json, mined FF triggers:
-    studies of the current weights that this does not redo) is refused."""
+    Stored test outputs (training.outputs) are translated again on the stored
+    weights. A folder holding other files (memory_analysis.json, mined FF
+    triggers: studies of the current weights that this does not redo) is refused."""
     folder = Path(folder)
-    others = sorted(path.name for path in folder.iterdir() if path.name not in FILES) if folder.is_dir() else []
+    kept = (*FILES, OUTPUTS_FILE)
+    others = sorted(path.name for path in folder.iterdir() if path.name not in kept) if folder.is_dir() else []
     if others:
         raise CheckpointError(
             f"{folder} holds {', '.join(others)}, made from its current weights "
@@ -275,7 +289,9 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
             )
         metrics = {**loaded.metrics, **measured}
         (staging / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")  # the layout save_checkpoint writes
-        for name in FILES:
+        if (folder / OUTPUTS_FILE).exists():
+            store_outputs(staging, data_dir, device, log=lambda line: None)  # the stored weights' outputs
+        for name in [name for name in kept if (staging / name).exists()]:
             shutil.copymode(folder / name, staging / name)  # the conversion changes contents, not permissions
             os.replace(staging / name, folder / name)
     finally:
