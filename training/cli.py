@@ -180,13 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--data-dir", help=f"shared data folder (default: ${DATA_DIR_ENV}, else ../shared/data)")
     compare.set_defaults(handler=active_memory_compare_command)
 
-    results = commands.add_parser("results", help="regenerate docs/results.md from the checkpoints' metrics.json")
+    results = commands.add_parser(
+        "results", help="regenerate docs/results.md from the checkpoints' metrics.json and stored test outputs"
+    )
     results.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
     results.add_argument("--out", default=str(REPO_ROOT / "docs" / "results.md"))
     results.add_argument(
         "--reading",
         default=str(REPO_ROOT / "docs" / "results_reading.md"),
         help="the prose reading of the tables, kept by hand",
+    )
+    results.add_argument(
+        "--data-dir", help="shared data folder: the references of the stored test outputs (default as for training)"
     )
     results.set_defaults(handler=results_command)
     return parser
@@ -309,7 +314,7 @@ def active_memory_compare_command(args: argparse.Namespace) -> None:
 def results_command(args: argparse.Namespace) -> None:
     from training.results import write_results
 
-    print(write_results(Path(args.checkpoints), Path(args.out), Path(args.reading)))
+    print(write_results(Path(args.checkpoints), Path(args.out), Path(args.reading), args.data_dir))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,11 +24,18 @@ from training.data import Pair
 
 OUTPUTS_FILE = "outputs.json.gz"
 AS_TRAINED = "as trained"
-MASKED = "memory masked"
+MASKED = "masked memory"
+MEMORY = "memory "  # + the size: the model run with that many memory slots
 
 
 def memory_condition(size: int) -> str:
-    return f"memory {size}"
+    return f"{MEMORY}{size}"
+
+
+def memory_size_of(condition: str) -> int | None:
+    """The memory size a condition runs the model with; None for the others."""
+    size = condition.removeprefix(MEMORY)
+    return int(size) if condition.startswith(MEMORY) and size.isdigit() else None
 
 
 def conditions(loaded: LoadedModel) -> dict[str, Interventions]:

@@ -17,6 +17,13 @@ import json
 from pathlib import Path
 
 from training import REPO_ROOT
+from training.comparison_tables import (
+    grown_against_control,
+    lesions_against_trained_size,
+    variants_against_baseline,
+    working_memory_conditions,
+)
+from training.comparisons import Comparisons
 
 TEST_SPLIT = "test_2016_flickr"
 
@@ -190,6 +197,16 @@ def working_memory_bleu(metrics: dict[str, dict], analyses: dict[str, dict]) -> 
     return lines
 
 
+def working_memory_comparisons(comparisons: Comparisons) -> list[str]:
+    lines = []
+    for model in WM_MODELS:
+        plain = WM_PLAIN if model == "working_memory_de_en" else {}  # the Transformers it was warm-started from
+        table = working_memory_conditions(comparisons, model, plain)
+        if table:
+            lines += [f"**{model}**, its headline test split, from the stored test outputs:", "", *table, ""]
+    return lines
+
+
 def memory_content_table(analyses: dict[str, dict]) -> list[str]:
     lines = [
         (
@@ -316,7 +333,10 @@ def render(
     analyses: dict[str, dict] | None = None,
     ff: dict[str, dict] | None = None,
     later_sections: list[str] | None = None,  # the segment-model and active-memory sections, rendered
+    comparisons: Comparisons | None = None,  # the stored test outputs; None: no comparison tables
 ) -> str:
+    variants = {name: label for name, (label, _) in PAPER_TABLE_1.items()}
+    compared = comparisons is not None
     parts = [
         "# Results: the memory models at small scale",
         "",
@@ -333,24 +353,46 @@ def render(
         "",
         *table_1(metrics),
         "",
+        *(
+            [
+                "BLEU, chrF and the length ratio from the stored test outputs, each variant against the baseline:",
+                "",
+                *variants_against_baseline(comparisons, variants),
+                "",
+            ]
+            if compared
+            else []
+        ),
         "## Table 2: memory lesions (BLEU on test_2016_flickr at each inference memory size; trained size in bold)",
         "",
         DECODING["lesions"] + " The paper's rows: as the paper reports them.",
         "",
         *table_2(metrics),
         "",
+        *(
+            [
+                "Each memory size against the trained size, from the stored test outputs:",
+                "",
+                *lesions_against_trained_size(comparisons, variants),
+                "",
+            ]
+            if compared
+            else []
+        ),
         "## Table 3: memory extension (MemTransformer 5 grown by 5 slots per stage, fine-tuned each stage)",
         "",
         DECODING["translation"],
         "",
         *table_3(metrics),
         "",
+        *([*grown_against_control(comparisons, EXTENSION_STAGES, EXTENSION_CONTROL), ""] if compared else []),
         "## Working memory in the decoder (paper 004): BLEU with and without memory",
         "",
         DECODING["working_memory"],
         "",
         *working_memory_bleu(metrics, analyses or {}),
         "",
+        *(working_memory_comparisons(comparisons) if compared else []),
         "## Working memory: memory content by domain",
         "",
         "Memory length counts every memory token; unique tokens are distinct vocabulary pieces. "
@@ -400,9 +442,11 @@ def render(
     return "\n".join(parts)
 
 
-def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
+def write_results(checkpoints: Path, out: Path, reading_file: Path, data_dir: str | Path | None = None) -> Path:
     """Render the tables; the prose reading is kept in its own file
-    (docs/results_reading.md) because it is judgement, not data."""
+    (docs/results_reading.md) because it is judgement, not data. The
+    comparison tables read the stored test outputs' references from
+    `data_dir`."""
     from training.active_memory_results import active_memory_section
     from training.segment_lm_results import segment_lm_section
     from training.segment_results import segment_task_section  # it imports this module's load_metrics
@@ -419,6 +463,7 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path) -> Path:
                 *segment_lm_section(checkpoints, REPO_ROOT / "training" / "configs"),
                 *active_memory_section(checkpoints),
             ],
+            Comparisons(checkpoints, data_dir),
         )
     )
     return out

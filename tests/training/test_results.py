@@ -137,3 +137,39 @@ def test_ff_tables_come_from_the_ff_analysis(tmp_path):
     )
     assert "| language_model | layers.5.ff | 760 | 12.5% (0.2%) | 50.0% | 42 (3000) | 30.0% (1.0%) |" in text
     assert "| language_model | layers.5.ff | 55.2 | 70.0% | 50.0% | 5.0% | 30.0% | 15.0% | 80.0% |" in text
+
+
+def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data_dir, tiny_config):
+    """End to end on tiny checkpoints: train, store the test outputs, regenerate the document."""
+    import sacrebleu
+
+    from training.cli import main
+    from training.corpora import CORPORA
+    from training.outputs import AS_TRAINED, memory_condition, read_outputs
+    from training.run import run_training
+
+    checkpoints = tmp_path / "checkpoints"
+    for name, epochs in (("transformer", 1), ("memtransformer_5", 3)):  # two different models under those names
+        run_training(tiny_config(epochs=epochs), synthetic_data_dir, checkpoints / name, tmp_path / name, device="cpu")
+        assert main(["outputs", str(checkpoints / name), "--data-dir", str(synthetic_data_dir), "--device", "cpu"]) == 0
+    out, reading = tmp_path / "results.md", tmp_path / "reading.md"
+    args = ["--checkpoints", str(checkpoints), "--out", str(out), "--reading", str(reading)]
+    assert main(["results", *args, "--data-dir", str(synthetic_data_dir)]) == 0
+    text = out.read_text()
+
+    references = [r for _, r in CORPORA["multi30k"].read(synthetic_data_dir)["test_2016_flickr"]]
+    variant = read_outputs(checkpoints / "memtransformer_5")["outputs"]
+    baseline = read_outputs(checkpoints / "transformer")["outputs"][AS_TRAINED]
+    bleu = sacrebleu.corpus_bleu(variant[AS_TRAINED], [references])
+    chrf = sacrebleu.corpus_chrf(variant[AS_TRAINED], [references]).score
+    bleu_difference = bleu.score - sacrebleu.corpus_bleu(baseline, [references]).score
+    chrf_difference = chrf - sacrebleu.corpus_chrf(baseline, [references]).score
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| MemTransformer 5 | ")]
+    cells = next(cells for cells in rows if len(cells) == 6)  # label, BLEU, chrF, ratio, 2 differences
+    assert cells[1:4] == [f"{bleu.score:.2f}", f"{chrf:.2f}", f"{bleu.sys_len / bleu.ref_len:.3f}"]
+    assert cells[4].startswith(f"{bleu_difference:+.2f} [") and " p=" in cells[4]
+    assert cells[5].startswith(f"{chrf_difference:+.2f} [") and abs(chrf_difference) > 0.5
+    lesion = sacrebleu.corpus_bleu(variant[memory_condition(0)], [references]).score
+    assert any(line.startswith(f"| MemTransformer 5 | 0 | {lesion:.2f} | ") for line in text.splitlines())
+    assert "| MemTransformer 5 | 2 (trained) | " in text  # the tiny config trains 2 slots
+    assert "Signatures: BLEU `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in text

@@ -1,0 +1,93 @@
+"""The comparison tables of docs/results.md for the translation models of
+papers 000 and 004, from the checkpoints' stored test outputs: every row gives
+BLEU, chrF and the length ratio, and every comparison the text makes (variant
+against the baseline, a lesion against the trained memory size, the grown
+memory against its control, masked against unmasked memory) its paired
+bootstrap interval and p-value for BLEU and for chrF."""
+
+from __future__ import annotations
+
+from training.comparisons import Comparisons, Run, difference_cell, method_note, quality_cells
+from training.outputs import AS_TRAINED, MASKED, memory_condition, memory_size_of
+
+BASELINE = "transformer"
+HEAD = "| BLEU | chrF | length ratio | BLEU difference | chrF difference |"
+RULE = "|---|---|---|---|---|"
+
+
+def _row(label: str, comparisons: Comparisons, run: Run, against: Run | None) -> str:
+    difference = comparisons.difference(run, against) if against else None
+    bleu, chrf = (difference_cell(difference[m]) if difference else "-" for m in ("bleu", "chrf"))
+    return f"| {label} | {quality_cells(comparisons.quality(run))} | {bleu} | {chrf} |"
+
+
+def variants_against_baseline(comparisons: Comparisons, variants: dict[str, str]) -> list[str]:
+    """Table 1: each variant (folder -> label) minus the baseline Transformer."""
+    shown = [name for name in variants if comparisons.has(name)]
+    if not shown:
+        return ["No stored test outputs yet (`python -m training outputs`)."]
+    lines = ["| model " + HEAD, "|---" + RULE]
+    for name in shown:
+        against = (BASELINE, AS_TRAINED) if name != BASELINE else None
+        lines.append(_row(variants[name], comparisons, (name, AS_TRAINED), against))
+    return [*lines, *method_note()]
+
+
+def lesions_against_trained_size(comparisons: Comparisons, models: dict[str, str]) -> list[str]:
+    """Table 2: each model at each inference memory size minus the same model at its trained size."""
+    lines = ["| model | memory size " + HEAD, "|---|---" + RULE]
+    for name, label in models.items():
+        if not comparisons.has(name):
+            continue
+        trained = comparisons.memory_size(name)
+        for size in sorted({trained, *_stored_sizes(comparisons, name)}):
+            condition = AS_TRAINED if size == trained else memory_condition(size)
+            against = None if size == trained else (name, AS_TRAINED)
+            lines.append(
+                _row(
+                    f"{label} | {size}{' (trained)' if against is None else ''}",
+                    comparisons,
+                    (name, condition),
+                    against,
+                )
+            )
+    return [*lines, *method_note()] if len(lines) > 2 else []
+
+
+def _stored_sizes(comparisons: Comparisons, name: str) -> list[int]:
+    sizes = (memory_size_of(condition) for condition in comparisons.conditions(name))
+    return [size for size in sizes if size is not None]
+
+
+def grown_against_control(comparisons: Comparisons, stages: list[str], control: str) -> list[str]:
+    """Table 3: the last grown stage minus the model it grew from, and minus the control fine-tuned as long."""
+    first, last = stages[0], stages[-1]
+    if not comparisons.has(last):
+        return []
+    return [
+        "| model " + HEAD,
+        "|---" + RULE,
+        _row(f"{last} (against {first})", comparisons, (last, AS_TRAINED), (first, AS_TRAINED)),
+        _row(f"{last} (against {control})", comparisons, (last, AS_TRAINED), (control, AS_TRAINED)),
+        _row(f"{control} (against {first})", comparisons, (control, AS_TRAINED), (first, AS_TRAINED)),
+        *method_note(),
+    ]
+
+
+def working_memory_conditions(comparisons: Comparisons, model: str, plain: dict[str, str]) -> list[str]:
+    """Paper 004: the working-memory model masked and without memory minus as trained, and plain Transformers
+    (folder -> label) minus the working-memory model, on its headline test split."""
+    if not comparisons.has(model):
+        return []
+    as_trained = (model, AS_TRAINED)
+    lines = [
+        "| model " + HEAD,
+        "|---" + RULE,
+        _row("working memory", comparisons, as_trained, None),
+        _row("working memory, masked (against unmasked)", comparisons, (model, MASKED), as_trained),
+        _row("working memory, size 0 (against as trained)", comparisons, (model, memory_condition(0)), as_trained),
+    ]
+    for name, label in plain.items():
+        if comparisons.has(name):
+            lines.append(_row(f"{label} (against working memory)", comparisons, (name, AS_TRAINED), as_trained))
+    return [*lines, *method_note()]
