@@ -14,18 +14,22 @@ from app.middleware.client_gone import WatchDisconnect
 from app.middleware.security import SecurityMiddleware
 from app.routers import (
     api_ff,
+    api_focus,
     api_jobs,
     api_memory,
     api_models,
+    api_state,
     api_translation,
     assets,
     explore,
     ff,
+    focus,
     health,
     home,
     jobs,
     memory,
     segments,
+    state,
 )
 from app.routers.errors import install_error_handlers
 from app.services.allocator import limit_malloc_arenas
@@ -77,11 +81,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         api_translation.router,
         api_jobs.router,
         api_memory.router,
+        api_state.router,
+        api_focus.router,
         home.router,
         explore.router,
         jobs.router,
         memory.router,
         segments.router,
+        state.router,
+        focus.router,
         ff.router,
         api_ff.router,
     ):

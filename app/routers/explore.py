@@ -50,7 +50,7 @@ def explore_controls(runner: Runner, model: str) -> dict:
 
 
 # Capabilities whose models run a layer more than once, and the index that tells the calls apart.
-CALL_AXES = {Capability.SEGMENTS: "segment", Capability.RECURRENT_STEPS: "step"}
+CALL_AXES = {Capability.SEGMENTS: "segment"}
 
 
 @router.get("/explore")

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.validation import MAX_INDEX, CallIndex, FieldText, ModelName, Reference
+from app.schemas.validation import MAX_INDEX, CallIndex, FieldText, IntegrationSteps, ModelName, Reference
 from inference.core.decoding import Decoding
 from inference.core.family import Capability
 from inference.core.interventions import Interventions
@@ -66,7 +66,8 @@ class TextRequest(BaseModel):
     interventions: Interventions = Field(
         default_factory=Interventions,
         description="lesions, each tagged by its kind: memory_size, knockout_slots, block_memory_reads, "
-        "mask_memory, force_memory, scale (any hook point, along a named axis)",
+        "mask_memory, force_memory, scale (any hook point, along a named axis); for recurrent-step models "
+        "edit_state, encoder_steps, clamp_gate",
     )
 
 
@@ -140,6 +141,38 @@ class MemoryRequest(TextRequest):
     )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the working memory's nucleus sampling")
     layer: int = Field(0, ge=0, le=MAX_INDEX, description="decoder layer whose target-to-memory attention is returned")
+
+
+class StateRequest(TextRequest):
+    """An input to a recurrent-step model (the Neural GPUs), run step by step."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"model": "neural_gpu_addition", "text": "11111110+10000000"},
+                {
+                    "model": "neural_gpu_addition",
+                    "text": "11111110+10000000",
+                    "interventions": [{"kind": "edit_state", "mode": "zero", "from_step": 10, "start": 3, "stop": 6}],
+                },
+            ]
+        }
+    )
+    text: FieldText = Field(
+        description="the model's input: a task sample (binary addition: a+b, least significant bit first) "
+        "or a source sentence",
+        examples=["11111110+10000000"],
+    )
+
+
+class FocusRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"model": "extended_neural_gpu_de_en", "text": DEMO_TEXT, "steps": 16}]},
+    )
+    model: ModelName
+    text: FieldText = Field(description="source sentence, at most 24 tokens", examples=[DEMO_TEXT])
+    steps: IntegrationSteps = Field(16, description="integration steps of integrated gradients")
 
 
 # ---------------------------------------------------------------- responses
@@ -270,6 +303,37 @@ class MemoryResponse(BaseModel):
     memory: list[str]
     steps: list[dict[str, Any]]
     attention: MemoryAttentionResponse
+
+
+class StateResponse(BaseModel):
+    output: str = Field(description="the output of the run with the interventions")
+    plain_output: str = Field(description="the output without them")
+    interventions: Interventions
+    positions: list[str] = Field(description="the state's length axis: the input tokens, then padding")
+    steps: list[int] = Field(description="the global index of every step, encoder steps then decoder steps")
+    stacks: list[str] = Field(description="the stack of each step: encoder or decoder")
+    map_groups: list[tuple[int, int]] = Field(description="(first map, last map + 1) of each group")
+    state: list[list[list[list[float]]]] = Field(
+        description="[steps, groups, width, length]: each map group's mean of the state after the step"
+    )
+    update: list[list[float]] = Field(description="[steps, length]: update gate, mean over layers, maps and width")
+    reset: list[list[float]] = Field(description="[steps, length]: reset gate, the same mean")
+    change: list[list[float]] = Field(description="[steps, length]: L2 norm of the state's change at each step")
+    tape: list[list[float]] | None = Field(description="[decoder steps, length]: L2 norm of the output tape")
+
+
+class FocusResponse(BaseModel):
+    output: str
+    output_tokens: list[str] = Field(description="the greedy output's tokens, EOS included unless it was cut")
+    source_tokens: list[str]
+    integrated_gradients: list[list[float]] = Field(description="[outputs, sources]: signed, summed over dimensions")
+    convergence_delta: float = Field(description="largest completeness error of a row")
+    attribution_share: list[list[float]] = Field(description="[outputs, sources]: |IG| share of each source token")
+    attention: list[list[float]] | None = Field(description="[outputs, sources]: mean over heads; null: no attention")
+    attention_stack: str | None
+    peak_attribution: float
+    peak_attention: float | None
+    agreement: float | None = Field(description="share of outputs whose top source token is the same in both")
 
 
 class Health(BaseModel):

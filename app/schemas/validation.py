@@ -122,3 +122,13 @@ CallIndex = Annotated[
     ],
     Field(max_length=4),
 ]
+INTEGRATION_STEPS = (8, 16, 32, 64)  # integrated gradients' path steps a client may ask for
+
+
+def _integration_steps(steps: int) -> int:
+    if steps not in INTEGRATION_STEPS:
+        raise ValueError(f"integration steps are one of {', '.join(map(str, INTEGRATION_STEPS))}")
+    return steps
+
+
+IntegrationSteps = Annotated[int, AfterValidator(_integration_steps)]

@@ -23,9 +23,16 @@ class Page:
 # A model's own views: the first of these that shows it is where its views are.
 MEMORY = Page("working memory", "/memory", "working-memory", lambda c: C.WORKING_MEMORY in c)
 FF = Page("FF memories", "/ff", "FF-key", lambda c: C.FF_KEYS in c)
-EXPLORE = Page("explore", "/explore", "attention", lambda c: C.WORKING_MEMORY not in c and C.GENERATES_TEXT not in c)
+EXPLORE = Page(
+    "explore",
+    "/explore",
+    "attention",
+    lambda c: not c & {C.WORKING_MEMORY, C.GENERATES_TEXT, C.RECURRENT_STEPS},  # a state, not attention
+)
 SEGMENTS = Page("segments", "/segments", "segment", lambda c: C.SEGMENTS in c)
-MODEL_PAGES = (MEMORY, SEGMENTS, EXPLORE, FF)  # in the order the home page links them
+STATE = Page("state", "/state", "recurrent-step", lambda c: C.RECURRENT_STEPS in c)
+FOCUS = Page("focus", "/focus", "source-attribution", lambda c: C.SOURCE_ATTRIBUTION in c)
+MODEL_PAGES = (MEMORY, SEGMENTS, STATE, EXPLORE, FF, FOCUS)  # in the order the home page links them
 
 COMPARE = Page("compare", "/compare", "translation", lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c)
 UPLOAD = Page("upload", "/upload", "translation", lambda c: C.TRANSLATES in c)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from app.middleware.client_gone import ClientGone, client_gone
 from app.schemas.validation import InputError, shown, visible_text
-from app.services.pages import FF, MEMORY, UPLOAD, Page, home_of
+from app.services.pages import FF, FOCUS, MEMORY, UPLOAD, Page, home_of
 from inference.analyses.attention import attention_stacks, pattern_hook_name
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.analyses.ff_mining import TriggerStore
@@ -39,9 +39,12 @@ from inference.core.interventions import Interventions
 from inference.core.trace import Trace, run_with_trace
 from inference.corpora.ff_study_files import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
 from inference.runs.attribution import Attribution, attribute
+from inference.runs.source_attribution import SourceAttribution, source_attribution
 
 RECENT_TRACE_BYTES = 256 * 2**20  # a trace with every pattern of a 256-token input is tens of MB
 FF_STUDY_BYTES = 512 * 2**20  # the language model's values, embedding and triggers are about 70 MB
+MAX_ATTRIBUTED_SOURCE = 24  # source tokens of a whole-output attribution (the Focus page)
+MAX_ATTRIBUTED_OUTPUTS = 24  # output tokens it attributes
 LOCK_POLL_SECONDS = 0.05  # how often a request waiting for the model checks that its client is still there
 
 
@@ -319,6 +322,19 @@ class Runner:
                 return attribute(loaded, text, position, interventions, decoding=decoding)
             except ValueError as error:  # an output position the translation does not have
                 raise InputError(str(error)) from None
+
+    def source_attribution(self, model: str, text: str, n_steps: int) -> SourceAttribution:
+        """Integrated gradients of the model's first MAX_ATTRIBUTED_OUTPUTS output tokens onto a source of at
+        most MAX_ATTRIBUTED_SOURCE tokens: each output token costs n_steps runs of the whole model."""
+        loaded = self.model_for(model, FOCUS)
+        text = self.check_text(loaded, text)
+        n_tokens = len(loaded.tokenizer.encode(text))
+        if n_tokens > MAX_ATTRIBUTED_SOURCE:
+            raise InputError(
+                f"attribution takes at most {MAX_ATTRIBUTED_SOURCE} source tokens; this text has {n_tokens}"
+            )
+        with self.model_turn():
+            return source_attribution(loaded, text, min(self.max_new_tokens, MAX_ATTRIBUTED_OUTPUTS), n_steps)
 
     def blocks(
         self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY

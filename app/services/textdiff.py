@@ -13,7 +13,11 @@ class DiffPart:
 
 
 def word_diff(original: str, changed: str) -> list[DiffPart]:
-    a, b = original.split(), changed.split()
+    return token_diff(original.split(), changed.split())
+
+
+def token_diff(a: list[str], b: list[str]) -> list[DiffPart]:
+    """The difference of two token sequences, runs joined by spaces."""
     parts = []
     for op, a0, a1, b0, b1 in SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         if op == "equal":

@@ -46,6 +46,7 @@ class Capability(StrEnum):
     FF_KEYS = "ff_keys"  # ReLU feed-forward layers, read as key-value memories
     BEAM_SEARCH = "beam_search"  # decodes its own output by greedy or beam search
     ATTRIBUTION = "attribution"  # integrated gradients onto input tokens and memory slots
+    SOURCE_ATTRIBUTION = "source_attribution"  # integrated gradients of its output onto its embedded source tokens
 
 
 @runtime_checkable
@@ -117,6 +118,11 @@ class Family(Protocol):
         leaves it to the shared mechanism; raises InterventionError if it does not fit."""
         ...
 
+    def source_embedding(self, model: nn.Module) -> nn.Module:
+        """Families with SOURCE_ATTRIBUTION: the module that embeds the source tokens (ids [b, n] -> [b, n, e])
+        and nothing else; the model's forward(src_ids, tgt_in) gives teacher-forced logits [b, t, vocab]."""
+        ...
+
 
 class FamilyDefaults:
     """What a family leaves out, refused with its name: inherit it and write
@@ -141,6 +147,9 @@ class FamilyDefaults:
         self, model: nn.Module, intervention: Intervention, memory_size: int
     ) -> list[tuple[str, HookFn]] | None:
         return None  # the memory size and the shared scale are all
+
+    def source_embedding(self, model: nn.Module) -> nn.Module:
+        raise ValueError(f"a {self.title} model names no source embedding to attribute onto")
 
 
 _FAMILIES: dict[str, Family] = {}  # config `family` value -> family

@@ -8,9 +8,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import Settings
+from app.settings import REPO_ROOT, Settings
 from inference.core.checkpoint import LoadedModel, save_checkpoint
-from tests.conftest import TINY_CORPUS, make_tiny, make_tiny_language_model, make_tiny_working_memory
+from tests.conftest import (
+    TINY_CORPUS,
+    make_tiny,
+    make_tiny_active_memory,
+    make_tiny_language_model,
+    make_tiny_working_memory,
+)
 from training.ff_study import StudyCorpus, run_study
 
 
@@ -60,6 +66,9 @@ def checkpoint_dir(tmp_path_factory, tiny_tokenizer):
         batch_size=2,
         top_k=3,
     )
+    shutil.copytree(REPO_ROOT / "checkpoints" / "neural_gpu_addition", root / "neural_gpu_addition")  # 140 kB, real
+    extended = make_tiny_active_memory(tiny_tokenizer, "extended")
+    save_checkpoint(root / "tiny_extended", extended.model, extended.tokenizer, meta={"training_data": "none"})
     (root / "broken_model").mkdir()
     (root / "broken_model" / "config.json").write_text("{oops")
     shutil.copytree(
@@ -81,6 +90,15 @@ def settings(checkpoint_dir, tmp_path_factory) -> Settings:
         max_upload_lines=20,
         database=tmp_path_factory.mktemp("db") / "memlens.sqlite3",
     )
+
+
+@pytest.fixture(scope="session")
+def shipped_client(tmp_path_factory):
+    """A server on the shipped checkpoints (the pages of paper 001's models are tested on the trained ones)."""
+    database = tmp_path_factory.mktemp("shipped_db") / "memlens.sqlite3"
+    settings = Settings(checkpoint_dir=REPO_ROOT / "checkpoints", device="cpu", database=database)
+    with TestClient(create_app(settings)) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

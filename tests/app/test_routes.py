@@ -17,7 +17,7 @@ TEXT = "ein Hund spielt im Park"
 def test_healthz(client):
     assert client.get("/healthz").json() == {
         "status": "ok",
-        "models": 5,
+        "models": 7,
         "broken": 2,
         "device": "cpu",
     }  # broken_model, broken_tokenizer
@@ -138,17 +138,20 @@ def test_explore_run_bad_input_gets_error_fragment(client, fields, message):
 def test_api_models(client):
     body = client.get("/api/models").json()
     assert [m["name"] for m in body["models"]] == [
+        "neural_gpu_addition",
+        "tiny_extended",
         "tiny_language_model",
         "tiny_membottleneck",
         "tiny_memtransformer",
         "tiny_transformer",
         "tiny_working_memory",
     ]
-    assert body["models"][1]["config"]["memory_size"] == 3 and body["models"][1]["bleu"]["test_2016_flickr"] == 2.5
+    assert body["models"][3]["config"]["memory_size"] == 3 and body["models"][3]["bleu"]["test_2016_flickr"] == 2.5
     capabilities = {m["name"]: set(m["capabilities"]) for m in body["models"]}
     assert {"translates", "memory_tokens"} <= capabilities["tiny_memtransformer"]
     assert "memory_tokens" not in capabilities["tiny_transformer"] and "translates" in capabilities["tiny_transformer"]
     assert {"ff_keys", "generates_text", "next_token"} == capabilities["tiny_language_model"]
+    assert {"translates", "recurrent_steps", "source_attribution"} == capabilities["neural_gpu_addition"]
     assert body["broken"][0]["name"] == "broken_model"
 
 

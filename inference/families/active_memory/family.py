@@ -41,7 +41,10 @@ class ActiveMemoryFamily(FamilyDefaults):
         return ActiveMemoryModel(config)
 
     def capabilities(self, config: ActiveMemoryConfig) -> frozenset[Capability]:
-        return frozenset({Capability.TRANSLATES, Capability.RECURRENT_STEPS})
+        return frozenset({Capability.TRANSLATES, Capability.RECURRENT_STEPS, Capability.SOURCE_ATTRIBUTION})
+
+    def source_embedding(self, model: ActiveMemoryModel) -> torch.nn.Module:
+        return model.embed  # E: the source into the first row of s0
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Every step of every layer, for sources of one length (the state's length, and so the

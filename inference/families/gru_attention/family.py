@@ -30,7 +30,10 @@ class GRUAttentionFamily(FamilyDefaults):
         return GRUAttention(config)
 
     def capabilities(self, config: GRUAttentionConfig) -> frozenset[Capability]:
-        return frozenset({Capability.TRANSLATES})
+        return frozenset({Capability.TRANSLATES, Capability.SOURCE_ATTRIBUTION})
+
+    def source_embedding(self, model: GRUAttention) -> torch.nn.Module:
+        return model.source_embed  # e: the source tokens the bidirectional encoder reads
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Greedy outputs, or teacher-forced on the given targets; the attention of every step."""

@@ -9,7 +9,7 @@ from torch import nn
 from inference.analyses.ff_values import FFMemories, decoder_ff_memories
 from inference.core.checkpoint import LoadedModel
 from inference.core.decoding import pad_batch, strip_after_eos
-from inference.core.family import Capability
+from inference.core.family import Capability, FamilyDefaults
 from inference.core.hooks import HookFn, HookPoint, hook_points
 from inference.core.interventions import BlockMemoryReads, Intervention, InterventionError, Interventions, KnockoutSlots
 from inference.core.trace import Trace, TraceRequest, encode_sources, recording, run_record
@@ -17,7 +17,7 @@ from inference.families.memory_transformer.decoding import decode, greedy_decode
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformer, MemoryTransformerConfig
 
 
-class MemoryTransformerFamily:
+class MemoryTransformerFamily(FamilyDefaults):
     name = "memory_transformer"
     config_names = FAMILIES
     config_type = MemoryTransformerConfig

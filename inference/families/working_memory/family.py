@@ -10,7 +10,7 @@ from torch import nn
 from inference.analyses.ff_values import FFMemories, decoder_ff_memories
 from inference.core.checkpoint import LoadedModel
 from inference.core.decoding import GREEDY, pad_batch
-from inference.core.family import Capability
+from inference.core.family import Capability, FamilyDefaults
 from inference.core.hooks import HookFn, HookPoint, hook_points, select_hook_names
 from inference.core.interventions import (
     BlockMemoryReads,
@@ -38,7 +38,7 @@ from inference.families.working_memory.model import (
 DECISION_HOOKS = ["decoder.wm.choice", "decoder.wm.written"]  # called once per generated element
 
 
-class WorkingMemoryFamily:
+class WorkingMemoryFamily(FamilyDefaults):
     name = "working_memory"
     config_names = (CONFIG_NAME,)
     config_type = WorkingMemoryConfig

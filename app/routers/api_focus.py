@@ -1,0 +1,33 @@
+"""JSON API of source attribution: where a model looks in its source, by integrated gradients and attention."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.routers.deps import RunnerDep
+from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, FocusRequest, FocusResponse
+from app.services.focus import model_focus
+
+router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
+
+
+@router.post("/focus", response_model=FocusResponse, responses=MODEL_ERRORS)
+def focus(request: FocusRequest, runner: RunnerDep) -> dict:
+    """Integrated gradients (Captum) of every token of the model's greedy output onto its embedded source
+    tokens, from a zero source, and the attention of a model that attends to its source (at most 24 source
+    and 24 output tokens: each output token runs the model `steps` times)."""
+    found = model_focus(runner, request.model, request.text, request.steps)
+    view, attribution = found.focus, found.attribution
+    return {
+        "output": found.output,
+        "output_tokens": view.output_tokens,
+        "source_tokens": view.source_tokens,
+        "integrated_gradients": attribution.integrated_gradients,
+        "convergence_delta": attribution.convergence_delta,
+        "attribution_share": view.attribution_share,
+        "attention": view.attention,
+        "attention_stack": found.attention_stack,
+        "peak_attribution": view.peak_attribution,
+        "peak_attention": view.peak_attention,
+        "agreement": view.agreement,
+    }

@@ -1,0 +1,40 @@
+"""JSON API of the recurrent-step models (paper 001's Neural GPUs): every step's state, gates and change."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.routers.deps import RunnerDep
+from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, StateRequest, StateResponse
+from app.services.state import run_state
+
+router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
+DIGITS = 4  # of every returned value
+
+
+def rounded(values):
+    """Nested lists of floats, each to DIGITS places."""
+    return [rounded(v) for v in values] if isinstance(values, list) else round(values, DIGITS)
+
+
+@router.post("/state", response_model=StateResponse, responses=MODEL_ERRORS)
+def state(request: StateRequest, runner: RunnerDep) -> dict:
+    """A recurrent-step model run on one input, step by step, with the interventions (edit_state zeroes or
+    freezes a region of the state from a step on, encoder_steps runs fewer steps, clamp_gate holds a gate):
+    the state after every step per map group, the gates, the change per position and step, the tape."""
+    run = run_state(runner, request.model, request.text, request.interventions)
+    steps = run.steps
+    return {
+        "output": (run.lesioned or run.plain).outputs[0],
+        "plain_output": run.plain.outputs[0],
+        "interventions": request.interventions,
+        "positions": steps.positions,
+        "steps": steps.steps,
+        "stacks": steps.stacks,
+        "map_groups": steps.map_groups,
+        "state": rounded(steps.state),
+        "update": rounded(steps.update),
+        "reset": rounded(steps.reset),
+        "change": rounded(steps.change),
+        "tape": rounded(steps.tape) if steps.tape is not None else None,
+    }

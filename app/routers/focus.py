@@ -1,0 +1,94 @@
+"""The Focus page: for one sentence, where each of two models looks in its
+source, by integrated gradients of every output token onto the source tokens
+and, for a model that attends to its source, by its attention, side by side
+(paper 001: the Extended Neural GPU, which has no attention, beside the GRU
+with attention)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+
+from app.figures.focus import focus_map
+from app.routers.deps import RunnerDep
+from app.routers.rendering import figure_json, render
+from app.schemas.validation import INTEGRATION_STEPS, FieldText, IntegrationSteps, ModelName
+from app.services.focus import model_focus
+from app.services.pages import FOCUS
+from app.services.runner import Runner
+from inference.analyses.focus import source_attention_stack
+
+router = APIRouter(include_in_schema=False)
+DEFAULT_STEPS = 16
+DEMO = "Ein Hund rennt über die Wiese."
+
+
+def attends(runner: Runner, model: str) -> bool:
+    return source_attention_stack(runner.model(model).model) is not None
+
+
+def partner(runner: Runner, model: str, available: list[str]) -> str:
+    """The model shown beside `model` at first: one that focuses the other way (attends where it does not),
+    else the next one."""
+    others = [name for name in available if name != model]
+    if not others:
+        return ""
+    differs = [name for name in others if attends(runner, name) != attends(runner, model)]
+    return (differs or others)[0]
+
+
+@router.get("/focus")
+def focus_page(
+    request: Request,
+    runner: RunnerDep,
+    model: Annotated[ModelName | None, Query()] = None,
+    other: Annotated[ModelName | None, Query()] = None,
+    text: Annotated[FieldText, Query()] = "",
+):
+    available, model = runner.page_models(model, FOCUS)
+    runner.model_for(model, FOCUS)
+    return render(
+        request,
+        "pages/focus.html",
+        models=available,
+        model=model,
+        other=other or partner(runner, model, available),
+        text=text or DEMO,
+        steps=INTEGRATION_STEPS,
+        default_steps=DEFAULT_STEPS,
+    )
+
+
+@router.post("/focus/run")
+def focus_run(
+    request: Request,
+    runner: RunnerDep,
+    model: Annotated[ModelName, Form()],
+    text: Annotated[FieldText, Form()] = "",
+    other: Annotated[ModelName | None, Form()] = None,
+    steps: Annotated[IntegrationSteps, Form()] = DEFAULT_STEPS,
+):
+    models = [model] if not other or other == model else [model, other]
+    for name in models:
+        runner.model_for(name, FOCUS)  # both refused before either runs
+    shown = [model_focus(runner, name, text, steps) for name in models]
+    figures = {}
+    for i, found in enumerate(shown):
+        view = found.focus
+        figures[f"attribution-{i}"] = focus_map(
+            view.attribution_share, view.output_tokens, view.source_tokens,
+            f"{found.model}: share of |integrated gradients| per output token",
+        )  # fmt: skip
+        if view.attention is not None:
+            figures[f"attention-{i}"] = focus_map(
+                view.attention, view.output_tokens, view.source_tokens,
+                f"{found.model}: attention ({found.attention_stack}, mean over heads)",
+            )  # fmt: skip
+    return render(
+        request,
+        "partials/focus_results.html",
+        shown=shown,
+        steps=steps,
+        figures={name: figure_json(figure) for name, figure in figures.items()},
+    )

@@ -1,0 +1,83 @@
+"""The State page's and /api/state's run: a recurrent-step model traced on one
+input, plainly and under a lesion of its state, checked against the run's
+own steps and positions, with the steps the views play."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.schemas.validation import InputError
+from app.services.pages import STATE
+from app.services.runner import Runner
+from app.services.textdiff import DiffPart, token_diff
+from inference.analyses.state import StateSteps, state_hooks, state_steps
+from inference.core.hooks import hook_points
+from inference.core.interventions import ClampGate, EditState, EncoderSteps, Interventions
+from inference.core.tokenizer import SPECIAL_TOKENS
+from inference.core.trace import Trace
+
+CARRY_PROBE_BITS = 8  # the operands' length of the carry probes, as the addition checkpoints are trained
+
+
+@dataclass
+class StateRun:
+    plain: Trace
+    lesioned: Trace | None  # None: no lesion asked
+    steps: StateSteps  # of the lesioned run where there is one, else of the plain run
+    plain_steps: StateSteps
+    diff: list[DiffPart] | None  # the lesioned output against the plain one, token by token
+
+
+def examples(task: str | None, example: str) -> list[tuple[str, str]]:
+    """(label, input) presets: the checkpoint's own example, and for binary addition (least significant bit
+    first) inputs whose carry has to travel: 0111...1 + 1 and shorter chains."""
+    presets = [("example", example)] if example else []
+    if task == "addition":
+        n = CARRY_PROBE_BITS
+        for chain in (n - 1, n // 2, 2):
+            a = "1" * chain + "0" * (n - chain)  # LSB first: `chain` ones at the bottom
+            presets.append((f"carry through {chain} bits", f"{a}+1{'0' * (n - 1)}"))
+    return presets
+
+
+def checked_text(runner: Runner, model: str, text: str) -> str:
+    """The text within the runner's limits and the model's vocabulary."""
+    loaded = runner.model_for(model, STATE)
+    text = runner.check_text(loaded, text)
+    tokenizer = loaded.tokenizer
+    unknown = sorted({c for c in text if tokenizer.unk_id in tokenizer.encode(c) and not c.isspace()})
+    if unknown:
+        raise InputError(f"the model's vocabulary has no token for {' '.join(repr(c) for c in unknown[:10])}")
+    return text
+
+
+def check_lesion(lesion: Interventions, steps: StateSteps) -> None:
+    """Steps and positions of the lesion within the plain run's."""
+    last, length = steps.steps[-1], len(steps.positions)
+    encoder_steps = steps.stacks.count("encoder")
+    for item in lesion:
+        if isinstance(item, EditState | ClampGate) and item.from_step > last:
+            raise InputError(f"step {item.from_step} is beyond this run: its steps are 0 to {last}")
+        if isinstance(item, EditState):
+            if item.start >= length or (item.stop is not None and item.stop > length):
+                raise InputError(f"the region must lie within the state's {length} positions (0 to {length - 1})")
+        if isinstance(item, EncoderSteps) and item.steps > encoder_steps:
+            raise InputError(f"{item.steps} encoder steps: this input runs {encoder_steps}")
+
+
+def output_tokens(trace: Trace) -> list[str]:
+    """The first output's tokens, without the special ones (which the shown output drops too)."""
+    return [token for token in trace.tokens["tgt"][0] if token not in SPECIAL_TOKENS]
+
+
+def run_state(runner: Runner, model: str, text: str, lesion: Interventions) -> StateRun:
+    text = checked_text(runner, model, text)
+    names = state_hooks(list(hook_points(runner.model(model).model)))
+    plain = runner.trace(model, text, Interventions(), names=names)
+    plain_steps = state_steps(plain)
+    if lesion.is_noop():
+        return StateRun(plain, None, plain_steps, plain_steps, None)
+    check_lesion(lesion, plain_steps)
+    lesioned = runner.trace(model, text, lesion, names=names)
+    diff = token_diff(output_tokens(plain), output_tokens(lesioned))
+    return StateRun(plain, lesioned, state_steps(lesioned), plain_steps, diff)

@@ -1,0 +1,100 @@
+"""A recurrent-step model's state, step by step, from a trace: what the State
+page plays and the JSON API returns.
+
+A model with the RECURRENT_STEPS capability hooks `input` (the state before
+the first step) and, for every step of every layer of each stack
+(`encoder`, and `decoder` where there is one), `{stack}.layers.{i}.state`,
+`.update_gate` and `.reset_gate`, each [batch map width length] with the
+step's global index; a decoder that reads an output tape hooks it as
+`{stack}.tape`. Every function reads the first row of the batch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from inference.core.trace import Trace
+
+LAYER_HOOK = re.compile(r"^(?P<stack>\w+)\.layers\.(?P<layer>\d+)\.(?P<kind>state|update_gate|reset_gate)$")
+MAP_GROUPS = 4
+
+
+@dataclass(frozen=True)
+class StateSteps:
+    positions: list[str]  # the state's length axis: the source tokens, then padding
+    steps: list[int]  # the global index of every step, in order (encoder steps, then decoder steps)
+    stacks: list[str]  # the stack of each step ("encoder", "decoder")
+    map_groups: list[tuple[int, int]]  # (first map, last map + 1) of each group
+    state: list  # [steps, groups, width, length]: each map group's mean of the state after the step's last layer
+    state_range: tuple[float, float]  # the least and largest value of `state` over all steps: one colour scale
+    update: list  # [steps, length]: the update gate, mean over layers, maps and width (1: the state is kept)
+    reset: list  # [steps, length]: the reset gate, the same mean
+    change: list  # [steps, length]: L2 norm over maps and width of the state after the step minus before it
+    tape: list | None  # [decoder steps, length]: L2 norm over maps and width of the output tape; None: no tape
+
+
+def state_hooks(names: list[str]) -> list[str]:
+    """Of a model's hook point names, those the state views read."""
+    return [name for name in names if name == "input" or LAYER_HOOK.match(name) or name.endswith(".tape")]
+
+
+def _row(trace: Trace, name: str) -> list[tuple[int, torch.Tensor]]:
+    """(global step, tensor [map width length] of the first row) of every call of a hook, in step order."""
+    calls = trace.captures[name].calls
+    return sorted((call.index.get("step", 0), call.tensor[0].float()) for call in calls)
+
+
+def _layers(trace: Trace) -> dict[str, dict[str, list[str]]]:
+    """{stack: {"state" | "update_gate" | "reset_gate": hook names by layer}}, stacks in order of first step."""
+    found: dict[str, dict[str, dict[int, str]]] = {}
+    for name in trace.captures:
+        match = LAYER_HOOK.match(name)
+        if match:
+            kinds = found.setdefault(match["stack"], {})
+            kinds.setdefault(match["kind"], {})[int(match["layer"])] = name
+    if not found:
+        raise ValueError("the trace has no recurrent-step hooks: trace the names state_hooks gives")
+    first_step = {stack: _row(trace, kinds["state"][0])[0][0] for stack, kinds in found.items()}
+    return {
+        stack: {kind: [names[i] for i in sorted(names)] for kind, names in found[stack].items()}
+        for stack in sorted(found, key=first_step.get)
+    }
+
+
+def state_steps(trace: Trace, groups: int = MAP_GROUPS) -> StateSteps:
+    """Every step of a traced recurrent-step run (the first source of the trace)."""
+    stacks = _layers(trace)
+    steps, stack_of, state, update, reset, change = [], [], [], [], [], []
+    before = trace.captures["input"].calls[0].tensor[0].float()  # [map width length]
+    maps = before.shape[0]
+    bounds = [(g * maps // groups, (g + 1) * maps // groups) for g in range(min(groups, maps))]
+    for stack, kinds in stacks.items():
+        last = _row(trace, kinds["state"][-1])  # (step, [map width length]) after the last layer
+        gates = {kind: [_row(trace, name) for name in kinds[kind]] for kind in ("update_gate", "reset_gate")}
+        for i, (step, after) in enumerate(last):
+            steps.append(step)
+            stack_of.append(stack)
+            state.append([after[a:b].mean(dim=0).tolist() for a, b in bounds])  # groups x [width length]
+            for kind, out in (("update_gate", update), ("reset_gate", reset)):
+                per_layer = torch.stack([layer[i][1] for layer in gates[kind]])  # [layers map width length]
+                out.append(per_layer.mean(dim=(0, 1, 2)).tolist())  # [length]
+            change.append((after - before).norm(dim=(0, 1)).tolist())  # [length]
+            before = after
+    flat = [v for step in state for group in step for row in group for v in row]
+    tape_hooks = [name for name in trace.captures if name.endswith(".tape")]
+    tape = [t.norm(dim=(0, 1)).tolist() for _, t in _row(trace, tape_hooks[0])] if tape_hooks else None
+    return StateSteps(
+        positions=trace.tokens["state"][0],
+        steps=steps,
+        stacks=stack_of,
+        map_groups=bounds,
+        state=state,
+        state_range=(min(flat), max(flat)),
+        update=update,
+        reset=reset,
+        change=change,
+        tape=tape,
+    )
