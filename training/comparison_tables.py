@@ -11,6 +11,7 @@ from training.comparisons import Comparisons, Run, difference_cell, method_note,
 from training.outputs import AS_TRAINED, MASKED, memory_condition, memory_size_of
 
 BASELINE = "transformer"
+SHORT_SCHEDULE = "short_schedule"  # checkpoints/short_schedule/<name>: a model's run on a shorter schedule
 HEAD = "| BLEU | chrF | length ratio | BLEU difference | chrF difference |"
 RULE = "|---|---|---|---|---|"
 
@@ -21,16 +22,38 @@ def _row(label: str, comparisons: Comparisons, run: Run, against: Run | None) ->
     return f"| {label} | {quality_cells(comparisons.quality(run))} | {bleu} | {chrf} |"
 
 
+def same_schedule(comparisons: Comparisons, model: str, name: str) -> str | None:
+    """`name`'s run trained for as many epochs as `model` (the shipped one or its short-schedule run); None."""
+    for run in (name, f"{SHORT_SCHEDULE}/{name}"):
+        if comparisons.has(run) and comparisons.epochs(run) == comparisons.epochs(model):
+            return run
+    return None
+
+
 def variants_against_baseline(comparisons: Comparisons, variants: dict[str, str]) -> list[str]:
-    """Table 1: each variant (folder -> label) minus the baseline Transformer."""
+    """Table 1: each variant (folder -> label) minus the baseline Transformer trained for as many epochs."""
     shown = [name for name in variants if comparisons.has(name)]
     if not shown:
         return ["No stored test outputs yet (`python -m training outputs`)."]
-    lines = ["| model " + HEAD, "|---" + RULE]
+    lines = ["| model | epochs " + HEAD, "|---|---" + RULE]
     for name in shown:
-        against = (BASELINE, AS_TRAINED) if name != BASELINE else None
-        lines.append(_row(variants[name], comparisons, (name, AS_TRAINED), against))
+        baseline = same_schedule(comparisons, name, BASELINE) if name != BASELINE else None
+        against = (baseline, AS_TRAINED) if baseline else None
+        lines.append(_row(f"{variants[name]} | {comparisons.epochs(name)}", comparisons, (name, AS_TRAINED), against))
     return [*lines, *method_note()]
+
+
+def schedule_against_short(comparisons: Comparisons, variants: dict[str, str]) -> list[str]:
+    """Each model that has a short-schedule run: that run, and the shipped run minus it."""
+    lines = ["| model | epochs " + HEAD, "|---|---" + RULE]
+    for name, label in variants.items():
+        short = f"{SHORT_SCHEDULE}/{name}"
+        if not (comparisons.has(name) and comparisons.has(short)):
+            continue
+        lines.append(_row(f"{label} | {comparisons.epochs(short)}", comparisons, (short, AS_TRAINED), None))
+        longer = f"{label} | {comparisons.epochs(name)} (against {comparisons.epochs(short)})"
+        lines.append(_row(longer, comparisons, (name, AS_TRAINED), (short, AS_TRAINED)))
+    return [*lines, *method_note()] if len(lines) > 2 else []
 
 
 def lesions_against_trained_size(comparisons: Comparisons, models: dict[str, str]) -> list[str]:

@@ -149,8 +149,15 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
     from training.run import run_training
 
     checkpoints = tmp_path / "checkpoints"
-    for name, epochs in (("transformer", 1), ("memtransformer_5", 3)):  # two different models under those names
-        run_training(tiny_config(epochs=epochs), synthetic_data_dir, checkpoints / name, tmp_path / name, device="cpu")
+    runs = (
+        ("transformer", 3, 0),
+        ("short_schedule/transformer", 1, 0),
+        ("memtransformer_5", 3, 1),
+        ("memtransformer_10", 1, 1),
+    )
+    for name, epochs, seed in runs:  # different models under those names; the baseline on two schedules
+        config = tiny_config(epochs=epochs, seed=seed)
+        run_training(config, synthetic_data_dir, checkpoints / name, tmp_path / name, device="cpu")
         assert main(["outputs", str(checkpoints / name), "--data-dir", str(synthetic_data_dir), "--device", "cpu"]) == 0
     out, reading = tmp_path / "results.md", tmp_path / "reading.md"
     args = ["--checkpoints", str(checkpoints), "--out", str(out), "--reading", str(reading)]
@@ -164,11 +171,21 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
     chrf = sacrebleu.corpus_chrf(variant[AS_TRAINED], [references]).score
     bleu_difference = bleu.score - sacrebleu.corpus_bleu(baseline, [references]).score
     chrf_difference = chrf - sacrebleu.corpus_chrf(baseline, [references]).score
-    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| MemTransformer 5 | ")]
-    cells = next(cells for cells in rows if len(cells) == 6)  # label, BLEU, chrF, ratio, 2 differences
-    assert cells[1:4] == [f"{bleu.score:.2f}", f"{chrf:.2f}", f"{bleu.sys_len / bleu.ref_len:.3f}"]
-    assert cells[4].startswith(f"{bleu_difference:+.2f} [") and " p=" in cells[4]
-    assert cells[5].startswith(f"{chrf_difference:+.2f} [") and abs(chrf_difference) > 0.5
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| MemTransformer 5 | 3 | ")]
+    cells = next(cells for cells in rows if len(cells) == 7)  # label, epochs, BLEU, chrF, ratio, 2 differences
+    assert cells[2:5] == [f"{bleu.score:.2f}", f"{chrf:.2f}", f"{bleu.sys_len / bleu.ref_len:.3f}"]
+    assert cells[5].startswith(f"{bleu_difference:+.2f} [") and " p=" in cells[5]
+    assert cells[6].startswith(f"{chrf_difference:+.2f} [") and abs(chrf_difference) > 0.5
+    # a 1-epoch variant is compared with the 1-epoch baseline, not the 3-epoch one
+    short = read_outputs(checkpoints / "short_schedule" / "transformer")["outputs"][AS_TRAINED]
+    one_epoch = read_outputs(checkpoints / "memtransformer_10")["outputs"][AS_TRAINED]
+    expected = sacrebleu.corpus_bleu(one_epoch, [references]).score - sacrebleu.corpus_bleu(short, [references]).score
+    row = next(line for line in text.splitlines() if line.startswith("| MemTransformer 10 | 1 | "))
+    assert row.split(" | ")[5].startswith(f"{expected:+.2f} [")
+    # the training-length table: the 3-epoch baseline against its 1-epoch run
+    longer = sacrebleu.corpus_bleu(baseline, [references]).score - sacrebleu.corpus_bleu(short, [references]).score
+    row = next(line for line in text.splitlines() if line.startswith("| Transformer (baseline) | 3 (against 1) | "))
+    assert row.split(" | ")[5].startswith(f"{longer:+.2f} [")
     lesion = sacrebleu.corpus_bleu(variant[memory_condition(0)], [references]).score
     assert any(line.startswith(f"| MemTransformer 5 | 0 | {lesion:.2f} | ") for line in text.splitlines())
     assert "| MemTransformer 5 | 2 (trained) | " in text  # the tiny config trains 2 slots
