@@ -69,6 +69,4 @@ document.addEventListener("click", (event) => {
     htmx.trigger("#state", "submit");
   }
 });
-document.addEventListener("htmx:beforeSwap", (event) => {
-  if (event.detail.target.id === "results") stopPlaying();  // the frames it plays are being replaced
-});
+document.addEventListener("htmx:beforeSwap", stopPlaying);  // results or the whole page: its frames go

@@ -90,6 +90,10 @@ def state_figures(steps: StateSteps, shown: int) -> dict[str, go.Figure]:
         decoder_from = steps.stacks.index("decoder")
         tape = [[0.0] * len(steps.positions)] * decoder_from + steps.tape  # the encoder steps have no tape
         figures["tape"] = step_grid(
-            tape, steps, "Output tape at each decoder step (L2 of the written embeddings)", "Purples", shown
+            tape,
+            steps,
+            "Output tape read by each decoder step (L2 of the embeddings written before it)",
+            "Purples",
+            shown,
         )
     return figures

@@ -6,15 +6,9 @@ from fastapi import APIRouter
 
 from app.routers.deps import RunnerDep
 from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, StateRequest, StateResponse
-from app.services.state import run_state
+from app.services.state import rounded, run_state
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
-DIGITS = 4  # of every returned value
-
-
-def rounded(values):
-    """Nested lists of floats, each to DIGITS places."""
-    return [rounded(v) for v in values] if isinstance(values, list) else round(values, DIGITS)
 
 
 @router.post("/state", response_model=StateResponse, responses=MODEL_ERRORS)

@@ -29,13 +29,13 @@ def attends(runner: Runner, model: str) -> bool:
 
 
 def partner(runner: Runner, model: str, available: list[str]) -> str:
-    """The model shown beside `model` at first: one that focuses the other way (attends where it does not),
-    else the next one."""
-    others = [name for name in available if name != model]
-    if not others:
-        return ""
+    """The model shown beside `model` at first: one trained on the same task (translation: none named) that
+    focuses the other way (attends where it does not), else the next such; "" where there is none."""
+    entries = runner.registry.entries
+    task = entries[model].meta.get("task")
+    others = [name for name in available if name != model and entries[name].meta.get("task") == task]
     differs = [name for name in others if attends(runner, name) != attends(runner, model)]
-    return (differs or others)[0]
+    return (differs or others or [""])[0]
 
 
 @router.get("/focus")
@@ -47,14 +47,14 @@ def focus_page(
     text: Annotated[FieldText, Query()] = "",
 ):
     available, model = runner.page_models(model, FOCUS)
-    runner.model_for(model, FOCUS)
+    example = runner.model_for(model, FOCUS).meta.get("example")  # a task model's own input; else a sentence
     return render(
         request,
         "pages/focus.html",
         models=available,
         model=model,
         other=other or partner(runner, model, available),
-        text=text or DEMO,
+        text=text or example or DEMO,
         steps=INTEGRATION_STEPS,
         default_steps=DEFAULT_STEPS,
     )
@@ -71,7 +71,7 @@ def focus_run(
 ):
     models = [model] if not other or other == model else [model, other]
     for name in models:
-        runner.model_for(name, FOCUS)  # both refused before either runs
+        runner.attributable_text(name, text)  # either refused before either runs
     shown = [model_focus(runner, name, text, steps) for name in models]
     figures = {}
     for i, found in enumerate(shown):

@@ -19,7 +19,7 @@ from app.routers.rendering import figure_json, redirect_elsewhere, render
 from app.schemas.validation import MAX_INDEX, FieldText, ModelName
 from app.services.pages import STATE
 from app.services.runner import Runner
-from app.services.state import examples, run_state
+from app.services.state import examples, rounded, run_state
 from inference.core.family import family_of
 from inference.core.interventions import ClampGate, EditState, EncoderSteps, Interventions
 
@@ -90,7 +90,6 @@ def state_run(
     clamp_from: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
 ):
     """Run plainly and, when a lesion is set, lesioned; the views follow the lesioned run."""
-    state_controls(runner, model)  # a model the page does not show is refused before the run
     lesion = state_lesion(edit, edit_from, edit_start, edit_stop, encoder_steps, clamp, clamp_value, clamp_from)
     run = run_state(runner, model, text, lesion)
     shown = len(run.steps.steps) - 1  # the final state first; the slider plays from step 0
@@ -99,7 +98,7 @@ def state_run(
     frames = json.dumps(
         {
             "labels": labels,
-            "state": [[[[round(v, 4) for v in row] for row in group] for group in step] for step in run.steps.state],
+            "state": rounded(run.steps.state),
         }
     )  # what state.js plays: the heatmaps' z of every step; numbers and step names only
     return render(

@@ -25,7 +25,8 @@ class ModelFocus:
 def model_focus(runner: Runner, model: str, text: str, n_steps: int) -> ModelFocus:
     attribution = runner.source_attribution(model, text, n_steps)
     stack = source_attention_stack(runner.model(model).model)
-    trace = runner.trace(model, text, Interventions(), names=["*.pattern"] if stack else ["logits"])
+    names = ["*.pattern"] if stack else ["logits"]
+    trace = runner.trace(model, text, Interventions(), names, max_new_tokens=runner.attributed_outputs)
     attention = layer_attention(trace, *stack) if stack else None
     return ModelFocus(
         model=model,

@@ -44,7 +44,7 @@ from inference.runs.source_attribution import SourceAttribution, source_attribut
 RECENT_TRACE_BYTES = 256 * 2**20  # a trace with every pattern of a 256-token input is tens of MB
 FF_STUDY_BYTES = 512 * 2**20  # the language model's values, embedding and triggers are about 70 MB
 MAX_ATTRIBUTED_SOURCE = 24  # source tokens of a whole-output attribution (the Focus page)
-MAX_ATTRIBUTED_OUTPUTS = 24  # output tokens it attributes
+MAX_ATTRIBUTED_OUTPUTS = 24  # output tokens it attributes (and the Focus page's outputs: the maps' rows)
 LOCK_POLL_SECONDS = 0.05  # how often a request waiting for the model checks that its client is still there
 
 
@@ -187,13 +187,16 @@ class Runner:
         names: list[str] | None,
         seed: int = 0,
         decoding: Decoding = GREEDY,
+        max_new_tokens: int | None = None,
     ) -> Trace:
         """The model's own output for `text` under `interventions`, traced
-        (`seed`: the sampling seed of a model that samples; `decoding`: greedy or beam search).
+        (`seed`: the sampling seed of a model that samples; `decoding`: greedy or beam search;
+        `max_new_tokens`: fewer than the configured limit).
 
         Recent traces are kept: toggling a lesion back and forth, or
         switching the layer on view, re-runs nothing."""
-        return self._recent_trace(self.model(model), text, interventions, names, self.max_new_tokens, seed, decoding)
+        new_tokens = min(max_new_tokens or self.max_new_tokens, self.max_new_tokens)
+        return self._recent_trace(self.model(model), text, interventions, names, new_tokens, seed, decoding)
 
     def _recent_trace(
         self,
@@ -323,18 +326,36 @@ class Runner:
             except ValueError as error:  # an output position the translation does not have
                 raise InputError(str(error)) from None
 
-    def source_attribution(self, model: str, text: str, n_steps: int) -> SourceAttribution:
-        """Integrated gradients of the model's first MAX_ATTRIBUTED_OUTPUTS output tokens onto a source of at
-        most MAX_ATTRIBUTED_SOURCE tokens: each output token costs n_steps runs of the whole model."""
+    @staticmethod
+    def check_vocabulary(loaded: LoadedModel, text: str) -> str:
+        """The text, if the model's tokenizer has a token for every character of it (a task model's is small)."""
+        tokenizer = loaded.tokenizer
+        unknown = sorted({c for c in text if not c.isspace() and tokenizer.unk_id in tokenizer.encode(c)})
+        if unknown:
+            raise InputError(f"the model's vocabulary has no token for {' '.join(repr(c) for c in unknown[:10])}")
+        return text
+
+    def attributable_text(self, model: str, text: str) -> str:
+        """The text, if the model can attribute its whole output onto it: a source-attribution model and at
+        most MAX_ATTRIBUTED_SOURCE tokens (each output token costs n_steps runs of the whole model)."""
         loaded = self.model_for(model, FOCUS)
-        text = self.check_text(loaded, text)
+        text = self.check_vocabulary(loaded, self.check_text(loaded, text))
         n_tokens = len(loaded.tokenizer.encode(text))
         if n_tokens > MAX_ATTRIBUTED_SOURCE:
             raise InputError(
                 f"attribution takes at most {MAX_ATTRIBUTED_SOURCE} source tokens; this text has {n_tokens}"
             )
+        return text
+
+    def source_attribution(self, model: str, text: str, n_steps: int) -> SourceAttribution:
+        """Integrated gradients of the model's first MAX_ATTRIBUTED_OUTPUTS output tokens onto its source."""
+        text = self.attributable_text(model, text)
         with self.model_turn():
-            return source_attribution(loaded, text, min(self.max_new_tokens, MAX_ATTRIBUTED_OUTPUTS), n_steps)
+            return source_attribution(self.model(model), text, self.attributed_outputs, n_steps)
+
+    @property
+    def attributed_outputs(self) -> int:
+        return min(self.max_new_tokens, MAX_ATTRIBUTED_OUTPUTS)
 
     def blocks(
         self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY

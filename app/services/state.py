@@ -17,6 +17,8 @@ from inference.core.tokenizer import SPECIAL_TOKENS
 from inference.core.trace import Trace
 
 CARRY_PROBE_BITS = 8  # the operands' length of the carry probes, as the addition checkpoints are trained
+MAX_STATE_SOURCE_TOKENS = 48  # a run keeps every step's state: steps and positions both grow with the input
+DIGITS = 4  # of every value the page's player and the JSON API send
 
 
 @dataclass
@@ -45,10 +47,15 @@ def checked_text(runner: Runner, model: str, text: str) -> str:
     loaded = runner.model_for(model, STATE)
     text = runner.check_text(loaded, text)
     tokenizer = loaded.tokenizer
-    unknown = sorted({c for c in text if tokenizer.unk_id in tokenizer.encode(c) and not c.isspace()})
-    if unknown:
-        raise InputError(f"the model's vocabulary has no token for {' '.join(repr(c) for c in unknown[:10])}")
-    return text
+    n_tokens = len(tokenizer.encode(text))
+    if n_tokens > MAX_STATE_SOURCE_TOKENS:
+        raise InputError(f"the state views take at most {MAX_STATE_SOURCE_TOKENS} tokens; this input has {n_tokens}")
+    return runner.check_vocabulary(loaded, text)
+
+
+def rounded(values):
+    """Nested lists of floats, each to DIGITS places."""
+    return [rounded(v) for v in values] if isinstance(values, list) else round(values, DIGITS)
 
 
 def check_lesion(lesion: Interventions, steps: StateSteps) -> None:

@@ -37,14 +37,25 @@ class StateSteps:
 
 
 def state_hooks(names: list[str]) -> list[str]:
-    """Of a model's hook point names, those the state views read."""
-    return [name for name in names if name == "input" or LAYER_HOOK.match(name) or name.endswith(".tape")]
+    """Of a model's hook point names, those the state views read: the input, every layer's gates, the tape,
+    and of the states only each stack's last layer's (the state after a step)."""
+    last: dict[str, int] = {}
+    for match in filter(None, map(LAYER_HOOK.match, names)):
+        last[match["stack"]] = max(last.get(match["stack"], 0), int(match["layer"]))
+
+    def read(name: str) -> bool:
+        match = LAYER_HOOK.match(name)
+        if match is None:
+            return name == "input" or name.endswith(".tape")
+        return match["kind"] != "state" or int(match["layer"]) == last[match["stack"]]
+
+    return [name for name in names if read(name)]
 
 
 def _row(trace: Trace, name: str) -> list[tuple[int, torch.Tensor]]:
     """(global step, tensor [map width length] of the first row) of every call of a hook, in step order."""
     calls = trace.captures[name].calls
-    return sorted((call.index.get("step", 0), call.tensor[0].float()) for call in calls)
+    return sorted(((call.index.get("step", 0), call.tensor[0].float()) for call in calls), key=lambda p: p[0])
 
 
 def _layers(trace: Trace) -> dict[str, dict[str, list[str]]]:
@@ -57,7 +68,7 @@ def _layers(trace: Trace) -> dict[str, dict[str, list[str]]]:
             kinds.setdefault(match["kind"], {})[int(match["layer"])] = name
     if not found:
         raise ValueError("the trace has no recurrent-step hooks: trace the names state_hooks gives")
-    first_step = {stack: _row(trace, kinds["state"][0])[0][0] for stack, kinds in found.items()}
+    first_step = {stack: _row(trace, next(iter(kinds["state"].values())))[0][0] for stack, kinds in found.items()}
     return {
         stack: {kind: [names[i] for i in sorted(names)] for kind, names in found[stack].items()}
         for stack in sorted(found, key=first_step.get)

@@ -13,7 +13,6 @@ from inference.core.checkpoint import LoadedModel, save_checkpoint
 from tests.conftest import (
     TINY_CORPUS,
     make_tiny,
-    make_tiny_active_memory,
     make_tiny_language_model,
     make_tiny_working_memory,
 )
@@ -67,8 +66,7 @@ def checkpoint_dir(tmp_path_factory, tiny_tokenizer):
         top_k=3,
     )
     shutil.copytree(REPO_ROOT / "checkpoints" / "neural_gpu_addition", root / "neural_gpu_addition")  # 140 kB, real
-    extended = make_tiny_active_memory(tiny_tokenizer, "extended")
-    save_checkpoint(root / "tiny_extended", extended.model, extended.tokenizer, meta={"training_data": "none"})
+    shutil.copytree(REPO_ROOT / "checkpoints" / "extended_neural_gpu_de_en", root / "extended_neural_gpu_de_en")
     (root / "broken_model").mkdir()
     (root / "broken_model" / "config.json").write_text("{oops")
     shutil.copytree(

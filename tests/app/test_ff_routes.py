@@ -134,8 +134,8 @@ def test_the_language_model_is_refused_where_a_translator_is_needed(client):
     response = client.post("/api/translate", json={"model": LM, "text": "a man"})
     assert response.status_code == 400 and response.json()["detail"].startswith(
         "tiny_language_model is not a translation model: its views are on the FF memories page (/ff); "
-        "translation models: neural_gpu_addition, tiny_extended, tiny_membottleneck, tiny_memtransformer, "
-        "tiny_transformer, tiny_working_memory"
+        "translation models: extended_neural_gpu_de_en, neural_gpu_addition, tiny_membottleneck, "
+        "tiny_memtransformer, tiny_transformer, tiny_working_memory"
     )
     redirect = client.get("/explore", params={"model": LM}, follow_redirects=False)
     assert redirect.status_code == 303 and redirect.headers["location"].startswith("/ff?model=tiny_language_model")

@@ -31,6 +31,9 @@ def test_the_page_puts_a_model_that_attends_beside_one_that_does_not(client):
     assert selected[:2] == [EXTENDED, GRU]
     offered = re.findall(r'<option value="(\w+)"', page.text.split('name="model"')[1].split("</select>")[0])
     assert EXTENDED in offered and GRU in offered and "transformer" not in offered
+    task = client.get("/focus?model=neural_gpu_addition")  # a task model: its own example, no translator beside
+    assert re.search(r'<textarea name="text"[^>]*>[01]+\+[01]+</textarea>', task.text)
+    assert re.findall(r'<option value="(\w*)" selected', task.text)[:2] == ["neural_gpu_addition", ""]
 
 
 def test_a_run_shows_both_models_maps_and_their_summary(client):
@@ -69,9 +72,11 @@ def test_bad_input_gets_a_clear_4xx(client):
         ({"text": ""}, 400, "the text is empty"),
         ({"other": "language_model"}, 400, "language_model is not a source-attribution model"),
         ({"other": "nope"}, 404, "unknown model"),
+        ({"other": "neural_gpu_addition"}, 400, "the model's vocabulary"),
     ]
     for fields, status, message in cases:
         response = client.post("/focus/run", data={"model": EXTENDED, "text": SENTENCE, **fields})
-        assert response.status_code == status and message in response.text, (fields, response.text[-300:])
+        shown = response.text.replace("&#39;", "'")
+        assert response.status_code == status and message in shown, (fields, response.text[-300:])
     api = client.post("/api/focus", json={"model": EXTENDED, "text": SENTENCE, "steps": 5})
     assert api.status_code == 422 and "integration steps" in api.json()["detail"]

@@ -60,7 +60,6 @@ def test_the_schema_examples_are_accepted(spec, client):
         "transformer": "tiny_transformer",
         "working_memory_de_en": "tiny_working_memory",
         "language_model": "tiny_language_model",
-        "extended_neural_gpu_de_en": "tiny_extended",
     }
     schemas = spec["components"]["schemas"]
     sent = 0

@@ -138,8 +138,8 @@ def test_explore_run_bad_input_gets_error_fragment(client, fields, message):
 def test_api_models(client):
     body = client.get("/api/models").json()
     assert [m["name"] for m in body["models"]] == [
+        "extended_neural_gpu_de_en",
         "neural_gpu_addition",
-        "tiny_extended",
         "tiny_language_model",
         "tiny_membottleneck",
         "tiny_memtransformer",

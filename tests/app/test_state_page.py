@@ -101,6 +101,7 @@ def test_bad_input_gets_a_clear_4xx(client):
     cases = [
         ({"text": "1101+2"}, "the model's vocabulary has no token for '2'"),
         ({"text": ""}, "the text is empty"),
+        ({"text": "1" * 30 + "+" + "1" * 30}, "the state views take at most 48 tokens; this input has 61"),
         ({"edit": "zero", "edit_from": 40}, "step 40 is beyond this run: its steps are 0 to 17"),
         ({"edit": "zero", "edit_start": 30}, "the region must lie within the state's 18 positions"),
         ({"edit": "zero", "edit_start": 5, "edit_stop": 5}, "empty"),

@@ -17,7 +17,9 @@ def open_focus(page, url: str) -> None:
 
 
 def ticks(page, figure: str, axis: str) -> list[str]:
-    return [t.strip() for t in page.locator(f"#figure-{figure} .{axis}tick text").all_text_contents()]
+    """An axis's labels ("3 across"), in token order."""
+    found = [t.strip() for t in page.locator(f"#figure-{figure} .{axis}tick text").all_text_contents()]
+    return sorted(found, key=lambda label: int(label.split(" ", 1)[0]))
 
 
 def test_the_two_ways_of_focusing_are_drawn_side_by_side(page, server_url):
@@ -25,7 +27,10 @@ def test_the_two_ways_of_focusing_are_drawn_side_by_side(page, server_url):
     assert page.locator("[data-figure]").count() == 3
     for figure in ("attribution-0", "attribution-1", "attention-1"):
         assert ticks(page, figure, "x")[:2] == ["0 Ein", "1 Hund"]
-    assert ticks(page, "attribution-1", "y") == ticks(page, "attention-1", "y")  # one row per GRU output token
+    rows = ticks(page, "attribution-1", "y")  # one row per output token of the GRU, its EOS last
+    assert len(rows) == len(ticks(page, "attention-1", "y")) >= 3 and rows[-1].endswith("<eos>")
+    output = page.text_content(".focus-row[data-model=gru_attention_de_en] .output").split()
+    assert [row.split(" ", 1)[1] for row in rows[:-1]] == output  # the shown output, token by token
     assert page.locator(".focus-row").count() == 2
     assert "no attention" in page.text_content(".focus-row[data-model=extended_neural_gpu_de_en]")
     assert_layout(page, figures=3)

@@ -34,7 +34,8 @@ def trace(loaded, interventions=PLAIN, new_tokens=4):
 def test_only_the_state_gate_and_tape_hooks_are_read(extended):
     names = state_hooks(list(hook_points(extended.model)))
     assert "input" in names and "decoder.tape" in names
-    assert "encoder.layers.0.state" in names and "decoder.layers.1.reset_gate" in names
+    assert "encoder.layers.1.state" in names and "decoder.layers.0.reset_gate" in names
+    assert "encoder.layers.0.state" not in names  # of the states only the last layer's, the state after a step
     assert not [name for name in names if "embed" in name or name.endswith(".candidate")]
 
 
