@@ -18,6 +18,7 @@ from pathlib import Path
 
 from training import REPO_ROOT
 from training.comparison_tables import (
+    SHORT_SCHEDULE,
     grown_against_control,
     lesions_against_trained_size,
     schedule_against_short,
@@ -73,7 +74,7 @@ DECODING = {
 # Working memory (paper 004): the models, and the plain Transformers beside the German-English one.
 WM_MODELS = ["working_memory_de_en", "working_memory_ru_en"]
 WM_PLAIN = {
-    "transformer": "Transformer, 4 epochs (the warm start)",
+    f"{SHORT_SCHEDULE}/transformer": "Transformer, 4 epochs (the warm start)",
     "transformer_finetuned": "Transformer, 4 + 2 epochs (as long as the WM model)",
 }
 WM_LESION_ROWS = {
@@ -86,10 +87,11 @@ PAPER_WM_TABLE_3 = {"standard": 21.16, "memory": 21.30, "masked": 20.56}
 
 
 def load_metrics(checkpoints: Path, file: str = "metrics.json") -> dict[str, dict]:
+    """{folder: metrics} of every checkpoint, and of the short-schedule runs as "short_schedule/<name>"."""
     found = {}
-    for path in sorted(checkpoints.glob(f"*/{file}")):
+    for path in sorted([*checkpoints.glob(f"*/{file}"), *checkpoints.glob(f"{SHORT_SCHEDULE}/*/{file}")]):
         try:
-            found[path.parent.name] = json.loads(path.read_text())
+            found[str(path.parent.relative_to(checkpoints))] = json.loads(path.read_text())
         except json.JSONDecodeError:
             continue  # a broken checkpoint is the registry's to report, not the table's
     return found
@@ -339,6 +341,7 @@ def render(
     variants = {name: label for name, (label, _) in PAPER_TABLE_1.items()}
     compared = comparisons is not None
     schedule_table = schedule_against_short(comparisons, variants) if compared else []
+    grown = grown_against_control(comparisons, EXTENSION_STAGES, EXTENSION_CONTROL) if compared else []
     parts = [
         "# Results: the memory models at small scale",
         "",
@@ -401,7 +404,16 @@ def render(
         "",
         *table_3(metrics),
         "",
-        *([*grown_against_control(comparisons, EXTENSION_STAGES, EXTENSION_CONTROL), ""] if compared else []),
+        *(
+            [
+                "The last stage against the model it grew from and against the control, from the stored test outputs:",
+                "",
+                *grown,
+                "",
+            ]
+            if grown
+            else []
+        ),
         "## Working memory in the decoder (paper 004): BLEU with and without memory",
         "",
         DECODING["working_memory"],

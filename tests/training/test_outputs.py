@@ -50,6 +50,7 @@ def test_each_condition_is_the_model_run_under_its_lesion():
     outputs (another path through the model than the batched translation)."""
     from inference.core.interventions import Interventions, MemorySize
     from inference.core.trace import run_with_trace
+    from inference.runs.translate import MAX_NEW_TOKENS
     from training import REPO_ROOT
     from training.outputs import measure_outputs
 
@@ -60,11 +61,16 @@ def test_each_condition_is_the_model_run_under_its_lesion():
     assert list(record["outputs"]) == [AS_TRAINED, *(memory_condition(k) for k in (0, 2, 5, 20, 30))]
     for size in (0, 5, 30):
         traced = run_with_trace(
-            loaded, [s for s, _ in pairs], names=[], interventions=Interventions.of(MemorySize(size=size))
+            loaded,
+            [s for s, _ in pairs],
+            names=[],
+            interventions=Interventions.of(MemorySize(size=size)),
+            max_new_tokens=MAX_NEW_TOKENS,  # the same budget: with no memory the model runs on without EOS
         )
         assert record["outputs"][memory_condition(size)] == traced.outputs
     assert record["outputs"][memory_condition(0)] != record["outputs"][AS_TRAINED]  # the lesion changed outputs
-    assert record["outputs"][AS_TRAINED] == run_with_trace(loaded, [s for s, _ in pairs], names=[]).outputs
+    as_trained = run_with_trace(loaded, [s for s, _ in pairs], names=[], max_new_tokens=MAX_NEW_TOKENS)
+    assert record["outputs"][AS_TRAINED] == as_trained.outputs
 
 
 def test_store_half_translates_the_outputs_again_on_the_stored_weights(tmp_path, trained, synthetic_data_dir):

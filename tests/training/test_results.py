@@ -42,10 +42,9 @@ def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
 
     checkpoints = tmp_path / "checkpoints"
     (checkpoints / "working_memory_de_en").mkdir(parents=True)
-    (checkpoints / "transformer").mkdir()
-    (checkpoints / "transformer" / "metrics.json").write_text(
-        json.dumps({"bleu": {"test_2016_flickr": 30.0}, "chrf": {}})
-    )
+    warm_start = checkpoints / "short_schedule" / "transformer"  # the 4-epoch run the memory model starts from
+    warm_start.mkdir(parents=True)
+    (warm_start / "metrics.json").write_text(json.dumps({"bleu": {"test_2016_flickr": 30.0}, "chrf": {}}))
     summary = memory_content_summary(
         [MemoryRecord("A dog runs.", ["▁dog", "▁dog"]), MemoryRecord("Two men sit.", ["▁men"])]
     )
