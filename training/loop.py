@@ -161,6 +161,8 @@ def train(
             run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
             return progress
         end_epoch(model, tokenizer, settings, data, progress, objective)
+        if progress.val_bleu_epochs[-1:] == [progress.epoch] and progress.best_val_epoch() == progress.epoch:
+            run.save_best(model, progress)
         session.save(run, model, optimizer)
         val_bleu = (
             f", val BLEU {progress.val_bleu[-1]:.2f}" if progress.val_bleu_epochs[-1:] == [progress.epoch] else ""

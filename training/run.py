@@ -80,13 +80,24 @@ def run_training(
         f"{len(data.train)} of {len(splits['train'])} training pairs within max_len {max_len}"
     )
     progress = train(model, tokenizer, config.train, data, run, max_steps, schedule_offset, config.working_memory)
+    selected = select_best_on_validation(model, run, progress)
 
     run.log(f"evaluating on val and {', '.join(corpus.test_splits)}")
-    metrics = final_metrics(model, tokenizer, corpus, splits, progress, device, schedule_offset)
+    metrics = final_metrics(model, tokenizer, corpus, splits, progress, device, schedule_offset, selected)
     meta = checkpoint_meta(config, model.config, len(splits["train"]))
     folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
     run.log(f"BLEU {metrics['bleu']}, chrF {metrics['chrf']}; checkpoint written to {folder}")
     return folder
+
+
+def select_best_on_validation(model: nn.Module, run: RunDir, progress: Progress) -> tuple[int, int] | None:
+    """Put the weights of the epoch with the highest validation BLEU into `model`: (that epoch, its step),
+    or None where no validation BLEU was measured, or the run began before best.pt was kept (the last weights stay)."""
+    if progress.best_val_epoch() is None or not run.best_path.exists():
+        return None
+    epoch, step = run.load_best(model)
+    run.log(f"the checkpoint keeps epoch {epoch} of {progress.epoch}: the highest validation BLEU")
+    return epoch, step
 
 
 def first_pairs(splits: dict[str, list[Pair]], max_train: int | None, max_eval: int | None) -> dict[str, list[Pair]]:
@@ -157,11 +168,12 @@ def final_metrics(
     progress: Progress,
     device: torch.device,
     schedule_offset: int,
+    selected: tuple[int, int] | None,
 ) -> dict:
-    """metrics.json of a finished run."""
+    """metrics.json of a finished run; selected: the (epoch, step) whose weights the model holds."""
     metrics = evaluation_metrics(model, tokenizer, corpus, splits)
     metrics["train"] = {
-        **progress.train_record(device, schedule_offset),
+        **progress.train_record(device, schedule_offset, selected),
         "val_bleu": {"epoch": progress.val_bleu_epochs, "bleu": progress.val_bleu},
     }
     if "lesion" in metrics:

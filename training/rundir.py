@@ -4,6 +4,7 @@ needs to be resumed by rerunning the same command.
     config.json     the TrainConfig the run started with; a rerun must match it
     tokenizer.json  the shared vocabulary, trained once
     state.pt        weights, optimiser, progress and RNG states
+    best.pt         the weights of the epoch with the highest validation BLEU so far, with that epoch and step
     train.log       plain-text log
 
 state.pt is written with torch.save and read with torch.load(weights_only=True),
@@ -44,13 +45,22 @@ class Progress:
     val_bleu_epochs: list[int] = field(default_factory=list)  # epochs (1-based) with a validation BLEU
     val_bleu: list[float] = field(default_factory=list)
 
-    def train_record(self, device: torch.device, schedule_offset: int) -> dict:
-        """metrics.json's "train" record: the run's length, time and loss curves."""
+    def best_val_epoch(self) -> int | None:
+        """The first epoch with the highest validation BLEU; None before any was measured."""
+        if not self.val_bleu:
+            return None
+        return self.val_bleu_epochs[self.val_bleu.index(max(self.val_bleu))]
+
+    def train_record(self, device: torch.device, schedule_offset: int, selected: tuple[int, int] | None) -> dict:
+        """metrics.json's "train" record: the run's length, time and loss curves, and the (epoch, step)
+        whose weights the checkpoint holds (None: the last)."""
+        selected_epoch, selected_step = selected or (self.epoch, self.step)
         return {
             "epochs": self.epoch,
             "steps": self.step,
+            "selected_epoch": selected_epoch,  # chosen on validation BLEU; the checkpoint holds its weights
             "schedule_steps": schedule_offset
-            + self.step,  # where a run initialised from this checkpoint continues the lr schedule
+            + selected_step,  # where a run initialised from this checkpoint continues the lr schedule
             "seconds": round(self.seconds, 1),
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else device.type,
             "loss_curve": self.loss_curve,
@@ -64,6 +74,7 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=True)
         self.tokenizer_path = self.path / "tokenizer.json"
         self.state_path = self.path / "state.pt"
+        self.best_path = self.path / "best.pt"
         self.log_path = self.path / "train.log"
         self._claim(config)
 
@@ -102,6 +113,19 @@ class RunDir:
         partial = self.state_path.with_name(self.state_path.name + ".partial")
         torch.save(state, partial)
         os.replace(partial, self.state_path)
+
+    def save_best(self, model: nn.Module, progress: Progress) -> None:
+        """Keep the model as it is after progress.epoch: the best on validation so far."""
+        best = {"model": model.state_dict(), "epoch": progress.epoch, "step": progress.step}
+        partial = self.best_path.with_name(self.best_path.name + ".partial")
+        torch.save(best, partial)
+        os.replace(partial, self.best_path)
+
+    def load_best(self, model: nn.Module) -> tuple[int, int]:
+        """Put the best-on-validation weights into `model`; returns (their epoch, their step)."""
+        best = torch.load(self.best_path, map_location="cpu", weights_only=True)
+        model.load_state_dict(best["model"])
+        return best["epoch"], best["step"]
 
     def load_state(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> Progress | None:
         """Restore a saved run into `model` and `optimizer`; None if there is none."""

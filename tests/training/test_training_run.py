@@ -17,6 +17,7 @@ from training.cli import main
 from training.config import config_from_dict
 from training.corpora import CORPORA
 from training.evaluate import score_splits
+from training.loop import TrainingData
 from training.run import evaluation_metrics, remeasure, run_training
 from training.rundir import RunDirError
 
@@ -89,6 +90,30 @@ def test_resume_continues_the_same_run(tmp_path, synthetic_data_dir, tiny_config
         torch.testing.assert_close(found[name], expected[name], rtol=0, atol=0, msg=name)
 
 
+def test_checkpoint_keeps_the_epoch_best_on_validation(tmp_path, synthetic_data_dir, tiny_config, monkeypatch):
+    """Validation BLEU 5, 9, 7 after epochs 1-3: the checkpoint holds the weights after epoch 2, not the last,
+    and says so; a run continued from it would continue the schedule from epoch 2's step."""
+    scripted, weights_at = iter([5.0, 9.0, 7.0]), []
+
+    def scripted_validation_bleu(data, model, tokenizer):
+        weights_at.append({name: tensor.detach().clone() for name, tensor in model.state_dict().items()})
+        return next(scripted)
+
+    monkeypatch.setattr(TrainingData, "validation_bleu", scripted_validation_bleu)
+    folder = run_training(
+        tiny_config(eval_every_epochs=1), synthetic_data_dir, tmp_path / "best", tmp_path / "run", device="cpu"
+    )
+    train = json.loads((folder / "metrics.json").read_text())["train"]
+    assert train["val_bleu"] == {"epoch": [1, 2, 3], "bleu": [5.0, 9.0, 7.0]}
+    assert train["epochs"] == 3 and train["steps"] == 3 * 16
+    assert train["selected_epoch"] == 2 and train["schedule_steps"] == 2 * 16
+    shipped = load_file(folder / "model.safetensors")
+    assert any(not torch.equal(shipped[name], weights_at[2][name]) for name in shipped)  # not the last epoch's
+    for name in shipped:
+        torch.testing.assert_close(shipped[name], weights_at[1][name], rtol=0, atol=0, msg=name)
+    assert "the checkpoint keeps epoch 2 of 3" in (tmp_path / "run" / "train.log").read_text()
+
+
 def test_run_dir_refuses_a_different_config(tmp_path, synthetic_data_dir, tiny_config):
     run_training(tiny_config(), synthetic_data_dir, tmp_path / "out", tmp_path / "run", device="cpu", max_steps=1)
     with pytest.raises(RunDirError, match="train"):
@@ -111,7 +136,10 @@ def test_memory_extension_run_continues_from_a_checkpoint(tmp_path, trained, syn
     folder = run_training(config, synthetic_data_dir, tmp_path / "tiny_grown", tmp_path / "run", device="cpu")
     metrics = json.loads((folder / "metrics.json").read_text())
     assert metrics["train"]["steps"] == 16
-    assert metrics["train"]["schedule_steps"] == 48 + 16  # the source's lr schedule continued
+    source_train = json.loads((source / "metrics.json").read_text())["train"]
+    # the source's lr schedule continued from the step of the epoch its checkpoint keeps
+    assert source_train["schedule_steps"] == 16 * source_train["selected_epoch"]
+    assert metrics["train"]["schedule_steps"] == source_train["schedule_steps"] + 16
     assert metrics["lesion"]["memory_size"] == [0, 2, 4, 5, 10]
     registry = CheckpointRegistry(tmp_path, device="cpu")
     assert registry.get("tiny_grown").config.memory_size == 4
