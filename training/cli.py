@@ -49,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", help="checkpoint folder to write (default: checkpoints/<name>)")
     train.add_argument("--run-dir", help="folder for resumable state and the log (default: runs/<name>)")
     train.add_argument(
+        "--seed",
+        type=int,
+        help="train the config under this seed instead (named <name>_seed<K>; "
+        "default --out checkpoints/seeds/<name>/seed_<K>)",
+    )
+    train.add_argument(
         "--max-steps",
         type=int,
         help="stop after this many optimiser steps in the run (smoke runs); rerun with more to continue",
@@ -200,9 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
 def train_command(args: argparse.Namespace) -> None:
     from training.config import load_config
     from training.run import run_training
+    from training.seed_runs import seed_folder, seeded_config
 
-    config = load_config(args.config)
-    folder = run_training(config, args.data_dir, args.out, args.run_dir, args.device, args.max_steps)
+    config, out = load_config(args.config), args.out
+    if args.seed is not None:
+        out = out or REPO_ROOT / "checkpoints" / seed_folder(config.name, args.seed)
+        config = seeded_config(config, args.seed)
+    folder = run_training(config, args.data_dir, out, args.run_dir, args.device, args.max_steps)
     print(folder)
 
 

@@ -53,6 +53,10 @@ class Comparisons:
         """The epochs the model was trained for, from its metrics (None: not recorded)."""
         return self._metrics(model).get("train", {}).get("epochs")
 
+    def seed(self, model: str) -> int | None:
+        """The seed the model was trained with (meta["seed"]; None: not recorded)."""
+        return self._config(model).get("meta", {}).get("seed")
+
     def memory_size(self, model: str) -> int:
         """The memory size the model was trained with."""
         return self._config(model)["model"].get("memory_size", 0)

@@ -26,6 +26,7 @@ from training.comparison_tables import (
     working_memory_conditions,
 )
 from training.comparisons import Comparisons
+from training.seed_runs import seed_spread
 
 TEST_SPLIT = "test_2016_flickr"
 
@@ -46,6 +47,14 @@ PAPER_LESION_SIZES = [0, 2, 5, 10, 20, 30]
 PAPER_TABLE_2 = {
     "memtransformer_10": [11.75, 15.91, 18.22, 25.07, 12.39, 7.87],
     "memtransformer_20": [3.87, 8.58, 9.75, 14.51, 25.58, 7.51],
+}
+# The models behind the headline claims, each trained under three seeds (training/train_seeds.sh).
+SEEDED = {
+    "transformer": "Transformer (baseline)",
+    "memtransformer_10": "MemTransformer 10",
+    "memtransformer_20": "MemTransformer 20",
+    "membottleneck_10": "MemBottleneck 10",
+    "working_memory_de_en": "Working memory de-en",
 }
 # Table 3: MemTransformer 5 grown by 5 slots per stage, fine-tuned at each.
 EXTENSION_STAGES = ["memtransformer_5", "memtransformer_5_to_10", "memtransformer_10_to_15", "memtransformer_15_to_20"]
@@ -342,6 +351,7 @@ def render(
     compared = comparisons is not None
     schedule_table = schedule_against_short(comparisons, variants) if compared else []
     grown = grown_against_control(comparisons, EXTENSION_STAGES, EXTENSION_CONTROL) if compared else []
+    seeds = seed_spread(comparisons, SEEDED) if compared else []
     parts = [
         "# Results: the memory models at small scale",
         "",
@@ -380,6 +390,20 @@ def render(
                 "",
             ]
             if schedule_table
+            else []
+        ),
+        *(
+            [
+                "### Seeds: the spread of a model over its training seeds",
+                "",
+                "The shipped run and the same config under other seeds (`checkpoints/seeds/<name>/seed_<k>`, "
+                "`training/train_seeds.sh`), trained for as many epochs; mean ± sample standard deviation over "
+                "the seeds, from the stored test outputs. A row with one seed has no other seed trained yet.",
+                "",
+                *seeds,
+                "",
+            ]
+            if seeds
             else []
         ),
         "## Table 2: memory lesions (BLEU on test_2016_flickr at each inference memory size; trained size in bold)",

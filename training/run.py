@@ -234,6 +234,7 @@ def checkpoint_meta(config: TrainConfig, model_config: FamilyConfig, train_pairs
         "source_language": corpus.source_language,
         "training_data": f"{corpus.description}, train ({train_pairs:,} pairs)",
         "description": description,
+        "seed": config.train.seed,
     }
     if config.data.max_eval_pairs:
         meta["max_eval_pairs"] = config.data.max_eval_pairs  # store-half and lesion re-measure on the same pairs
