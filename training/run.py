@@ -84,7 +84,7 @@ def run_training(
 
     run.log(f"evaluating on val and {', '.join(corpus.test_splits)}")
     metrics = final_metrics(model, tokenizer, corpus, splits, progress, device, schedule_offset, selected)
-    meta = checkpoint_meta(config, model.config, len(splits["train"]))
+    meta = checkpoint_meta(config, model.config, len(splits["train"]), selected)
     folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
     run.log(f"BLEU {metrics['bleu']}, chrF {metrics['chrf']}; checkpoint written to {folder}")
     return folder
@@ -198,7 +198,10 @@ def evaluation_metrics(
     return metrics
 
 
-def checkpoint_meta(config: TrainConfig, model_config: FamilyConfig, train_pairs: int) -> dict:
+def checkpoint_meta(
+    config: TrainConfig, model_config: FamilyConfig, train_pairs: int, selected: tuple[int, int] | None = None
+) -> dict:
+    """meta.json of a run's checkpoint; selected: the (epoch, step) whose weights it holds, if not the last."""
     c = model_config
     corpus = CORPORA[config.data.dataset]
     if Capability.WORKING_MEMORY in capabilities_of(c):
@@ -222,10 +225,15 @@ def checkpoint_meta(config: TrainConfig, model_config: FamilyConfig, train_pairs
         if hasattr(c, "summary")
         else f"{FAMILY_NAMES[c.family]}, {memory}; d_model {c.d_model}, {layers} layers"
     )
+    kept = (
+        f"; the weights of epoch {selected[0]}, the best on validation BLEU"
+        if selected and selected[0] != config.train.epochs
+        else ""
+    )
     description = (
         f"{sizes}; "
         f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}{plain} "
-        f"on {corpus.description}{origin}{evaluated}"
+        f"on {corpus.description}{origin}{kept}{evaluated}"
     )
     meta = {
         "family": c.family,

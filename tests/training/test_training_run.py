@@ -112,6 +112,8 @@ def test_checkpoint_keeps_the_epoch_best_on_validation(tmp_path, synthetic_data_
     for name in shipped:
         torch.testing.assert_close(shipped[name], weights_at[1][name], rtol=0, atol=0, msg=name)
     assert "the checkpoint keeps epoch 2 of 3" in (tmp_path / "run" / "train.log").read_text()
+    description = json.loads((folder / "config.json").read_text())["meta"]["description"]
+    assert "3 epochs on" in description and "the weights of epoch 2, the best on validation BLEU" in description
 
 
 def test_run_dir_refuses_a_different_config(tmp_path, synthetic_data_dir, tiny_config):
