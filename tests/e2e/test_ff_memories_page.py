@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import re
 
+from playwright.sync_api import expect
+
 LANGUAGE_MODEL = "language_model"
 TRANSLATOR = "memtransformer_20"
 ENGLISH = "The city is the capital of the province and the largest city in the country."
 GERMAN = "Ein Mann in einem blauen Hemd spielt Gitarre."
+SWAP_MS = 30_000  # how long an htmx swap may take on a busy machine (Playwright's default wait)
 
 
 def open_ff(page, server_url, model):
@@ -41,7 +44,7 @@ def test_key_browser_orders_pages_and_jumps_to_keys(page, server_url):
 
     with page.expect_response(lambda response: "/ff/keys" in response.url):
         page.select_option("#ff-keys select[name=order]", "coefficient")
-    page.wait_for_function("document.querySelector('#keys').textContent.includes('keys by coefficient')")
+    expect(page.locator("#keys")).to_contain_text("keys by coefficient", timeout=SWAP_MS)
     coefficients = [
         float(re.search(r"top m ([\d.]+)", cards.nth(i).text_content()).group(1)) for i in range(cards.count())
     ]
@@ -49,11 +52,11 @@ def test_key_browser_orders_pages_and_jumps_to_keys(page, server_url):
 
     with page.expect_response(lambda response: "/ff/keys" in response.url):
         page.click("#keys button.page")
-    page.wait_for_function("document.querySelector('#keys').textContent.includes('page 2 of')")
+    expect(page.locator("#keys")).to_contain_text("page 2 of", timeout=SWAP_MS)
 
     with page.expect_response(lambda response: "/ff/keys" in response.url):
         page.select_option("#ff-keys select[name=layer]", "5")
-    page.wait_for_function("document.querySelector('#keys .key-card').dataset.key.startsWith('layers.5.ff:')")
+    expect(cards.first).to_have_attribute("data-key", re.compile(r"^layers\.5\.ff:"), timeout=SWAP_MS)
     assert "page 1 of" in page.text_content("#keys")  # a new layer starts at its first page
     assert by_agreement.startswith("layers.0.ff:")
 
@@ -72,7 +75,9 @@ def test_live_key_intervention_changes_the_predictions(page, server_url):
     layer, key = link.get_attribute("data-layer"), link.get_attribute("data-key")
     with page.expect_response(lambda response: "/ff/keys" in response.url):
         link.click()
-    page.wait_for_function(f"document.querySelector('#keys .key-card')?.dataset.key === 'layers.{layer}.ff:{key}'")
+    expect(page.locator("#keys .key-card").first).to_have_attribute(
+        "data-key", f"layers.{layer}.ff:{key}", timeout=SWAP_MS
+    )
     with page.expect_response(lambda response: response.url.endswith("/ff/run")):
         page.locator("#keys .key-card button.edit-key", has_text="zero").first.click()
     page.wait_for_selector("#prediction-changes")
@@ -89,7 +94,7 @@ def test_live_key_intervention_changes_the_predictions(page, server_url):
 
     with page.expect_response(lambda response: response.url.endswith("/ff/run")):
         page.click("#clear-edits")
-    page.wait_for_function("!document.querySelector('#prediction-changes')")
+    expect(page.locator("#prediction-changes")).to_have_count(0, timeout=SWAP_MS)
     assert page.text_content("#output-plain").strip() == continuation
 
 
