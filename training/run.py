@@ -201,7 +201,7 @@ def evaluation_metrics(
 def checkpoint_meta(
     config: TrainConfig, model_config: FamilyConfig, train_pairs: int, selected: tuple[int, int] | None = None
 ) -> dict:
-    """meta.json of a run's checkpoint; selected: the (epoch, step) whose weights it holds, if not the last."""
+    """The "meta" of a run's checkpoint (its card); selected: the (epoch, step) whose weights it holds, if any."""
     c = model_config
     corpus = CORPORA[config.data.dataset]
     if Capability.WORKING_MEMORY in capabilities_of(c):
