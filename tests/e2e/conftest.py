@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 
 from app.main import create_app
@@ -93,6 +94,28 @@ def page(browser, request):
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
     assert not violations, f"Content-Security-Policy violations on the page: {violations}"
+
+
+def wait_until(page, predicate: str, timeout: float = 30_000, every: float = 0.1) -> None:
+    """Wait until the JavaScript `predicate` (an arrow function) is true on the page, polling from
+    here with page.evaluate. Playwright's wait_for_function re-evaluates a string predicate inside the
+    page, which the page's Content-Security-Policy (script-src 'self', no 'unsafe-eval') may refuse
+    with an EvalError; page.evaluate runs through the DevTools protocol, which the policy allows."""
+    deadline = time.monotonic() + timeout / 1000
+    while not holds(page, predicate):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not true after {timeout / 1000:.0f} s: {predicate}")
+        time.sleep(every)
+
+
+def holds(page, predicate: str) -> bool:
+    """`predicate` on the page now; false while a navigation replaces the document under it."""
+    try:
+        return bool(page.evaluate(predicate))
+    except PlaywrightError as error:
+        if "Execution context was destroyed" in error.message:
+            return False
+        raise
 
 
 def upload_demo_corpus(page, server_url: str, model: str, folder: Path, rows: int = 6) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 
+from tests.e2e.conftest import wait_until
+
 MODEL = "memtransformer_10"
 SENTENCE = "Ein Hund rennt mit einem Ball im Maul über die Wiese."
 
@@ -78,7 +80,7 @@ def test_beam_search_finds_the_translation_greedy_decoding_gets_wrong(page, serv
     assert page.text_content("#decoded-by").strip() == "decoded by greedy"
     with page.expect_response(lambda response: response.url.endswith("/explore/run")):
         page.select_option("select[name=decoding]", "beam")
-    page.wait_for_function("() => document.querySelector('#decoded-by').textContent.includes('beam')", timeout=30_000)
+    wait_until(page, "() => document.querySelector('#decoded-by').textContent.includes('beam')", timeout=30_000)
     assert page.text_content("#translation-plain").strip() == "A boy is jumping."
     assert page.text_content("#decoded-by").strip() == "decoded by beam 4, length penalty 0.6"
 

@@ -6,6 +6,7 @@ swaps and no button is covered."""
 
 from __future__ import annotations
 
+from tests.e2e.conftest import wait_until
 from tests.e2e.test_layout import assert_layout, open_page, swap
 
 SENTENCE = "Ein Hund rennt über die Wiese."
@@ -13,7 +14,7 @@ SENTENCE = "Ein Hund rennt über die Wiese."
 
 def open_focus(page, url: str) -> None:
     open_page(page, f"{url}/focus?model=extended_neural_gpu_de_en&text=Ein%20Hund%20rennt%20%C3%BCber%20die%20Wiese.")
-    page.wait_for_function("() => document.querySelectorAll('[data-figure] .main-svg').length >= 6", timeout=90_000)
+    wait_until(page, "() => document.querySelectorAll('[data-figure] .main-svg').length >= 6", timeout=90_000)
 
 
 def ticks(page, figure: str, axis: str) -> list[str]:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import LONG_TEXT
-from tests.e2e.conftest import upload_demo_corpus
+from tests.e2e.conftest import upload_demo_corpus, wait_until
 
 MODEL = "memtransformer_10"
 SENTENCES = ["Ein Hund rennt mit einem Ball im Maul über die Wiese.", "Zwei Kinder spielen im Sand am Strand."]
@@ -98,7 +98,7 @@ def swap(page, action, *args, settles: int = 1) -> None:
     """Run `action(*args)` and wait until htmx has settled `settles` swaps and every figure on the page is drawn."""
     before = page.evaluate("window.settles")
     action(*args)
-    page.wait_for_function(f"() => window.settles >= {before + settles} && {QUIET} && {DRAWN}", timeout=90_000)
+    wait_until(page, f"() => window.settles >= {before + settles} && {QUIET} && {DRAWN}", timeout=90_000)
     errors = page.locator("#errors .error")
     assert errors.count() == 0, errors.first.text_content()
 
@@ -196,8 +196,8 @@ def test_back_to_a_swapped_page_redraws_live_figures(page, server_url):
     swap(page, page.select_option, "#explore select[name=model]", "memtransformer_5", settles=2)
     assert "model=memtransformer_5" in page.url
     page.go_back()
-    page.wait_for_function(f"() => location.search.includes('model={MODEL}')")
-    page.wait_for_function(f"() => {QUIET} && {DRAWN}")
+    wait_until(page, f"() => location.search.includes('model={MODEL}')")
+    wait_until(page, f"() => {QUIET} && {DRAWN}")
     assert page.text_content("#translation-plain").strip()
     assert_layout(page, 3)
     page.hover("#figure-heatmap .nsewdrag")
@@ -208,7 +208,7 @@ def test_back_to_a_swapped_page_redraws_live_figures(page, server_url):
 def test_job_result_after_polling(page, server_url, tmp_path):
     page.add_init_script(COUNT_SETTLES)
     upload_demo_corpus(page, server_url, MODEL, tmp_path)
-    page.wait_for_function(f"() => document.querySelector('#job [data-figure]') && {QUIET} && {DRAWN}", timeout=120_000)
+    wait_until(page, f"() => document.querySelector('#job [data-figure]') && {QUIET} && {DRAWN}", timeout=120_000)
     assert_layout(page, 2)
 
 

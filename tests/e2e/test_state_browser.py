@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import urllib.parse
 
+from tests.e2e.conftest import wait_until
 from tests.e2e.test_layout import assert_layout, open_page, swap
 
 CARRY = "11111110+10000000"  # least significant bit first: 127 + 1
@@ -19,7 +20,7 @@ MARK = "() => document.getElementById('figure-change').layout.shapes[0]"
 def open_state(page, url: str, model: str = "neural_gpu_addition", text: str = CARRY) -> None:
     open_page(page, f"{url}/state?model={model}&text={urllib.parse.quote(text)}")
     page.wait_for_selector("#figure-state .main-svg", timeout=90_000)
-    page.wait_for_function("() => document.querySelectorAll('[data-figure] .main-svg').length >= 8")
+    wait_until(page, "() => document.querySelectorAll('[data-figure] .main-svg').length >= 8")
 
 
 def box(page, selector: str) -> tuple[int, int]:
@@ -59,8 +60,8 @@ def test_play_walks_through_every_step_and_stops_at_the_last(page, server_url):
     open_state(page, server_url)
     page.click("#state-play")
     assert page.text_content("#state-play") == "pause"
-    page.wait_for_function("() => document.getElementById('state-step').value === '2'")
-    page.wait_for_function("() => document.getElementById('state-play').textContent === 'play'", timeout=20_000)
+    wait_until(page, "() => Number(document.getElementById('state-step').value) >= 2")
+    wait_until(page, "() => document.getElementById('state-play').textContent === 'play'", timeout=20_000)
     assert page.input_value("#state-step") == "17"
     assert page.text_content("#state-step-label") == "encoder step 17"
     assert page.evaluate(MARK)["y0"] == 16.5

@@ -10,7 +10,7 @@ import json
 import re
 
 from app.routers.memory import EXAMPLES_FILE
-from tests.e2e.conftest import upload_demo_corpus
+from tests.e2e.conftest import upload_demo_corpus, wait_until
 
 GERMAN_MODEL = "working_memory_de_en"
 RUSSIAN_MODEL = "working_memory_ru_en"
@@ -40,9 +40,10 @@ def test_memory_inline_decisions_and_live_mask(page, server_url):
     assert page.text_content("#translation-plain").strip()
     with page.expect_response(lambda response: response.url.endswith("/memory/run")):
         page.select_option("select[name=layer]", "1")  # layer 0 barely reads memory; layer 1 does
-    page.wait_for_function(
-        "JSON.parse(document.getElementById('figure-data-memory-attention').textContent)"
-        ".layout.title.text.includes('layer 1')"
+    wait_until(
+        page,
+        "() => JSON.parse(document.getElementById('figure-data-memory-attention').textContent)"
+        ".layout.title.text.includes('layer 1')",
     )
     assert max(memory_mass(page)) > 0
     with page.expect_response(lambda response: response.url.endswith("/memory/run")):
