@@ -1,8 +1,8 @@
 """Command line: `python -m training train CONFIG.json`,
 `python -m training lesion CHECKPOINT_DIR`, `python -m training store-half
 CHECKPOINT_DIR ...`, `python -m training outputs CHECKPOINT_DIR ...`, `python -m training ff-memories CHECKPOINT_DIR`,
-`python -m training memory-examples`, `python -m training segment-task` and
-`python -m training results`.
+`python -m training memory-examples`, `python -m training segment-task`,
+`python -m training batch CONFIG ... --deadline S --pack DIR` and `python -m training results`.
 `main(argv)` is the entry point, so the project's `memlens` command can
 delegate to it. Each command imports what it runs (torch among it) only
 when it runs, so `--help` answers at once."""
@@ -23,9 +23,10 @@ def user_errors() -> tuple[type[Exception], ...]:
     from inference.core.checkpoint import CheckpointError
     from training.config import ConfigError
     from training.data import DataError
+    from training.device_batch import BatchError
     from training.rundir import RunDirError
 
-    return ConfigError, DataError, CheckpointError, RunDirError
+    return ConfigError, DataError, CheckpointError, RunDirError, BatchError
 
 
 def add_data_and_device(command: argparse.ArgumentParser, data: str = "shared data folder") -> None:
@@ -186,6 +187,24 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--data-dir", help=f"shared data folder (default: ${DATA_DIR_ENV}, else ../shared/data)")
     compare.set_defaults(handler=active_memory_compare_command)
 
+    batch = commands.add_parser(
+        "batch",
+        help="train configs side by side until a hard deadline (a lent GPU), store each finished run in float16 "
+        "with its test outputs, and pack them into archives small enough to copy back",
+    )
+    batch.add_argument("jobs", nargs="+", help="training configs; CONFIG@K trains CONFIG under seed K")
+    add_data_and_device(batch)
+    batch.add_argument(
+        "--deadline", type=positive_number, required=True, help="seconds after which the runs still going are stopped"
+    )
+    batch.add_argument("--pack", required=True, help="folder for the archives, e.g. $OUT")
+    batch.add_argument("--work", default=str(REPO_ROOT / "runs" / "batch"), help="folder of the runs and their logs")
+    batch.add_argument("--archive-mb", type=positive_number, default=15.0, help="size limit of one archive")
+    batch.add_argument(
+        "--archives", type=positive_integer, default=7, help="checkpoint archives at most (records.tar.gz aside)"
+    )
+    batch.set_defaults(handler=batch_command)
+
     results = commands.add_parser(
         "results", help="regenerate docs/results.md from the checkpoints' metrics.json and stored test outputs"
     )
@@ -214,6 +233,30 @@ def train_command(args: argparse.Namespace) -> None:
         config = seeded_config(config, args.seed)
     folder = run_training(config, args.data_dir, out, args.run_dir, args.device, args.max_steps)
     print(folder)
+
+
+def positive_number(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
+def positive_integer(text: str) -> int:
+    if not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return int(text)
+
+
+def batch_command(args: argparse.Namespace) -> None:
+    from training.device_batch import parse_job, run_batch
+
+    jobs = [parse_job(spec) for spec in args.jobs]
+    data = ["--data-dir", str(Path(args.data_dir).resolve())] if args.data_dir else []
+    options = ["--device", args.device, *data]  # the runs start in the repository's root
+    limit = int(args.archive_mb * 1_000_000)
+    report = run_batch(jobs, Path(args.work), Path(args.pack), args.deadline, options, limit, args.archives)
+    print(json.dumps(report, indent=1))
 
 
 def lesion_command(args: argparse.Namespace) -> None:
