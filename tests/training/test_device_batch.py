@@ -105,6 +105,7 @@ def test_bad_batch_arguments_are_refused_in_one_line(tiny_config_file, tmp_path,
     assert "no config file" in capsys.readouterr().err
     assert main(["batch", str(tiny_config_file), str(tiny_config_file), "--deadline", "10", *common]) == 2
     assert "named twice" in capsys.readouterr().err
-    for bad in (["--deadline", "0"], ["--deadline", "10", "--archives", "0"]):
+    for bad in (["--deadline", "0"], ["--deadline", "inf"], ["--deadline", "10", "--archive-mb", "nan"],
+                ["--deadline", "10", "--archives", "0"]):  # fmt: skip
         with pytest.raises(SystemExit):
             main(["batch", str(tiny_config_file), *bad, *common])
