@@ -191,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     batch = commands.add_parser(
         "batch",
         help="train configs side by side until a hard deadline (a lent GPU), store each finished run in float16 "
-        "with its test outputs, and pack them into archives small enough to copy back",
+        "with its test outputs, and pack them (and, while room is left, the state of the runs stopped at the "
+        "deadline) into archives small enough to copy back",
     )
     batch.add_argument("jobs", nargs="+", help="training configs; CONFIG@K trains CONFIG under seed K")
     add_data_and_device(batch)

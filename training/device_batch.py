@@ -5,12 +5,14 @@ A job is a training config, optionally under another seed (`CONFIG@K`). Each job
 `<work>/out/<name>` (its resumable state in `<work>/runs/<name>`), then, still on the machine:
 a shipped run (no seed) stores its weights in float16 and re-measures its metrics on them
 (`store-half`) and stores its test outputs (`outputs`); a seed run stores its outputs only, since
-its weights are not shipped. At the deadline the jobs still running are stopped (their resumable
-state stays in the work folder, not in the archives). The archives: `checkpoints_<i>.tar`, each
-under the size limit, holding the finished checkpoint folders (seed runs without weights and
-tokenizer), and `records.tar.gz` with every job's log and `batch.json` (per job: the exit status,
-the epochs done, the seconds it ran, whether it was packed: a folder larger than the limit,
-or one past the last archive allowed, is left out and said so)."""
+its weights are not shipped. At the deadline the jobs still running are stopped; their resumable
+state stays in the work folder (a later batch with the same work folder resumes them). The
+archives: `checkpoints_<i>.tar`, each under the size limit, holding the finished checkpoint folders
+(seed runs without weights and tokenizer); then, while archives are left, each stopped run's
+resumable folder cut into pieces `resume_<name>.tar.<k>` (most epochs first: the cheapest to finish
+elsewhere); and `records.tar.gz` with every job's log and `batch.json` (per job: the exit status,
+the epochs done, the seconds it ran, whether its checkpoint or its state was packed: a folder
+larger than the limit, or one past the last archive allowed, is left out and said so)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from training import REPO_ROOT
 POLL_SECONDS = 5.0
 NOT_SHIPPED = ("model.safetensors", "tokenizer.json")  # a seed run's weights stay on the machine
 EPOCH_LOGGED = re.compile(r"epoch (\d+): train loss")
+STOPPED = "stopped at the deadline"
 
 
 class BatchError(ValueError):
@@ -124,9 +127,10 @@ def wait_or_stop(running: dict[str, subprocess.Popen], deadline_s: float) -> dic
         for name, process in running.items():
             if name not in ended and process.poll() is not None:
                 ended[name] = round(time.monotonic() - start, 1)
-        if len(ended) == len(running) or time.monotonic() - start >= deadline_s:
+        left = deadline_s - (time.monotonic() - start)
+        if len(ended) == len(running) or left <= 0:
             break
-        time.sleep(POLL_SECONDS)
+        time.sleep(min(POLL_SECONDS, left))
     for name, process in running.items():
         if name not in ended:
             os.killpg(process.pid, signal.SIGKILL)
@@ -134,8 +138,10 @@ def wait_or_stop(running: dict[str, subprocess.Popen], deadline_s: float) -> dic
     return ended
 
 
-def pack_finished(finished: dict[str, Job], out: Path, pack: Path, limit_bytes: int, archives: int) -> list[str]:
-    """Tar the finished checkpoint folders into `pack`; returns the ones left out."""
+def pack_finished(
+    finished: dict[str, Job], out: Path, pack: Path, limit_bytes: int, archives: int
+) -> tuple[int, list[str]]:
+    """Tar the finished checkpoint folders into `pack`; returns the archives written and the folders left out."""
     sizes = {
         name: sum(f.stat().st_size for f in packed_files(out / name, job.seed is not None))
         for name, job in finished.items()
@@ -146,7 +152,39 @@ def pack_finished(finished: dict[str, Job], out: Path, pack: Path, limit_bytes: 
             for name in group:
                 for file in packed_files(out / name, finished[name].seed is not None):
                     tar.add(file, arcname=f"{name}/{file.name}")
-    return left_out
+    return len(groups), left_out
+
+
+def pack_stopped(stopped: list[str], runs: Path, pack: Path, limit_bytes: int, archives: int) -> list[str]:
+    """Each stopped run's resumable folder under `runs` (state, best weights so far, config, tokenizer,
+    log) as one tar cut into pieces `resume_<name>.tar.000`, `.001`, ... of at most `limit_bytes`, in
+    the order given while `archives` pieces are left; returns the runs packed. Joined again
+    (`cat resume_<name>.tar.* | tar -x`) the pieces give the folder `<name>`, which `train --run-dir`
+    resumes. A run stopped before it first saved its state has nothing to resume."""
+    packed = []
+    for name in stopped:
+        folder = runs / name
+        if not (folder / "state.pt").exists():
+            continue
+        whole = runs / f"{name}.tar"
+        with tarfile.open(whole, "w") as tar:
+            for file in sorted(folder.iterdir()):
+                if file.is_file() and not file.name.endswith(".partial"):  # .partial: a save cut short
+                    tar.add(file, arcname=f"{name}/{file.name}")
+        pieces = -(-whole.stat().st_size // limit_bytes)
+        if pieces <= archives:
+            cut_into_pieces(whole, pack / f"resume_{name}.tar", limit_bytes)
+            archives -= pieces
+            packed.append(name)
+        whole.unlink()
+    return packed
+
+
+def cut_into_pieces(file: Path, stem: Path, limit_bytes: int) -> None:
+    """`file` as `<stem>.000`, `<stem>.001`, ... of at most `limit_bytes` each."""
+    with open(file, "rb") as source:
+        for i, piece in enumerate(iter(lambda: source.read(limit_bytes), b"")):
+            stem.with_name(f"{stem.name}.{i:03d}").write_bytes(piece)
 
 
 def run_batch(
@@ -162,16 +200,21 @@ def run_batch(
     ended = wait_or_stop(running, deadline_s)
     report = {
         job.name: {
-            "status": running[job.name].returncode if job.name in ended else "stopped at the deadline",
+            "status": running[job.name].returncode if job.name in ended else STOPPED,
             "epochs_done": epochs_done(logs / f"{job.name}.log"),
             "seconds": ended.get(job.name, deadline_s),
         }
         for job in jobs
     }
     finished = {job.name: job for job in jobs if report[job.name]["status"] == 0}
-    left_out = pack_finished(finished, work / "out", pack, limit_bytes, archives)
+    written, left_out = pack_finished(finished, work / "out", pack, limit_bytes, archives)
     for name in finished:
         report[name]["packed"] = name not in left_out
+    stopped = [name for name, run in report.items() if run["status"] == STOPPED]
+    stopped.sort(key=lambda name: -report[name]["epochs_done"])  # the closest to done first
+    resumable = pack_stopped(stopped, work / "runs", pack, limit_bytes, archives - written)
+    for name in stopped:
+        report[name]["state_packed"] = name in resumable
     (logs / "batch.json").write_text(json.dumps(report, indent=1))
     with tarfile.open(pack / "records.tar.gz", "w:gz") as tar:
         tar.add(logs, arcname="logs")

@@ -11,7 +11,8 @@ from safetensors.torch import load_file
 
 from tests.training.conftest import make_tiny_config
 from training.cli import main
-from training.device_batch import BatchError, Job, epochs_done, job_commands, pack_groups, parse_job
+from training.device_batch import BatchError, Job, epochs_done, job_commands, pack_groups, pack_stopped, parse_job
+from training.run import run_training
 
 
 @pytest.fixture
@@ -89,14 +90,44 @@ def test_batch_trains_side_by_side_and_packs_float16_checkpoints(tiny_config_fil
     assert "logs/batch.json" in members(pack / "records.tar.gz")
 
 
-def test_runs_still_going_at_the_deadline_are_stopped_and_not_packed(tiny_config_file, tmp_path, synthetic_data_dir):
+def test_runs_going_at_the_deadline_are_stopped_their_state_packed(tiny_config_file, tmp_path, synthetic_data_dir):
     work, pack = tmp_path / "work", tmp_path / "pack"
     options = ["--data-dir", str(synthetic_data_dir), "--device", "cpu", "--work", str(work), "--pack", str(pack)]
     assert main(["batch", str(tiny_config_file), *options, "--deadline", "0.5"]) == 0
     report = json.loads((work / "logs" / "batch.json").read_text())
     assert report["tiny_batch"]["status"] == "stopped at the deadline" and "packed" not in report["tiny_batch"]
+    saved = (work / "runs" / "tiny_batch" / "state.pt").exists()  # whether it got as far as its first save
+    assert report["tiny_batch"]["state_packed"] is saved and bool(list(pack.glob("resume_tiny_batch.tar.*"))) is saved
     assert not list(pack.glob("checkpoints_*.tar"))
     assert "logs/tiny_batch.log" in members(pack / "records.tar.gz")
+
+
+def test_a_stopped_run_travels_in_pieces_that_join_into_a_folder_it_resumes_from(tmp_path, synthetic_data_dir):
+    config, runs, pack = make_tiny_config("tiny_batch"), tmp_path / "work" / "runs", tmp_path / "pack"
+    run_training(config, synthetic_data_dir, tmp_path / "out", runs / "tiny_batch", device="cpu", max_steps=20)
+    (runs / "tiny_batch" / "state.pt.partial").write_bytes(b"a save cut short by the deadline")
+    (runs / "never_saved").mkdir()  # stopped before its first state: nothing to resume
+    pack.mkdir()
+    limit = (runs / "tiny_batch" / "state.pt").stat().st_size // 3
+    assert pack_stopped(["never_saved", "tiny_batch"], runs, pack, limit, archives=3) == []  # needs more pieces
+    assert not list(pack.iterdir())
+    assert pack_stopped(["never_saved", "tiny_batch"], runs, pack, limit, archives=7) == ["tiny_batch"]
+    pieces = sorted(pack.iterdir())
+    assert [piece.name for piece in pieces] == [f"resume_tiny_batch.tar.{i:03d}" for i in range(len(pieces))]
+    assert len(pieces) > 3 and all(piece.stat().st_size <= limit for piece in pieces)
+    assert not list(runs.glob("*.tar"))  # the whole tar is not left behind in the work folder
+
+    joined, back = tmp_path / "joined.tar", tmp_path / "back"
+    joined.write_bytes(b"".join(piece.read_bytes() for piece in pieces))
+    with tarfile.open(joined) as tar:
+        tar.extractall(back, filter="data")
+    assert sorted(f.name for f in (back / "tiny_batch").iterdir()) == sorted(
+        f.name for f in (runs / "tiny_batch").iterdir() if f.name != "state.pt.partial"
+    )
+    folder = run_training(config, synthetic_data_dir, tmp_path / "resumed", back / "tiny_batch", device="cpu")
+    log = (back / "tiny_batch" / "train.log").read_text()
+    assert "resume at step 20: 1 epochs done, 4 batches into the next" in log
+    assert json.loads((folder / "metrics.json").read_text())["train"]["steps"] == 48  # the whole 3 epochs
 
 
 def test_bad_batch_arguments_are_refused_in_one_line(tiny_config_file, tmp_path, capsys):
