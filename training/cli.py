@@ -203,7 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--work", default=str(REPO_ROOT / "runs" / "batch"), help="folder of the runs and their logs")
     batch.add_argument("--archive-mb", type=positive_number, default=15.0, help="size limit of one archive")
     batch.add_argument(
-        "--archives", type=positive_integer, default=7, help="checkpoint archives at most (records.tar.gz aside)"
+        "--archives",
+        type=positive_integer,
+        default=7,
+        help="archives at most, checkpoints and the pieces of stopped runs together (records.tar.gz aside)",
     )
     batch.set_defaults(handler=batch_command)
 
@@ -251,12 +254,14 @@ def positive_integer(text: str) -> int:
 
 
 def batch_command(args: argparse.Namespace) -> None:
-    from training.device_batch import parse_job, run_batch
+    from training.device_batch import BatchError, parse_job, run_batch
 
     jobs = [parse_job(spec) for spec in args.jobs]
     data = ["--data-dir", str(Path(args.data_dir).resolve())] if args.data_dir else []
     options = ["--device", args.device, *data]  # the runs start in the repository's root
     limit = int(args.archive_mb * 1_000_000)
+    if limit < 100_000:
+        raise BatchError("--archive-mb must be at least 0.1")
     report = run_batch(jobs, Path(args.work), Path(args.pack), args.deadline, options, limit, args.archives)
     print(json.dumps(report, indent=1))
 

@@ -6,13 +6,14 @@ A job is a training config, optionally under another seed (`CONFIG@K`). Each job
 a shipped run (no seed) stores its weights in float16 and re-measures its metrics on them
 (`store-half`) and stores its test outputs (`outputs`); a seed run stores its outputs only, since
 its weights are not shipped. At the deadline the jobs still running are stopped; their resumable
-state stays in the work folder (a later batch with the same work folder resumes them). The
-archives: `checkpoints_<i>.tar`, each under the size limit, holding the finished checkpoint folders
-(seed runs without weights and tokenizer); then, while archives are left, each stopped run's
-resumable folder cut into pieces `resume_<name>.tar.<k>` (most epochs first: the cheapest to finish
-elsewhere); and `records.tar.gz` with every job's log and `batch.json` (per job: the exit status,
-the epochs done, the seconds it ran, whether its checkpoint or its state was packed: a folder
-larger than the limit, or one past the last archive allowed, is left out and said so)."""
+state stays in the work folder, and a later batch of the same configs with the same work folder
+resumes them. The archives: `checkpoints_<i>.tar`, each under the size limit, holding the finished
+checkpoint folders (seed runs without weights and tokenizer; a folder larger than the limit, or one
+past the last archive allowed, is left out); then, in the archives still allowed, each stopped run's
+resumable folder cut into pieces `resume_<name>.tar.<k>` (the runs with the most epochs done first;
+one that does not fit in what is left is skipped); and `records.tar.gz` with every job's log and
+`batch.json` (per job: the exit status, the epochs done, the seconds it ran, and what was packed:
+"checkpoint", "state", or "nothing: <why>")."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ POLL_SECONDS = 5.0
 NOT_SHIPPED = ("model.safetensors", "tokenizer.json")  # a seed run's weights stay on the machine
 EPOCH_LOGGED = re.compile(r"epoch (\d+): train loss")
 STOPPED = "stopped at the deadline"
+TOO_LARGE = "nothing: larger than one archive, or no archive left"
 
 
 class BatchError(ValueError):
@@ -138,15 +140,23 @@ def wait_or_stop(running: dict[str, subprocess.Popen], deadline_s: float) -> dic
     return ended
 
 
+def tar_member_bytes(file: Path) -> int:
+    """What a file takes in a tar archive: its 512-byte header and its data in 512-byte blocks."""
+    return tarfile.BLOCKSIZE + -(-file.stat().st_size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+
+
+TAR_CLOSING_BYTES = 2 * tarfile.BLOCKSIZE + tarfile.RECORDSIZE  # end-of-archive blocks, then at most a record's padding
+
+
 def pack_finished(
     finished: dict[str, Job], out: Path, pack: Path, limit_bytes: int, archives: int
 ) -> tuple[int, list[str]]:
     """Tar the finished checkpoint folders into `pack`; returns the archives written and the folders left out."""
     sizes = {
-        name: sum(f.stat().st_size for f in packed_files(out / name, job.seed is not None))
+        name: sum(tar_member_bytes(f) for f in packed_files(out / name, job.seed is not None))
         for name, job in finished.items()
     }
-    groups, left_out = pack_groups(sizes, limit_bytes, archives)
+    groups, left_out = pack_groups(sizes, limit_bytes - TAR_CLOSING_BYTES, archives)
     for i, group in enumerate(groups):
         with tarfile.open(pack / f"checkpoints_{i}.tar", "w") as tar:
             for name in group:
@@ -155,28 +165,37 @@ def pack_finished(
     return len(groups), left_out
 
 
-def pack_stopped(stopped: list[str], runs: Path, pack: Path, limit_bytes: int, archives: int) -> list[str]:
+def pack_stopped(stopped: list[str], runs: Path, pack: Path, limit_bytes: int, pieces_left: int) -> dict[str, str]:
     """Each stopped run's resumable folder under `runs` (state, best weights so far, config, tokenizer,
     log) as one tar cut into pieces `resume_<name>.tar.000`, `.001`, ... of at most `limit_bytes`, in
-    the order given while `archives` pieces are left; returns the runs packed. Joined again
-    (`cat resume_<name>.tar.* | tar -x`) the pieces give the folder `<name>`, which `train --run-dir`
-    resumes. A run stopped before it first saved its state has nothing to resume."""
-    packed = []
+    the order given, first fit: a run whose pieces outnumber the `pieces_left` is skipped and a later,
+    smaller one may still go. Returns what was packed of each run ("state" or "nothing: <why>").
+    Joined again (`cat resume_<name>.tar.* | tar -xf -`) the pieces give the folder `<name>`, which
+    `train --run-dir` resumes."""
+    packed = {}
     for name in stopped:
         folder = runs / name
         if not (folder / "state.pt").exists():
+            packed[name] = "nothing: stopped before its first saved state"
+            continue
+        if pieces_left == 0:
+            packed[name] = "nothing: no archive left"
             continue
         whole = runs / f"{name}.tar"
-        with tarfile.open(whole, "w") as tar:
-            for file in sorted(folder.iterdir()):
-                if file.is_file() and not file.name.endswith(".partial"):  # .partial: a save cut short
-                    tar.add(file, arcname=f"{name}/{file.name}")
-        pieces = -(-whole.stat().st_size // limit_bytes)
-        if pieces <= archives:
-            cut_into_pieces(whole, pack / f"resume_{name}.tar", limit_bytes)
-            archives -= pieces
-            packed.append(name)
-        whole.unlink()
+        try:
+            with tarfile.open(whole, "w") as tar:
+                for file in sorted(folder.iterdir()):
+                    if file.is_file() and not file.name.endswith(".partial"):  # .partial: a save cut short
+                        tar.add(file, arcname=f"{name}/{file.name}")
+            n_pieces = -(-whole.stat().st_size // limit_bytes)
+            if n_pieces <= pieces_left:
+                cut_into_pieces(whole, pack / f"resume_{name}.tar", limit_bytes)
+                pieces_left -= n_pieces
+                packed[name] = "state"
+            else:
+                packed[name] = f"nothing: its {n_pieces} pieces outnumber the {pieces_left} archives left"
+        finally:
+            whole.unlink(missing_ok=True)
     return packed
 
 
@@ -201,20 +220,22 @@ def run_batch(
     report = {
         job.name: {
             "status": running[job.name].returncode if job.name in ended else STOPPED,
-            "epochs_done": epochs_done(logs / f"{job.name}.log"),
+            "epochs_done": epochs_done(work / "runs" / job.name / "train.log"),  # over every batch that ran it
             "seconds": ended.get(job.name, deadline_s),
+            "packed": "nothing: the run failed",
         }
         for job in jobs
     }
     finished = {job.name: job for job in jobs if report[job.name]["status"] == 0}
     written, left_out = pack_finished(finished, work / "out", pack, limit_bytes, archives)
     for name in finished:
-        report[name]["packed"] = name not in left_out
+        report[name]["packed"] = (
+            "nothing: larger than one archive, or no archive left" if name in left_out else "checkpoint"
+        )
     stopped = [name for name, run in report.items() if run["status"] == STOPPED]
-    stopped.sort(key=lambda name: -report[name]["epochs_done"])  # the closest to done first
-    resumable = pack_stopped(stopped, work / "runs", pack, limit_bytes, archives - written)
-    for name in stopped:
-        report[name]["state_packed"] = name in resumable
+    stopped.sort(key=lambda name: -report[name]["epochs_done"])
+    for name, packed in pack_stopped(stopped, work / "runs", pack, limit_bytes, archives - written).items():
+        report[name]["packed"] = packed
     (logs / "batch.json").write_text(json.dumps(report, indent=1))
     with tarfile.open(pack / "records.tar.gz", "w:gz") as tar:
         tar.add(logs, arcname="logs")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
 
 from tests.training.conftest import make_tiny_config
+from training import device_batch
 from training.cli import main
 from training.device_batch import BatchError, Job, epochs_done, job_commands, pack_groups, pack_stopped, parse_job
 from training.run import run_training
@@ -71,8 +74,8 @@ def test_batch_trains_side_by_side_and_packs_float16_checkpoints(tiny_config_fil
 
     report = json.loads((work / "logs" / "batch.json").read_text())
     assert {name: (run["status"], run["packed"]) for name, run in report.items()} == {
-        "tiny_batch": (0, True),
-        "tiny_batch_seed2": (0, True),
+        "tiny_batch": (0, "checkpoint"),
+        "tiny_batch_seed2": (0, "checkpoint"),
     }
     assert all(run["epochs_done"] == 3 for run in report.values())  # the config's 3 epochs
     archives = sorted(pack.glob("checkpoints_*.tar"))
@@ -95,9 +98,10 @@ def test_runs_going_at_the_deadline_are_stopped_their_state_packed(tiny_config_f
     options = ["--data-dir", str(synthetic_data_dir), "--device", "cpu", "--work", str(work), "--pack", str(pack)]
     assert main(["batch", str(tiny_config_file), *options, "--deadline", "0.5"]) == 0
     report = json.loads((work / "logs" / "batch.json").read_text())
-    assert report["tiny_batch"]["status"] == "stopped at the deadline" and "packed" not in report["tiny_batch"]
+    assert report["tiny_batch"]["status"] == "stopped at the deadline"
     saved = (work / "runs" / "tiny_batch" / "state.pt").exists()  # whether it got as far as its first save
-    assert report["tiny_batch"]["state_packed"] is saved and bool(list(pack.glob("resume_tiny_batch.tar.*"))) is saved
+    assert report["tiny_batch"]["packed"] == ("state" if saved else "nothing: stopped before its first saved state")
+    assert bool(list(pack.glob("resume_tiny_batch.tar.*"))) is saved
     assert not list(pack.glob("checkpoints_*.tar"))
     assert "logs/tiny_batch.log" in members(pack / "records.tar.gz")
 
@@ -109,13 +113,19 @@ def test_a_stopped_run_travels_in_pieces_that_join_into_a_folder_it_resumes_from
     (runs / "never_saved").mkdir()  # stopped before its first state: nothing to resume
     pack.mkdir()
     limit = (runs / "tiny_batch" / "state.pt").stat().st_size // 3
-    assert pack_stopped(["never_saved", "tiny_batch"], runs, pack, limit, archives=3) == []  # needs more pieces
-    assert not list(pack.iterdir())
-    assert pack_stopped(["never_saved", "tiny_batch"], runs, pack, limit, archives=7) == ["tiny_batch"]
+    assert pack_stopped(["never_saved", "tiny_batch"], runs, pack, limit, pieces_left=7) == {
+        "never_saved": "nothing: stopped before its first saved state",
+        "tiny_batch": "state",
+    }
     pieces = sorted(pack.iterdir())
     assert [piece.name for piece in pieces] == [f"resume_tiny_batch.tar.{i:03d}" for i in range(len(pieces))]
     assert len(pieces) > 3 and all(piece.stat().st_size <= limit for piece in pieces)
     assert not list(runs.glob("*.tar"))  # the whole tar is not left behind in the work folder
+    one_short = tmp_path / "one_short"
+    one_short.mkdir()
+    refused = pack_stopped(["tiny_batch"], runs, one_short, limit, pieces_left=len(pieces) - 1)
+    assert refused == {"tiny_batch": f"nothing: its {len(pieces)} pieces outnumber the {len(pieces) - 1} archives left"}
+    assert not list(one_short.iterdir()) and not list(runs.glob("*.tar"))
 
     joined, back = tmp_path / "joined.tar", tmp_path / "back"
     joined.write_bytes(b"".join(piece.read_bytes() for piece in pieces))
@@ -130,6 +140,34 @@ def test_a_stopped_run_travels_in_pieces_that_join_into_a_folder_it_resumes_from
     assert json.loads((folder / "metrics.json").read_text())["train"]["steps"] == 48  # the whole 3 epochs
 
 
+def test_stopped_runs_get_the_archives_the_checkpoints_left_most_epochs_first(tmp_path, monkeypatch):
+    """The packing after the deadline, given how the runs ended: two finished, two stopped."""
+    work, pack, limit = tmp_path / "work", tmp_path / "pack", 100_000
+    for name, size in (("done", 50_000), ("big", 95_000)):  # big: under the limit, but not with the tar's own bytes
+        (work / "out" / name).mkdir(parents=True)
+        (work / "out" / name / "model.safetensors").write_bytes(b"w" * size)
+    for name, epochs in (("near", 15), ("early", 3)):
+        (work / "runs" / name).mkdir(parents=True)
+        (work / "runs" / name / "state.pt").write_bytes(b"s" * 300_000)  # with its log: 4 pieces each
+        log = "".join(f"epoch {e}: train loss 2.0\n" for e in range(1, epochs + 1))
+        (work / "runs" / name / "train.log").write_text(log)
+    jobs = [Job(Path(f"{name}.json"), None) for name in ("early", "done", "big", "near")]
+    exited = dict.fromkeys(["done", "big"], subprocess.CompletedProcess([], returncode=0))  # how the runs ended
+    monkeypatch.setattr(device_batch, "launch", lambda jobs, work, options, logs: exited)
+    monkeypatch.setattr(device_batch, "wait_or_stop", lambda running, deadline_s: {"done": 12.0, "big": 13.0})
+    report = device_batch.run_batch(jobs, work, pack, 60, [], limit, archives=5)
+    assert {name: (run["epochs_done"], run["packed"]) for name, run in report.items()} == {
+        "early": (3, "nothing: no archive left"),
+        "done": (0, "checkpoint"),
+        "big": (0, "nothing: larger than one archive, or no archive left"),
+        "near": (15, "state"),  # the most epochs done: first, into the 4 archives the checkpoint left
+    }
+    assert sorted(f.name for f in pack.iterdir()) == ["checkpoints_0.tar", "records.tar.gz"] + [
+        f"resume_near.tar.00{i}" for i in range(4)
+    ]
+    assert all(f.stat().st_size <= limit for f in pack.iterdir())
+
+
 def test_bad_batch_arguments_are_refused_in_one_line(tiny_config_file, tmp_path, capsys):
     common = ["--pack", str(tmp_path / "pack"), "--work", str(tmp_path / "work")]
     assert main(["batch", "training/configs/nothing_here.json", "--deadline", "10", *common]) == 2
@@ -140,3 +178,5 @@ def test_bad_batch_arguments_are_refused_in_one_line(tiny_config_file, tmp_path,
                 ["--deadline", "10", "--archives", "0"]):  # fmt: skip
         with pytest.raises(SystemExit):
             main(["batch", str(tiny_config_file), *bad, *common])
+    assert main(["batch", str(tiny_config_file), "--deadline", "10", "--archive-mb", "0.09", *common]) == 2
+    assert "--archive-mb must be at least 0.1" in capsys.readouterr().err
