@@ -36,6 +36,7 @@ NOT_SHIPPED = ("model.safetensors", "tokenizer.json")  # a seed run's weights st
 EPOCH_LOGGED = re.compile(r"epoch (\d+): train loss")
 STOPPED = "stopped at the deadline"
 TOO_LARGE = "nothing: larger than one archive, or no archive left"
+TAR_CLOSING_BYTES = 2 * tarfile.BLOCKSIZE + tarfile.RECORDSIZE  # end-of-archive blocks, then at most a record's padding
 
 
 class BatchError(ValueError):
@@ -143,9 +144,6 @@ def wait_or_stop(running: dict[str, subprocess.Popen], deadline_s: float) -> dic
 def tar_member_bytes(file: Path) -> int:
     """What a file takes in a tar archive: its 512-byte header and its data in 512-byte blocks."""
     return tarfile.BLOCKSIZE + -(-file.stat().st_size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
-
-
-TAR_CLOSING_BYTES = 2 * tarfile.BLOCKSIZE + tarfile.RECORDSIZE  # end-of-archive blocks, then at most a record's padding
 
 
 def pack_finished(
