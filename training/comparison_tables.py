@@ -77,6 +77,17 @@ def lesions_against_trained_size(comparisons: Comparisons, models: dict[str, str
     return [*lines, *method_note()] if len(lines) > 2 else []
 
 
+def short_schedule_lesions(comparisons: Comparisons, models: dict[str, str]) -> list[str]:
+    """Table 2 on the memory models' runs kept in `checkpoints/short_schedule`, each labelled with its epochs,
+    so that the lesions of the shorter schedule stand beside those of the shipped one."""
+    shorter = {}
+    for name, label in models.items():
+        short = f"{SHORT_SCHEDULE}/{name}"
+        if comparisons.has(short) and comparisons.memory_size(short) > 0:
+            shorter[short] = f"{label}, {comparisons.epochs(short)} epochs"
+    return lesions_against_trained_size(comparisons, shorter)
+
+
 def _stored_sizes(comparisons: Comparisons, name: str) -> list[int]:
     sizes = (memory_size_of(condition) for condition in comparisons.conditions(name))
     return [size for size in sizes if size is not None]

@@ -22,6 +22,7 @@ from training.comparison_tables import (
     grown_against_control,
     lesions_against_trained_size,
     schedule_against_short,
+    short_schedule_lesions,
     variants_against_baseline,
     working_memory_conditions,
 )
@@ -56,8 +57,9 @@ SEEDED = {
     "membottleneck_10": "MemBottleneck 10",
     "working_memory_de_en": "Working memory de-en",
 }
-# Table 3: MemTransformer 5 grown by 5 slots per stage, fine-tuned at each.
-EXTENSION_STAGES = ["memtransformer_5", "memtransformer_5_to_10", "memtransformer_10_to_15", "memtransformer_15_to_20"]
+# Table 3: MemTransformer 5 grown by 5 slots per stage, fine-tuned at each; the run it grew from is the
+# first stage's init_from (extension_base).
+EXTENSION_GROWN = ["memtransformer_5_to_10", "memtransformer_10_to_15", "memtransformer_15_to_20"]
 PAPER_TABLE_3 = [19.17, 19.18, 19.19, 19.41]
 # Our control for Table 3: MemTransformer 5 fine-tuned as many epochs as the three stages, memory not grown.
 EXTENSION_CONTROL = "memtransformer_5_finetuned"
@@ -155,13 +157,25 @@ def _lesion_cell(value, size: int, name: str) -> str:
     return f"**{text}**" if trained.isdigit() and int(trained) == size and value is not None else text
 
 
-def table_3(metrics: dict[str, dict]) -> list[str]:
+def extension_base(configs: Path) -> str:
+    """The checkpoint folder (under checkpoints/) that the extension chain and its control grew from: their
+    configs' init_from, e.g. "short_schedule/memtransformer_5" for a chain grown from a shorter run."""
+    starts = {
+        json.loads((configs / f"{name}.json").read_text())["init_from"]
+        for name in (EXTENSION_GROWN[0], EXTENSION_CONTROL)
+    }
+    if len(starts) != 1:
+        raise ValueError(f"the extension chain and its control start from different checkpoints: {sorted(starts)}")
+    return str(Path(starts.pop()).relative_to("checkpoints"))
+
+
+def table_3(metrics: dict[str, dict], base: str) -> list[str]:
     lines = [
         "| stage | memory | epochs in total | BLEU test_2016_flickr (ours) | paper (WMT-14; 20 + 5 per stage epochs) |",
         "|---|---|---|---|---|",
     ]
     epochs = 0
-    for stage, (name, paper) in enumerate(zip(EXTENSION_STAGES, PAPER_TABLE_3)):
+    for stage, (name, paper) in enumerate(zip([base, *EXTENSION_GROWN], PAPER_TABLE_3)):
         m = metrics.get(name)
         label = "trained" if stage == 0 else f"+{stage} fine-tuning stage{'s' if stage > 1 else ''}"
         if m is None:
@@ -171,9 +185,9 @@ def table_3(metrics: dict[str, dict]) -> list[str]:
         lines.append(
             f"| {label} | {5 * (stage + 1)} | {epochs} | {_number(m['bleu'].get(TEST_SPLIT))} | {_number(paper)} |"
         )
-    control, base = metrics.get(EXTENSION_CONTROL), metrics.get(EXTENSION_STAGES[0])
-    if control and base:
-        epochs = base.get("train", {}).get("epochs", 0) + control.get("train", {}).get("epochs", 0)
+    control, start = metrics.get(EXTENSION_CONTROL), metrics.get(base)
+    if control and start:
+        epochs = start.get("train", {}).get("epochs", 0) + control.get("train", {}).get("epochs", 0)
         lines.append(
             f"| control: fine-tuned, memory not grown | 5 | {epochs} | {_number(control['bleu'].get(TEST_SPLIT))} | - |"
         )
@@ -346,12 +360,16 @@ def render(
     ff: dict[str, dict] | None = None,
     later_sections: list[str] | None = None,  # the segment-model and active-memory sections, rendered
     comparisons: Comparisons | None = None,  # the stored test outputs; None: no comparison tables
+    *,
+    extension_start: str,  # the checkpoint Table 3's chain grew from (extension_base)
 ) -> str:
     variants = {name: label for name, (label, _) in PAPER_TABLE_1.items()}
     compared = comparisons is not None
     schedule_table = schedule_against_short(comparisons, variants) if compared else []
-    grown = grown_against_control(comparisons, EXTENSION_STAGES, EXTENSION_CONTROL) if compared else []
+    stages = [extension_start, *EXTENSION_GROWN]
+    grown = grown_against_control(comparisons, stages, EXTENSION_CONTROL) if compared else []
     seeds = seed_spread(comparisons, SEEDED) if compared else []
+    short_lesions = short_schedule_lesions(comparisons, variants) if compared else []
     parts = [
         "# Results: the memory models at small scale",
         "",
@@ -422,11 +440,22 @@ def render(
             if compared
             else []
         ),
+        *(
+            [
+                "The same lesions on the memory models' shorter runs (`checkpoints/short_schedule`), "
+                "each against its own trained size:",
+                "",
+                *short_lesions,
+                "",
+            ]
+            if short_lesions
+            else []
+        ),
         "## Table 3: memory extension (MemTransformer 5 grown by 5 slots per stage, fine-tuned each stage)",
         "",
         DECODING["translation"],
         "",
-        *table_3(metrics),
+        *table_3(metrics, extension_start),
         "",
         *(
             [
@@ -504,6 +533,7 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path, data_dir: st
     from training.segment_results import segment_task_section  # it imports this module's load_metrics
 
     reading = reading_file.read_text().strip() if reading_file.exists() else "(no reading written yet)"
+    configs = REPO_ROOT / "training" / "configs"
     out.write_text(
         render(
             load_metrics(checkpoints),
@@ -512,10 +542,11 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path, data_dir: st
             load_metrics(checkpoints, "ff_analysis.json"),
             [
                 *segment_task_section(checkpoints),
-                *segment_lm_section(checkpoints, REPO_ROOT / "training" / "configs"),
+                *segment_lm_section(checkpoints, configs),
                 *active_memory_section(checkpoints),
             ],
             Comparisons(checkpoints, data_dir),
+            extension_start=extension_base(configs),
         )
     )
     return out

@@ -2,14 +2,17 @@
 
 import json
 
-from training.results import write_results
+import pytest
+
+from training import REPO_ROOT
+from training.results import extension_base, write_results
 
 
 def test_results_tables_come_from_metrics(tmp_path):
     checkpoints = tmp_path / "checkpoints"
     for name, bleu, lesion in [
         ("transformer", 30.5, None),
-        ("memtransformer_5", 28.0, None),
+        (extension_base(REPO_ROOT / "training" / "configs"), 28.0, None),  # the run the chain grew from
         ("memtransformer_5_finetuned", 29.5, None),
         (
             "memtransformer_10",
@@ -31,10 +34,23 @@ def test_results_tables_come_from_metrics(tmp_path):
     text = write_results(checkpoints, tmp_path / "results.md", reading).read_text()
     assert "| Transformer (baseline) | 31.50 | 30.50 | 50.00 | 4 | 10 | 19.01 |" in text
     assert "| MemCtrl 20 | not trained yet |" in text
+    assert "| trained | 5 | 4 | 28.00 | 19.17 |" in text  # Table 3 starts from the run the chain grew from
     assert "| control: fine-tuned, memory not grown | 5 | 8 | 29.50 | - |" in text
     assert "| MemTransformer 10 (ours) | 10.00 | 20.00 | 25.00 | **31.25** | 28.00 | 22.00 |" in text
     assert "| MemTransformer 10 (paper, base) | 11.75 | 15.91 | 18.22 | 25.07 | 12.39 | 7.87 |" in text
     assert text.rstrip().endswith("Shapes agree.")
+
+
+def test_the_extension_chain_starts_where_its_configs_say(tmp_path):
+    def write(name: str, init_from: str) -> None:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"name": name, "init_from": init_from}))
+
+    write("memtransformer_5_to_10", "checkpoints/short_schedule/memtransformer_5")
+    write("memtransformer_5_finetuned", "checkpoints/short_schedule/memtransformer_5")
+    assert extension_base(tmp_path) == "short_schedule/memtransformer_5"
+    write("memtransformer_5_finetuned", "checkpoints/memtransformer_5")
+    with pytest.raises(ValueError, match="start from different checkpoints"):
+        extension_base(tmp_path)
 
 
 def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
@@ -153,6 +169,7 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
         ("short_schedule/transformer", 1, 0),
         ("memtransformer_5", 3, 1),
         ("memtransformer_10", 1, 1),
+        ("short_schedule/memtransformer_5", 1, 2),
     )
     for name, epochs, seed in runs:  # different models under those names; the baseline on two schedules
         config = tiny_config(epochs=epochs, seed=seed)
@@ -188,4 +205,12 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
     lesion = sacrebleu.corpus_bleu(variant[memory_condition(0)], [references]).score
     assert any(line.startswith(f"| MemTransformer 5 | 0 | {lesion:.2f} | ") for line in text.splitlines())
     assert "| MemTransformer 5 | 2 (trained) | " in text  # the tiny config trains 2 slots
+    # the short-schedule lesions: the 1-epoch run at size 0 against its own trained size, not the shipped run's
+    shorter = read_outputs(checkpoints / "short_schedule" / "memtransformer_5")["outputs"]
+    short_lesion = sacrebleu.corpus_bleu(shorter[memory_condition(0)], [references]).score
+    short_trained = sacrebleu.corpus_bleu(shorter[AS_TRAINED], [references]).score
+    row = next(line for line in text.splitlines() if line.startswith("| MemTransformer 5, 1 epochs | 0 | "))
+    assert row.split(" | ")[2] == f"{short_lesion:.2f}"
+    assert row.split(" | ")[5].startswith(f"{short_lesion - short_trained:+.2f} [")
+    assert "| MemTransformer 5, 1 epochs | 2 (trained) | " in text
     assert "Signatures: BLEU `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in text
