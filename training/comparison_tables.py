@@ -47,8 +47,8 @@ def schedule_against_short(comparisons: Comparisons, variants: dict[str, str]) -
     """Each model that has a short-schedule run: that run, and the shipped run minus it."""
     lines = ["| model | epochs " + HEAD, "|---|---" + RULE]
     for name, label in variants.items():
-        short = f"{SHORT_SCHEDULE}/{name}"
-        if not (comparisons.has(name) and comparisons.has(short)):
+        short = short_run(comparisons, name)
+        if not (comparisons.has(name) and short):
             continue
         lines.append(_row(f"{label} | {comparisons.epochs(short)}", comparisons, (short, AS_TRAINED), None))
         longer = f"{label} | {comparisons.epochs(name)} (against {comparisons.epochs(short)})"
@@ -77,15 +77,26 @@ def lesions_against_trained_size(comparisons: Comparisons, models: dict[str, str
     return [*lines, *method_note()] if len(lines) > 2 else []
 
 
-def short_schedule_lesions(comparisons: Comparisons, models: dict[str, str]) -> list[str]:
-    """Table 2 on the memory models' runs kept in `checkpoints/short_schedule`, each labelled with its epochs,
-    so that the lesions of the shorter schedule stand beside those of the shipped one."""
-    shorter = {}
+def short_schedule_labels(comparisons: Comparisons, models: dict[str, str]) -> dict[str, str]:
+    """{short-schedule folder: label with its epochs} of the memory models (folder -> label) whose run kept in
+    `checkpoints/short_schedule` has lesion outputs, to set beside the shipped runs in Table 2."""
+    labels = {}
     for name, label in models.items():
-        short = f"{SHORT_SCHEDULE}/{name}"
-        if comparisons.has(short) and comparisons.memory_size(short) > 0:
-            shorter[short] = f"{label}, {comparisons.epochs(short)} epochs"
-    return lesions_against_trained_size(comparisons, shorter)
+        short = short_run(comparisons, name)
+        if short and comparisons.memory_size(short) > 0 and _stored_sizes(comparisons, short):
+            epochs = comparisons.epochs(short)
+            labels[short] = f"{label}, shorter run" if epochs is None else f"{label}, {_epochs(epochs)}"
+    return labels
+
+
+def short_run(comparisons: Comparisons, name: str) -> str | None:
+    """The folder of `name`'s run kept in `checkpoints/short_schedule`, if its outputs are stored; None."""
+    short = f"{SHORT_SCHEDULE}/{name}"
+    return short if comparisons.has(short) else None
+
+
+def _epochs(count: int) -> str:
+    return f"{count} epoch" if count == 1 else f"{count} epochs"
 
 
 def _stored_sizes(comparisons: Comparisons, name: str) -> list[int]:

@@ -22,14 +22,16 @@ from training.comparison_tables import (
     grown_against_control,
     lesions_against_trained_size,
     schedule_against_short,
-    short_schedule_lesions,
+    short_schedule_labels,
     variants_against_baseline,
     working_memory_conditions,
 )
 from training.comparisons import Comparisons
+from training.config import ConfigError, load_config
 from training.seed_runs import seed_spread
 
 TEST_SPLIT = "test_2016_flickr"
+CHECKPOINTS = REPO_ROOT / "checkpoints"  # where the configs' init_from folders live
 
 # Table 1, small models (4+4 layers, 20 epochs).
 PAPER_TABLE_1 = {
@@ -58,7 +60,7 @@ SEEDED = {
     "working_memory_de_en": "Working memory de-en",
 }
 # Table 3: MemTransformer 5 grown by 5 slots per stage, fine-tuned at each; the run it grew from is the
-# first stage's init_from (extension_base).
+# first stage's init_from (extension_start).
 EXTENSION_GROWN = ["memtransformer_5_to_10", "memtransformer_10_to_15", "memtransformer_15_to_20"]
 PAPER_TABLE_3 = [19.17, 19.18, 19.19, 19.41]
 # Our control for Table 3: MemTransformer 5 fine-tuned as many epochs as the three stages, memory not grown.
@@ -157,25 +159,27 @@ def _lesion_cell(value, size: int, name: str) -> str:
     return f"**{text}**" if trained.isdigit() and int(trained) == size and value is not None else text
 
 
-def extension_base(configs: Path) -> str:
-    """The checkpoint folder (under checkpoints/) that the extension chain and its control grew from: their
-    configs' init_from, e.g. "short_schedule/memtransformer_5" for a chain grown from a shorter run."""
-    starts = {
-        json.loads((configs / f"{name}.json").read_text())["init_from"]
-        for name in (EXTENSION_GROWN[0], EXTENSION_CONTROL)
-    }
+def extension_start(configs: Path) -> str:
+    """The checkpoint folder, relative to checkpoints/, that the extension chain and its control grew from
+    (their configs' init_from), e.g. "short_schedule/memtransformer_5" for a chain grown from a shorter run."""
+    starts = set()
+    for name in (EXTENSION_GROWN[0], EXTENSION_CONTROL):
+        folder = load_config(configs / f"{name}.json").init_from_folder
+        if folder is None or not folder.resolve().is_relative_to(CHECKPOINTS.resolve()):
+            raise ConfigError(f"{configs / name}.json must start from a folder under {CHECKPOINTS} (init_from)")
+        starts.add(folder.resolve().relative_to(CHECKPOINTS.resolve()).as_posix())
     if len(starts) != 1:
-        raise ValueError(f"the extension chain and its control start from different checkpoints: {sorted(starts)}")
-    return str(Path(starts.pop()).relative_to("checkpoints"))
+        raise ConfigError(f"the extension chain and its control start from different checkpoints: {sorted(starts)}")
+    return starts.pop()
 
 
-def table_3(metrics: dict[str, dict], base: str) -> list[str]:
+def table_3(metrics: dict[str, dict], start: str) -> list[str]:
     lines = [
         "| stage | memory | epochs in total | BLEU test_2016_flickr (ours) | paper (WMT-14; 20 + 5 per stage epochs) |",
         "|---|---|---|---|---|",
     ]
     epochs = 0
-    for stage, (name, paper) in enumerate(zip([base, *EXTENSION_GROWN], PAPER_TABLE_3)):
+    for stage, (name, paper) in enumerate(zip([start, *EXTENSION_GROWN], PAPER_TABLE_3)):
         m = metrics.get(name)
         label = "trained" if stage == 0 else f"+{stage} fine-tuning stage{'s' if stage > 1 else ''}"
         if m is None:
@@ -185,9 +189,9 @@ def table_3(metrics: dict[str, dict], base: str) -> list[str]:
         lines.append(
             f"| {label} | {5 * (stage + 1)} | {epochs} | {_number(m['bleu'].get(TEST_SPLIT))} | {_number(paper)} |"
         )
-    control, start = metrics.get(EXTENSION_CONTROL), metrics.get(base)
-    if control and start:
-        epochs = start.get("train", {}).get("epochs", 0) + control.get("train", {}).get("epochs", 0)
+    control, started = metrics.get(EXTENSION_CONTROL), metrics.get(start)
+    if control and started:
+        epochs = started.get("train", {}).get("epochs", 0) + control.get("train", {}).get("epochs", 0)
         lines.append(
             f"| control: fine-tuned, memory not grown | 5 | {epochs} | {_number(control['bleu'].get(TEST_SPLIT))} | - |"
         )
@@ -361,15 +365,15 @@ def render(
     later_sections: list[str] | None = None,  # the segment-model and active-memory sections, rendered
     comparisons: Comparisons | None = None,  # the stored test outputs; None: no comparison tables
     *,
-    extension_start: str,  # the checkpoint Table 3's chain grew from (extension_base)
+    extension_from: str,  # the checkpoint Table 3's chain grew from (extension_start)
 ) -> str:
     variants = {name: label for name, (label, _) in PAPER_TABLE_1.items()}
     compared = comparisons is not None
     schedule_table = schedule_against_short(comparisons, variants) if compared else []
-    stages = [extension_start, *EXTENSION_GROWN]
+    stages = [extension_from, *EXTENSION_GROWN]
     grown = grown_against_control(comparisons, stages, EXTENSION_CONTROL) if compared else []
     seeds = seed_spread(comparisons, SEEDED) if compared else []
-    short_lesions = short_schedule_lesions(comparisons, variants) if compared else []
+    lesioned = {**variants, **short_schedule_labels(comparisons, variants)} if compared else {}
     parts = [
         "# Results: the memory models at small scale",
         "",
@@ -432,30 +436,21 @@ def render(
         "",
         *(
             [
-                "Each memory size against the trained size, from the stored test outputs:",
+                "Each memory size against the same run's trained size, from the stored test outputs; below the "
+                "shipped runs, the memory models' shorter runs (`checkpoints/short_schedule`, labelled with their "
+                "epochs):",
                 "",
-                *lesions_against_trained_size(comparisons, variants),
+                *lesions_against_trained_size(comparisons, lesioned),
                 "",
             ]
             if compared
-            else []
-        ),
-        *(
-            [
-                "The same lesions on the memory models' shorter runs (`checkpoints/short_schedule`), "
-                "each against its own trained size:",
-                "",
-                *short_lesions,
-                "",
-            ]
-            if short_lesions
             else []
         ),
         "## Table 3: memory extension (MemTransformer 5 grown by 5 slots per stage, fine-tuned each stage)",
         "",
         DECODING["translation"],
         "",
-        *table_3(metrics, extension_start),
+        *table_3(metrics, extension_from),
         "",
         *(
             [
@@ -523,7 +518,13 @@ def render(
     return "\n".join(parts)
 
 
-def write_results(checkpoints: Path, out: Path, reading_file: Path, data_dir: str | Path | None = None) -> Path:
+def write_results(
+    checkpoints: Path,
+    out: Path,
+    reading_file: Path,
+    data_dir: str | Path | None = None,
+    configs: Path = REPO_ROOT / "training" / "configs",  # the training configs (Table 3's chain, segment LMs)
+) -> Path:
     """Render the tables; the prose reading is kept in its own file
     (docs/results_reading.md) because it is judgement, not data. The
     comparison tables read the stored test outputs' references from
@@ -533,7 +534,6 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path, data_dir: st
     from training.segment_results import segment_task_section  # it imports this module's load_metrics
 
     reading = reading_file.read_text().strip() if reading_file.exists() else "(no reading written yet)"
-    configs = REPO_ROOT / "training" / "configs"
     out.write_text(
         render(
             load_metrics(checkpoints),
@@ -546,7 +546,7 @@ def write_results(checkpoints: Path, out: Path, reading_file: Path, data_dir: st
                 *active_memory_section(checkpoints),
             ],
             Comparisons(checkpoints, data_dir),
-            extension_start=extension_base(configs),
+            extension_from=extension_start(configs),
         )
     )
     return out

@@ -1,18 +1,33 @@
 """docs/results.md is rendered from metrics.json files, paper numbers beside ours."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from training import REPO_ROOT
-from training.results import extension_base, write_results
+from training.config import ConfigError
+from training.results import extension_start, write_results
+
+CONFIGS = REPO_ROOT / "training" / "configs"
+
+
+def configs_starting_the_chain_from(folder: Path, start: str, control_start: str | None = None) -> Path:
+    """A copy of the shipped training configs whose extension chain and control start from checkpoints/<start>."""
+    shutil.copytree(CONFIGS, folder)
+    for name, init_from in (("memtransformer_5_to_10", start), ("memtransformer_5_finetuned", control_start or start)):
+        config = json.loads((folder / f"{name}.json").read_text())
+        (folder / f"{name}.json").write_text(json.dumps({**config, "init_from": init_from}))
+    return folder
 
 
 def test_results_tables_come_from_metrics(tmp_path):
     checkpoints = tmp_path / "checkpoints"
     for name, bleu, lesion in [
         ("transformer", 30.5, None),
-        (extension_base(REPO_ROOT / "training" / "configs"), 28.0, None),  # the run the chain grew from
+        ("memtransformer_5", 35.0, None),  # not the run the chain grew from here
+        ("short_schedule/memtransformer_5", 28.0, None),
         ("memtransformer_5_finetuned", 29.5, None),
         (
             "memtransformer_10",
@@ -29,12 +44,14 @@ def test_results_tables_come_from_metrics(tmp_path):
         if lesion:
             metrics["lesion"] = lesion
         (checkpoints / name / "metrics.json").write_text(json.dumps(metrics))
+    configs = configs_starting_the_chain_from(tmp_path / "configs", "checkpoints/short_schedule/memtransformer_5")
     reading = tmp_path / "reading.md"
     reading.write_text("Shapes agree.")
-    text = write_results(checkpoints, tmp_path / "results.md", reading).read_text()
+    text = write_results(checkpoints, tmp_path / "results.md", reading, configs=configs).read_text()
     assert "| Transformer (baseline) | 31.50 | 30.50 | 50.00 | 4 | 10 | 19.01 |" in text
     assert "| MemCtrl 20 | not trained yet |" in text
     assert "| trained | 5 | 4 | 28.00 | 19.17 |" in text  # Table 3 starts from the run the chain grew from
+    assert "| MemTransformer 5 | 36.00 | 35.00 |" in text  # Table 1 shows the shipped run
     assert "| control: fine-tuned, memory not grown | 5 | 8 | 29.50 | - |" in text
     assert "| MemTransformer 10 (ours) | 10.00 | 20.00 | 25.00 | **31.25** | 28.00 | 22.00 |" in text
     assert "| MemTransformer 10 (paper, base) | 11.75 | 15.91 | 18.22 | 25.07 | 12.39 | 7.87 |" in text
@@ -42,15 +59,15 @@ def test_results_tables_come_from_metrics(tmp_path):
 
 
 def test_the_extension_chain_starts_where_its_configs_say(tmp_path):
-    def write(name: str, init_from: str) -> None:
-        (tmp_path / f"{name}.json").write_text(json.dumps({"name": name, "init_from": init_from}))
-
-    write("memtransformer_5_to_10", "checkpoints/short_schedule/memtransformer_5")
-    write("memtransformer_5_finetuned", "checkpoints/short_schedule/memtransformer_5")
-    assert extension_base(tmp_path) == "short_schedule/memtransformer_5"
-    write("memtransformer_5_finetuned", "checkpoints/memtransformer_5")
-    with pytest.raises(ValueError, match="start from different checkpoints"):
-        extension_base(tmp_path)
+    short = "checkpoints/short_schedule/memtransformer_5"
+    assert extension_start(configs_starting_the_chain_from(tmp_path / "a", short)) == "short_schedule/memtransformer_5"
+    assert extension_start(configs_starting_the_chain_from(tmp_path / "b", short, f"{short}/")) == (
+        "short_schedule/memtransformer_5"  # one folder, however written
+    )
+    with pytest.raises(ConfigError, match="start from different checkpoints"):
+        extension_start(configs_starting_the_chain_from(tmp_path / "c", short, "checkpoints/memtransformer_5"))
+    with pytest.raises(ConfigError, match="must start from a folder under"):
+        extension_start(configs_starting_the_chain_from(tmp_path / "d", str(tmp_path / "elsewhere")))
 
 
 def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
@@ -209,8 +226,8 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
     shorter = read_outputs(checkpoints / "short_schedule" / "memtransformer_5")["outputs"]
     short_lesion = sacrebleu.corpus_bleu(shorter[memory_condition(0)], [references]).score
     short_trained = sacrebleu.corpus_bleu(shorter[AS_TRAINED], [references]).score
-    row = next(line for line in text.splitlines() if line.startswith("| MemTransformer 5, 1 epochs | 0 | "))
+    row = next(line for line in text.splitlines() if line.startswith("| MemTransformer 5, 1 epoch | 0 | "))
     assert row.split(" | ")[2] == f"{short_lesion:.2f}"
     assert row.split(" | ")[5].startswith(f"{short_lesion - short_trained:+.2f} [")
-    assert "| MemTransformer 5, 1 epochs | 2 (trained) | " in text
+    assert "| MemTransformer 5, 1 epoch | 2 (trained) | " in text
     assert "Signatures: BLEU `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in text
