@@ -86,6 +86,7 @@ def test_all_shipped_models_have_a_config():
         "extended_neural_gpu_de_en", "extended_neural_gpu_de_en_1epoch", "gru_attention_de_en",
         "gru_attention_de_en_1epoch", "transformer_4_epochs", "memtransformer_10_4_epochs",
         "memtransformer_20_4_epochs", "membottleneck_10_4_epochs", "memctrl_20_4_epochs",
+        "memtransformer_5_4_epochs",
     }  # fmt: skip
     assert {path.stem for path in SHIPPED} == expected
 
@@ -97,7 +98,7 @@ def test_memory_extension_stages_chain():
         for a, b in ((5, 10), (10, 15), (15, 20))
     ]
     assert [s.init_from for s in stages] == [
-        "checkpoints/memtransformer_5",
+        "checkpoints/short_schedule/memtransformer_5",  # the shipped chain grew from the 4-epoch run
         "checkpoints/memtransformer_5_to_10",
         "checkpoints/memtransformer_10_to_15",
     ]
