@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Train every shipped Memory Transformer checkpoint, in two queues that run
 # side by side with one thread each (on a 2-core CPU two single-threaded runs
-# make about 1.7x the steps of one two-threaded run). Rerunning resumes.
+# made 1.25x the steps of one two-threaded run on 2026-11-26: MemTransformer 5
+# and MemBottleneck Skip 20 side by side at 0.87-0.95 s/step each, MemTransformer 5
+# alone at 0.55 s/step; an earlier machine gave 1.7x). Rerunning resumes.
 # Usage: training/train_all.sh [extra `python -m training train` options, e.g. --device cuda]
 set -uo pipefail
 cd "$(dirname "$0")/.."
