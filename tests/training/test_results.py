@@ -231,3 +231,33 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
     assert row.split(" | ")[5].startswith(f"{short_lesion - short_trained:+.2f} [")
     assert "| MemTransformer 5, 1 epoch | 2 (trained) | " in text
     assert "Signatures: BLEU `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in text
+
+
+def test_short_schedule_lesion_rows_are_the_memory_models_with_lesion_outputs(tmp_path):
+    """Which shorter runs join Table 2, and how they are labelled (no corpus needed: nothing is scored)."""
+    import gzip
+
+    from training.comparison_tables import short_schedule_labels
+    from training.comparisons import Comparisons
+    from training.outputs import AS_TRAINED, OUTPUTS_FILE, memory_condition
+
+    def short_run(name: str, memory_size: int, conditions: list[str], epochs: int | None) -> None:
+        folder = tmp_path / "short_schedule" / name
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps({"model": {"memory_size": memory_size}}))
+        train = {} if epochs is None else {"epochs": epochs}
+        (folder / "metrics.json").write_text(json.dumps({"train": train}))
+        record = {"split": "test_2016_flickr", "sentences": 1, "outputs": {c: ["a"] for c in conditions}}
+        (folder / OUTPUTS_FILE).write_bytes(gzip.compress(json.dumps(record).encode()))
+
+    short_run("with_lesions", 10, [AS_TRAINED, memory_condition(0)], 4)
+    short_run("no_epochs", 10, [AS_TRAINED, memory_condition(0)], None)
+    short_run("one_epoch", 10, [AS_TRAINED, memory_condition(0)], 1)
+    short_run("no_lesions", 10, [AS_TRAINED], 4)
+    short_run("no_memory", 0, [AS_TRAINED, memory_condition(0)], 4)
+    models = {name: name.upper() for name in ("with_lesions", "no_epochs", "one_epoch", "no_lesions", "no_memory")}
+    assert short_schedule_labels(Comparisons(tmp_path), {**models, "never_trained": "X"}) == {
+        "short_schedule/with_lesions": "WITH_LESIONS, 4 epochs",
+        "short_schedule/no_epochs": "NO_EPOCHS, shorter run",
+        "short_schedule/one_epoch": "ONE_EPOCH, 1 epoch",
+    }
