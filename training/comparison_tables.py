@@ -31,16 +31,31 @@ def same_schedule(comparisons: Comparisons, model: str, name: str) -> str | None
 
 
 def variants_against_baseline(comparisons: Comparisons, variants: dict[str, str]) -> list[str]:
-    """Table 1: each variant (folder -> label) minus the baseline Transformer trained for as many epochs."""
+    """Table 1: each variant (folder -> label, shipped or short-schedule run) minus the baseline Transformer
+    trained for as many epochs; the baseline's own runs are the reference rows."""
     shown = [name for name in variants if comparisons.has(name)]
     if not shown:
         return ["No stored test outputs yet (`python -m training outputs`)."]
     lines = ["| model | epochs " + HEAD, "|---|---" + RULE]
     for name in shown:
-        baseline = same_schedule(comparisons, name, BASELINE) if name != BASELINE else None
-        against = (baseline, AS_TRAINED) if baseline else None
+        baseline = same_schedule(comparisons, name, BASELINE)
+        against = (baseline, AS_TRAINED) if baseline not in (None, name) else None
         lines.append(_row(f"{variants[name]} | {comparisons.epochs(name)}", comparisons, (name, AS_TRAINED), against))
     return [*lines, *method_note()]
+
+
+def pairs_against(comparisons: Comparisons, pairs: list[tuple[str, str]], labels: dict[str, str]) -> list[str]:
+    """Each pair (a, b) of variants (folder -> label): a minus b, the shipped runs and, where both are kept,
+    their shorter runs, whenever the two are trained for as many epochs."""
+    lines = ["| model | against | epochs " + HEAD, "|---|---|---" + RULE]
+    for a, b in pairs:
+        for run_a, run_b in ((a, b), (f"{SHORT_SCHEDULE}/{a}", f"{SHORT_SCHEDULE}/{b}")):
+            if comparisons.has(run_a) and comparisons.has(run_b):
+                epochs = comparisons.epochs(run_a)
+                if epochs == comparisons.epochs(run_b):
+                    label = f"{labels[a]} | {labels[b]} | {epochs}"
+                    lines.append(_row(label, comparisons, (run_a, AS_TRAINED), (run_b, AS_TRAINED)))
+    return [*lines, *method_note()] if len(lines) > 2 else []
 
 
 def schedule_against_short(comparisons: Comparisons, variants: dict[str, str]) -> list[str]:
@@ -77,13 +92,14 @@ def lesions_against_trained_size(comparisons: Comparisons, models: dict[str, str
     return [*lines, *method_note()] if len(lines) > 2 else []
 
 
-def short_schedule_labels(comparisons: Comparisons, models: dict[str, str]) -> dict[str, str]:
-    """{short-schedule folder: label with its epochs} of the memory models (folder -> label) whose run kept in
-    `checkpoints/short_schedule` has lesion outputs, to set beside the shipped runs in Table 2."""
+def short_schedule_labels(comparisons: Comparisons, models: dict[str, str], *, lesioned: bool) -> dict[str, str]:
+    """{short-schedule folder: label with its epochs} of the models (folder -> label) with a run kept in
+    `checkpoints/short_schedule`, to set beside the shipped runs: in Table 1 every such run; in Table 2
+    (`lesioned`) only the memory models' runs with lesion outputs."""
     labels = {}
     for name, label in models.items():
         short = short_run(comparisons, name)
-        if short and comparisons.memory_size(short) > 0 and _stored_sizes(comparisons, short):
+        if short and (not lesioned or (comparisons.memory_size(short) > 0 and _stored_sizes(comparisons, short))):
             epochs = comparisons.epochs(short)
             labels[short] = f"{label}, shorter run" if epochs is None else f"{label}, {_epochs(epochs)}"
     return labels

@@ -215,6 +215,13 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
     expected = sacrebleu.corpus_bleu(one_epoch, [references]).score - sacrebleu.corpus_bleu(short, [references]).score
     row = next(line for line in text.splitlines() if line.startswith("| MemTransformer 10 | 1 | "))
     assert row.split(" | ")[5].startswith(f"{expected:+.2f} [")
+    # a shorter run kept in short_schedule joins Table 1 against the baseline's shorter run; that one is a reference
+    shorter = read_outputs(checkpoints / "short_schedule" / "memtransformer_5")["outputs"][AS_TRAINED]
+    expected = sacrebleu.corpus_bleu(shorter, [references]).score - sacrebleu.corpus_bleu(short, [references]).score
+    row = next(line for line in text.splitlines() if line.startswith("| MemTransformer 5, 1 epoch | 1 | "))
+    assert row.split(" | ")[5].startswith(f"{expected:+.2f} [")
+    reference = next(line for line in text.splitlines() if line.startswith("| Transformer (baseline), 1 epoch | 1 | "))
+    assert reference.endswith(" | - | - |")
     # the training-length table: the 3-epoch baseline against its 1-epoch run
     longer = sacrebleu.corpus_bleu(baseline, [references]).score - sacrebleu.corpus_bleu(short, [references]).score
     row = next(line for line in text.splitlines() if line.startswith("| Transformer (baseline) | 3 (against 1) | "))
@@ -256,8 +263,42 @@ def test_short_schedule_lesion_rows_are_the_memory_models_with_lesion_outputs(tm
     short_run("no_lesions", 10, [AS_TRAINED], 4)
     short_run("no_memory", 0, [AS_TRAINED, memory_condition(0)], 4)
     models = {name: name.upper() for name in ("with_lesions", "no_epochs", "one_epoch", "no_lesions", "no_memory")}
-    assert short_schedule_labels(Comparisons(tmp_path), {**models, "never_trained": "X"}) == {
+    comparisons, listed = Comparisons(tmp_path), {**models, "never_trained": "X"}
+    assert short_schedule_labels(comparisons, listed, lesioned=True) == {
         "short_schedule/with_lesions": "WITH_LESIONS, 4 epochs",
         "short_schedule/no_epochs": "NO_EPOCHS, shorter run",
         "short_schedule/one_epoch": "ONE_EPOCH, 1 epoch",
     }
+    assert short_schedule_labels(comparisons, listed, lesioned=False) == {  # Table 1: every shorter run
+        "short_schedule/with_lesions": "WITH_LESIONS, 4 epochs",
+        "short_schedule/no_epochs": "NO_EPOCHS, shorter run",
+        "short_schedule/one_epoch": "ONE_EPOCH, 1 epoch",
+        "short_schedule/no_lesions": "NO_LESIONS, 4 epochs",
+        "short_schedule/no_memory": "NO_MEMORY, 4 epochs",
+    }
+
+
+def test_pairs_the_paper_ranks_compare_runs_trained_as_long(tmp_path, synthetic_data_dir, tiny_config):
+    """A pair's row is the first run minus the second on the same sentences, and only where both ran as long."""
+    import sacrebleu
+
+    from training.comparison_tables import pairs_against
+    from training.comparisons import Comparisons
+    from training.corpora import CORPORA
+    from training.outputs import AS_TRAINED, read_outputs
+    from training.run import run_training, store_outputs
+
+    checkpoints = tmp_path / "checkpoints"
+    runs = (("a", 1, 0), ("b", 1, 1), ("short_schedule/a", 1, 2), ("short_schedule/b", 2, 3))
+    for name, epochs, seed in runs:  # the shorter runs differ in epochs: no row for them
+        config = tiny_config(epochs=epochs, seed=seed)
+        run_training(config, synthetic_data_dir, checkpoints / name, tmp_path / name, device="cpu")
+        store_outputs(checkpoints / name, synthetic_data_dir, "cpu", log=lambda _: None)
+    lines = pairs_against(Comparisons(checkpoints, synthetic_data_dir), [("a", "b")], {"a": "A", "b": "B"})
+
+    references = [r for _, r in CORPORA["multi30k"].read(synthetic_data_dir)["test_2016_flickr"]]
+    a, b = (read_outputs(checkpoints / name)["outputs"][AS_TRAINED] for name in ("a", "b"))
+    expected = sacrebleu.corpus_bleu(a, [references]).score - sacrebleu.corpus_bleu(b, [references]).score
+    rows = [line.split(" | ") for line in lines if line.startswith("| A | B | ")]
+    assert len(rows) == 1 and rows[0][2] == "1"
+    assert rows[0][6].startswith(f"{expected:+.2f} [") and " p=" in rows[0][6]
