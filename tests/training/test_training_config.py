@@ -86,7 +86,8 @@ def test_all_shipped_models_have_a_config():
         "extended_neural_gpu_de_en", "extended_neural_gpu_de_en_1epoch", "gru_attention_de_en",
         "gru_attention_de_en_1epoch", "transformer_4_epochs", "memtransformer_10_4_epochs",
         "memtransformer_20_4_epochs", "membottleneck_10_4_epochs", "memctrl_20_4_epochs",
-        "memtransformer_5_4_epochs",
+        "memtransformer_5_4_epochs", "membottleneck_20_4_epochs", "membottleneck_skip_20_4_epochs",
+        "memctrl_shared_20_4_epochs",
     }  # fmt: skip
     assert {path.stem for path in SHIPPED} == expected
 
