@@ -148,6 +148,8 @@ def train(
             f"{progress.batch_in_epoch} batches into the next"
         )
     session = Session(progress)
+    if progress.epoch < settings.epochs:
+        progress.trained_on(next(model.parameters()).device)
     while progress.epoch < settings.epochs:
         # Each epoch's batch order follows from the seed and the epoch number
         # alone, so a resumed run continues the very same sequence of batches.

@@ -44,6 +44,12 @@ class Progress:
     val_loss: list[float] = field(default_factory=list)  # validation loss per completed epoch
     val_bleu_epochs: list[int] = field(default_factory=list)  # epochs (1-based) with a validation BLEU
     val_bleu: list[float] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)  # the devices that trained it, in order (a run may move)
+
+    def trained_on(self, device: torch.device) -> None:
+        """Record that `device` trains the run from here on (an entry only where the device changes)."""
+        if self.devices[-1:] != [device_name(device)]:
+            self.devices.append(device_name(device))
 
     def best_val_epoch(self) -> int | None:
         """The first epoch with the highest validation BLEU; None before any was measured."""
@@ -62,10 +68,15 @@ class Progress:
             "schedule_steps": schedule_offset
             + selected_step,  # where a run initialised from this checkpoint continues the lr schedule
             "seconds": round(self.seconds, 1),
-            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else device.type,
+            # the devices that trained the run; a state saved before they were recorded: where it is evaluated
+            "device": " then ".join(self.devices) or device_name(device),
             "loss_curve": self.loss_curve,
             "val_loss": self.val_loss,
         }
+
+
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
 class RunDir:

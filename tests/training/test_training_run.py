@@ -90,6 +90,27 @@ def test_resume_continues_the_same_run(tmp_path, synthetic_data_dir, tiny_config
         torch.testing.assert_close(found[name], expected[name], rtol=0, atol=0, msg=name)
 
 
+def test_the_metrics_name_every_device_that_trained_the_run(tmp_path, synthetic_data_dir, tiny_config):
+    """A run that moves between machines records each device that trained it, and its metrics name them in
+    order; a run whose epochs were all done elsewhere and is only evaluated here names where it trained."""
+    config, run_dir, gpu = tiny_config(), tmp_path / "run", "NVIDIA H100 80GB HBM3"
+
+    def as_if_trained_so_far_on_a_gpu() -> None:
+        state = torch.load(run_dir / "state.pt", weights_only=True)
+        state["progress"]["devices"] = [gpu]
+        torch.save(state, run_dir / "state.pt")
+
+    def trained_on(**limit) -> str:
+        folder = run_training(config, synthetic_data_dir, tmp_path / "out", run_dir, device="cpu", **limit)
+        return json.loads((folder / "metrics.json").read_text())["train"]["device"]
+
+    assert trained_on(max_steps=6) == "cpu"
+    as_if_trained_so_far_on_a_gpu()
+    assert trained_on() == f"{gpu} then cpu"  # the remaining epochs on this CPU
+    as_if_trained_so_far_on_a_gpu()
+    assert trained_on() == gpu  # every epoch done: only evaluated here
+
+
 def test_checkpoint_keeps_the_epoch_best_on_validation(tmp_path, synthetic_data_dir, tiny_config, monkeypatch):
     """Validation BLEU 5, 9, 7 after epochs 1-3: the checkpoint holds the weights after epoch 2, not the last,
     and says so; a run continued from it would continue the schedule from epoch 2's step."""
