@@ -50,11 +50,10 @@ def pairs_against(comparisons: Comparisons, pairs: list[tuple[str, str]], labels
     lines = ["| model | against | epochs " + HEAD, "|---|---|---" + RULE]
     for a, b in pairs:
         for run_a, run_b in ((a, b), (f"{SHORT_SCHEDULE}/{a}", f"{SHORT_SCHEDULE}/{b}")):
-            if comparisons.has(run_a) and comparisons.has(run_b):
-                epochs = comparisons.epochs(run_a)
-                if epochs == comparisons.epochs(run_b):
-                    label = f"{labels[a]} | {labels[b]} | {epochs}"
-                    lines.append(_row(label, comparisons, (run_a, AS_TRAINED), (run_b, AS_TRAINED)))
+            trained_as_long = comparisons.epochs(run_a) == comparisons.epochs(run_b)
+            if comparisons.has(run_a) and comparisons.has(run_b) and trained_as_long:
+                label = f"{labels[a]} | {labels[b]} | {comparisons.epochs(run_a)}"
+                lines.append(_row(label, comparisons, (run_a, AS_TRAINED), (run_b, AS_TRAINED)))
     return [*lines, *method_note()] if len(lines) > 2 else []
 
 
