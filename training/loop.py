@@ -162,7 +162,9 @@ def train(
             session.save(run, model, optimizer)
             run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
             return progress
-        end_epoch(model, tokenizer, settings, data, progress, objective)
+        # a working-memory model's plain epochs are not candidates: their weights have never written memory
+        candidate = working_memory is None or progress.epoch >= working_memory.plain_epochs
+        end_epoch(model, tokenizer, settings, data, progress, objective, candidate)
         if progress.val_bleu_epochs[-1:] == [progress.epoch] and progress.best_val_epoch() == progress.epoch:
             run.save_best(model, progress)
         session.save(run, model, optimizer)
@@ -247,14 +249,16 @@ def end_epoch(
     data: LoopData,
     progress: Progress,
     objective: Objective,
+    candidate: bool = True,
 ) -> None:
     """Close the epoch in `progress`: its mean train loss, validation loss and
-    (every settings.eval_every_epochs, for a task with translations) validation BLEU."""
+    (every settings.eval_every_epochs, for a task with translations, where the epoch's weights are a
+    candidate for the checkpoint) validation BLEU."""
     progress.loss_curve.append(progress.epoch_loss_sum / max(progress.epoch_tokens, 1))
     progress.val_loss.append(validation_loss(model, tokenizer, data, settings, objective))
     progress.epoch += 1
     progress.batch_in_epoch, progress.epoch_loss_sum, progress.epoch_tokens = 0, 0.0, 0
-    if progress.epoch % settings.eval_every_epochs == 0:
+    if candidate and progress.epoch % settings.eval_every_epochs == 0:
         bleu = data.validation_bleu(model, tokenizer)
         if bleu is not None:
             progress.val_bleu_epochs.append(progress.epoch)

@@ -70,6 +70,8 @@ def test_plain_then_memory_epochs_train_a_checkpoint_with_the_mask_lesion(traine
     root, folder = trained_wm
     metrics = json.loads((folder / "metrics.json").read_text())
     assert metrics["train"]["epochs"] == 2 and len(metrics["train"]["loss_curve"]) == 2
+    # validation BLEU every epoch, but the plain epoch is no candidate for the checkpoint: it is not measured
+    assert metrics["train"]["val_bleu"]["epoch"] == [2] and metrics["train"]["selected_epoch"] == 2
     assert metrics["lesion"]["memory_size"] == [0, 2]  # paper sizes up to 2 x trained 2
     assert 0 <= metrics["lesion"]["masked_bleu"] <= 100 and metrics["lesion"]["split"] == "test_2016_flickr"
     entry = CheckpointRegistry(root, device="cpu").entries["tiny_wm"]
