@@ -14,6 +14,7 @@ how BLEU moves with memory size.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from training import REPO_ROOT
@@ -66,11 +67,14 @@ SEEDED = {
     "working_memory_de_en": "Working memory de-en",
 }
 # Table 3: MemTransformer 5 grown by 5 slots per stage, fine-tuned at each; the run it grew from is the
-# first stage's init_from (extension_start).
+# first stage's init_from (extension_chain).
 EXTENSION_GROWN = ["memtransformer_5_to_10", "memtransformer_10_to_15", "memtransformer_15_to_20"]
 PAPER_TABLE_3 = [19.17, 19.18, 19.19, 19.41]
 # Our control for Table 3: MemTransformer 5 fine-tuned as many epochs as the three stages, memory not grown.
 EXTENSION_CONTROL = "memtransformer_5_finetuned"
+# A config named <name>_4_epochs trains the shorter run kept in checkpoints/short_schedule/<name>
+# (training/train_all.sh); for Table 3's chain, the one grown from MemTransformer 5's 4-epoch run.
+SHORTER_RUN = "_4_epochs"
 
 
 # How each section's figures were produced: the decoding of every translation scored (inference.runs.translate:
@@ -165,27 +169,48 @@ def _lesion_cell(value, size: int, name: str) -> str:
     return f"**{text}**" if trained.isdigit() and int(trained) == size and value is not None else text
 
 
-def extension_start(configs: Path) -> str:
-    """The checkpoint folder, relative to checkpoints/, that the extension chain and its control grew from
-    (their configs' init_from), e.g. "short_schedule/memtransformer_5" for a chain grown from a shorter run."""
+@dataclass(frozen=True)
+class ExtensionChain:
+    """Table 3's runs on one schedule, as folders under checkpoints/."""
+
+    start: str  # the run the first stage and the control grew from
+    grown: list[str]  # the grown stages, in order
+    control: str  # the start fine-tuned as long, memory not grown
+
+    @property
+    def stages(self) -> list[str]:
+        return [self.start, *self.grown]
+
+
+def extension_chain(configs: Path, suffix: str = "") -> ExtensionChain:
+    """The chain the configs EXTENSION_GROWN and EXTENSION_CONTROL (each name + `suffix`) train: with
+    SHORTER_RUN the one kept in checkpoints/short_schedule, else the shipped one. Its start is the folder both
+    the first stage and the control name as init_from, e.g. "short_schedule/memtransformer_5"."""
     starts = set()
     for name in (EXTENSION_GROWN[0], EXTENSION_CONTROL):
-        folder = load_config(configs / f"{name}.json").init_from_folder
+        folder = load_config(configs / f"{name}{suffix}.json").init_from_folder
         if folder is None or not folder.resolve().is_relative_to(CHECKPOINTS.resolve()):
-            raise ConfigError(f"{configs / name}.json must start from a folder under {CHECKPOINTS} (init_from)")
+            raise ConfigError(f"{configs / name}{suffix}.json must start from a folder under {CHECKPOINTS} (init_from)")
         starts.add(folder.resolve().relative_to(CHECKPOINTS.resolve()).as_posix())
     if len(starts) != 1:
         raise ConfigError(f"the extension chain and its control start from different checkpoints: {sorted(starts)}")
-    return starts.pop()
+    kept = f"{SHORT_SCHEDULE}/" if suffix == SHORTER_RUN else ""
+    return ExtensionChain(starts.pop(), [kept + name for name in EXTENSION_GROWN], kept + EXTENSION_CONTROL)
 
 
-def table_3(metrics: dict[str, dict], start: str) -> list[str]:
+def extension_chains(configs: Path) -> list[ExtensionChain]:
+    """The shipped chain and, where its configs exist, the one grown on the shorter schedule."""
+    shorter = (configs / f"{EXTENSION_GROWN[0]}{SHORTER_RUN}.json").exists()
+    return [extension_chain(configs), *([extension_chain(configs, SHORTER_RUN)] if shorter else [])]
+
+
+def table_3(metrics: dict[str, dict], chain: ExtensionChain) -> list[str]:
     lines = [
         "| stage | memory | epochs in total | BLEU test_2016_flickr (ours) | paper (WMT-14; 20 + 5 per stage epochs) |",
         "|---|---|---|---|---|",
     ]
     epochs = 0
-    for stage, (name, paper) in enumerate(zip([start, *EXTENSION_GROWN], PAPER_TABLE_3)):
+    for stage, (name, paper) in enumerate(zip(chain.stages, PAPER_TABLE_3)):
         m = metrics.get(name)
         label = "trained" if stage == 0 else f"+{stage} fine-tuning stage{'s' if stage > 1 else ''}"
         if m is None:
@@ -195,12 +220,30 @@ def table_3(metrics: dict[str, dict], start: str) -> list[str]:
         lines.append(
             f"| {label} | {5 * (stage + 1)} | {epochs} | {_number(m['bleu'].get(TEST_SPLIT))} | {_number(paper)} |"
         )
-    control, started = metrics.get(EXTENSION_CONTROL), metrics.get(start)
+    control, started = metrics.get(chain.control), metrics.get(chain.start)
     if control and started:
         epochs = started.get("train", {}).get("epochs", 0) + control.get("train", {}).get("epochs", 0)
         lines.append(
             f"| control: fine-tuned, memory not grown | 5 | {epochs} | {_number(control['bleu'].get(TEST_SPLIT))} | - |"
         )
+    return lines
+
+
+def extension_section(
+    metrics: dict[str, dict], chains: list[ExtensionChain], comparisons: Comparisons | None
+) -> list[str]:
+    """Table 3 for each chain, and its last stage against its start and its control."""
+    lines = []
+    for chain in chains:
+        grown = grown_against_control(comparisons, chain.stages, chain.control) if comparisons is not None else []
+        lines += [f"Grown from `checkpoints/{chain.start}`:", "", *table_3(metrics, chain), ""]
+        if grown:
+            lines += [
+                "The last stage against the model it grew from and against the control, from the stored test outputs:",
+                "",
+                *grown,
+                "",
+            ]
     return lines
 
 
@@ -371,15 +414,13 @@ def render(
     later_sections: list[str] | None = None,  # the segment-model and active-memory sections, rendered
     comparisons: Comparisons | None = None,  # the stored test outputs; None: no comparison tables
     *,
-    extension_from: str,  # the checkpoint Table 3's chain grew from (extension_start)
+    extension: list[ExtensionChain],  # Table 3's chains (extension_chains)
 ) -> str:
     variants = {name: label for name, (label, _) in PAPER_TABLE_1.items()}
     compared = comparisons is not None
     schedule_table = schedule_against_short(comparisons, variants) if compared else []
     ranked = pairs_against(comparisons, list(PAPER_RANKED), variants) if compared else []
     paper_ranks = "; ".join(f"{variants[a]} above {variants[b]} ({bleu} BLEU)" for (a, b), bleu in PAPER_RANKED.items())
-    stages = [extension_from, *EXTENSION_GROWN]
-    grown = grown_against_control(comparisons, stages, EXTENSION_CONTROL) if compared else []
     seeds = seed_spread(comparisons, SEEDED) if compared else []
     shorter = short_schedule_labels(comparisons, variants, lesioned=False) if compared else {}
     lesioned = {**variants, **short_schedule_labels(comparisons, variants, lesioned=True)} if compared else {}
@@ -474,18 +515,7 @@ def render(
         "",
         DECODING["translation"],
         "",
-        *table_3(metrics, extension_from),
-        "",
-        *(
-            [
-                "The last stage against the model it grew from and against the control, from the stored test outputs:",
-                "",
-                *grown,
-                "",
-            ]
-            if grown
-            else []
-        ),
+        *extension_section(metrics, extension, comparisons),
         "## Working memory in the decoder (paper 004): BLEU with and without memory",
         "",
         DECODING["working_memory"],
@@ -570,7 +600,7 @@ def write_results(
                 *active_memory_section(checkpoints),
             ],
             Comparisons(checkpoints, data_dir),
-            extension_from=extension_start(configs),
+            extension=extension_chains(configs),
         )
     )
     return out

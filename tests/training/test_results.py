@@ -8,17 +8,21 @@ import pytest
 
 from training import REPO_ROOT
 from training.config import ConfigError
-from training.results import extension_start, write_results
+from training.results import SHORTER_RUN, extension_chain, extension_chains, write_results
 
 CONFIGS = REPO_ROOT / "training" / "configs"
 
 
-def configs_starting_the_chain_from(folder: Path, start: str, control_start: str | None = None) -> Path:
-    """A copy of the shipped training configs whose extension chain and control start from checkpoints/<start>."""
-    shutil.copytree(CONFIGS, folder)
+def configs_starting_the_chain_from(
+    folder: Path, start: str, control_start: str | None = None, suffix: str = ""
+) -> Path:
+    """A copy of the shipped training configs whose extension chain (the configs named + suffix) and control start
+    from checkpoints/<start>."""
+    if not folder.exists():
+        shutil.copytree(CONFIGS, folder)
     for name, init_from in (("memtransformer_5_to_10", start), ("memtransformer_5_finetuned", control_start or start)):
-        config = json.loads((folder / f"{name}.json").read_text())
-        (folder / f"{name}.json").write_text(json.dumps({**config, "init_from": init_from}))
+        config = json.loads((CONFIGS / f"{name}.json").read_text())
+        (folder / f"{name}{suffix}.json").write_text(json.dumps({**config, "init_from": init_from}))
     return folder
 
 
@@ -60,14 +64,55 @@ def test_results_tables_come_from_metrics(tmp_path):
 
 def test_the_extension_chain_starts_where_its_configs_say(tmp_path):
     short = "checkpoints/short_schedule/memtransformer_5"
-    assert extension_start(configs_starting_the_chain_from(tmp_path / "a", short)) == "short_schedule/memtransformer_5"
-    assert extension_start(configs_starting_the_chain_from(tmp_path / "b", short, f"{short}/")) == (
+    chain = extension_chain(configs_starting_the_chain_from(tmp_path / "a", short))
+    assert chain.start == "short_schedule/memtransformer_5"
+    assert chain.grown[0] == "memtransformer_5_to_10" and chain.control == "memtransformer_5_finetuned"
+    assert extension_chain(configs_starting_the_chain_from(tmp_path / "b", short, f"{short}/")).start == (
         "short_schedule/memtransformer_5"  # one folder, however written
     )
     with pytest.raises(ConfigError, match="start from different checkpoints"):
-        extension_start(configs_starting_the_chain_from(tmp_path / "c", short, "checkpoints/memtransformer_5"))
+        extension_chain(configs_starting_the_chain_from(tmp_path / "c", short, "checkpoints/memtransformer_5"))
     with pytest.raises(ConfigError, match="must start from a folder under"):
-        extension_start(configs_starting_the_chain_from(tmp_path / "d", str(tmp_path / "elsewhere")))
+        extension_chain(configs_starting_the_chain_from(tmp_path / "d", str(tmp_path / "elsewhere")))
+
+
+def test_table_3_sets_the_chain_grown_on_the_shorter_schedule_beside_the_shipped_one(tmp_path):
+    configs = configs_starting_the_chain_from(tmp_path / "configs", "checkpoints/memtransformer_5")
+    configs_starting_the_chain_from(configs, "checkpoints/short_schedule/memtransformer_5", suffix=SHORTER_RUN)
+    shipped, shorter = extension_chains(configs)
+    assert shipped.start == "memtransformer_5" and shipped.grown[-1] == "memtransformer_15_to_20"
+    assert shorter.start == "short_schedule/memtransformer_5"
+    assert shorter.grown == [f"short_schedule/{name}" for name in shipped.grown]
+    assert shorter.control == "short_schedule/memtransformer_5_finetuned"
+    checkpoints = tmp_path / "checkpoints"
+    for name, bleu, epochs in [
+        ("memtransformer_5", 35.0, 20),
+        ("memtransformer_5_to_10", 36.0, 5),
+        ("memtransformer_5_finetuned", 36.5, 15),
+        ("short_schedule/memtransformer_5", 28.0, 4),
+        ("short_schedule/memtransformer_5_to_10", 31.0, 1),
+        ("short_schedule/memtransformer_5_finetuned", 33.0, 3),
+    ]:
+        (checkpoints / name).mkdir(parents=True)
+        metrics = {"bleu": {"test_2016_flickr": bleu}, "chrf": {"test_2016_flickr": 50.0}, "train": {"epochs": epochs}}
+        (checkpoints / name / "metrics.json").write_text(json.dumps(metrics))
+    reading = tmp_path / "reading.md"
+    reading.write_text("-")
+    text = write_results(checkpoints, tmp_path / "results.md", reading, configs=configs).read_text()
+    table_3 = text[text.index("## Table 3") : text.index("## Working memory")]
+    first, second = table_3.split("Grown from `checkpoints/short_schedule/memtransformer_5`:")
+    assert "Grown from `checkpoints/memtransformer_5`:" in first
+    assert (
+        "| trained | 5 | 20 | 35.00 | 19.17 |" in first
+        and "| +1 fine-tuning stage | 10 | 25 | 36.00 | 19.18 |" in first
+    )
+    assert "| +2 fine-tuning stages | 15 | | not trained yet | 19.19 |" in first
+    assert "| control: fine-tuned, memory not grown | 5 | 35 | 36.50 | - |" in first
+    assert (
+        "| trained | 5 | 4 | 28.00 | 19.17 |" in second
+        and "| +1 fine-tuning stage | 10 | 5 | 31.00 | 19.18 |" in second
+    )
+    assert "| control: fine-tuned, memory not grown | 5 | 7 | 33.00 | - |" in second
 
 
 def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
