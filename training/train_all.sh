@@ -12,6 +12,6 @@ mkdir -p runs
 out() { case $1 in *_4_epochs) echo "checkpoints/short_schedule/${1%_4_epochs}" ;; *) echo "checkpoints/$1" ;; esac; }
 train() { for name in "$@"; do OMP_NUM_THREADS=1 .venv/bin/python -m training train "training/configs/$name.json" --out "$(out "$name")" "${EXTRA[@]}" || return 1; done; }
 EXTRA=("$@")
-train transformer memtransformer_5 memtransformer_5_4_epochs memtransformer_5_to_10 memtransformer_10_to_15 memtransformer_15_to_20 memtransformer_5_finetuned memctrl_shared_20 membottleneck_10 > runs/queue_a.log 2>&1 &
+train transformer memtransformer_5 memtransformer_5_to_10 memtransformer_10_to_15 memtransformer_15_to_20 memtransformer_5_finetuned memctrl_shared_20 membottleneck_10 > runs/queue_a.log 2>&1 &
 train memtransformer_10 memtransformer_20 membottleneck_20 membottleneck_skip_20 memctrl_20 > runs/queue_b.log 2>&1 &
 wait

@@ -87,21 +87,26 @@ def test_all_shipped_models_have_a_config():
         "gru_attention_de_en_1epoch", "transformer_4_epochs", "memtransformer_10_4_epochs",
         "memtransformer_20_4_epochs", "membottleneck_10_4_epochs", "memctrl_20_4_epochs",
         "memtransformer_5_4_epochs", "membottleneck_20_4_epochs", "membottleneck_skip_20_4_epochs",
-        "memctrl_shared_20_4_epochs",
+        "memctrl_shared_20_4_epochs", "memtransformer_5_to_10_4_epochs", "memtransformer_10_to_15_4_epochs",
+        "memtransformer_15_to_20_4_epochs", "memtransformer_5_finetuned_4_epochs",
     }  # fmt: skip
     assert {path.stem for path in SHIPPED} == expected
 
 
 def test_memory_extension_stages_chain():
-    """Each stage starts from the previous stage's checkpoint and grows by 5."""
-    stages = [
-        load_config(REPO_ROOT / "training" / "configs" / f"memtransformer_{a}_to_{b}.json")
-        for a, b in ((5, 10), (10, 15), (15, 20))
-    ]
-    assert [s.init_from for s in stages] == [
-        "checkpoints/short_schedule/memtransformer_5",  # the shipped chain grew from the 4-epoch run
-        "checkpoints/memtransformer_5_to_10",
-        "checkpoints/memtransformer_10_to_15",
-    ]
-    assert [s.grow_memory_to for s in stages] == [10, 15, 20]
-    assert len({(s.train.epochs, s.train.batch_size) for s in stages}) == 1  # one fine-tuning schedule per stage
+    """Each stage starts from the previous stage's checkpoint and grows by 5, on the paper's schedule from the
+    20-epoch MemTransformer 5 and, kept in short_schedule, from its 4-epoch run."""
+    for suffix, kept, epochs in (("", "", 5), ("_4_epochs", "short_schedule/", 1)):
+        stages = [
+            load_config(REPO_ROOT / "training" / "configs" / f"memtransformer_{a}_to_{b}{suffix}.json")
+            for a, b in ((5, 10), (10, 15), (15, 20))
+        ]
+        assert [s.init_from for s in stages] == [
+            f"checkpoints/{kept}memtransformer_5",
+            f"checkpoints/{kept}memtransformer_5_to_10",
+            f"checkpoints/{kept}memtransformer_10_to_15",
+        ]
+        assert [s.grow_memory_to for s in stages] == [10, 15, 20]
+        assert {(s.train.epochs, s.train.batch_size) for s in stages} == {(epochs, 64)}  # one schedule per stage
+        control = load_config(REPO_ROOT / "training" / "configs" / f"memtransformer_5_finetuned{suffix}.json")
+        assert control.init_from == stages[0].init_from and control.train.epochs == 3 * epochs
