@@ -6,8 +6,10 @@ Prints, in one run, on the same real Multi30k batches and from the same starting
   and backward pass over it);
   their ratio, which says how much longer a memory epoch takes than a plain one.
 
-    python benchmarks/wm_training_step.py [--checkpoint checkpoints/working_memory_de_en] [--steps 10]
-        [--device cpu|cuda] [--data-dir D]
+    python benchmarks/wm_training_step.py [--checkpoint checkpoints/working_memory_de_en]
+        [--config training/configs/working_memory_de_en.json] [--steps 10] [--device cpu|cuda] [--data-dir D]
+
+Batch size, maximum length, label smoothing, clipping and Algorithm 1's settings come from the training config.
 """
 
 from __future__ import annotations
@@ -19,27 +21,24 @@ import time
 import torch
 
 from inference.core.checkpoint import load_checkpoint
-from training.config import WorkingMemoryTraining
+from training.config import LoopConfig, load_config
 from training.data import bucketed_batches, make_batch, read_multi30k, resolve_data_dir, tokenize_pairs
 from training.loop import make_optimizer, optimizer_step
-from training.objectives import objective_for_epoch
+from training.objectives import Objective, objective_for_epoch
 
 WARMUP_STEPS = 2  # allocator and kernel warm-up, not timed
-MAX_LEN = 100
-BATCH_SIZE = 64
+LR = 1e-4  # fixed: the schedule does not change a step's cost
 
 
-def seconds_per_step(model, batches, settings: WorkingMemoryTraining, epoch: int, device: str) -> float:
-    """Mean seconds of an optimiser step of `epoch`'s objective over `batches` (after the warm-up steps)."""
+def seconds_per_step(model, batches, train: LoopConfig, objective: Objective, device: str) -> float:
+    """Mean seconds of an optimiser step of `objective` over `batches` (after the warm-up steps)."""
     optimizer = make_optimizer(model)
-    objective = objective_for_epoch(model, 0.1, settings, epoch)
-    train = argparse.Namespace(clip_norm=1.0, label_smoothing=0.1)
     for step, batch in enumerate(batches):
         if step == WARMUP_STEPS:
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
             start = time.perf_counter()
-        optimizer_step(model, optimizer, batch, train, 1e-4, objective, seed=step)
+        optimizer_step(model, optimizer, batch, train, LR, objective, seed=step)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     return (time.perf_counter() - start) / (len(batches) - WARMUP_STEPS)
@@ -48,21 +47,25 @@ def seconds_per_step(model, batches, settings: WorkingMemoryTraining, epoch: int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default="checkpoints/working_memory_de_en")
+    parser.add_argument("--config", default="training/configs/working_memory_de_en.json")
     parser.add_argument("--steps", type=int, default=10, help="timed steps of each kind")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--data-dir")
     args = parser.parse_args()
+    config = load_config(args.config)
     loaded = load_checkpoint(args.checkpoint, args.device)
-    tokenizer = loaded.tokenizer
-    examples = tokenize_pairs(tokenizer, read_multi30k(resolve_data_dir(args.data_dir), "train"), MAX_LEN)
-    indices = bucketed_batches(examples, BATCH_SIZE, seed=0)[: args.steps + WARMUP_STEPS]
+    tokenizer, train, wm = loaded.tokenizer, config.train, config.working_memory
+    examples = tokenize_pairs(tokenizer, read_multi30k(resolve_data_dir(args.data_dir), "train"), config.data.max_len)
+    indices = bucketed_batches(examples, train.batch_size, seed=0)[: args.steps + WARMUP_STEPS]
     batches = [make_batch([examples[i] for i in batch], tokenizer).to(args.device) for batch in indices]
-    settings = WorkingMemoryTraining(plain_epochs=1, type_threshold=0.25, type_loss_weight=0.5)
 
-    plain = seconds_per_step(copy.deepcopy(loaded.model), batches, settings, 0, args.device)  # epoch 0: plain
-    memory = seconds_per_step(copy.deepcopy(loaded.model), batches, settings, 1, args.device)  # epoch 1: memory
+    model = loaded.model
+    plain_loss = objective_for_epoch(model, train.label_smoothing, None, 0)  # no memory: the plain epochs' loss
+    memory_loss = objective_for_epoch(model, train.label_smoothing, wm, wm.plain_epochs)  # the first memory epoch
+    plain = seconds_per_step(copy.deepcopy(model), batches, train, plain_loss, args.device)
+    memory = seconds_per_step(copy.deepcopy(model), batches, train, memory_loss, args.device)
     print(f"device {args.device}, threads {torch.get_num_threads()}; {args.checkpoint}, {args.steps} timed steps")
-    print(f"batches of {BATCH_SIZE} Multi30k training pairs, the same for both")
+    print(f"batches of {train.batch_size} Multi30k training pairs ({args.config}), the same for both")
     print(f"plain step (target-token loss):         {plain:.3f} s/step")
     print(f"memory step (Algorithm 1, build + pass): {memory:.3f} s/step")
     print(f"memory / plain: {memory / plain:.2f}")
