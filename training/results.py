@@ -94,11 +94,20 @@ DECODING = {
     "(corpus sentences; for translation models, the references).",
 }
 
-# Working memory (paper 004): the models, and the plain Transformers beside the German-English one.
-WM_MODELS = ["working_memory_de_en", "working_memory_ru_en"]
-WM_PLAIN = {
-    f"{SHORT_SCHEDULE}/transformer": "Transformer, 4 epochs (the warm start)",
-    "transformer_finetuned": "Transformer, 4 + 2 epochs (as long as the WM model)",
+# Working memory (paper 004): each run, with the runs set beside it (folder -> label): for the German-English
+# run on paper 004's schedule the Transformer trained as long and the shorter run kept in
+# checkpoints/short_schedule; for that shorter run the 4-epoch Transformer it was warm-started from and that
+# Transformer fine-tuned as long. A short-schedule run is shown only where its memory analysis is kept.
+WM_RUNS = {
+    "working_memory_de_en": {
+        "transformer": "Transformer, 20 epochs (as long as the WM model)",
+        f"{SHORT_SCHEDULE}/working_memory_de_en": "working memory, 4 + 2 epochs (the shorter run)",
+    },
+    f"{SHORT_SCHEDULE}/working_memory_de_en": {
+        f"{SHORT_SCHEDULE}/transformer": "Transformer, 4 epochs (the warm start)",
+        "transformer_finetuned": "Transformer, 4 + 2 epochs (as long as the WM model)",
+    },
+    "working_memory_ru_en": {},
 }
 WM_LESION_ROWS = {
     "memory": "working memory",
@@ -255,10 +264,15 @@ def extension_section(
     return lines
 
 
+def working_memory_runs(analyses: dict[str, dict]) -> list[str]:
+    """The working-memory runs the section shows: every shipped one, a short-schedule one where it is analysed."""
+    return [run for run in WM_RUNS if run in analyses or not run.startswith(f"{SHORT_SCHEDULE}/")]
+
+
 def working_memory_bleu(metrics: dict[str, dict], analyses: dict[str, dict]) -> list[str]:
     """The paper's Table 3 counterpart: BLEU with and without working memory and with the mask, per domain."""
     lines = []
-    for name in WM_MODELS:
+    for name in working_memory_runs(analyses):
         analysis = analyses.get(name)
         if analysis is None:
             lines += [f"{name}: not trained or not analysed yet.", ""]
@@ -269,10 +283,9 @@ def working_memory_bleu(metrics: dict[str, dict], analyses: dict[str, dict]) -> 
             "| model | " + " | ".join(d["domain"] for d in domains.values()) + " |",
             "|---|" + "---|" * len(domains),
         ]
-        if name == "working_memory_de_en":
-            for plain, label in WM_PLAIN.items():
-                bleu = metrics.get(plain, {}).get("bleu", {})
-                lines.append(f"| {label} | " + " | ".join(_number(bleu.get(split)) for split in domains) + " |")
+        for beside, label in WM_RUNS[name].items():
+            bleu = metrics.get(beside, {}).get("bleu", {})
+            lines.append(f"| {label} | " + " | ".join(_number(bleu.get(split)) for split in domains) + " |")
         for key, label in WM_LESION_ROWS.items():
             lines.append(f"| {label} | " + " | ".join(_number(d["bleu"][key]) for d in domains.values()) + " |")
         lines.append("")
@@ -284,11 +297,10 @@ def working_memory_bleu(metrics: dict[str, dict], analyses: dict[str, dict]) -> 
     return lines
 
 
-def working_memory_comparisons(comparisons: Comparisons) -> list[str]:
+def working_memory_comparisons(comparisons: Comparisons, analyses: dict[str, dict]) -> list[str]:
     lines = []
-    for model in WM_MODELS:
-        plain = WM_PLAIN if model == "working_memory_de_en" else {}  # the Transformers it was warm-started from
-        table = working_memory_conditions(comparisons, model, plain)
+    for model in working_memory_runs(analyses):
+        table = working_memory_conditions(comparisons, model, WM_RUNS[model])
         if table:
             lines += [f"**{model}**, its headline test split, from the stored test outputs:", "", *table, ""]
     return lines
@@ -305,7 +317,7 @@ def memory_content_table(analyses: dict[str, dict]) -> list[str]:
         ),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name in WM_MODELS:
+    for name in working_memory_runs(analyses):
         for domain in analyses.get(name, {}).get("domains", {}).values():
             s = domain["summary"]
             unique, keywords, content, pos = s["unique_tokens"], s["keywords"], s["content_words"], s["parts_of_speech"]
@@ -530,7 +542,7 @@ def render(
         "",
         *working_memory_bleu(metrics, analyses or {}),
         "",
-        *(working_memory_comparisons(comparisons) if compared else []),
+        *(working_memory_comparisons(comparisons, analyses or {}) if compared else []),
         "## Working memory: memory content by domain",
         "",
         "Memory length counts every memory token; unique tokens are distinct vocabulary pieces. "

@@ -117,34 +117,39 @@ def test_table_3_sets_the_chain_grown_on_the_shorter_schedule_beside_the_shipped
     assert "| control: fine-tuned, memory not grown | 5 | 7 | 33.00 | - |" in second
 
 
-def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
+def wm_analysis(model: str, bleu: dict[str, float]) -> dict:
+    """A memory_analysis.json of one Multi30k domain, two sentences."""
     from inference.analyses.memory_content import MemoryRecord, memory_content_summary
 
-    checkpoints = tmp_path / "checkpoints"
-    (checkpoints / "working_memory_de_en").mkdir(parents=True)
-    warm_start = checkpoints / "short_schedule" / "transformer"  # the 4-epoch run the memory model starts from
-    warm_start.mkdir(parents=True)
-    (warm_start / "metrics.json").write_text(json.dumps({"bleu": {"test_2016_flickr": 30.0}, "chrf": {}}))
     summary = memory_content_summary(
         [MemoryRecord("A dog runs.", ["▁dog", "▁dog"]), MemoryRecord("Two men sit.", ["▁men"])]
     )
-    analysis = {
-        "model": "working_memory_de_en",
-        "max_sentences": 2,
-        "domains": {
-            "test_2016_flickr": {
-                "domain": "Multi30k captions",
-                "sentences": 2,
-                "mean_source_words": 3.0,
-                "bleu": {"memory": 31.0, "masked": 29.5, "no_memory": 12.25},
-                "summary": summary,
-                "memory_length_counts": [0, 1, 1],
-            },
-        },
+    domain = {
+        "domain": "Multi30k captions",
+        "sentences": 2,
+        "mean_source_words": 3.0,
+        "bleu": bleu,
+        "summary": summary,
+        "memory_length_counts": [0, 1, 1],
     }
-    (checkpoints / "working_memory_de_en" / "memory_analysis.json").write_text(json.dumps(analysis))
+    return {"model": model, "max_sentences": 2, "domains": {"test_2016_flickr": domain}}
+
+
+def write_json(path: Path, content: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(content))
+
+
+def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
+    checkpoints = tmp_path / "checkpoints"
+    write_json(checkpoints / "transformer" / "metrics.json", {"bleu": {"test_2016_flickr": 30.0}, "chrf": {}})
+    write_json(
+        checkpoints / "working_memory_de_en" / "memory_analysis.json",
+        wm_analysis("working_memory_de_en", {"memory": 31.0, "masked": 29.5, "no_memory": 12.25}),
+    )
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
-    assert "| Transformer, 4 epochs (the warm start) | 30.00 |" in text
+    assert "| Transformer, 20 epochs (as long as the WM model) | 30.00 |" in text
+    assert "| working memory, 4 + 2 epochs (the shorter run) | - |" in text  # not kept here
     assert (
         "| working memory | 31.00 |" in text
         and "| working memory, masked | 29.50 |" in text
@@ -152,6 +157,24 @@ def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
     )
     assert "| working_memory_de_en | Multi30k captions | 2 | 3.0 | 1.50 | 0.00 / 0.50 | 1.00 / 1 |" in text
     assert "working_memory_ru_en: not trained or not analysed yet." in text
+    assert "short_schedule/working_memory_de_en" not in text  # a shorter run without its analysis is not shown
+
+
+def test_the_shorter_working_memory_run_sits_beside_its_warm_start(tmp_path):
+    checkpoints = tmp_path / "checkpoints"
+    short = checkpoints / "short_schedule"
+    write_json(short / "transformer" / "metrics.json", {"bleu": {"test_2016_flickr": 28.0}, "chrf": {}})
+    write_json(short / "working_memory_de_en" / "metrics.json", {"bleu": {"test_2016_flickr": 29.0}, "chrf": {}})
+    write_json(
+        short / "working_memory_de_en" / "memory_analysis.json",
+        wm_analysis("working_memory_de_en", {"memory": 29.0, "masked": 30.5, "no_memory": 28.75}),
+    )
+    text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
+    shipped, shorter = text.split("**short_schedule/working_memory_de_en** (2 sentences per domain at most)")
+    assert "working_memory_de_en: not trained or not analysed yet." in shipped
+    assert "| Transformer, 4 epochs (the warm start) | 28.00 |" in shorter
+    assert "| working memory, masked | 30.50 |" in shorter
+    assert "| short_schedule/working_memory_de_en | Multi30k captions | 2 |" in shorter
 
 
 def test_ff_tables_come_from_the_ff_analysis(tmp_path):

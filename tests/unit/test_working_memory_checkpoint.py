@@ -14,7 +14,7 @@ from inference.families.working_memory.generation import wm_generate
 from tests.unit.test_working_memory import greedy_after_its_stream
 
 NO_MEMORY = "Ein Hund rennt mit einem Ball im Maul über die Wiese."  # writes no memory with seed 0
-FULL_MEMORY = "Zwei Kinder spielen am Strand im Sand."  # fills its 10 memory tokens with seed 0
+FULL_MEMORY = "Ein Mann telefoniert in einem unaufgeräumten Büro."  # fills its 10 memory tokens with seed 0
 
 
 @pytest.fixture(scope="module")
