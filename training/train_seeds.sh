@@ -2,7 +2,8 @@
 # Seeds 2 and 3 of the models behind the headline claims (SEEDED in training/results.py) on their shipped
 # configs, in two single-threaded queues, each run followed by its stored test outputs; rerunning resumes.
 # The per-seed weights stay local (.gitignore); commit each seed folder's config, metrics and outputs.
-# working_memory_de_en trains from scratch (paper 004's schedule), about 3.3 hours a seed on two CPU threads.
+# working_memory_de_en trains from scratch (paper 004's schedule): about 3.3 hours a seed alone on two CPU threads,
+# longer in these single-threaded queues.
 # Usage: training/train_seeds.sh [--data-dir D] [--device cuda]
 set -uo pipefail
 cd "$(dirname "$0")/.."
