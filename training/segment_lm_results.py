@@ -46,7 +46,7 @@ def difference_cell(metrics: dict, baseline: dict | None, split: str) -> str:
     difference, low, high = paired_perplexity_difference(
         documents["nll"], baseline["nll"], documents["tokens"], BOOTSTRAP_SEED
     )
-    return f"{difference:+.1f} [{low:+.1f}, {high:+.1f}]"
+    return f"{difference:+.2f} [{low:+.2f}, {high:+.2f}]"  # two decimals: a bound of +0.04 must not read +0.0
 
 
 def segment_lm_section(checkpoints: Path, configs: Path) -> list[str]:
