@@ -23,7 +23,7 @@ import sacrebleu
 
 from inference.core.checkpoint import load_checkpoint
 from inference.runs.translate import translate_all
-from training.bootstrap import LEVEL, TRANSLATION_RESAMPLES, paired_translation_differences
+from training.bootstrap import LEVEL, TRANSLATION_RESAMPLES, PairedDifference, paired_translation_differences
 from training.config import load_config
 from training.data import read_multi30k, resolve_data_dir
 
@@ -233,8 +233,7 @@ def translation_tables(checkpoints: Path) -> list[str]:
 def _interval(value: dict | None, metric: str) -> str:
     if value is None:
         return "-"  # no sentence of that length
-    d = value[metric]
-    return f"{d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] p={d['p_value']:.3f}"
+    return PairedDifference(**value[metric]).text()
 
 
 def active_memory_section(checkpoints: Path) -> list[str]:

@@ -50,6 +50,16 @@ class PairedDifference:
     def excludes_zero(self) -> bool:
         return self.low > 0 or self.high < 0
 
+    def text(self) -> str:
+        """'+d [low, high] p=…' as the results tables print it."""
+        return f"{interval_text(self.difference, self.low, self.high)} p={self.p_value:.3f}"
+
+
+def interval_text(difference: float, low: float, high: float) -> str:
+    """'+d [low, high]': two decimals with the sign kept, so that a bound just off zero reads +0.04 or -0.00,
+    never a bare 0 (one decimal printed a WT-103 bound of +0.044 as +0.0)."""
+    return f"{difference:+.2f} [{low:+.2f}, {high:+.2f}]"
+
 
 def paired_translation_differences(
     hypotheses_a: Sequence[str],

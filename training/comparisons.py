@@ -85,10 +85,7 @@ class Comparisons:
 
 
 def difference_cell(difference: PairedDifference | None) -> str:
-    if difference is None:
-        return "-"
-    d = difference
-    return f"{d.difference:+.2f} [{d.low:+.2f}, {d.high:+.2f}] p={d.p_value:.3f}"
+    return "-" if difference is None else difference.text()
 
 
 def quality_cells(quality: Quality | None) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from training.bootstrap import LEVEL, RESAMPLES, paired_perplexity_difference
+from training.bootstrap import LEVEL, RESAMPLES, interval_text, paired_perplexity_difference
 from training.config import TrainConfig, load_config
 
 SPLIT = "wikitext103_test"
@@ -43,10 +43,9 @@ def difference_cell(metrics: dict, baseline: dict | None, split: str) -> str:
     baseline = baseline["perplexity_counts"]["splits"][split]["documents"]
     if documents["tokens"] != baseline["tokens"]:
         return "(other tokenization)"
-    difference, low, high = paired_perplexity_difference(
-        documents["nll"], baseline["nll"], documents["tokens"], BOOTSTRAP_SEED
+    return interval_text(
+        *paired_perplexity_difference(documents["nll"], baseline["nll"], documents["tokens"], BOOTSTRAP_SEED)
     )
-    return f"{difference:+.2f} [{low:+.2f}, {high:+.2f}]"  # two decimals: a bound of +0.04 must not read +0.0
 
 
 def segment_lm_section(checkpoints: Path, configs: Path) -> list[str]:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from training.bootstrap import paired_perplexity_difference
+from training.bootstrap import PairedDifference, interval_text, paired_perplexity_difference
 
 TOKENS = [40, 25, 60, 35, 50, 30, 45, 55]
 
@@ -81,3 +81,9 @@ def test_a_real_gap_excludes_zero_and_a_system_against_itself_shows_nothing():
     assert (same.difference, same.low, same.high, same.excludes_zero()) == (0.0, 0.0, 0.0, False)
     with pytest.raises(ValueError, match="every reference"):
         paired_translation_differences(GOOD[:3], bad, REFERENCES, seed=0)
+
+
+def test_an_interval_bound_just_off_zero_keeps_its_sign_and_value():
+    assert interval_text(1.705, 0.044, 3.298) == "+1.71 [+0.04, +3.30]"  # excludes zero, and reads so
+    assert interval_text(-0.72, -1.40, -0.001) == "-0.72 [-1.40, -0.00]"  # below zero, however little
+    assert PairedDifference(-0.33, -0.74, 0.07, 0.044).text() == "-0.33 [-0.74, +0.07] p=0.044"
