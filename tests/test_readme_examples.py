@@ -1,6 +1,6 @@
-"""The README's examples print what the README shows: every `$ memlens ...` command of its "Command line"
-section and the Python session of its "Python" section run on the shipped checkpoints (CPU), and their
-output is compared with the text shown under them."""
+"""The README's and the docs' examples print what they show: every `$ memlens ...` command of the README's
+"Command line" section, the Python session of its "Python" section and every Python session (```pycon) in
+docs/*.md run on the shipped checkpoints (CPU), and their output is compared with the text shown under them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from memlens_cli.main import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = README.parent / "docs"
 
 
 def section(title: str) -> str:
@@ -62,11 +63,34 @@ def test_command_prints_what_the_readme_shows(argv, shown, shipped_checkpoints_o
     assert capsys.readouterr().out == shown
 
 
-def test_python_session_prints_what_the_readme_shows(shipped_checkpoints_on_cpu):
-    (session,) = code_blocks(section("Python"), "pycon")
-    test = doctest.DocTestParser().get_doctest(session, {}, "README.md ## Python", str(README), 0)
-    assert len(test.examples) >= 10
+def run_session(session: str, name: str, path: Path) -> doctest.DocTest:
+    """Run a shown Python session as a doctest; fails with doctest's report where an output differs."""
+    test = doctest.DocTestParser().get_doctest(session, {}, name, str(path), 0)
     runner = doctest.DocTestRunner()
     report: list[str] = []
     runner.run(test, out=report.append)
     assert runner.failures == 0, "".join(report)
+    return test
+
+
+def test_python_session_prints_what_the_readme_shows(shipped_checkpoints_on_cpu):
+    (session,) = code_blocks(section("Python"), "pycon")
+    assert len(run_session(session, "README.md ## Python", README).examples) >= 10
+
+
+DOC_SESSIONS = [
+    (path, i, session)
+    for path in sorted(DOCS.glob("*.md"))
+    for i, session in enumerate(code_blocks(path.read_text(encoding="utf-8"), "pycon"))
+]
+
+
+def test_the_docs_show_python_sessions():
+    assert {path.name for path, _, _ in DOC_SESSIONS} >= {"inference.md", "ff_memories.md"}
+
+
+@pytest.mark.parametrize(
+    ("path", "index", "session"), DOC_SESSIONS, ids=[f"{path.name}#{i}" for path, i, _ in DOC_SESSIONS]
+)
+def test_python_session_prints_what_the_doc_shows(path, index, session, shipped_checkpoints_on_cpu):
+    assert run_session(session, f"docs/{path.name} session {index}", path).examples
