@@ -2,13 +2,15 @@
 papers 000 and 004, from the checkpoints' stored test outputs: every row gives
 BLEU, chrF and the length ratio, and every comparison the text makes (variant
 against the baseline, a lesion against the trained memory size, the grown
-memory against its control, masked against unmasked memory) its paired
-bootstrap interval and p-value for BLEU and for chrF."""
+memory against its control, masked against unmasked memory, for every seed
+of a working-memory model) its paired bootstrap interval and p-value for
+BLEU and for chrF."""
 
 from __future__ import annotations
 
 from training.comparisons import Comparisons, Run, difference_cell, method_note, quality_cells
 from training.outputs import AS_TRAINED, MASKED, memory_condition, memory_size_of
+from training.seed_runs import seed_runs
 
 BASELINE = "transformer"
 SHORT_SCHEDULE = "short_schedule"  # checkpoints/short_schedule/<name>: a model's run on a shorter schedule
@@ -135,19 +137,24 @@ def grown_against_control(comparisons: Comparisons, stages: list[str], control: 
 
 
 def working_memory_conditions(comparisons: Comparisons, model: str, plain: dict[str, str]) -> list[str]:
-    """Paper 004: the working-memory model masked and without memory minus as trained, and plain Transformers
-    (folder -> label) minus the working-memory model, on its headline test split."""
-    if not comparisons.has(model):
+    """Paper 004, on the model's headline test split: the working-memory model masked and without memory minus
+    as trained, for the shipped run and each of its seed runs trained as long (`seed_runs`), and plain
+    Transformers (folder -> label) minus the shipped run."""
+    runs = seed_runs(comparisons, model)
+    if not runs:
         return []
-    as_trained = (model, AS_TRAINED)
-    lines = [
-        "| model " + HEAD,
-        "|---" + RULE,
-        _row("working memory", comparisons, as_trained, None),
-        _row("working memory, masked (against unmasked)", comparisons, (model, MASKED), as_trained),
-        _row("working memory, size 0 (against as trained)", comparisons, (model, memory_condition(0)), as_trained),
-    ]
+    lines = ["| model " + HEAD, "|---" + RULE]
+    labels = {}
+    for seed, run in runs.items():
+        label = labels[run] = "working memory" if len(runs) == 1 else f"working memory, seed {seed}"
+        as_trained = (run, AS_TRAINED)
+        lines += [
+            _row(label, comparisons, as_trained, None),
+            _row(f"{label}, masked (against unmasked)", comparisons, (run, MASKED), as_trained),
+            _row(f"{label}, size 0 (against as trained)", comparisons, (run, memory_condition(0)), as_trained),
+        ]
     for name, label in plain.items():
         if comparisons.has(name):
-            lines.append(_row(f"{label} (against working memory)", comparisons, (name, AS_TRAINED), as_trained))
+            against = f"{label} (against {labels[model]})"
+            lines.append(_row(against, comparisons, (name, AS_TRAINED), (model, AS_TRAINED)))
     return [*lines, *method_note()]

@@ -79,3 +79,65 @@ def test_the_spread_is_the_mean_and_sample_std_of_the_seeds_scores(seeded, synth
     assert f"| {bleu.mean():.2f} ± {bleu.std(ddof=1):.2f} |" in row
     assert f"| {chrf.mean():.2f} ± {chrf.std(ddof=1):.2f} |" in row
     assert row.endswith(f"| {scores[0].bleu:.2f}, {scores[1].bleu:.2f} |")
+
+
+def test_the_working_memory_lesions_are_compared_within_every_seed(tmp_path, synthetic_data_dir):
+    """Each seed run trained as long as the shipped one gets its own masked and size-0 rows, each against that
+    seed's own unmasked run; the plain Transformer is compared with the shipped run (no corpus model needed:
+    the stored outputs are made from the references)."""
+    import gzip
+
+    import sacrebleu
+
+    from training.comparison_tables import working_memory_conditions
+    from training.outputs import MASKED, OUTPUTS_FILE, memory_condition
+
+    references = [ref for _, ref in CORPORA["multi30k"].read(synthetic_data_dir)["test_2016_flickr"]]
+
+    def drop_last_word(sentences: list[str], every: int) -> list[str]:
+        return [" ".join(s.split()[:-1]) if i % every == 0 else s for i, s in enumerate(sentences)]
+
+    def stored_run(folder: str, seed: int, epochs: int, outputs: dict[str, list[str]]) -> None:
+        path = tmp_path / folder
+        path.mkdir(parents=True)
+        (path / "config.json").write_text(json.dumps({"model": {"memory_size": 4}, "meta": {"seed": seed}}))
+        (path / "metrics.json").write_text(json.dumps({"train": {"epochs": epochs}}))
+        record = {"split": "test_2016_flickr", "sentences": len(references), "outputs": outputs}
+        (path / OUTPUTS_FILE).write_bytes(gzip.compress(json.dumps(record).encode()))
+
+    def lesioned(every: int) -> dict[str, list[str]]:
+        return {
+            AS_TRAINED: drop_last_word(references, every),
+            MASKED: drop_last_word(references, 2),
+            memory_condition(0): references,
+        }
+
+    stored_run("wm", 1, 20, lesioned(3))
+    stored_run("seeds/wm/seed_2", 2, 20, lesioned(5))
+    stored_run("seeds/wm/seed_3", 3, 19, lesioned(7))  # not trained as long: left out
+    stored_run("plain", 1, 20, {AS_TRAINED: drop_last_word(references, 4)})
+    table = working_memory_conditions(Comparisons(tmp_path, synthetic_data_dir), "wm", {"plain": "Plain"})
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in table if line.startswith("| ")}
+
+    def bleu(sentences: list[str]) -> float:
+        return sacrebleu.corpus_bleu(sentences, [references]).score
+
+    assert [label for label in rows if label.startswith("working memory")] == [
+        f"working memory, seed {k}{suffix}"
+        for k in (1, 2)
+        for suffix in ("", ", masked (against unmasked)", ", size 0 (against as trained)")
+    ]
+    seed_2 = lesioned(5)
+    masked = rows["working memory, seed 2, masked (against unmasked)"]
+    assert masked[1] == f"{bleu(seed_2[MASKED]):.2f}"
+    assert masked[4].startswith(f"{bleu(seed_2[MASKED]) - bleu(seed_2[AS_TRAINED]):+.2f} [")
+    size_0 = rows["working memory, seed 2, size 0 (against as trained)"]
+    assert size_0[4].startswith(f"{bleu(references) - bleu(seed_2[AS_TRAINED]):+.2f} [")
+    plain = rows["Plain (against working memory, seed 1)"]
+    assert plain[4].startswith(f"{bleu(drop_last_word(references, 4)) - bleu(lesioned(3)[AS_TRAINED]):+.2f} [")
+    alone = working_memory_conditions(Comparisons(tmp_path, synthetic_data_dir), "seeds/wm/seed_3", {})
+    assert [line.split(" | ")[0] for line in alone[2:5]] == [
+        "| working memory",
+        "| working memory, masked (against unmasked)",
+        "| working memory, size 0 (against as trained)",
+    ]
