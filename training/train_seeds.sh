@@ -3,7 +3,7 @@
 # configs, in two single-threaded queues, each run followed by its stored test outputs; rerunning resumes.
 # The per-seed weights stay local (.gitignore); commit each seed folder's config, metrics and outputs.
 # working_memory_de_en trains from scratch (paper 004's schedule): about 3.3 hours a seed alone on two CPU threads;
-# on one thread beside another run a memory epoch takes 16 minutes instead of 12 (about 4.4 hours a seed).
+# seeds 2 and 3 side by side on one thread each took 2.5 to 4.5 hours for the pair, by machine (docs/training.md).
 # Usage: training/train_seeds.sh [--data-dir D] [--device cuda]
 set -uo pipefail
 cd "$(dirname "$0")/.."
