@@ -219,9 +219,9 @@ def model_bytes(loaded: LoadedModel) -> int:
 
 
 def is_results_collection(folder: Path) -> bool:
-    """A folder of run folders (checkpoints/tasks/, checkpoints/segment_lm/: their
+    """A folder of run folders at any depth (checkpoints/tasks/<run>/, checkpoints/seeds/<model>/seed_<n>/: their
     configs and metrics, the weights kept local), not a checkpoint itself."""
-    return not (folder / "config.json").exists() and any((run / "config.json").is_file() for run in folder.iterdir())
+    return not (folder / "config.json").exists() and any(path.is_file() for path in folder.rglob("config.json"))
 
 
 class CheckpointRegistry:

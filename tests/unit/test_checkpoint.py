@@ -166,3 +166,12 @@ def test_a_folder_of_run_results_is_not_a_checkpoint(registry_root):
     registry = CheckpointRegistry(registry_root, device="cpu")
     assert "task_runs" not in registry.entries
     assert "config.json is missing" in registry.broken()["empty"]
+
+
+def test_run_results_two_levels_down_are_not_a_checkpoint(registry_root):
+    """checkpoints/seeds/<model>/seed_<n>/ holds run results two levels down: not a broken model either."""
+    seeds = registry_root / "seeds"
+    shutil.copytree(registry_root / "good", seeds / "transformer" / "seed_2")
+    (seeds / "transformer" / "seed_2" / "model.safetensors").unlink()
+    registry = CheckpointRegistry(registry_root, device="cpu")
+    assert "seeds" not in registry.entries and "seeds" not in registry.broken()
