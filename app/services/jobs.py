@@ -22,10 +22,11 @@ from app.services.pages import SWEEP, UPLOAD
 from app.services.runner import Runner
 from app.services.store import Job, JobStore
 from app.services.uploads import Corpus
+from inference.analyses.attention import attention_stacks
 from inference.analyses.blocks import attention_blocks, merge_blocks
 from inference.analyses.quality import corpus_quality
 from inference.core.checkpoint import LoadedModel
-from inference.core.family import Capability, capabilities_of
+from inference.core.family import Capability, capabilities_of, family_of
 from inference.corpora.multi30k import DataError, read_multi30k
 from inference.runs.lesion import lesion_sizes, quality_at_memory_size
 from inference.runs.memory_corpus import generate_memory_corpus, summarise_memory_corpus
@@ -34,6 +35,15 @@ LOG = logging.getLogger(__name__)
 TRACE_BATCH = 16
 MEMORY_CHUNK = 64  # sentences a working-memory corpus job generates per hold of the model
 MULTI30K_TEST = "multi30k_test_2016"  # reference set read from the data directory
+
+
+def length_batches(lengths: list[int], size: int, mixed: bool) -> list[list[int]]:
+    """Indices of sources to trace together, at most `size` a batch, in order of length (little padding);
+    with `mixed` False, every batch holds sources of one length (a family that traces one length at a time)."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    one_length = [[i for i in order if lengths[i] == n] for n in dict.fromkeys(lengths[i] for i in order)]
+    runs = [order] if mixed else one_length
+    return [run[start : start + size] for run in runs for start in range(0, len(run), size)]
 
 
 class JobInterrupted(Exception):
@@ -148,12 +158,18 @@ class JobRunner:
         loaded = self.runner.model(model)
         if Capability.WORKING_MEMORY in capabilities_of(loaded.config):
             return self._memory_corpus(job, loaded, sources, references)
-        translations, blocks = [], []
-        for start in range(0, len(sources), TRACE_BATCH):
-            trace = self.runner.trace_many(model, sources[start : start + TRACE_BATCH], names=["*.pattern"])
-            translations += trace.outputs
+        lengths = [len(loaded.tokenizer.encode(source)) for source in sources]
+        mixed = family_of(loaded.config.family).traces_mixed_lengths
+        patterns = ["*.pattern"] if attention_stacks(loaded.model) else []  # a state model has no attention
+        translations: list[str] = [""] * len(sources)
+        blocks, done = [], 0
+        for batch in length_batches(lengths, TRACE_BATCH, mixed):
+            trace = self.runner.trace_many(model, [sources[i] for i in batch], names=patterns)
+            for i, output in zip(batch, trace.outputs):
+                translations[i] = output
             blocks.append(attention_blocks(trace))
-            self._progress(job.id, len(translations))
+            done += len(batch)
+            self._progress(job.id, done)
         quality = asdict(corpus_quality(translations, references)) if references else None
         return {"translations": translations, "quality": quality, "blocks": [asdict(b) for b in merge_blocks(blocks)]}
 

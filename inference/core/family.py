@@ -85,6 +85,7 @@ class Family(Protocol):
     title: str  # in words, e.g. "Memory Transformer (paper 000)"
 
     config_type: type  # the config dataclass; its __post_init__ refuses bad values with ValueError
+    traces_mixed_lengths: bool  # one trace may hold sources of different lengths (padded); else one length a trace
 
     def build(self, config: FamilyConfig) -> nn.Module:
         """A model with fresh weights whose hook points are named."""
@@ -129,6 +130,7 @@ class FamilyDefaults:
     only the members the family's capabilities call for."""
 
     title: str
+    traces_mixed_lengths = True
 
     def translate(
         self,

@@ -36,6 +36,7 @@ class ActiveMemoryFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = ActiveMemoryConfig
     title = "Active memory (paper 001): Neural GPU, Markovian and Extended Neural GPU"
+    traces_mixed_lengths = False  # the state's length, and so the computation, follows the source's
 
     def build(self, config: ActiveMemoryConfig) -> ActiveMemoryModel:
         return ActiveMemoryModel(config)
