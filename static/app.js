@@ -30,6 +30,81 @@ document.addEventListener("htmx:afterSettle", syncSlots);  // a page swapped int
 function submitForm(id) {
   htmx.trigger(document.getElementById(id), "submit");
 }
+// FF memories page, a key card's "zero" / "boost ×10": adds the card's edit to the key edits and re-runs the
+// input at once, on the page's text or, with none entered, on the model's example (written into the text box).
+// The card's status line says so while it runs, and /ff/run answers into that line (out of band) with what the
+// edits changed: the answer appears beside the button, not only under "One input" far down the page.
+function ffApplyKeyEdit(button) {
+  const form = document.getElementById("ff-run");
+  const text = form.elements.text;
+  const status = button.closest(".key-card").querySelector(".key-status");
+  const edit = button.dataset.edit;
+  const present = form.elements.edits.value.split(";").map((part) => part.trim()).filter(Boolean);
+  const added = !present.includes(edit);
+  if (added) present.push(edit);
+  form.elements.edits.value = present.join("; ");
+  document.querySelectorAll("#keys .key-status").forEach((line) => line.replaceChildren());
+  const what = added ? `Added ${edit} to the key edits` : `${edit} is already in the key edits`;
+  let on = "the text under “One input”";
+  if (!text.value.trim()) {
+    if (!text.dataset.example) {
+      status.textContent = `${what}. Enter a text under “One input” to see what the edits change.`;
+      return;
+    }
+    text.value = text.dataset.example;
+    on = "the example text (none was entered)";
+  }
+  status.textContent = `${what}; running ${on}…`;
+  form.elements.origin.value = status.id;
+  submitForm("ff-run");
+}
+// FF memories page: a token character that no installed font can draw (a box, "##▯") is written as its escape
+// (\uc911), the way the server writes invisible ones (app/figures/ff_views.py shown_token); the token's title
+// names it. A character is missing when the canvas draws it exactly as it draws a private-use code point.
+const ffGlyphChecks = new Map();  // font + character -> missing
+function ffMarkMissingGlyphs() {
+  const canvas = document.createElement("canvas");
+  canvas.width = canvas.height = 48;
+  const context = canvas.getContext("2d", { willReadFrequently: true });
+  const draw = (character, font) => {
+    context.clearRect(0, 0, 48, 48);
+    context.font = font;
+    context.textBaseline = "top";
+    context.fillText(character, 4, 4);
+    return context.getImageData(0, 0, 48, 48).data.join();
+  };
+  const missing = (character, font) => {
+    const key = `${font}|${character}`;
+    if (!ffGlyphChecks.has(key)) ffGlyphChecks.set(key, draw(character, font) === draw("\u{10FFFD}", font));
+    return ffGlyphChecks.get(key);
+  };
+  document.querySelectorAll("#keys .token:not(.glyphs-checked), #ff-results .token:not(.glyphs-checked)").forEach((token) => {
+    token.classList.add("glyphs-checked");
+    const font = getComputedStyle(token).font;
+    const characters = Array.from(token.textContent);
+    if (!characters.some((c) => c.codePointAt(0) > 0x7e && c !== "\u25cc" && missing(c, font))) return;
+    token.textContent = characters.map((c, i) => {
+      if (c === "\u25cc" && i + 1 < characters.length && missing(characters[i + 1], font)) return "";
+      const code = c.codePointAt(0);
+      if (code <= 0x7e || c === "\u25cc" || !missing(c, font)) return c;
+      return code < 0x10000 ? `\\u${code.toString(16).padStart(4, "0")}` : `\\U${code.toString(16).padStart(8, "0")}`;
+    }).join("");
+    token.classList.add("no-glyph");
+    token.title += " (no font here draws it)";
+  });
+}
+document.addEventListener("htmx:afterSettle", (event) => {
+  if (document.getElementById("ff-keys")) ffMarkMissingGlyphs();
+});
+document.addEventListener("htmx:afterRequest", (event) => {
+  const form = event.detail.elt;
+  if (form.id !== "ff-run" || !form.elements.origin.value) return;
+  const status = document.getElementById(form.elements.origin.value);
+  form.elements.origin.value = "";
+  if (status && event.detail.xhr.status >= 400) {
+    status.textContent = `Could not run: ${document.getElementById("errors").textContent.trim()}`;
+  }
+});
 document.addEventListener("change", (event) => {
   const keys = document.getElementById("ff-keys");
   if (keys && keys.contains(event.target) && event.target.name !== "page") keys.elements.page.value = "0";
@@ -40,10 +115,7 @@ document.addEventListener("click", (event) => {
   const edits = document.getElementById("edits");
   const keys = document.getElementById("ff-keys");
   if (button.classList.contains("edit-key") && edits) {
-    const present = edits.value.split(";").map((part) => part.trim()).filter(Boolean);
-    if (!present.includes(button.dataset.edit)) present.push(button.dataset.edit);
-    edits.value = present.join("; ");
-    if (document.querySelector("#ff-run textarea[name=text]").value.trim()) submitForm("ff-run");
+    ffApplyKeyEdit(button);
   } else if (button.id === "clear-edits" && edits) {
     edits.value = "";
     if (document.querySelector("#ff-run textarea[name=text]").value.trim()) submitForm("ff-run");
@@ -57,4 +129,31 @@ document.addEventListener("click", (event) => {
     submitForm("ff-keys");
     keys.scrollIntoView({ behavior: "smooth" });
   }
+});
+
+// A request in flight shows its elapsed seconds in its busy indicator, so a long run visibly moves on.
+const elapsedClocks = new Map();  // indicator element -> interval id
+function indicatorOf(element) {
+  const selector = element.closest("[hx-indicator]")?.getAttribute("hx-indicator");
+  return selector ? document.querySelector(selector) : null;
+}
+document.addEventListener("htmx:beforeRequest", (event) => {
+  const indicator = indicatorOf(event.detail.elt);
+  if (!indicator) return;
+  let clock = indicator.querySelector(".elapsed");
+  if (!clock) {
+    clock = document.createElement("span");
+    clock.className = "elapsed";
+    indicator.append(clock);
+  }
+  const started = performance.now();
+  clock.textContent = "";
+  clearInterval(elapsedClocks.get(indicator));
+  elapsedClocks.set(indicator, setInterval(() => {
+    clock.textContent = ` ${Math.round((performance.now() - started) / 1000)} s`;
+  }, 1000));
+});
+document.addEventListener("htmx:afterRequest", (event) => {
+  const indicator = indicatorOf(event.detail.elt);
+  if (indicator) clearInterval(elapsedClocks.get(indicator));
 });

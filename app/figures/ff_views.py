@@ -5,9 +5,11 @@ logit lens, and how a key intervention changed the predictions."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 import torch
+from markupsafe import Markup, escape
 
 from inference.analyses.ff_aggregation import LogitLens
 from inference.analyses.ff_agreement import token_rank
@@ -19,10 +21,57 @@ from inference.core.trace import Trace
 KEY_ORDERS = ("agreement", "coefficient", "index")
 MAX_PICKED_KEYS = 200  # keys picked by number in one request
 VALUE_TOKENS = 8
+TRIGGER_LINES = 10  # lines of trigger examples a key card shows, identical contexts merged
+NEXT_TOKENS = 5  # next tokens a merged line names; the rest are counted
+UNSEEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"}  # controls, format, surrogates, unassigned, spaces
+SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"}
+DOTTED_CIRCLE = "\u25cc"  # Unicode's base for showing a combining mark on its own
 
 
 class ViewError(ValueError):
     """A request the FF views cannot answer as asked (shown as a 400)."""
+
+
+def shown_token(token: str) -> str:
+    r"""A (display) token as the FF page prints it, every character visible and read one way only: a
+    character that prints nothing or nothing distinct (a control or format character, a space other
+    than " ", a line separator, a surrogate, an unassigned or private-use code point) becomes a
+    Python-style escape, a backslash doubles, and a combining mark that opens the piece sits on
+    U+25CC instead of on the "##" before it.
+
+    "##\xa0" -> "##\\xa0", "\t" -> "\\t", "##\u200d" -> "##\\u200d", "\\" -> "\\\\",
+    "##\u0301" -> "##\u25cc\u0301"; "Hund", "##중" and "<eos>" stay as they are."""
+    shown = []
+    for i, character in enumerate(token):
+        category = unicodedata.category(character)
+        if character in SHORT_ESCAPES:
+            shown.append(SHORT_ESCAPES[character])
+        elif category in UNSEEN_CATEGORIES and character != " ":
+            code = ord(character)
+            shown.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        elif category.startswith("M") and token[:i] in ("", "##"):
+            shown.append(DOTTED_CIRCLE + character)
+        else:
+            shown.append(character)
+    return "".join(shown)
+
+
+def token_title(token: str) -> str:
+    """The code point and Unicode name of every distinct non-ASCII character of a token ("" for an
+    ASCII one), so that a character the browser has no glyph for (a box) can still be read:
+    "##중" -> "U+C911 HANGUL SYLLABLE JUNG"."""
+    characters = dict.fromkeys(c for c in token if ord(c) > 0x7E and c != DOTTED_CIRCLE)
+    return ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in characters)
+
+
+def token_html(token: str, title: str = "") -> Markup:
+    """The one way the FF page prints a token: shown_token's text, HTML-escaped, in a span whose
+    title names its non-ASCII characters (after `title`, e.g. a probability) where there is one."""
+    shown = shown_token(token)
+    title = " · ".join(part for part in (title, token_title(shown)) if part)
+    if not title:
+        return escape(shown)
+    return Markup('<span class="token" title="{}">{}</span>').format(title, shown)
 
 
 @dataclass
@@ -110,6 +159,36 @@ def key_cards(
     return cards, total
 
 
+@dataclass
+class TriggerLine:
+    """The trigger examples of one key that show the same context: one prefix opening several
+    sentences ("<eos> Awards" in ten), or the same stored window of longer prefixes."""
+
+    context: list[str]  # display tokens, as stored; the last one is the trigger token
+    truncated: bool  # the prefixes are longer than the stored window
+    next_tokens: list[tuple[str, int]]  # each token that follows, with in how many of the sentences; most first
+    coefficient: float  # the largest m_i among them
+    sentences: int  # how many of the key's top sentences show this context
+
+
+def trigger_lines(triggers: list[StoredTrigger], limit: int = TRIGGER_LINES) -> list[TriggerLine]:
+    """`triggers` (best first) merged by shown context, best first, at most `limit` lines."""
+    lines: dict[tuple[bool, tuple[str, ...]], TriggerLine] = {}
+    for trigger in triggers:
+        shown = (trigger.truncated, tuple(trigger.context))
+        line = lines.get(shown)
+        if line is None:
+            if len(lines) == limit:
+                continue
+            line = lines[shown] = TriggerLine(list(trigger.context), trigger.truncated, [], trigger.coefficient, 0)
+        line.sentences += 1
+        line.coefficient = max(line.coefficient, trigger.coefficient)
+        counts = dict(line.next_tokens)
+        counts[trigger.next_token] = counts.get(trigger.next_token, 0) + 1
+        line.next_tokens = sorted(counts.items(), key=lambda item: -item[1])  # stable: ties best first
+    return list(lines.values())
+
+
 def _key_statistics(
     projection: ValueProjectionView, triggers: TriggerStore | None, layer: str, d_ff: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -192,6 +271,25 @@ class PredictionChange:
     after: str
     after_probability: float
     before_token_after: float  # the probability the edited model still gives the original prediction
+
+
+@dataclass
+class EditOutcome:
+    """What key edits did to one input, in a line: how many shared positions' predictions they change."""
+
+    positions: int  # positions both runs share
+    changed: int  # of those, where the top prediction is another token
+    largest_drop: float  # the largest fall of p(original prediction), over the shared positions
+    continuation_changed: bool
+
+
+def edit_outcome(changes: list[PredictionChange], plain_output: str, edited_output: str) -> EditOutcome:
+    return EditOutcome(
+        len(changes),
+        sum(change.before != change.after for change in changes),
+        max((change.before_probability - change.before_token_after for change in changes), default=0.0),
+        plain_output != edited_output,
+    )
 
 
 def prediction_changes(plain: Trace, edited: Trace, axis: str, tokenizer: TextTokenizer) -> list[PredictionChange]:

@@ -144,6 +144,19 @@ def words_in_memory_chart(keywords: dict, content_words: dict) -> go.Figure:
                 hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>",
             )
         )
+    heights = [y for trace in figure.data for y in trace.y]
+    if not any(heights):  # bars of height 0, or none: say why instead of showing an empty plot
+        figure.add_annotation(
+            text="no keyword or content word of any translation is in its memory"
+            if heights
+            else "no translation has a keyword or content word to look for",
+            x=0.5,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+            showarrow=False,
+            font={"size": 14},
+        )
     figure.update_layout(
         title="Probability that a word of the translation is in memory",
         yaxis={"title": "probability", "range": [0, 1]},

@@ -15,6 +15,9 @@ from inference.analyses.segments import EXTRA_COLUMNS, MemoryPath, NextTokenHits
 
 BLOCK_OF_ROLE = {"cache": "cache", "read_mem": "read", "write_mem": "write"}  # any other role: the sequence
 OUTLINE = {"color": "#d62728", "width": 2}
+RIGHT, WRONG = "#6fa8dc", "#fdb863"  # blue and orange (told apart without red-green vision), under dark text
+PROBE_GREENS = [[0, "#ffffff"], [1, "#74c476"]]  # light enough that dark numbers read at 9:1 or more
+PROBE_TEXT = {"size": 11, "color": "#111111"}
 
 
 def role_blocks(roles: list[str]) -> list[tuple[str, int, int]]:
@@ -82,19 +85,20 @@ def hits_strip(
         rows[f"lesioned {lesioned.accuracy:.1%}"] = lesioned.hits
         rows["changed"] = [
             None if a is None else float(a == b) for a, b in zip(plain.hits, lesioned.hits)
-        ]  # red: changed
+        ]  # 0 (✗): changed
     z = np.array([[np.nan if h is None else float(h) for h in row] for row in rows.values()])  # [rows, positions]
+    marks = np.where(z == 0, "✗", "")  # wrong (or changed) is marked, not only coloured
     x = axis_labels(tokens)
     figure = go.Figure(
         go.Heatmap(
             z=z, x=x, y=list(rows), zmin=0, zmax=1, showscale=False, xgap=1, ygap=2,
-            colorscale=[[0, "#d62728"], [1, "#2ca02c"]],
+            colorscale=[[0, WRONG], [1, RIGHT]], text=marks, texttemplate="%{text}", textfont={"color": "#111111"},
             hovertemplate="%{y}<br>%{x}: %{z}<extra></extra>",
         )
     )  # fmt: skip
     figure.update_layout(
-        title="Next token right (green) or wrong (red), position by position"
-        + ("; the last row is red where the lesion changed the outcome" if lesioned is not None else ""),
+        title="Next token right (blue) or wrong (orange, ✗), position by position"
+        + ("; the last row marks ✗ where the lesion changed the outcome" if lesioned is not None else ""),
         shapes=[
             {"type": "line", "x0": s - 0.5, "x1": s - 0.5, "y0": -0.5, "y1": len(rows) - 0.5, "line": OUTLINE}
             for s in spans.starts[1:]
@@ -118,8 +122,8 @@ def probe_figure(probe: dict, segment: int) -> go.Figure:
     positions = [f"{i}" for i in range(len(probe["chance"]))]
     figure = go.Figure(
         go.Heatmap(
-            z=np.asarray(rows), x=positions, y=names, zmin=0, zmax=1, colorscale="Greens", xgap=1, ygap=1,
-            colorbar={"title": {"text": "accuracy"}}, texttemplate="%{z:.2f}", textfont={"size": 9},
+            z=np.asarray(rows), x=positions, y=names, zmin=0, zmax=1, colorscale=PROBE_GREENS, xgap=1, ygap=1,
+            colorbar={"title": {"text": "accuracy"}}, texttemplate="%{z:.2f}", textfont=PROBE_TEXT,
             hovertemplate="%{y} reads source position %{x}: %{z:.2f}<extra></extra>",
         )
     )  # fmt: skip

@@ -21,6 +21,8 @@ from app.routers.forms import DecodingDep, LesionDep
 from app.routers.rendering import figure_json, redirect_elsewhere, render
 from app.schemas.validation import MAX_INDEX, FieldText, InputError, ModelName
 from app.services.demo import demo_sentences
+from app.services.examples import example_input
+from app.services.lesion_notes import lesion_note, word_change
 from app.services.pages import COMPARE, EXPLORE
 from app.services.runner import Runner
 from app.services.textdiff import word_diff
@@ -59,19 +61,26 @@ def explore(
     runner: RunnerDep,
     model: Annotated[ModelName | None, Query()] = None,
     text: Annotated[FieldText, Query()] = "",
+    memory_size: Annotated[int | None, Query(ge=0, le=MAX_INDEX)] = None,
 ):
+    """model, text and a memory size in the address open a view; without a text the model's example runs."""
     moved = redirect_elsewhere(runner, EXPLORE, model, text)  # its views are on another page
     if moved:
         return moved
     available, model = runner.page_models(model, EXPLORE)
+    controls = explore_controls(runner, model)
+    config = controls["config"]
+    if memory_size is not None and memory_size > config.max_memory_size:
+        raise InputError(f"memory size {memory_size} is out of range for {model} (0 to {config.max_memory_size})")
     return render(
         request,
         "pages/explore.html",
         models=available,
         model=model,
-        text=text,
+        text=text or example_input(runner.registry.entries[model]),
         demos=demo_sentences(),
-        **explore_controls(runner, model),
+        memory_size=config.memory_size if memory_size is None else memory_size,
+        **controls,
     )
 
 
@@ -121,6 +130,7 @@ def explore_run(
     if any(h.memory_queries for h in operations):  # a stack where memory is written (or read)
         figures["operations"] = figure_json(memory_operations_grid(operations, stack))
     translates = Capability.TRANSLATES in lesioned.run.capabilities
+    diff = word_diff(plain.outputs[0], lesioned.outputs[0])
     return render(
         request,
         "partials/explore_results.html",
@@ -128,7 +138,8 @@ def explore_run(
         lesioned=lesioned if lesioned is not plain else None,
         translates=translates,
         attributes=Capability.ATTRIBUTION in lesioned.run.capabilities,
-        diff=word_diff(plain.outputs[0], lesioned.outputs[0]),
+        diff=diff,
+        note=lesion_note(lesion, controls["config"].memory_size, word_change(diff) if translates else None),
         figures=figures,
         stack=stack,
         layer=layer,
@@ -156,7 +167,11 @@ def explore_attribution(
 
 @router.get("/compare")
 def compare_page(request: Request, runner: RunnerDep, text: Annotated[FieldText, Query()] = ""):
-    return render(request, "pages/compare.html", models=runner.available(COMPARE), text=text)
+    available = runner.available(COMPARE)
+    chosen = [name for name in COMPARE.opens_on if name in available] or available[:2]
+    return render(
+        request, "pages/compare.html", models=available, chosen=chosen, text=text or demo_sentences()[0].source
+    )
 
 
 @router.post("/compare/run")

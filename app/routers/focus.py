@@ -14,6 +14,7 @@ from app.figures.focus import focus_map
 from app.routers.deps import RunnerDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import INTEGRATION_STEPS, FieldText, IntegrationSteps, ModelName
+from app.services.examples import example_input
 from app.services.focus import model_focus
 from app.services.pages import FOCUS
 from app.services.runner import Runner
@@ -21,7 +22,6 @@ from inference.analyses.focus import source_attention_stack
 
 router = APIRouter(include_in_schema=False)
 DEFAULT_STEPS = 16
-DEMO = "Ein Hund rennt über die Wiese."
 
 
 def attends(runner: Runner, model: str) -> bool:
@@ -47,14 +47,14 @@ def focus_page(
     text: Annotated[FieldText, Query()] = "",
 ):
     available, model = runner.page_models(model, FOCUS)
-    example = runner.model_for(model, FOCUS).meta.get("example")  # a task model's own input; else a sentence
+    runner.model_for(model, FOCUS)
     return render(
         request,
         "pages/focus.html",
         models=available,
         model=model,
         other=other or partner(runner, model, available),
-        text=text or example or DEMO,
+        text=text or example_input(runner.registry.entries[model]),
         steps=INTEGRATION_STEPS,
         default_steps=DEFAULT_STEPS,
     )
@@ -73,9 +73,10 @@ def focus_run(
     for name in models:
         runner.attributable_text(name, text)  # either refused before either runs
     shown = [model_focus(runner, name, text, steps) for name in models]
-    figures = {}
+    columns = []  # one column of figures per model, side by side
     for i, found in enumerate(shown):
         view = found.focus
+        figures = {}
         figures[f"attribution-{i}"] = focus_map(
             view.attribution_share, view.output_tokens, view.source_tokens,
             f"{found.model}: share of |integrated gradients| per output token",
@@ -85,10 +86,5 @@ def focus_run(
                 view.attention, view.output_tokens, view.source_tokens,
                 f"{found.model}: attention ({found.attention_stack}, mean over heads)",
             )  # fmt: skip
-    return render(
-        request,
-        "partials/focus_results.html",
-        shown=shown,
-        steps=steps,
-        figures={name: figure_json(figure) for name, figure in figures.items()},
-    )
+        columns.append({name: figure_json(figure) for name, figure in figures.items()})
+    return render(request, "partials/focus_results.html", shown=shown, steps=steps, columns=columns)

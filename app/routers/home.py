@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 from app.routers.deps import RunnerDep
 from app.routers.rendering import render
 from app.services.pages import pages_of
+from app.services.starting_points import starting_points
 
 router = APIRouter(include_in_schema=False)
 
@@ -16,4 +17,11 @@ def home(request: Request, runner: RunnerDep):
     registry = runner.registry
     models = [registry.entries[name] for name in registry.available()]
     pages = {entry.name: pages_of(runner.capabilities(entry.name)) for entry in models}
-    return render(request, "pages/home.html", models=models, pages=pages, broken=registry.broken())
+    return render(
+        request,
+        "pages/home.html",
+        models=models,
+        pages=pages,
+        broken=registry.broken(),
+        starting_points=starting_points(runner),
+    )

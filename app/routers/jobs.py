@@ -29,7 +29,12 @@ def go_to(request: Request, url: str) -> Response:
 
 @router.get("/upload")
 def upload_page(request: Request, runner: RunnerDep, jobs: JobsDep):
-    return render(request, "pages/upload.html", models=runner.available(UPLOAD), recent=jobs.store.recent())
+    models, chosen = runner.page_models(None, UPLOAD)
+    entries = runner.registry.entries
+    languages: dict[str, list[str]] = {}  # source language -> its models, as the page groups them
+    for name in models:
+        languages.setdefault(entries[name].meta["source_language"], []).append(name)
+    return render(request, "pages/upload.html", languages=languages, chosen=chosen, recent=jobs.store.recent())
 
 
 @router.post("/upload")

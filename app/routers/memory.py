@@ -7,10 +7,7 @@ links to the models with one."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -21,6 +18,7 @@ from app.figures.memory import decisions_chart, memory_attention_heatmap
 from app.routers.deps import RunnerDep
 from app.routers.rendering import error_page, figure_json, render
 from app.schemas.validation import MAX_INDEX, FieldText, ModelName, shown
+from app.services.examples import example_input, memory_examples
 from app.services.pages import MEMORY, home_of
 from app.services.runner import MemoryView, Runner
 from app.services.textdiff import word_diff
@@ -28,8 +26,6 @@ from inference.core.interventions import MAX_LISTED, ForceMemory, Interventions,
 
 router = APIRouter(include_in_schema=False)
 MAX_SEED = 2**31 - 1
-# written by python -m training.memory_examples
-EXAMPLES_FILE = Path(__file__).parents[1] / "data" / "memory_examples.json"
 
 
 def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTMLResponse | None:
@@ -74,18 +70,6 @@ def unsuitable_model(request: Request, runner: Runner, model: str | None) -> HTM
     )
 
 
-@cache
-def _examples_file() -> dict:
-    return json.loads(EXAMPLES_FILE.read_text(encoding="utf-8")) if EXAMPLES_FILE.exists() else {"models": {}}
-
-
-def memory_examples(model: str) -> tuple[str, list[dict]]:
-    """(the corpus measured, the model's measured example sentences: source, memory_tokens, ...);
-    none for a model not measured."""
-    measured = _examples_file()["models"].get(model, {})
-    return measured.get("corpus", ""), measured.get("examples", [])
-
-
 def forced_memory_ids(runner: Runner, model: str, text: str) -> tuple[int, ...]:
     """Words typed into the forced-memory box -> their vocabulary ids, in order."""
     tokenizer = runner.model(model).tokenizer
@@ -104,8 +88,7 @@ def memory_page(
     refused = unsuitable_model(request, runner, model)
     if refused is not None:
         return refused
-    available = runner.available(MEMORY)
-    model = model or available[0]
+    available, model = runner.page_models(model, MEMORY)
     loaded = runner.model(model)
     corpus, examples = memory_examples(model)
     examples = [
@@ -116,7 +99,7 @@ def memory_page(
         "pages/memory.html",
         models=available,
         model=model,
-        text=text,
+        text=text or example_input(runner.registry.entries[model]),
         seed=seed,
         config=loaded.config,
         source_language=loaded.meta.get("source_language", "German"),

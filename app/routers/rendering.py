@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from app.figures.summary import figure_summary
 from app.services.pages import Page, home_of
 from app.services.runner import Runner
 
@@ -45,6 +47,13 @@ def error_page(
     return request.app.state.templates.TemplateResponse(request, "pages/error.html", context, status_code=status)
 
 
-def figure_json(figure) -> str:
-    """Figure JSON that is safe inside a <script> element."""
-    return figure.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+@dataclass(frozen=True)
+class RenderedFigure:
+    json: str  # the figure, safe inside a <script> element
+    summary: str  # the figure in words, shown beside it for readers who cannot see it
+
+
+def figure_json(figure) -> RenderedFigure:
+    """Figure JSON that is safe inside a <script> element, with its summary in words."""
+    safe = figure.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return RenderedFigure(safe, figure_summary(figure))

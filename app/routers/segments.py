@@ -16,11 +16,14 @@ from app.figures.segments import hits_strip, memory_path_figure, probe_figure, s
 from app.routers.deps import RunnerDep
 from app.routers.rendering import figure_json, redirect_elsewhere, render
 from app.schemas.validation import MAX_INDEX, FieldText, InputError, ModelName
+from app.services.examples import example_input
+from app.services.lesion_notes import lesion_note, word_change
 from app.services.pages import SEGMENTS
 from app.services.runner import Runner
+from app.services.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, layer_attention, pattern_heads
 from inference.analyses.memory_operations import MEMORY_OPERATION_HOOKS, memory_operations
-from inference.analyses.segments import memory_path, next_token_hits, segment_spans
+from inference.analyses.segments import NextTokenHits, memory_path, next_token_hits, segment_spans
 from inference.core.family import Capability, family_of
 from inference.core.interventions import (
     MAX_FACTOR,
@@ -31,6 +34,7 @@ from inference.core.interventions import (
     ResetMemory,
     TransplantMemory,
 )
+from inference.core.trace import Trace
 
 router = APIRouter(include_in_schema=False)
 MAX_SEED = 2**31 - 1
@@ -49,7 +53,7 @@ def segment_controls(runner: Runner, model: str) -> dict:
         "stack": stack,
         "layers": layers,
         "heads": pattern_heads(loaded.model),
-        "example": loaded.meta.get("example", ""),
+        "example": example_input(runner.registry.entries[model]),
         "task": loaded.meta.get("task"),
     }
 
@@ -158,7 +162,21 @@ def segments_run(
         lesioned=lesioned if lesioned is not plain else None,
         plain_hits=plain_hits,
         lesioned_hits=lesioned_hits,
+        note=lesion_note(
+            lesion, lesioned.run.config.memory_size, outcome_change(plain, lesioned, plain_hits, lesioned_hits)
+        ),
         spans=spans,
         figures=figures,
         **controls,
     )
+
+
+def outcome_change(
+    plain: Trace, lesioned: Trace, plain_hits: NextTokenHits | None, lesioned_hits: NextTokenHits | None
+) -> str:
+    """What a lesion did: how many scored positions changed outcome, or (a decoded output) which words changed."""
+    if plain_hits is None or lesioned_hits is None:
+        return word_change(word_diff(plain.outputs[0], lesioned.outputs[0]))
+    changed = sum(a != b for a, b in zip(plain_hits.hits, lesioned_hits.hits) if a is not None)
+    scored = sum(a is not None for a in plain_hits.hits)
+    return "no position changed outcome" if not changed else f"{changed} of {scored} positions changed outcome, marked"

@@ -17,6 +17,8 @@ from app.figures.state import state_figures, step_labels
 from app.routers.deps import RunnerDep
 from app.routers.rendering import figure_json, redirect_elsewhere, render
 from app.schemas.validation import MAX_INDEX, FieldText, ModelName
+from app.services.examples import example_input
+from app.services.lesion_notes import lesion_note, word_change
 from app.services.pages import STATE
 from app.services.runner import Runner
 from app.services.state import examples, rounded, run_state
@@ -28,12 +30,12 @@ router = APIRouter(include_in_schema=False)
 
 def state_controls(runner: Runner, model: str) -> dict:
     loaded = runner.model_for(model, STATE)
-    task, example = loaded.meta.get("task"), loaded.meta.get("example", "")
+    task = loaded.meta.get("task")
     return {
         "config": loaded.config,
         "described": loaded.meta.get("description") or family_of(loaded.config.family).title,
         "task": task,
-        "examples": examples(task, example),
+        "examples": examples(task, example_input(runner.registry.entries[model])),
     }
 
 
@@ -108,6 +110,8 @@ def state_run(
         lesioned=run.lesioned,
         plain_steps=run.plain_steps,
         diff=run.diff,
+        separator=run.separator,
+        note=lesion_note(run.lesioned.run.interventions, 0, word_change(run.diff)) if run.lesioned else "",
         figures=figures,
         frames=frames.replace("<", "\\u003c"),
         labels=labels,

@@ -34,9 +34,26 @@ class MetricColumn:
         return METRICS[self.metric][1].format(value) if isinstance(value, int | float) else "-"
 
 
-def metric_columns(entries: list[RegistryEntry]) -> list[MetricColumn]:
+@dataclass(frozen=True)
+class TaskAccuracyColumn:
+    """A task model's test accuracy (papers 001 and 002): whole sequences right at the trained length
+    (the length-generalisation record's factor 1), or next characters right (a segment task)."""
+
+    header = "task accuracy, test"
+
+    def cell(self, metrics: dict) -> str:
+        test = metrics.get("test")
+        if isinstance(test, list):
+            trained = next((row for row in test if row.get("factor") == 1), None)
+            return f"{trained['sequence']:.2f} of sequences" if trained else "-"
+        if isinstance(test, dict) and isinstance(test.get("char_accuracy"), int | float):
+            return f"{test['char_accuracy']:.2f} of characters"
+        return "-"
+
+
+def metric_columns(entries: list[RegistryEntry]) -> list[MetricColumn | TaskAccuracyColumn]:
     """Every (metric, test split) some model reports, validation splits left out: BLEU first,
-    then in TEST_SETS order."""
+    then in TEST_SETS order; then task accuracy where a task model is listed."""
     found = {
         MetricColumn(metric, split)
         for entry in entries
@@ -45,11 +62,15 @@ def metric_columns(entries: list[RegistryEntry]) -> list[MetricColumn]:
         if "test" in split
     }
     order = list(TEST_SETS)
-    return sorted(
-        found,
-        key=lambda c: (
-            list(METRICS).index(c.metric),
-            order.index(c.split) if c.split in order else len(order),
-            c.split,
-        ),
+    tasks = [TaskAccuracyColumn()] if any("task" in entry.metrics for entry in entries) else []
+    return (
+        sorted(
+            found,
+            key=lambda c: (
+                list(METRICS).index(c.metric),
+                order.index(c.split) if c.split in order else len(order),
+                c.split,
+            ),
+        )
+        + tasks
     )

@@ -18,24 +18,51 @@ class Page:
     path: str
     kind: str  # what the page needs, for messages: "no usable {kind} checkpoint"
     shows: Needs
+    reads_language: bool = False  # the page's input is a natural language: only models trained on one
+    opens_on: tuple[str, ...] = ()  # checkpoints that show the page's subject best, the first available opens it
 
 
 # A model's own views: the first of these that shows it is where its views are.
-MEMORY = Page("working memory", "/memory", "working-memory", lambda c: C.WORKING_MEMORY in c)
-FF = Page("FF memories", "/ff", "FF-key", lambda c: C.FF_KEYS in c)
+MEMORY = Page(
+    "working memory", "/memory", "working-memory", lambda c: C.WORKING_MEMORY in c, opens_on=("working_memory_de_en",)
+)
+FF = Page("FF memories", "/ff", "FF-key", lambda c: C.FF_KEYS in c, opens_on=("language_model",))
 EXPLORE = Page(
     "explore",
     "/explore",
     "attention",
     lambda c: not c & {C.WORKING_MEMORY, C.GENERATES_TEXT, C.RECURRENT_STEPS},  # a state, not attention
+    opens_on=("memtransformer_10",),  # memory slots read and written in every attention stack
 )
-SEGMENTS = Page("segments", "/segments", "segment", lambda c: C.SEGMENTS in c)
-STATE = Page("state", "/state", "recurrent-step", lambda c: C.RECURRENT_STEPS in c)
-FOCUS = Page("focus", "/focus", "source-attribution", lambda c: C.SOURCE_ATTRIBUTION in c)
+SEGMENTS = Page("segments", "/segments", "segment", lambda c: C.SEGMENTS in c, opens_on=("rmt_copy",))
+STATE = Page("state", "/state", "recurrent-step", lambda c: C.RECURRENT_STEPS in c, opens_on=("neural_gpu_addition",))
+FOCUS = Page(
+    "focus",
+    "/focus",
+    "source-attribution",
+    lambda c: C.SOURCE_ATTRIBUTION in c,
+    opens_on=("extended_neural_gpu_de_en",),
+)
 MODEL_PAGES = (MEMORY, SEGMENTS, STATE, EXPLORE, FF, FOCUS)  # in the order the home page links them
 
-COMPARE = Page("compare", "/compare", "translation", lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c)
-UPLOAD = Page("upload", "/upload", "translation", lambda c: C.TRANSLATES in c)
+# Any model that translates, through the API (a task model's input is its own notation).
+TRANSLATION = Page("translation", "/api/translate", "translation", lambda c: C.TRANSLATES in c)
+COMPARE = Page(
+    "compare",
+    "/compare",
+    "translation",
+    lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c,
+    reads_language=True,
+    opens_on=("transformer", "memtransformer_10"),  # the baseline beside the Memory Transformer
+)
+UPLOAD = Page(
+    "upload",
+    "/upload",
+    "translation",
+    lambda c: C.TRANSLATES in c,
+    reads_language=True,
+    opens_on=("memtransformer_10",),
+)
 SWEEP = Page("lesion sweep", "/sweep", "memory-lesion", lambda c: C.TRANSLATES in c and C.MEMORY_TOKENS in c)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from app.middleware.client_gone import ClientGone, client_gone
 from app.schemas.validation import InputError, shown, visible_text
-from app.services.pages import FF, FOCUS, MEMORY, UPLOAD, Page, home_of
+from app.services.pages import FF, FOCUS, MEMORY, TRANSLATION, Page, home_of
 from inference.analyses.attention import attention_stacks, pattern_hook_name
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.analyses.ff_mining import TriggerStore
@@ -128,29 +128,41 @@ class Runner:
 
     def available(self, page: Page) -> list[str]:
         """Usable models that `page` shows."""
-        registry = self.registry
-        return [name for name in registry.available() if page.shows(capabilities_of(registry.entries[name].config))]
+        return [name for name in self.registry.available() if self._shows(page, name)]
+
+    def _shows(self, page: Page, name: str) -> bool:
+        entry = self.registry.entries[name]
+        return page.shows(capabilities_of(entry.config)) and (
+            not page.reads_language or bool(entry.meta.get("source_language"))
+        )
 
     def page_models(self, requested: str | None, page: Page) -> tuple[list[str], str]:
-        """(the models a page offers, the one it shows: the requested one, else the first)."""
+        """(the models a page offers, the one it shows: the requested one, else the first of the page's
+        `opens_on` that is available, else the first)."""
         available = self.available(page)
         if not available:
             raise InputError(
                 f"no usable {page.kind} checkpoint: see the home page for the models and why any is unavailable"
             )
-        return available, requested or available[0]
+        return available, requested or next((m for m in page.opens_on if m in available), available[0])
 
     def model_for(self, name: str, page: Page) -> LoadedModel:
         """A model that `page` shows; another is refused, before it is loaded, with where its views are."""
         entry = self.registry.entries.get(name)
-        if entry is not None and entry.ok:
+        if entry is not None and entry.ok and not self._shows(page, name):
+            offered = ", ".join(self.available(page)) or "none"
             capabilities = capabilities_of(entry.config)
-            if not page.shows(capabilities):
-                home = home_of(capabilities)
+            if page.shows(capabilities):  # it can, but reads no natural language
+                task = entry.meta.get("task")
                 raise InputError(
-                    f"{name} is not a {page.kind} model: its views are on the {home.title} page ({home.path}); "
-                    f"{page.kind} models: {', '.join(self.available(page)) or 'none'}"
+                    f"{name} reads no natural language{f' (it was trained on the {task} task)' if task else ''}; "
+                    f"{page.kind} models: {offered}"
                 )
+            home = home_of(capabilities)
+            raise InputError(
+                f"{name} is not a {page.kind} model: its views are on the {home.title} page ({home.path}); "
+                f"{page.kind} models: {offered}"
+            )
         return self.model(name)  # unknown: UnknownModel; broken: CheckpointError
 
     def model(self, name: str) -> LoadedModel:
@@ -288,7 +300,7 @@ class Runner:
         self, model: str, texts: list[str], names: list[str] | None, interventions: Interventions | None = None
     ) -> Trace:
         """A batch of already checked texts, traced; not kept."""
-        loaded = self.model_for(model, UPLOAD)
+        loaded = self.model_for(model, TRANSLATION)
         with self.model_turn():
             return run_with_trace(
                 loaded, texts, names=names, interventions=interventions, max_new_tokens=self.max_new_tokens
@@ -309,7 +321,7 @@ class Runner:
     def translate(
         self, model: str, text: str, interventions: Interventions, decoding: Decoding = GREEDY
     ) -> Translation:
-        self.model_for(model, UPLOAD)  # a model that translates
+        self.model_for(model, TRANSLATION)
         trace = self.trace(model, text, interventions, names=["logits"], decoding=decoding)
         return translation_of(trace)
 

@@ -28,6 +28,7 @@ class StateRun:
     steps: StateSteps  # of the lesioned run where there is one, else of the plain run
     plain_steps: StateSteps
     diff: list[DiffPart] | None  # the lesioned output against the plain one, token by token
+    separator: str = " "  # between the diff's parts: none where every token is one character (bits, digits)
 
 
 def examples(task: str | None, example: str) -> list[tuple[str, str]]:
@@ -86,5 +87,7 @@ def run_state(runner: Runner, model: str, text: str, lesion: Interventions) -> S
         return StateRun(plain, None, plain_steps, plain_steps, None)
     check_lesion(lesion, plain_steps)
     lesioned = runner.trace(model, text, lesion, names=names)
-    diff = token_diff(output_tokens(plain), output_tokens(lesioned))
-    return StateRun(plain, lesioned, state_steps(lesioned), plain_steps, diff)
+    tokens = output_tokens(plain), output_tokens(lesioned)
+    separator = "" if all(len(token) == 1 for token in [*tokens[0], *tokens[1]]) else " "  # as the plain output reads
+    diff = token_diff(*tokens, separator)
+    return StateRun(plain, lesioned, state_steps(lesioned), plain_steps, diff, separator)

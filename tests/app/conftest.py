@@ -28,7 +28,7 @@ def checkpoint_dir(tmp_path_factory, tiny_tokenizer):
             root / f"tiny_{family}",
             loaded.model,
             loaded.tokenizer,
-            meta={"training_data": "tiny test corpus"},
+            meta={"training_data": "tiny test corpus", "source_language": "German"},
             metrics={"bleu": {"val": 1.5, "test_2016_flickr": 2.5}},
         )
     wm = make_tiny_working_memory(tiny_tokenizer)

@@ -8,6 +8,10 @@ import re
 
 import pytest
 
+from app.services.demo import demo_sentences
+from app.settings import REPO_ROOT
+from inference.analyses.ff_mining import TriggerStore
+from inference.corpora.ff_study_files import TRIGGERS_FILE, read_triggers
 from tests.app.conftest import HTMX
 
 LM, TRANSLATOR = "tiny_language_model", "tiny_memtransformer"
@@ -176,3 +180,70 @@ def test_an_edit_that_changes_nothing_shares_every_position(client):
     assert all(
         c["before"] == c["after"] and abs(c["before_probability"] - c["before_token_after"]) < 1e-6 for c in changes
     )
+
+
+def test_the_page_runs_key_edits_on_its_example_when_no_text_is_entered(client):
+    page = client.get("/ff", params={"model": LM}).text
+    example = demo_sentences()[0].reference  # the English example every page opens a language model on
+    assert f'data-example="{example}"' in page and f'placeholder="{example}"' in page
+    assert '<input type="hidden" name="origin" value=""' in page
+    cards = client.get("/ff/keys", params={"model": LM, "layer": 1, "key": "3"}).text
+    assert '<p class="key-status" id="key-status-layers-1-ff-3"' in cards  # where a zero / boost is answered
+
+
+def test_a_key_card_edit_is_answered_in_its_card(client):
+    text, edits = "a man reads a book", "layers.1.ff:" + ",".join(str(k) for k in range(32)) + " x0"
+    fragment = client.post(
+        "/ff/run", data={"model": LM, "text": text, "layer": 1, "edits": edits, "origin": "key-status-layers-1-ff-3"}
+    ).text
+    answer = re.search(
+        r'<p class="key-status answered" id="key-status-layers-1-ff-3" hx-swap-oob="true".*?</p>', fragment, re.S
+    )
+    assert answer, "the card's status line is answered out of band"
+    edit = {"kind": "scale", "hook": "layers.1.ff.keys", "axis": "ff_key", "index": list(range(32)), "factor": 0}
+    body = client.post("/api/ff/lens", json={"model": LM, "text": text, "interventions": [edit]}).json()
+    changes = body["prediction_changes"]
+    changed = sum(c["before"] != c["after"] for c in changes)
+    said = text_of(answer.group(0))
+    assert f"on “{text}”" in said and "layers.1.ff:0,1,2" in said and "x0" in said
+    if changed:
+        assert f"{changed} of {len(changes)} next-token predictions change" in said
+    else:
+        drop = max(c["before_probability"] - c["before_token_after"] for c in changes)
+        assert f"no next-token prediction changes (p of the original prediction falls by at most {drop:.3f})" in said
+    assert ("stays the same" in said) == (body["output"] == body["plain_output"])
+    assert 'href="#ff-results"' in answer.group(0)
+
+    plain = client.post("/ff/run", data={"model": LM, "text": text, "layer": 1, "edits": edits, "origin": ""})
+    assert plain.status_code == 200 and "hx-swap-oob" not in plain.text  # the Run button's: under the form only
+
+
+def test_a_status_line_must_be_a_key_cards(client):
+    response = client.post(
+        "/ff/run", data={"model": LM, "text": "a man", "origin": 'x" onclick="alert(1)'}, headers=HTMX
+    )
+    assert response.status_code == 422
+
+
+def test_identical_trigger_contexts_share_a_line_on_the_shipped_model(shipped_client):
+    """Key 12 of layer 3 peaks on "<eos> Awards" (an "Awards and nominations" heading) in many of its
+    top 50 sentences: one line says how many, instead of ten identical lines."""
+    store = TriggerStore(read_triggers(REPO_ROOT / "checkpoints" / "language_model" / TRIGGERS_FILE))
+    stored = store.triggers("layers.3.ff", 12)
+    awards = [t for t in stored if t.context == ["<eos>", "Awards"]]
+    assert len(awards) >= 10
+    fragment = shipped_client.get("/ff/keys", params={"model": "language_model", "layer": 3, "key": "12"}).text
+    lines = [text_of(line).strip() for line in re.findall(r"<li>.*?</li>", fragment, re.S)]
+    assert len(lines) == 10 and len(set(lines)) == 10
+    (line,) = [line for line in lines if line.startswith("<eos> Awards →")]
+    assert line.endswith(f"×{len(awards)}")
+    assert f"and ({sum(t.next_token == 'and' for t in awards)})" in line
+    assert "last 8 tokens of its prefix as stored" in text_of(fragment)
+
+
+def test_unprintable_and_unnamed_tokens_on_the_shipped_model(shipped_client):
+    keys = shipped_client.get("/ff/keys", params={"model": "language_model", "layer": 2, "key": "714"}).text
+    assert "<i>##\\xa0</i>" in keys  # a trigger's next token, NO-BREAK SPACE: was a bare "##"
+    keys = shipped_client.get("/ff/keys", params={"model": "language_model", "layer": 1, "key": "178"}).text
+    # HANGUL SYLLABLE JUNG: a box ("##▯") where no font has it, named in its title everywhere
+    assert re.search(r'<span class="token" title="p [0-9.]+ · U\+C911 HANGUL SYLLABLE JUNG">##중</span>', keys)

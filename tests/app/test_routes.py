@@ -74,7 +74,15 @@ def test_explore_run_renders_translation_and_figures(client):
 def test_explore_run_with_lesion_shows_both_translations(client):
     response = run(client, memory_size=0, block_reads="decoder")
     assert response.status_code == 200
-    assert 'id="translation-lesioned"' in response.text and "memory size 0 (trained 3)" in response.text
+    assert 'id="translation-lesioned"' in response.text
+    note = html.unescape(re.search(r'class="lesion-note">(.*?); the views show', response.text)[1])
+    lesioned = re.search(r'id="translation-lesioned">(.*?)</span></p>', response.text, re.S)[1]
+    added = sum(len(words.split()) for words in re.findall(r'class="diff-added">(.*?)</span>', lesioned))
+    removed = sum(len(words.split()) for words in re.findall(r'class="diff-removed">(.*?)</span>', lesioned))
+    changed = max(added, removed)  # words in place of the plain translation's, counted from the marked diff
+    assert note == "no memory (size 0); reads from memory blocked in the decoder's cross-attention: " + (
+        f"{changed} word{'s' if changed != 1 else ''} changed, marked" if changed else "no word changed"
+    )
 
 
 def figure_z(fragment: str, name: str) -> np.ndarray:

@@ -106,7 +106,8 @@ def test_every_lesion_changes_the_run_after_its_segment_and_is_marked(client, le
     scored = ~np.isnan(plain)
     changed = np.asarray(rows["changed"])[scored] == 0  # red where the outcome changed
     assert np.array_equal(changed, (np.asarray(rows[names[1]]) != np.asarray(plain))[scored])
-    assert "lesioned: " in response.text
+    said = f"{changed.sum()} of {scored.sum()} positions changed outcome, marked" if changed.any() else "no position"
+    assert f"{said}; the attention views" in response.text or f"{said} changed outcome; the attention" in response.text
 
 
 def test_bad_segment_input_gets_a_clear_4xx(client):

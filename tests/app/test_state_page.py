@@ -94,7 +94,9 @@ def test_each_lesion_changes_the_output_and_marks_the_change(client, lesion):
     assert re.search(r'id="output-plain">([01]+)<', response.text)[1] == lsb_first_sum(CARRY)
     lesioned = re.search(r'id="output-lesioned">(.*?)</span></p>', response.text, re.S)[1]
     assert "diff-added" in lesioned or "diff-removed" in lesioned, lesioned
-    assert "lesioned: " in response.text
+    assert re.fullmatch(r"[01]+", re.sub(r"<[^>]+>", "", lesioned))  # the plain output's format: bits, unspaced
+    note = re.search(r'class="lesion-note">(.*?); the views show the lesioned run', response.text)[1]
+    assert note.endswith(("word changed, marked", "words changed, marked")), note
 
 
 def test_bad_input_gets_a_clear_4xx(client):

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.routers import memory as memory_pages
+from app.services import examples
 from app.settings import REPO_ROOT
 from inference.core.checkpoint import save_checkpoint
 from tests.app.conftest import HTMX
@@ -323,7 +323,7 @@ def test_the_page_offers_the_measured_examples_as_links_that_run_them(client, mo
             }
         }
     }
-    monkeypatch.setattr(memory_pages, "_examples_file", lambda: measured)
+    monkeypatch.setattr(examples, "_memory_examples_file", lambda: measured)
     page = client.get("/memory").text
     link = re.search(r'<a class="memory-example" href="([^"]+)"[^>]*>(.*?)</a>\s*<small>(.*?)</small>', page, re.DOTALL)
     assert link.group(2) == TEXT and link.group(3) == "2 memory tokens; the mask changes the translation"
@@ -331,7 +331,7 @@ def test_the_page_offers_the_measured_examples_as_links_that_run_them(client, mo
 
 
 def test_the_shipped_examples_are_measured_for_every_shipped_working_memory_model():
-    shipped = json.loads(memory_pages.EXAMPLES_FILE.read_text(encoding="utf-8"))
+    shipped = json.loads(examples.MEMORY_EXAMPLES_FILE.read_text(encoding="utf-8"))
     assert set(shipped["models"]) == {p.name for p in working_memory_checkpoints(REPO_ROOT / "checkpoints")}
     for measured in shipped["models"].values():
         assert len(measured["examples"]) >= 3 and all(e["memory_tokens"] > 0 for e in measured["examples"])

@@ -113,3 +113,89 @@ def test_bad_edits_show_an_error_in_the_page(page, server_url):
     page.click("#ff-run button[type=submit]")
     page.wait_for_selector("#errors .error")
     assert "out of range" in page.text_content("#errors")
+
+
+def viewport_holds(page, locator) -> bool:
+    """Whether all of the element is inside the browser window as the page is scrolled now."""
+    box, view = locator.bounding_box(), page.viewport_size
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= view["height"]
+
+
+def test_zero_on_a_key_card_answers_beside_it_without_a_text(page, server_url):
+    """A new user's first click: no text entered, "zero" on the first key card. The edit runs on the
+    example text at once, and what it changed shows in the card, inside the window."""
+    open_ff(page, server_url, LANGUAGE_MODEL)
+    text = page.locator("#ff-run textarea[name=text]")
+    assert text.input_value() == ""
+    card = page.locator("#keys .key-card").first
+    key = card.get_attribute("data-key")
+    zero = card.locator("button.edit-key", has_text="zero")
+    zero.scroll_into_view_if_needed()
+    assert not viewport_holds(page, page.locator("#ff-results"))  # the results are far below the key browser
+    with page.expect_response(lambda response: response.url.endswith("/ff/run")):
+        zero.click()
+    status = card.locator(".key-status")
+    expect(status).to_contain_text("next-token prediction", timeout=SWAP_MS)
+
+    assert viewport_holds(page, status) and viewport_holds(page, zero)
+    assert 0 <= status.bounding_box()["y"] - zero.bounding_box()["y"] < 200  # right under the button
+    said = status.text_content()
+    assert f"{key} x0" in said
+    assert text.input_value() == text.get_attribute("data-example") != ""  # the example, written into the box
+    assert page.input_value("#edits") == f"{key} x0"
+    changed = page.locator("#prediction-changes tbody tr.changed").count()  # the full table, under "One input"
+    shared = page.locator("#prediction-changes tbody tr").count()
+    if changed:
+        assert f"{changed} of {shared} next-token predictions change" in said
+    else:
+        assert "no next-token prediction changes" in said
+    assert page.locator(".key-status:not(:empty)").count() == 1
+
+    # a second key's boost answers in its own card; the first card's line is cleared
+    other = page.locator("#keys .key-card").nth(1)
+    with page.expect_response(lambda response: response.url.endswith("/ff/run")):
+        other.locator("button.edit-key", has_text="boost").click()
+    expect(other.locator(".key-status")).to_contain_text("next-token prediction", timeout=SWAP_MS)
+    assert viewport_holds(page, other.locator(".key-status"))
+    assert card.locator(".key-status").text_content() == ""
+    assert page.input_value("#edits") == f"{key} x0; {other.get_attribute('data-key')} x10"
+
+
+MISSING_GLYPHS = """() => {
+  const canvas = document.createElement("canvas");
+  canvas.width = canvas.height = 48;
+  const context = canvas.getContext("2d", { willReadFrequently: true });
+  const draw = (character, font) => {
+    context.clearRect(0, 0, 48, 48);
+    context.font = font;
+    context.textBaseline = "top";
+    context.fillText(character, 4, 4);
+    return context.getImageData(0, 0, 48, 48).data.join();
+  };
+  const boxes = [];
+  document.querySelectorAll("#keys .key-card *").forEach((element) => {
+    const font = getComputedStyle(element).font;
+    const box = draw("\\u{10FFFD}", font);  // a private-use code point: no font draws it
+    for (const node of element.childNodes) {
+      if (node.nodeType !== Node.TEXT_NODE) continue;
+      for (const character of node.textContent) {
+        if (character.codePointAt(0) > 0x7e && draw(character, font) === box) boxes.push(node.textContent);
+      }
+    }
+  });
+  return boxes;
+}"""
+
+
+def test_no_token_is_drawn_as_a_missing_glyph_box(page, server_url):
+    """Key 178 of layer 1 has "##중" (U+C911) among its value's top tokens: where no font draws it,
+    it shows as its escape, named in its title, never as a box ("##▯")."""
+    open_ff(page, server_url, LANGUAGE_MODEL)
+    page.fill("#ff-keys input[name=key]", "178")
+    with page.expect_response(lambda response: "/ff/keys" in response.url):
+        page.select_option("#ff-keys select[name=layer]", "1")
+    expect(page.locator("#keys .key-card").first).to_have_attribute("data-key", "layers.1.ff:178", timeout=SWAP_MS)
+    chip = page.locator("#keys .value-tokens .token", has_text=re.compile(r"^##(\uc911|\\uc911)$"))
+    expect(chip).to_have_count(1)
+    assert "U+C911 HANGUL SYLLABLE JUNG" in chip.get_attribute("title")
+    assert page.evaluate(MISSING_GLYPHS) == []

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from app.figures.attention import MIN_CELL_PX, attention_heatmap, axis_labels, head_grid
+from app.figures.memory import words_in_memory_chart
 from inference.analyses.attention import layer_attention
 from inference.core.checkpoint import load_checkpoint
 from inference.core.trace import run_with_trace
@@ -50,3 +51,26 @@ def test_long_input_heatmap_labels_every_token_and_grows(view):
     margin = figure.layout.margin
     assert figure.layout.height - margin.t - margin.b >= MIN_CELL_PX * rows
     assert figure.layout.width - margin.l - margin.r >= MIN_CELL_PX * columns
+
+
+def rates(p):
+    return {"n_sentences": 3, "n_pairs": 8, "p_in_memory": p, "mean_sentence_p": p, "share_sentences_with_any": p}
+
+
+@pytest.mark.parametrize(
+    ("p", "note"),
+    [
+        (0.0, "no keyword or content word of any translation is in its memory"),
+        (None, "no translation has a keyword or content word to look for"),
+    ],
+)
+def test_an_empty_words_in_memory_chart_says_why(p, note):
+    keywords = {"top": 3, "matched": rates(p), "rotated_baseline": rates(p)}
+    figure = words_in_memory_chart(keywords, {"matched": rates(p), "rotated_baseline": rates(p)})
+    assert [a.text for a in figure.layout.annotations] == [note]
+
+
+def test_a_words_in_memory_chart_with_bars_has_no_note():
+    keywords = {"top": 3, "matched": rates(0.125), "rotated_baseline": rates(0.0)}
+    figure = words_in_memory_chart(keywords, {"matched": rates(0.1), "rotated_baseline": rates(0.0)})
+    assert not figure.layout.annotations and list(figure.data[0].y) == [0.125, 0.1]

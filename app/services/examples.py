@@ -1,0 +1,42 @@
+"""The input a page opens a model on, so that its first paint shows a result: the checkpoint's own example
+(a task model's), its first measured memory-writing sentence (a working-memory model's), the first demo
+sentence (a model that reads German), or that sentence's English reference (a model that continues English)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from app.services.demo import demo_sentences
+from inference.core.checkpoint import RegistryEntry
+from inference.core.family import Capability, capabilities_of
+
+# written by python -m training.memory_examples
+MEMORY_EXAMPLES_FILE = Path(__file__).parents[1] / "data" / "memory_examples.json"
+
+
+@cache
+def _memory_examples_file() -> dict:
+    return json.loads(MEMORY_EXAMPLES_FILE.read_text(encoding="utf-8")) if MEMORY_EXAMPLES_FILE.exists() else {}
+
+
+def memory_examples(model: str) -> tuple[str, list[dict]]:
+    """(the corpus measured, the model's measured example sentences: source, memory_tokens, ...);
+    none for a model not measured."""
+    measured = _memory_examples_file().get("models", {}).get(model, {})
+    return measured.get("corpus", ""), measured.get("examples", [])
+
+
+def example_input(entry: RegistryEntry) -> str:
+    """What a page runs `entry`'s model on when the address names no input; "" where nothing fits."""
+    if entry.meta.get("example"):
+        return entry.meta["example"]
+    _, measured = memory_examples(entry.name)
+    if measured:
+        return measured[0]["source"]
+    if entry.meta.get("source_language") == "German":
+        return demo_sentences()[0].source
+    if entry.config is not None and Capability.GENERATES_TEXT in capabilities_of(entry.config):
+        return demo_sentences()[0].reference  # the shipped language model reads English
+    return ""
