@@ -116,6 +116,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from app.main import create_app
+    from app.server import server_options
     from app.settings import Settings
 
     overrides = {"checkpoint_dir": checkpoint_dir(args.checkpoints)}
@@ -124,7 +125,8 @@ def serve(args: argparse.Namespace) -> int:
     # On SIGTERM, requests still running after SHUTDOWN_SECONDS are cancelled (their clients get no answer)
     # and a running job goes back to the queue after its current batch.
     uvicorn.run(
-        create_app(Settings(**overrides)), host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_SECONDS
+        create_app(Settings(**overrides)),
+        **server_options(args.host, args.port, timeout_graceful_shutdown=SHUTDOWN_SECONDS),
     )
     return 0
 

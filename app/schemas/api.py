@@ -8,7 +8,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.validation import MAX_INDEX, CallIndex, FieldText, IntegrationSteps, ModelName, Reference
+from app.schemas.validation import (
+    MAX_INDEX,
+    URL_TOO_LONG,
+    CallIndex,
+    FieldText,
+    IntegrationSteps,
+    ModelName,
+    Reference,
+)
 from inference.core.decoding import Decoding
 from inference.core.family import Capability
 from inference.core.interventions import Interventions
@@ -17,15 +25,19 @@ DEMO_TEXT = "Ein Hund läuft über die Wiese."
 
 
 class ErrorResponse(BaseModel):
-    detail: str = Field(
-        description="what was wrong with the request, in words",
-        examples=["unknown model 'nope'; available: transformer, …"],
-    )
+    detail: str = Field(description="what was wrong with the request, in words")
 
 
 def errors(*statuses: int) -> dict[int | str, dict]:
-    """OpenAPI `responses` for these error statuses, all of them ErrorResponse."""
-    return {status: {"model": ErrorResponse, "description": ERROR_MEANINGS[status]} for status in statuses}
+    """OpenAPI `responses` for these error statuses, all of them ErrorResponse, each with its own example."""
+    return {
+        status: {
+            "model": ErrorResponse,
+            "description": ERROR_MEANINGS[status],
+            "content": {"application/json": {"example": {"detail": ERROR_EXAMPLES[status]}}},
+        }
+        for status in statuses
+    }
 
 
 ERROR_MEANINGS = {
@@ -34,10 +46,23 @@ ERROR_MEANINGS = {
     404: "unknown model, job or FF study",
     409: "the checkpoint is broken: see GET /api/models",
     413: "the request body is too large",
+    414: "the URL (path and query string) is too long",
     422: "a field is missing, malformed or out of bounds",
 }
-# Every API route: a request can be malformed, too large, or cross-site.
-COMMON_ERRORS = errors(403, 413, 422)
+# What the server really answers in each case, word for word as the code that raises it writes it (with default
+# settings); tests/app/test_openapi.py checks each against a real answer.
+ERROR_EXAMPLES = {
+    400: "the text has 2499 characters; the limit is 2000",  # Runner.check_text
+    403: "cross-origin request refused: the browser marked it as cross-site; "  # SecurityMiddleware
+    "POST requests are accepted from this server's own pages only",
+    404: "unknown model 'nope'; available: memtransformer_10, transformer, working_memory_de_en, …",  # Runner.model
+    409: "checkpoint 'memtransformer_20' is unavailable: model.safetensors is missing",  # CheckpointRegistry.get
+    413: "the request body is over 2,000,000 bytes",  # body_limit.too_large_message
+    414: URL_TOO_LONG,  # app/server.py, before the request reaches the app
+    422: "text: Field required; layer: Input should be less than or equal to 1024",  # errors.validation_message
+}
+# Every API route: a request can be malformed, too large, too long a URL, or cross-site.
+COMMON_ERRORS = errors(403, 413, 414, 422)
 MODEL_ERRORS = errors(400, 404, 409)  # routes that run a model on client input
 
 

@@ -13,6 +13,10 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, StringConstraints
 
 ECHO_CHARS = 60  # the most of a client's string that an error message repeats
+MAX_URL_BYTES = 16 * 1024  # the longest request target (path and query string) a client may send; longer: 414
+MAX_HEAD_BYTES = 2 * MAX_URL_BYTES  # request line and headers together, while they arrive; longer: 431
+URL_TOO_LONG = f"the URL is over {MAX_URL_BYTES:,} bytes: send long input in a POST body"
+HEAD_TOO_LARGE = f"the request line and headers are over {MAX_HEAD_BYTES:,} bytes"
 MAX_FIELD_CHARS = 20_000  # any text field; the configured text limit (Settings.max_text_chars) is checked after this
 MAX_NUMBER_DIGITS = 9
 MAX_INDEX = (

@@ -4,6 +4,9 @@ the server accepts."""
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
+
 import pytest
 
 from app.settings import REPO_ROOT
@@ -11,6 +14,15 @@ from inference.core.checkpoint import load_checkpoint
 from inference.core.hooks import hook_points
 
 ERROR_REF = "#/components/schemas/ErrorResponse"
+ERROR_CONDITIONS = {  # status -> the words that name its condition, in its documented example and in real answers
+    400: "the limit is",
+    403: "cross-origin request refused",
+    404: "unknown model",
+    409: "is unavailable",
+    413: "the request body is over",
+    414: "the URL is over",  # answered before the app (app/server.py): tests/e2e/test_long_url.py
+    422: "Input should be less than or equal to",
+}
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +106,51 @@ def test_the_scale_examples_name_hook_points_of_the_shipped_models(spec):
         for name in ("memtransformer_10", "language_model")
     }
     assert examples and all(any(hook in points for points in shipped.values()) for hook in examples), examples
+
+
+def documented_error_examples(spec) -> dict[int, set[str]]:
+    """Status -> every example detail the docs show for it, over all routes."""
+    examples = defaultdict(set)
+    for _, _, operation in operations(spec):
+        for status, response in operation["responses"].items():
+            if status.startswith("4"):
+                examples[int(status)].add(response["content"]["application/json"]["example"]["detail"])
+    return examples
+
+
+def test_each_error_status_has_its_own_example_naming_its_condition(spec):
+    examples = documented_error_examples(spec)
+    assert set(examples) == set(ERROR_CONDITIONS)
+    assert all(len(texts) == 1 for texts in examples.values()), examples
+    texts = {status: texts.pop() for status, texts in examples.items()}
+    assert len(set(texts.values())) == len(texts), texts
+    for status, condition in ERROR_CONDITIONS.items():
+        assert condition in texts[status], (status, texts[status])
+
+
+def shape(message: str) -> str:
+    """A message with its quoted names and its numbers masked: what a real answer and its example share."""
+    return re.sub(r"[0-9][0-9,]*", "N", re.sub(r"'[^']*'", "Q", message))
+
+
+CAUSES = {  # status -> a request that causes it: (path, JSON body or raw content, headers)
+    400: ("/api/translate", {"model": "tiny_transformer", "text": "ein Hund " * 40}, {}),
+    403: ("/api/translate", {"model": "tiny_transformer", "text": "ein Hund"}, {"Sec-Fetch-Site": "cross-site"}),
+    404: ("/api/translate", {"model": "nope", "text": "ein Hund"}, {}),
+    409: ("/api/translate", {"model": "broken_model", "text": "ein Hund"}, {}),
+    413: ("/api/translate", b"x" * 2_000_001, {"Content-Type": "application/json"}),
+    422: ("/api/attention", {"model": "tiny_memtransformer", "stack": "decoder.cross_attn", "layer": 2000}, {}),
+}
+
+
+@pytest.mark.parametrize("status", sorted(CAUSES))
+def test_each_error_example_reads_as_the_server_answers(spec, client, status):
+    """The documented example and a real answer with that status agree up to the words naming its condition."""
+    path, body, headers = CAUSES[status]
+    sent = {"content": body} if isinstance(body, bytes) else {"json": body}
+    response = client.post(path, headers=headers, **sent)
+    assert response.status_code == status, response.text
+    (example,) = documented_error_examples(spec)[status]
+    real = response.json()["detail"]
+    end = shape(example).index(ERROR_CONDITIONS[status]) + len(ERROR_CONDITIONS[status])
+    assert shape(real)[:end] == shape(example)[:end], (real, example)

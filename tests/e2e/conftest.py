@@ -18,6 +18,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 
 from app.main import create_app
+from app.server import server_options
 from app.services.demo import demo_sentences
 from app.settings import REPO_ROOT, Settings
 
@@ -46,7 +47,9 @@ def serve(checkpoint_dir: Path, database: Path) -> Iterator[str]:
     """A real server on loopback over `checkpoint_dir`, in a thread of this process; yields its address."""
     port = free_port()
     settings = Settings(checkpoint_dir=checkpoint_dir, device="cpu", database=database)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), **server_options("127.0.0.1", port, log_level="warning"))
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -176,10 +176,12 @@ def test_help_imports_neither_torch_nor_the_web_stack(argv):
 def test_serve_cancels_requests_still_running_shortly_after_sigterm(monkeypatch, tmp_path):
     import uvicorn
 
+    from app.server import server_options
     from memlens_cli.main import SHUTDOWN_SECONDS
 
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append(options))
     assert main(["--checkpoints", str(tmp_path), "serve", "--port", "8123"]) == 0
-    assert calls == [{"host": "127.0.0.1", "port": 8123, "timeout_graceful_shutdown": SHUTDOWN_SECONDS}]
+    assert calls == [server_options("127.0.0.1", 8123, timeout_graceful_shutdown=SHUTDOWN_SECONDS)]
+    assert calls[0]["timeout_graceful_shutdown"] == SHUTDOWN_SECONDS and calls[0]["port"] == 8123
     assert SHUTDOWN_SECONDS <= 5
