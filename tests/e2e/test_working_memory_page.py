@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from app.routers.memory import EXAMPLES_FILE
+from app.services.examples import MEMORY_EXAMPLES_FILE
 from tests.e2e.conftest import upload_demo_corpus, wait_until
 
 GERMAN_MODEL = "working_memory_de_en"
@@ -74,7 +74,7 @@ NO_MEMORY = "Ein Hund rennt mit einem Ball im Maul über die Wiese."  # writes n
 
 
 def shipped_examples(model: str) -> list[dict]:
-    return json.loads(EXAMPLES_FILE.read_text(encoding="utf-8"))["models"][model]["examples"]
+    return json.loads(MEMORY_EXAMPLES_FILE.read_text(encoding="utf-8"))["models"][model]["examples"]
 
 
 def rerun(page, action) -> None:
