@@ -4,12 +4,15 @@ page whose needs its capabilities meet."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from inference.core.family import Capability as C
 
 Needs = Callable[[frozenset[C]], bool]
+OPENS_ON = json.loads((Path(__file__).parents[1] / "data" / "opens_on.json").read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)
@@ -19,29 +22,49 @@ class Page:
     kind: str  # what the page needs, for messages: "no usable {kind} checkpoint"
     shows: Needs
     reads_language: bool = False  # the page's input is a natural language: only models trained on one
-    opens_on: tuple[str, ...] = ()  # checkpoints that show the page's subject best, the first available opens it
+
+    @property
+    def opens_on(self) -> tuple[str, ...]:
+        """Checkpoints that show the page's subject best (app/data/opens_on.json); the first available opens it."""
+        return tuple(OPENS_ON.get(self.path, ()))
 
 
 # A model's own views: the first of these that shows it is where its views are.
 MEMORY = Page(
-    "working memory", "/memory", "working-memory", lambda c: C.WORKING_MEMORY in c, opens_on=("working_memory_de_en",)
+    "working memory",
+    "/memory",
+    "working-memory",
+    lambda c: C.WORKING_MEMORY in c,
 )
-FF = Page("FF memories", "/ff", "FF-key", lambda c: C.FF_KEYS in c, opens_on=("language_model",))
+FF = Page(
+    "FF memories",
+    "/ff",
+    "FF-key",
+    lambda c: C.FF_KEYS in c,
+)
 EXPLORE = Page(
     "explore",
     "/explore",
     "attention",
     lambda c: not c & {C.WORKING_MEMORY, C.GENERATES_TEXT, C.RECURRENT_STEPS},  # a state, not attention
-    opens_on=("memtransformer_10",),  # memory slots read and written in every attention stack
 )
-SEGMENTS = Page("segments", "/segments", "segment", lambda c: C.SEGMENTS in c, opens_on=("rmt_copy",))
-STATE = Page("state", "/state", "recurrent-step", lambda c: C.RECURRENT_STEPS in c, opens_on=("neural_gpu_addition",))
+SEGMENTS = Page(
+    "segments",
+    "/segments",
+    "segment",
+    lambda c: C.SEGMENTS in c,
+)
+STATE = Page(
+    "state",
+    "/state",
+    "recurrent-step",
+    lambda c: C.RECURRENT_STEPS in c,
+)
 FOCUS = Page(
     "focus",
     "/focus",
     "source-attribution",
     lambda c: C.SOURCE_ATTRIBUTION in c,
-    opens_on=("extended_neural_gpu_de_en",),
 )
 MODEL_PAGES = (MEMORY, SEGMENTS, STATE, EXPLORE, FF, FOCUS)  # in the order the home page links them
 
@@ -53,7 +76,6 @@ COMPARE = Page(
     "translation",
     lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c,
     reads_language=True,
-    opens_on=("transformer", "memtransformer_10"),  # the baseline beside the Memory Transformer
 )
 UPLOAD = Page(
     "upload",
@@ -61,7 +83,6 @@ UPLOAD = Page(
     "translation",
     lambda c: C.TRANSLATES in c,
     reads_language=True,
-    opens_on=("memtransformer_10",),
 )
 SWEEP = Page("lesion sweep", "/sweep", "memory-lesion", lambda c: C.TRANSLATES in c and C.MEMORY_TOKENS in c)
 

@@ -74,7 +74,13 @@ def test_every_memory_lesion_adds_the_lesioned_and_changed_rows(page, segments_s
     else:
         swap(page, type_number, page, control, value)
     assert strip_rows(page) == ["plain", "lesioned", "changed"]
-    assert "lesioned: " in page.text_content(".lesion-note")
+    said = {
+        "reset_at": "memory reset at segment 1",
+        "noise_at": "noise of scale 0.5 added to the memory at segment 1 (seed 0)",
+        "knockout": "memory slot 1 knocked out",
+        "transplant_at": "another input's memory transplanted into segment 2",
+    }
+    assert page.text_content(".lesion-note").startswith(said[control] + ": ")
     assert page.locator("#accuracy-lesioned").is_visible()
     assert_layout(page, figures=4)
 

@@ -78,7 +78,7 @@ def test_a_lesion_reruns_and_marks_the_changed_output_keeping_the_figures_shape(
     assert page.text_content("#output-plain") == "000000010"
     assert page.locator("#output-lesioned .diff-removed, #output-lesioned .diff-added").count() >= 1
     assert page.locator("#output-lesioned").is_visible()
-    assert "edit_state" in page.text_content(".lesion-note")
+    assert page.text_content(".lesion-note").startswith("state positions 3 to 5 zeroed from step 10: ")
     assert box(page, "#figure-change") == change  # the same input: the same grid
     assert_layout(page, figures=4)
     swap(page, page.select_option, "select[name=edit]", "")
