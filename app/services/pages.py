@@ -30,42 +30,17 @@ class Page:
 
 
 # A model's own views: the first of these that shows it is where its views are.
-MEMORY = Page(
-    "working memory",
-    "/memory",
-    "working-memory",
-    lambda c: C.WORKING_MEMORY in c,
-)
-FF = Page(
-    "FF memories",
-    "/ff",
-    "FF-key",
-    lambda c: C.FF_KEYS in c,
-)
+MEMORY = Page("working memory", "/memory", "working-memory", lambda c: C.WORKING_MEMORY in c)
+FF = Page("FF memories", "/ff", "FF-key", lambda c: C.FF_KEYS in c)
 EXPLORE = Page(
     "explore",
     "/explore",
     "attention",
     lambda c: not c & {C.WORKING_MEMORY, C.GENERATES_TEXT, C.RECURRENT_STEPS},  # a state, not attention
 )
-SEGMENTS = Page(
-    "segments",
-    "/segments",
-    "segment",
-    lambda c: C.SEGMENTS in c,
-)
-STATE = Page(
-    "state",
-    "/state",
-    "recurrent-step",
-    lambda c: C.RECURRENT_STEPS in c,
-)
-FOCUS = Page(
-    "focus",
-    "/focus",
-    "source-attribution",
-    lambda c: C.SOURCE_ATTRIBUTION in c,
-)
+SEGMENTS = Page("segments", "/segments", "segment", lambda c: C.SEGMENTS in c)
+STATE = Page("state", "/state", "recurrent-step", lambda c: C.RECURRENT_STEPS in c)
+FOCUS = Page("focus", "/focus", "source-attribution", lambda c: C.SOURCE_ATTRIBUTION in c)
 MODEL_PAGES = (MEMORY, SEGMENTS, STATE, EXPLORE, FF, FOCUS)  # in the order the home page links them
 
 # Any model that translates, through the API (a task model's input is its own notation).
@@ -77,13 +52,7 @@ COMPARE = Page(
     lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c,
     reads_language=True,
 )
-UPLOAD = Page(
-    "upload",
-    "/upload",
-    "translation",
-    lambda c: C.TRANSLATES in c,
-    reads_language=True,
-)
+UPLOAD = Page("upload", "/upload", "translation", lambda c: C.TRANSLATES in c, reads_language=True)
 SWEEP = Page("lesion sweep", "/sweep", "memory-lesion", lambda c: C.TRANSLATES in c and C.MEMORY_TOKENS in c)
 
 
