@@ -23,6 +23,11 @@ from app.services.demo import demo_sentences
 from app.settings import REPO_ROOT, Settings
 
 CHROMIUM = "/usr/bin/chromium"
+QUIET = "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+DRAWN = "[...document.querySelectorAll('[data-figure]')].every((f) => f.querySelector('.main-svg'))"
+# Counts settled swaps; registered before the page's scripts, so a figure drawn on htmx:afterSettle is drawn by
+# the time the count moves.
+COUNT_SETTLES = "window.settles = 0; document.addEventListener('htmx:afterSettle', () => { window.settles += 1; });"
 ARTIFACTS = REPO_ROOT / "test-artifacts"
 CHROMIUM_FLAGS = [
     "--headless",
@@ -83,6 +88,7 @@ def browser():
 @pytest.fixture
 def page(browser, request):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(COUNT_SETTLES)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -119,6 +125,25 @@ def holds(page, predicate: str) -> bool:
         if "Execution context was destroyed" in error.message:
             return False
         raise
+
+
+def open_page(page, url: str):
+    """Open `url` and wait until what it runs on load (a page's example) is shown and drawn, as a person sees
+    it before touching anything; returns the navigation's response."""
+    response = page.goto(url)
+    wait_until(page, f"() => {QUIET} && {DRAWN}", timeout=90_000)
+    return response
+
+
+def swap(page, action, *args, settles: int = 1) -> None:
+    """Run `action(*args)` and wait until htmx has settled `settles` swaps and every figure on the page is drawn.
+    Any request already in flight finishes first, so its swap is not mistaken for the one `action` starts."""
+    wait_until(page, f"() => {QUIET}", timeout=90_000)
+    before = page.evaluate("window.settles")
+    action(*args)
+    wait_until(page, f"() => window.settles >= {before + settles} && {QUIET} && {DRAWN}", timeout=90_000)
+    errors = page.locator("#errors .error")
+    assert errors.count() == 0, errors.first.text_content()
 
 
 def upload_demo_corpus(page, server_url: str, model: str, folder: Path, rows: int = 6) -> None:

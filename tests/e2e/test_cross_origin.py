@@ -4,6 +4,8 @@ pages post as before."""
 
 from __future__ import annotations
 
+from tests.e2e.conftest import open_page
+
 ELSEWHERE = "http://elsewhere.test/"
 
 
@@ -35,7 +37,7 @@ def test_form_post_from_another_site_is_refused(page, server_url):
 
 
 def test_own_pages_post_as_before(page, server_url):
-    page.goto(f"{server_url}/compare")
+    open_page(page, f"{server_url}/compare")
     page.fill("#compare textarea[name=text]", "Ein Hund rennt.")
     with page.expect_response(f"{server_url}/compare/run") as answer:
         page.click("#compare button[type=submit]")

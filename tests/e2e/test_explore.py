@@ -5,17 +5,16 @@ from __future__ import annotations
 import base64
 import json
 
-from tests.e2e.conftest import wait_until
+from tests.e2e.conftest import open_page, swap, wait_until
 
 MODEL = "memtransformer_10"
 SENTENCE = "Ein Hund rennt mit einem Ball im Maul über die Wiese."
 
 
 def open_explore(page, server_url):
-    page.goto(f"{server_url}/explore?model={MODEL}")
+    open_page(page, f"{server_url}/explore?model={MODEL}")
     page.fill("textarea[name=text]", SENTENCE)
-    page.click("button[type=submit]")
-    page.wait_for_selector("#figure-heatmap .main-svg", timeout=30_000)
+    swap(page, page.click, "button[type=submit]")
 
 
 def heatmap_keys(page) -> list[str]:
@@ -51,11 +50,10 @@ def test_memory_slider_changes_translation_and_heatmaps(page, server_url):
 def test_script_in_input_shows_as_text(page, server_url):
     dialogs = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    page.goto(f"{server_url}/explore?model={MODEL}")
+    open_page(page, f"{server_url}/explore?model={MODEL}")
     attack = "<img src=x onerror=alert(1)>"
     page.fill("textarea[name=text]", attack)
-    page.click("button[type=submit]")
-    page.wait_for_selector("#figure-heatmap .main-svg", timeout=30_000)
+    swap(page, page.click, "button[type=submit]")
     assert page.text_content(".translations .source") == attack
     assert page.locator(".translations img").count() == 0
     page.hover("#figure-heatmap .nsewdrag")  # hover labels render tokens too
@@ -64,7 +62,7 @@ def test_script_in_input_shows_as_text(page, server_url):
 
 
 def test_bad_input_shows_an_error_in_the_page(page, server_url):
-    page.goto(f"{server_url}/explore?model={MODEL}")
+    open_page(page, f"{server_url}/explore?model={MODEL}")
     page.fill("textarea[name=text]", "   ")
     page.click("button[type=submit]")
     page.wait_for_selector("#errors .error")
@@ -72,10 +70,9 @@ def test_bad_input_shows_an_error_in_the_page(page, server_url):
 
 
 def test_beam_search_finds_the_translation_greedy_decoding_gets_wrong(page, server_url):
-    page.goto(f"{server_url}/explore?model={MODEL}")
+    open_page(page, f"{server_url}/explore?model={MODEL}")
     page.fill("textarea[name=text]", "Ein Junge springt.")
-    page.click("#explore button[type=submit]")
-    page.wait_for_selector("#decoded-by", timeout=30_000)
+    swap(page, page.click, "#explore button[type=submit]")
     assert page.text_content("#translation-plain").strip() == "A boy is jumping jumping."
     assert page.text_content("#decoded-by").strip() == "decoded by greedy"
     with page.expect_response(lambda response: response.url.endswith("/explore/run")):

@@ -8,6 +8,8 @@ import re
 
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import open_page
+
 LANGUAGE_MODEL = "language_model"
 TRANSLATOR = "memtransformer_20"
 ENGLISH = "The city is the capital of the province and the largest city in the country."
@@ -16,7 +18,7 @@ SWAP_MS = 30_000  # how long an htmx swap may take on a busy machine (Playwright
 
 
 def open_ff(page, server_url, model):
-    page.goto(f"{server_url}/ff?model={model}")
+    open_page(page, f"{server_url}/ff?model={model}")
     for figure in ("ff-agreement", "ff-cases", "ff-memories"):
         page.wait_for_selector(f"#figure-{figure} .main-svg")
     page.wait_for_selector("#keys .key-card")

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from tests.e2e.conftest import wait_until
-from tests.e2e.test_layout import COVERED_BUTTONS, FIGURE_PROBLEMS, QUIET
+from tests.e2e.conftest import DRAWN, QUIET, wait_until
+from tests.e2e.test_layout import COVERED_BUTTONS, FIGURE_PROBLEMS
 
 VIEWPORT = {"width": 1400, "height": 900}
-DRAWN = "[...document.querySelectorAll('[data-figure]')].every((f) => f.querySelector('.main-svg'))"
 AXE = Axe()
 
 IN_VIEW = """(selector) => {

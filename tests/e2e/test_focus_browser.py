@@ -6,8 +6,8 @@ swaps and no button is covered."""
 
 from __future__ import annotations
 
-from tests.e2e.conftest import wait_until
-from tests.e2e.test_layout import assert_layout, open_page, swap
+from tests.e2e.conftest import open_page, swap, wait_until
+from tests.e2e.test_layout import assert_layout
 
 SENTENCE = "Ein Hund rennt über die Wiese."
 

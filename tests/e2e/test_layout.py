@@ -13,18 +13,11 @@ import numpy as np
 import pytest
 
 from tests.conftest import LONG_TEXT
-from tests.e2e.conftest import upload_demo_corpus, wait_until
+from tests.e2e.conftest import DRAWN, QUIET, open_page, swap, upload_demo_corpus, wait_until
 
 MODEL = "memtransformer_10"
 SENTENCES = ["Ein Hund rennt mit einem Ball im Maul über die Wiese.", "Zwei Kinder spielen im Sand am Strand."]
 SWAPS = [1, 2, 5]
-QUIET = "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
-DRAWN = "[...document.querySelectorAll('[data-figure]')].every((f) => f.querySelector('.main-svg'))"
-
-# Counts settled swaps; registered before the page's scripts, so a figure drawn on htmx:afterSettle is drawn by
-# the time the count moves.
-COUNT_SETTLES = "window.settles = 0; document.addEventListener('htmx:afterSettle', () => { window.settles += 1; });"
-
 FIGURE_PROBLEMS = """() => {
   const problems = [];
   const near = (a, b) => Math.abs(a - b) <= 1;
@@ -87,20 +80,6 @@ COVERED_BUTTONS = """() => {
   });
   return covered;
 }"""
-
-
-def open_page(page, url: str) -> None:
-    page.add_init_script(COUNT_SETTLES)
-    page.goto(url)
-
-
-def swap(page, action, *args, settles: int = 1) -> None:
-    """Run `action(*args)` and wait until htmx has settled `settles` swaps and every figure on the page is drawn."""
-    before = page.evaluate("window.settles")
-    action(*args)
-    wait_until(page, f"() => window.settles >= {before + settles} && {QUIET} && {DRAWN}", timeout=90_000)
-    errors = page.locator("#errors .error")
-    assert errors.count() == 0, errors.first.text_content()
 
 
 def assert_layout(page, figures: int) -> None:
@@ -206,7 +185,6 @@ def test_back_to_a_swapped_page_redraws_live_figures(page, server_url):
 
 
 def test_job_result_after_polling(page, server_url, tmp_path):
-    page.add_init_script(COUNT_SETTLES)
     upload_demo_corpus(page, server_url, MODEL, tmp_path)
     wait_until(page, f"() => document.querySelector('#job [data-figure]') && {QUIET} && {DRAWN}", timeout=120_000)
     assert_layout(page, 2)

@@ -9,8 +9,8 @@ import urllib.parse
 
 import pytest
 
-from tests.e2e.conftest import serve
-from tests.e2e.test_layout import assert_layout, open_page, swap
+from tests.e2e.conftest import open_page, serve, swap
+from tests.e2e.test_layout import assert_layout
 from training.tasks import task_split, text
 
 STREAM = text(task_split("reverse", "test", 1)[0].stream)

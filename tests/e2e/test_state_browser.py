@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import urllib.parse
 
-from tests.e2e.conftest import wait_until
-from tests.e2e.test_layout import assert_layout, open_page, swap
+from tests.e2e.conftest import open_page, swap, wait_until
+from tests.e2e.test_layout import assert_layout
 
 CARRY = "11111110+10000000"  # least significant bit first: 127 + 1
 STATE_Z = "(g) => document.getElementById('figure-state').data[g].z"

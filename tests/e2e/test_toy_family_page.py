@@ -11,8 +11,8 @@ import torch
 import tests.toy_family  # noqa: F401 (registers the family in this process, where the server runs)
 from inference.core.checkpoint import save_checkpoint
 from inference.core.family import build_model
-from tests.e2e.conftest import serve
-from tests.e2e.test_layout import assert_layout, open_page, swap
+from tests.e2e.conftest import open_page, serve, swap
+from tests.e2e.test_layout import assert_layout
 from tests.toy_family.model import ToySegmentsConfig
 
 MODEL = "toy_segments_model"

@@ -10,7 +10,7 @@ import json
 import re
 
 from app.services.examples import MEMORY_EXAMPLES_FILE
-from tests.e2e.conftest import upload_demo_corpus, wait_until
+from tests.e2e.conftest import open_page, swap, upload_demo_corpus, wait_until
 
 GERMAN_MODEL = "working_memory_de_en"
 RUSSIAN_MODEL = "working_memory_ru_en"
@@ -19,10 +19,9 @@ RUSSIAN = "Я не знаю, где она живёт."
 
 
 def open_memory(page, server_url, model, text):
-    page.goto(f"{server_url}/memory?model={model}")
+    open_page(page, f"{server_url}/memory?model={model}")
     page.fill("textarea[name=text]", text)
-    page.click("#memory button[type=submit]")
-    page.wait_for_selector("#figure-decisions .main-svg", timeout=60_000)
+    swap(page, page.click, "#memory button[type=submit]")
 
 
 def memory_mass(page) -> list[int]:
@@ -78,9 +77,7 @@ def shipped_examples(model: str) -> list[dict]:
 
 
 def rerun(page, action) -> None:
-    with page.expect_response(lambda response: response.url.endswith("/memory/run")):
-        action()
-    page.wait_for_selector("#figure-decisions .main-svg")
+    swap(page, action)
 
 
 def set_memory_size(page, size: int) -> None:
@@ -118,7 +115,7 @@ def test_an_input_without_memory_says_so_and_force_memory_writes_it(page, server
 
 
 def test_the_shipped_examples_write_their_measured_memory_and_the_lesions_act(page, server_url):
-    page.goto(f"{server_url}/memory?model={GERMAN_MODEL}")
+    open_page(page, f"{server_url}/memory?model={GERMAN_MODEL}")
     examples = shipped_examples(GERMAN_MODEL)
     links = page.locator("#memory-examples a.memory-example")
     assert links.all_text_contents() == [e["source"] for e in examples]
@@ -146,7 +143,7 @@ def test_the_shipped_examples_write_their_measured_memory_and_the_lesions_act(pa
 
 
 def test_the_russian_examples_write_memory(page, server_url):
-    page.goto(f"{server_url}/memory?model={RUSSIAN_MODEL}")
+    open_page(page, f"{server_url}/memory?model={RUSSIAN_MODEL}")
     example = shipped_examples(RUSSIAN_MODEL)[0]
     page.click(f"#memory-examples a.memory-example >> text={example['source']}")
     page.wait_for_selector("#figure-decisions .main-svg", timeout=60_000)
