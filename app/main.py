@@ -37,8 +37,9 @@ from app.services.jobs import JobRunner
 from app.services.model_metrics import metric_columns
 from app.services.runner import Runner
 from app.services.store import JobStore
-from app.settings import REPO_ROOT, Settings
+from app.settings import Settings
 from inference.core.checkpoint import CheckpointRegistry
+from inference.core.places import REPO_ROOT
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -7,20 +7,19 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from inference.core.decoding import MAX_NEW_TOKENS
+from inference.core.places import CHECKPOINTS_DIR, DEFAULT_DATA_DIR, REPO_ROOT
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMLENS_")
 
-    checkpoint_dir: Path = Field(REPO_ROOT / "checkpoints", description="folder of checkpoint folders")
+    checkpoint_dir: Path = Field(CHECKPOINTS_DIR, description="folder of checkpoint folders")
     device: str = Field("auto", description="auto (CUDA when available), cpu, cuda, cuda:N")
-    data_dir: Path = Field(
-        REPO_ROOT.parent / "shared" / "data", description="raw corpora (training and reference sets)"
-    )
+    data_dir: Path = Field(DEFAULT_DATA_DIR, description="raw corpora (training and reference sets)")
     max_text_chars: int = Field(2000, description="longest input text accepted")
     max_source_tokens: int = Field(256, description="longest input in tokens")
-    max_new_tokens: int = Field(128, description="longest translation decoded")
+    max_new_tokens: int = Field(MAX_NEW_TOKENS, description="longest translation decoded")
     max_upload_bytes: int = Field(1_000_000, description="largest uploaded corpus file")
     max_upload_lines: int = Field(2000, description="most sentences in an uploaded corpus")
     max_request_bytes: int = Field(2_000_000, description="largest request body (an upload included)")

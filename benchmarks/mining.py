@@ -9,7 +9,7 @@ peak CUDA memory on a GPU) for each, with the ratios to the forward pass.
 
     python benchmarks/mining.py [--checkpoint checkpoints/language_model] [--sentences 2000] [--batch 64]
 
-The corpus is the checkpoint's own (training/ff_study.py: a seeded sample of
+The corpus is the checkpoint's own (training/studies/ff_keys.py: a seeded sample of
 enwiki training sentences for the language model).
 """
 
@@ -26,9 +26,9 @@ from inference.analyses.ff_values import ff_memories
 from inference.core.checkpoint import load_checkpoint
 from inference.core.decoding import pad_batch
 from inference.core.family import Capability, capabilities_of
+from inference.core.places import resolve_data_dir
 from inference.runs.trigger_mining import mine_triggers, prefix_stream, trace_texts
-from training.data import resolve_data_dir
-from training.ff_study import study_corpus
+from training.studies.ff_keys import study_corpus
 
 MODES = ("forward", "capture", "mining")
 

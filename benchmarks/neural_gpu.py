@@ -51,8 +51,8 @@ from inference.core.checkpoint import CheckpointError, load_checkpoint
 from inference.core.decoding import pad_batch
 from inference.core.family import build_model, config_from_dict
 from inference.core.tokenizer import TextTokenizer
-from training.algorithmic import sample
-from training.algorithmic_tasks import AlgorithmicRun, task_tokenizer
+from training.loop.neural_gpu_task_run import AlgorithmicRun, task_tokenizer
+from training.tasks.neural_gpu_tasks import sample
 
 MODELS = {"neural_gpu": "Neural GPU", "gru_attention": "GRU + attention"}
 

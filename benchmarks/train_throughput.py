@@ -20,12 +20,13 @@ import torch
 
 from inference.core.checkpoint import load_checkpoint
 from inference.core.family import build_model
+from inference.core.places import resolve_data_dir
 from inference.runs.lesion import PAPER_MEMORY_SIZES
 from inference.runs.translate import translate_all
-from training.config import load_config
-from training.data import bucketed_batches, make_batch, read_multi30k, resolve_data_dir, tokenize_pairs
-from training.evaluate import lesion_sweep
-from training.loop import make_optimizer, noam_lr, optimizer_step
+from training.data.translation import bucketed_batches, make_batch, read_multi30k, tokenize_pairs
+from training.evaluation.translation import lesion_sweep
+from training.loop.config import load_config
+from training.loop.epochs import make_optimizer, noam_lr, optimizer_step
 
 
 def training_throughput(loaded, config_path: str, steps: int, data_dir) -> tuple[float, float, float]:

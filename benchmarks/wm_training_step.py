@@ -21,10 +21,11 @@ import time
 import torch
 
 from inference.core.checkpoint import load_checkpoint
-from training.config import LoopConfig, load_config
-from training.data import bucketed_batches, make_batch, read_multi30k, resolve_data_dir, tokenize_pairs
-from training.loop import make_optimizer, optimizer_step
-from training.objectives import Objective, objective_for_epoch
+from inference.core.places import resolve_data_dir
+from training.data.translation import bucketed_batches, make_batch, read_multi30k, tokenize_pairs
+from training.loop.config import LoopConfig, load_config
+from training.loop.epochs import make_optimizer, optimizer_step
+from training.loop.objectives import Objective, objective_for_epoch
 
 WARMUP_STEPS = 2  # allocator and kernel warm-up, not timed
 LR = 1e-4  # fixed: the schedule does not change a step's cost

@@ -144,7 +144,7 @@ DATA_USAGE = (
 
 
 def data(args: argparse.Namespace) -> int:
-    """`memlens data fetch ...`: the arguments after `fetch` go to training.data_fetch."""
+    """`memlens data fetch ...`: the arguments after `fetch` go to training.data.fetch."""
     action, *rest = args.rest or ["--help"]
     if action in ("-h", "--help"):
         print(DATA_USAGE)
@@ -152,7 +152,7 @@ def data(args: argparse.Namespace) -> int:
     if action != "fetch":
         print(f"memlens data: unknown action {action!r}; the one action is fetch\n{DATA_USAGE}", file=sys.stderr)
         return 2
-    from training.data_fetch import main as fetch_main
+    from training.data.fetch import main as fetch_main
 
     return fetch_main(rest)
 

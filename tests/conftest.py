@@ -9,14 +9,14 @@ import torch
 
 from inference.core.checkpoint import LoadedModel
 from inference.core.family import build_model
+from inference.core.places import DATA_DIR_ENV, resolve_data_dir
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from inference.families.active_memory.model import ActiveMemoryConfig
 from inference.families.gru_attention.model import GRUAttentionConfig
 from inference.families.language_model.model import LanguageModel, LanguageModelConfig
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformerConfig
 from inference.families.working_memory.model import WorkingMemoryConfig
-from training.data_dir import DATA_DIR_ENV, resolve_data_dir
-from training.data_fetch import load_manifest, missing_files
+from training.data.fetch import load_manifest, missing_files
 
 TINY_CORPUS = [
     "ein Hund läuft durch den Park",
@@ -160,7 +160,7 @@ def segment_checkpoints(tmp_path_factory) -> Path:
     """A folder with two briefly trained task models (reverse, 3 segments): RMT with
     4 memory tokens (its memory probed) and Transformer-XL with a 4-position cache;
     their names are their carry."""
-    from training.segment_tasks import TaskRun, train_task
+    from training.loop.segment_task_run import TaskRun, train_task
 
     root = tmp_path_factory.mktemp("segment_checkpoints")
     for carry in ("rmt", "xl"):

@@ -1,27 +1,19 @@
-"""Training for the Memory Transformer family on Multi30k (de-en), the
-working-memory decoder, and the language model on English Wikipedia.
+"""Training and measuring the models MemLens ships: every family of the five papers, from corpora to
+finished checkpoints and the tables of docs/results.md.
 
-Modules, in the order a run uses them:
+    data/        corpora and data: Multi30k and the other translation corpora, enwiki and WikiText
+                 token streams, the shared BPE vocabulary, `memlens data fetch`
+    tasks/       generators of the papers' algorithmic tasks (RMT's copy, reverse, retrieval and
+                 quadratic equations; the Neural GPU's addition, reverse and duplicate), seeded
+    loop/        training runs: the config files, the run folder, the step loop, one module per kind
+                 of run (translation, language model, segment task, Neural GPU task), seed runs
+    evaluation/  scoring trained models: translation quality, perplexity, paired bootstrap intervals,
+                 the stored test outputs every comparison is recomputed from
+    studies/     measurements of a trained model's memory: FF keys, working-memory content and
+                 examples, RMT memory probes, carried-state ablations
+    report/      docs/results.md, one module per section
+    cli.py       `python -m training ...` (also `memlens train ...`)
 
-    config.py         TrainConfig: one JSON file per model (training/configs/)
-    data_dir.py       where the data folder is
-    data_fetch.py     `memlens data fetch`: download the corpora, checked by sha256
-    data.py           Multi30k readers, length-bucketed padded batches
-    lm_corpora.py     enwiki articles as sentences, WikiText valid/test (language model)
-    lm_data.py        token streams and contiguous training blocks (language model)
-    vocabulary.py     the shared German+English BPE vocabulary
-    memory_growth.py  extend a trained memory to more slots (memory-extension runs)
-    rundir.py         the run directory: config record, resumable state, log
-    loop.py           optimiser, Noam schedule, label-smoothed loss, epochs
-    evaluate.py       greedy translation, BLEU/chrF, memory-size lesion sweep
-    perplexity.py     strided perplexity, token- and word-level (language model)
-    lm_run.py         a language-model run from config to checkpoint
-    run.py            one training run from config to finished checkpoint
-    cli.py            `python -m training train|lesion ...`
+Nothing here imports the app; what both need (where things are, which device) is
+inference.core.places.
 """
-
-from pathlib import Path
-
-# Defaults for data, runs and checkpoints are relative to the repository root,
-# not the working directory, so commands behave the same from anywhere.
-REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -15,17 +15,16 @@ import math
 import sys
 from pathlib import Path
 
-from training import REPO_ROOT
-from training.data_dir import DATA_DIR_ENV
+from inference.core.places import DATA_DIR_ENV, REPO_ROOT
 
 
 def user_errors() -> tuple[type[Exception], ...]:
     """Problems the user can fix (a path, a config key): reported in one line, no traceback."""
     from inference.core.checkpoint import CheckpointError
-    from training.config import ConfigError
-    from training.data import DataError
-    from training.device_batch import BatchError
-    from training.rundir import RunDirError
+    from training.data.translation import DataError
+    from training.loop.config import ConfigError
+    from training.loop.device_batch import BatchError
+    from training.loop.run_dir import RunDirError
 
     return ConfigError, DataError, CheckpointError, RunDirError, BatchError
 
@@ -228,9 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def train_command(args: argparse.Namespace) -> None:
-    from training.config import load_config
-    from training.run import run_training
-    from training.seed_runs import seed_folder, seeded_config
+    from training.loop.config import load_config
+    from training.loop.seed_runs import seed_folder, seeded_config
+    from training.loop.translation_run import run_training
 
     config, out = load_config(args.config), args.out
     if args.seed is not None:
@@ -254,7 +253,7 @@ def positive_integer(text: str) -> int:
 
 
 def batch_command(args: argparse.Namespace) -> None:
-    from training.device_batch import BatchError, parse_job, run_batch
+    from training.loop.device_batch import BatchError, parse_job, run_batch
 
     jobs = [parse_job(spec) for spec in args.jobs]
     data = ["--data-dir", str(Path(args.data_dir).resolve())] if args.data_dir else []
@@ -267,20 +266,20 @@ def batch_command(args: argparse.Namespace) -> None:
 
 
 def lesion_command(args: argparse.Namespace) -> None:
-    from training.run import recompute_lesion
+    from training.loop.translation_run import recompute_lesion
 
     table = recompute_lesion(args.checkpoint, args.data_dir, args.device)
     print(json.dumps(table))
 
 
 def memory_command(args: argparse.Namespace) -> None:
-    from training.memory_analysis import analyse_checkpoint
+    from training.studies.memory_content import analyse_checkpoint
 
     print(analyse_checkpoint(args.checkpoint, args.data_dir, args.device, args.max_sentences))
 
 
 def ff_command(args: argparse.Namespace) -> None:
-    from training.ff_study import study_checkpoint
+    from training.studies.ff_keys import study_checkpoint
 
     for path in study_checkpoint(
         args.checkpoint,
@@ -296,14 +295,14 @@ def ff_command(args: argparse.Namespace) -> None:
 
 
 def outputs_command(args: argparse.Namespace) -> None:
-    from training.run import store_outputs
+    from training.loop.translation_run import store_outputs
 
     for folder in args.checkpoints:
         print(store_outputs(folder, args.data_dir, args.device), flush=True)
 
 
 def store_half_command(args: argparse.Namespace) -> None:
-    from training.run import store_half
+    from training.loop.translation_run import store_half
 
     for folder in args.checkpoints:
         old, new = store_half(folder, args.data_dir, args.device)
@@ -324,13 +323,13 @@ def numbers(value, path: str = "") -> list[tuple[str, float]]:
 
 
 def memory_examples_command(args: argparse.Namespace) -> None:
-    from training.memory_examples import main as memory_examples_main
+    from training.studies.memory_examples import main as memory_examples_main
 
     memory_examples_main(args.rest)
 
 
 def segment_task_command(args: argparse.Namespace) -> None:
-    from training.segment_tasks import TaskRun, train_task
+    from training.loop.segment_task_run import TaskRun, train_task
 
     run = TaskRun(args.task, args.segments, args.carry, args.seed, args.steps, args.batch_size, memory=args.memory)
     out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / "tasks" / run.name
@@ -338,7 +337,7 @@ def segment_task_command(args: argparse.Namespace) -> None:
 
 
 def algorithmic_task_command(args: argparse.Namespace) -> None:
-    from training.algorithmic_tasks import AlgorithmicRun, train_algorithmic
+    from training.loop.neural_gpu_task_run import AlgorithmicRun, train_algorithmic
 
     run = AlgorithmicRun(args.task, args.model, args.seed, args.steps, max_length=args.max_length, maps=args.maps)
     out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / f"{run.model}_{run.task}"
@@ -349,7 +348,7 @@ def memory_probe_command(args: argparse.Namespace) -> None:
     import time
 
     from inference.core.checkpoint import CheckpointError, load_checkpoint
-    from training.memory_probe import probe_memory, probe_record
+    from training.studies.memory_probe import probe_memory, probe_record
 
     folder = Path(args.checkpoint)
     loaded = load_checkpoint(folder, "cpu")
@@ -366,13 +365,13 @@ def memory_probe_command(args: argparse.Namespace) -> None:
 
 
 def active_memory_compare_command(args: argparse.Namespace) -> None:
-    from training.active_memory_results import measure_translation
+    from training.report.active_memory import measure_translation
 
     measure_translation(Path(args.checkpoints), REPO_ROOT / "training" / "configs", args.data_dir)
 
 
 def results_command(args: argparse.Namespace) -> None:
-    from training.results import write_results
+    from training.report.results import write_results
 
     print(write_results(Path(args.checkpoints), Path(args.out), Path(args.reading), args.data_dir))
 

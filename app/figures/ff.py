@@ -1,5 +1,5 @@
 """Plotly figures of the FF-memory study (paper 003) by layer, drawn from a
-checkpoint's ff_analysis.json (training/ff_study.py). Nothing here computes
+checkpoint's ff_analysis.json (training/studies/ff_keys.py). Nothing here computes
 an analysis."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the FF memories page and /api/ff show, built from the analyses
 (inference.analyses.ff_*) and the study files stored beside a checkpoint
-(training/ff_study.py): key cards for the key browser, the per-position
+(training/studies/ff_keys.py): key cards for the key browser, the per-position
 logit lens, and how a key intervention changed the predictions."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
 
 from app.schemas.validation import shown
-from app.settings import REPO_ROOT
+from inference.core.places import REPO_ROOT
 
 VENDOR_FILES = {
     "htmx.min.js": Path(js_lib_htmx.__file__).parent / "static" / "htmx" / "htmx.min.js",

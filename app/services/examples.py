@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 
 from app.services.demo import demo_sentences
 from inference.core.checkpoint import RegistryEntry
 from inference.core.family import Capability, capabilities_of
+from inference.core.places import MEMORY_EXAMPLES_FILE
 
-# written by python -m training.memory_examples
-MEMORY_EXAMPLES_FILE = Path(__file__).parents[1] / "data" / "memory_examples.json"
+# written by python -m training.studies.memory_examples
 
 
 @cache

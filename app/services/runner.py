@@ -76,7 +76,7 @@ class MemoryView:
 
 @dataclass
 class FFStudy:
-    """The FF-memory study files beside a checkpoint (training/ff_study.py); None where not computed."""
+    """The FF-memory study files beside a checkpoint (training/studies/ff_keys.py); None where not computed."""
 
     triggers: TriggerStore | None
     analysis: dict | None

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from safetensors.torch import load_model, save_model
 
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.family import FamilyConfig, build_model, config_from_dict
+from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer
 
 FORMAT_VERSION = 1
@@ -61,14 +61,6 @@ class LoadedModel:
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
-
-
-def select_device(setting: str | None = None) -> torch.device:
-    """ "auto" (default; also env MEMLENS_DEVICE) picks CUDA when present, else CPU."""
-    setting = setting or os.environ.get("MEMLENS_DEVICE") or "auto"
-    if setting == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(setting)
 
 
 def save_checkpoint(

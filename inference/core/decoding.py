@@ -54,6 +54,7 @@ class Decoding(BaseModel):
 
 
 GREEDY = Decoding()
+MAX_NEW_TOKENS = 128  # the longest output decoded unless a caller asks for another (the app's default budget)
 
 
 @dataclass

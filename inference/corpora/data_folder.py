@@ -3,7 +3,7 @@ $MEMLENS_DATA_DIR, and `memlens data fetch` fills it."""
 
 from __future__ import annotations
 
-DATA_DIR_ENV = "MEMLENS_DATA_DIR"
+from inference.core.places import DATA_DIR_ENV
 
 
 def fetch_hint(corpus: str) -> str:

@@ -1,4 +1,4 @@
-"""The FF-memory study's files beside a checkpoint (training/ff_study.py writes them, the app reads them):
+"""The FF-memory study's files beside a checkpoint (training/studies/ff_keys.py writes them, the app reads them):
 the compact trigger record, gzipped, and the analysis by layer."""
 
 from __future__ import annotations

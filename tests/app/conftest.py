@@ -8,15 +8,16 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import REPO_ROOT, Settings
+from app.settings import Settings
 from inference.core.checkpoint import LoadedModel, save_checkpoint
+from inference.core.places import REPO_ROOT
 from tests.conftest import (
     TINY_CORPUS,
     make_tiny,
     make_tiny_language_model,
     make_tiny_working_memory,
 )
-from training.ff_study import StudyCorpus, run_study
+from training.studies.ff_keys import StudyCorpus, run_study
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from app.main import create_app
-from app.settings import REPO_ROOT, Settings
+from app.settings import Settings
+from inference.core.places import REPO_ROOT
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 # One shipped model of each kind the API serves: the names in the schema's examples.

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from app.services.demo import demo_sentences
-from app.settings import REPO_ROOT
 from inference.analyses.ff_mining import TriggerStore
+from inference.core.places import REPO_ROOT
 from inference.corpora.ff_study_files import TRIGGERS_FILE, read_triggers
 from tests.app.conftest import HTMX
 

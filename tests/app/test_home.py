@@ -9,7 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import REPO_ROOT, Settings
+from app.settings import Settings
+from inference.core.places import REPO_ROOT
 
 
 class ModelsTable(HTMLParser):

@@ -49,8 +49,8 @@ def test_inference_imports_neither_the_web_stack_nor_plotly_nor_app_nor_training
 @pytest.mark.parametrize(
     ("source", "found"),
     [
-        ("import training.data\n", {"training.data"}),
-        ("def f():\n    from training.ff_study import read_triggers\n", {"training.ff_study"}),
+        ("import training.data.translation\n", {"training.data.translation"}),
+        ("def f():\n    from training.studies.ff_keys import read_triggers\n", {"training.studies.ff_keys"}),
         ("from . import data\n", {"app.routers", "app.routers.data"}),
         ("from ..services import runner\n", {"app.services", "app.services.runner"}),
     ],

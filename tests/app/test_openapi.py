@@ -9,9 +9,9 @@ from collections import defaultdict
 
 import pytest
 
-from app.settings import REPO_ROOT
 from inference.core.checkpoint import load_checkpoint
 from inference.core.hooks import hook_points
+from inference.core.places import REPO_ROOT
 
 ERROR_REF = "#/components/schemas/ErrorResponse"
 ERROR_CONDITIONS = {  # status -> the words that name its condition, in its documented example and in real answers

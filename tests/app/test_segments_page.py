@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from training.tasks import TOKENS, task_split, text
+from training.tasks.rmt_tasks import TOKENS, task_split, text
 
 SAMPLE = task_split("reverse", "test", 1)[0]
 STREAM = text(SAMPLE.stream)  # 49 tokens: 3 segments of 17, 17, 15

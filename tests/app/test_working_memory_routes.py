@@ -12,12 +12,12 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.services import examples
-from app.settings import REPO_ROOT
 from inference.core.checkpoint import save_checkpoint
+from inference.core.places import REPO_ROOT
 from tests.app.conftest import HTMX
 from tests.app.test_jobs import upload, wait_for
 from tests.conftest import make_tiny_working_memory
-from training.memory_examples import working_memory_checkpoints
+from training.studies.memory_examples import working_memory_checkpoints
 
 WM = "tiny_working_memory"
 TEXT = "ein Hund spielt im Park"

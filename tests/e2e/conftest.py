@@ -20,7 +20,8 @@ from playwright.sync_api import sync_playwright
 from app.main import create_app
 from app.server import server_options
 from app.services.demo import demo_sentences
-from app.settings import REPO_ROOT, Settings
+from app.settings import Settings
+from inference.core.places import REPO_ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 QUIET = "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"

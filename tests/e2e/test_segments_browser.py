@@ -11,7 +11,7 @@ import pytest
 
 from tests.e2e.conftest import open_page, serve, swap
 from tests.e2e.test_layout import assert_layout
-from training.tasks import task_split, text
+from training.tasks.rmt_tasks import task_split, text
 
 STREAM = text(task_split("reverse", "test", 1)[0].stream)
 DONOR = text(task_split("reverse", "test", 2)[1].stream)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from app.services.examples import MEMORY_EXAMPLES_FILE
+from inference.core.places import MEMORY_EXAMPLES_FILE
 from tests.e2e.conftest import open_page, swap, upload_demo_corpus, wait_until
 
 GERMAN_MODEL = "working_memory_de_en"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from training.config import TrainConfig, config_from_dict
+from training.loop.config import TrainConfig, config_from_dict
 
 LEXICON = {
     "hund": "dog", "katze": "cat", "mann": "man", "frau": "woman", "kind": "child", "ball": "ball",

@@ -10,10 +10,10 @@ import math
 
 import pytest
 
-from training.active_memory_results import BUCKETS, measure_translation, translation_tables
-from training.config import config_from_dict
-from training.evaluate import perplexity
-from training.run import run_training
+from training.evaluation.translation import perplexity
+from training.loop.config import config_from_dict
+from training.loop.translation_run import run_training
+from training.report.active_memory import BUCKETS, measure_translation, translation_tables
 
 TRAIN = {"epochs": 2, "batch_size": 16, "warmup_steps": 20, "seed": 3, "save_every_steps": 8, "threads": 1}
 DATA = {"dataset": "multi30k", "vocab_size": 60, "max_len": 24}
@@ -46,7 +46,7 @@ def test_loss_falls_and_perplexity_is_reported(trained, name):
 
 def test_perplexity_is_the_exponent_of_the_mean_target_loss(trained, synthetic_data_dir):
     from inference.core.checkpoint import load_checkpoint
-    from training.data import read_multi30k
+    from training.data.translation import read_multi30k
 
     loaded = load_checkpoint(trained / "checkpoints" / "gru_attention_de_en", "cpu")
     pairs = read_multi30k(synthetic_data_dir, "test_2016_flickr")[:1]

@@ -11,9 +11,9 @@ import pytest
 
 from inference.core.checkpoint import CheckpointRegistry
 from inference.core.family import Capability, capabilities_of
-from training.active_memory_results import algorithmic_table
-from training.algorithmic import carry_chain_sample, sample, task_split
-from training.algorithmic_tasks import AlgorithmicRun, Curriculum, train_algorithmic
+from training.loop.neural_gpu_task_run import AlgorithmicRun, Curriculum, train_algorithmic
+from training.report.active_memory import algorithmic_table
+from training.tasks.neural_gpu_tasks import carry_chain_sample, sample, task_split
 
 
 def number(bits: str) -> int:

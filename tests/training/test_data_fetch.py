@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from inference.core.places import resolve_data_dir
 from tests.training.conftest import write_synthetic_multi30k, write_synthetic_wikitext
-from training.corpora import read_de_en_news, read_ru_en
-from training.data import SPLITS, read_multi30k
-from training.data_dir import resolve_data_dir
-from training.data_fetch import (
+from training.data.corpora import read_de_en_news, read_ru_en
+from training.data.fetch import (
     ATTEMPTS,
     BASE_URL_ENV,
     has_contents,
     load_manifest,
     main,
 )
-from training.lm_corpora import WIKITEXT_FILES, read_enwiki, read_wikitext
+from training.data.lm_corpora import WIKITEXT_FILES, read_enwiki, read_wikitext
+from training.data.translation import SPLITS, read_multi30k
 
 COMMIT = "0" * 40
 

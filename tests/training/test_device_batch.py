@@ -12,10 +12,10 @@ import pytest
 from safetensors.torch import load_file
 
 from tests.training.conftest import make_tiny_config
-from training import device_batch
 from training.cli import main
-from training.device_batch import BatchError, Job, epochs_done, job_commands, pack_groups, pack_stopped, parse_job
-from training.run import run_training
+from training.loop import device_batch
+from training.loop.device_batch import BatchError, Job, epochs_done, job_commands, pack_groups, pack_stopped, parse_job
+from training.loop.translation_run import run_training
 
 
 @pytest.fixture

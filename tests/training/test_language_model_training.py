@@ -17,12 +17,12 @@ from inference.corpora.ff_study_files import TRIGGERS_FILE, read_triggers
 from inference.families.language_model.model import LanguageModel
 from tests.training.conftest import make_tiny_lm_config
 from training.cli import main
-from training.config import ConfigError, config_from_dict
-from training.lm_corpora import WIKITEXT_FILES, detokenize_wikitext, read_enwiki, read_wikitext, split_sentences
-from training.lm_data import block_batches, load_or_tokenize, make_lm_batch, tokenize_documents
-from training.lm_run import TRAIN_STREAM, VAL_STREAM
-from training.perplexity import document_totals, perplexity, score_stream, scoring_windows
-from training.run import remeasure, run_training, store_half
+from training.data.lm_corpora import WIKITEXT_FILES, detokenize_wikitext, read_enwiki, read_wikitext, split_sentences
+from training.data.lm_streams import block_batches, load_or_tokenize, make_lm_batch, tokenize_documents
+from training.evaluation.perplexity import document_totals, perplexity, score_stream, scoring_windows
+from training.loop.config import ConfigError, config_from_dict
+from training.loop.lm_run import TRAIN_STREAM, VAL_STREAM
+from training.loop.translation_run import remeasure, run_training, store_half
 
 EVAL_SPLITS = {"enwiki_val", *WIKITEXT_FILES}
 

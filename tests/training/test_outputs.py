@@ -11,9 +11,9 @@ import pytest
 from inference.analyses.quality import corpus_quality
 from inference.core.checkpoint import load_checkpoint
 from training.cli import main
-from training.corpora import CORPORA
-from training.outputs import AS_TRAINED, OUTPUTS_FILE, memory_condition, read_outputs, write_outputs
-from training.run import run_training
+from training.data.corpora import CORPORA
+from training.evaluation.outputs import AS_TRAINED, OUTPUTS_FILE, memory_condition, read_outputs, write_outputs
+from training.loop.translation_run import run_training
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +49,10 @@ def test_each_condition_is_the_model_run_under_its_lesion():
     """On a shipped model and real sentences, each stored condition is what a traced run under that lesion
     outputs (another path through the model than the batched translation)."""
     from inference.core.interventions import Interventions, MemorySize
+    from inference.core.places import REPO_ROOT
     from inference.core.trace import run_with_trace
     from inference.runs.translate import MAX_NEW_TOKENS
-    from training import REPO_ROOT
-    from training.outputs import measure_outputs
+    from training.evaluation.outputs import measure_outputs
 
     loaded = load_checkpoint(REPO_ROOT / "checkpoints" / "memtransformer_10", "cpu")
     lines = (REPO_ROOT / "app" / "data" / "demo.tsv").read_text().splitlines()[:4]
@@ -91,7 +91,7 @@ def test_store_half_translates_the_outputs_again_on_the_stored_weights(tmp_path,
 
 
 def test_a_model_that_does_not_translate_is_refused(synthetic_data_dir, capsys):
-    from training import REPO_ROOT
+    from inference.core.places import REPO_ROOT
 
     folder = REPO_ROOT / "checkpoints" / "language_model"
     assert main(["outputs", str(folder), "--data-dir", str(synthetic_data_dir), "--device", "cpu"]) == 2

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from training import REPO_ROOT
-from training.config import ConfigError
-from training.results import SHORTER_RUN, extension_chain, extension_chains, write_results
+from inference.core.places import REPO_ROOT
+from training.loop.config import ConfigError
+from training.report.results import SHORTER_RUN, extension_chain, extension_chains, write_results
 
 CONFIGS = REPO_ROOT / "training" / "configs"
 
@@ -246,9 +246,9 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
     import sacrebleu
 
     from training.cli import main
-    from training.corpora import CORPORA
-    from training.outputs import AS_TRAINED, memory_condition, read_outputs
-    from training.run import run_training
+    from training.data.corpora import CORPORA
+    from training.evaluation.outputs import AS_TRAINED, memory_condition, read_outputs
+    from training.loop.translation_run import run_training
 
     checkpoints = tmp_path / "checkpoints"
     runs = (
@@ -314,9 +314,9 @@ def test_short_schedule_lesion_rows_are_the_memory_models_with_lesion_outputs(tm
     """Which shorter runs join Table 2, and how they are labelled (no corpus needed: nothing is scored)."""
     import gzip
 
-    from training.comparison_tables import short_schedule_labels
-    from training.comparisons import Comparisons
-    from training.outputs import AS_TRAINED, OUTPUTS_FILE, memory_condition
+    from training.evaluation.comparisons import Comparisons
+    from training.evaluation.outputs import AS_TRAINED, OUTPUTS_FILE, memory_condition
+    from training.report.comparison_tables import short_schedule_labels
 
     def short_run(name: str, memory_size: int, conditions: list[str], epochs: int | None) -> None:
         folder = tmp_path / "short_schedule" / name
@@ -352,11 +352,11 @@ def test_pairs_the_paper_ranks_compare_runs_trained_as_long(tmp_path, synthetic_
     """A pair's row is the first run minus the second on the same sentences, and only where both ran as long."""
     import sacrebleu
 
-    from training.comparison_tables import pairs_against
-    from training.comparisons import Comparisons
-    from training.corpora import CORPORA
-    from training.outputs import AS_TRAINED, read_outputs
-    from training.run import run_training, store_outputs
+    from training.data.corpora import CORPORA
+    from training.evaluation.comparisons import Comparisons
+    from training.evaluation.outputs import AS_TRAINED, read_outputs
+    from training.loop.translation_run import run_training, store_outputs
+    from training.report.comparison_tables import pairs_against
 
     checkpoints = tmp_path / "checkpoints"
     runs = (("a", 1, 0), ("b", 1, 1), ("short_schedule/a", 1, 2), ("short_schedule/b", 2, 3))

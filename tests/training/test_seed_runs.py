@@ -15,10 +15,10 @@ from inference.analyses.quality import corpus_quality
 from inference.core.checkpoint import load_checkpoint
 from tests.training.conftest import make_tiny_config
 from training.cli import main
-from training.comparisons import Comparisons
-from training.corpora import CORPORA
-from training.outputs import AS_TRAINED, read_outputs
-from training.seed_runs import seed_runs, seed_spread, seeded_config
+from training.data.corpora import CORPORA
+from training.evaluation.comparisons import Comparisons
+from training.evaluation.outputs import AS_TRAINED, read_outputs
+from training.loop.seed_runs import seed_runs, seed_spread, seeded_config
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +89,8 @@ def test_the_working_memory_lesions_are_compared_within_every_seed(tmp_path, syn
 
     import sacrebleu
 
-    from training.comparison_tables import working_memory_conditions
-    from training.outputs import MASKED, OUTPUTS_FILE, memory_condition
+    from training.evaluation.outputs import MASKED, OUTPUTS_FILE, memory_condition
+    from training.report.comparison_tables import working_memory_conditions
 
     references = [ref for _, ref in CORPORA["multi30k"].read(synthetic_data_dir)["test_2016_flickr"]]
 

@@ -11,11 +11,11 @@ import pytest
 
 from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.family import capabilities_of
-from training.config import ConfigError, config_from_dict
-from training.lm_corpora import read_enwiki
-from training.lm_data import evaluation_stream, tokenize_documents
-from training.perplexity import score_stream
-from training.run import remeasure, run_training
+from training.data.lm_corpora import read_enwiki
+from training.data.lm_streams import evaluation_stream, tokenize_documents
+from training.evaluation.perplexity import score_stream
+from training.loop.config import ConfigError, config_from_dict
+from training.loop.translation_run import remeasure, run_training
 
 
 def segment_lm_values(name: str, memory_size: int, cache_length: int) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from training.segment_lm_results import segment_lm_section
+from training.report.segment_lm import segment_lm_section
 
 ARTICLE_TOKENS = [100, 80, 120, 90, 110, 70]
 

@@ -11,8 +11,8 @@ import torch
 
 from inference.core.checkpoint import load_checkpoint
 from inference.core.trace import run_with_trace
-from training.segment_tasks import TaskRun, scores, train_task
-from training.tasks import task_split, text
+from training.loop.segment_task_run import TaskRun, scores, train_task
+from training.tasks.rmt_tasks import task_split, text
 
 
 def small(**changes) -> TaskRun:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from training.tasks import GO, Sample, padded, polynomial, quadratic_sample, task_split, text
+from training.tasks.rmt_tasks import GO, Sample, padded, polynomial, quadratic_sample, task_split, text
 
 
 def test_equations_are_written_as_the_paper_writes_them():

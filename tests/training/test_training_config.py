@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from training import REPO_ROOT
-from training.config import ConfigError, config_from_dict, load_config
+from inference.core.places import REPO_ROOT
+from training.loop.config import ConfigError, config_from_dict, load_config
 
 SHIPPED = sorted((REPO_ROOT / "training" / "configs").glob("*.json"))
 MINIMAL = {"name": "x", "model": {"family": "memtransformer", "memory_size": 4}, "data": {}, "train": {}}

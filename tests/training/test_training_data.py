@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from training.data import DataError, bucketed_batches, make_batch, read_multi30k, resolve_data_dir, tokenize_pairs
-from training.vocabulary import train_shared_vocabulary
+from inference.core.places import resolve_data_dir
+from training.data.translation import DataError, bucketed_batches, make_batch, read_multi30k, tokenize_pairs
+from training.data.vocabulary import train_shared_vocabulary
 
 
 def test_data_dir_setting_order(monkeypatch, tmp_path: Path):

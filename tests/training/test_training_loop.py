@@ -5,11 +5,11 @@ import torch
 
 from inference.core.family import build_model
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformerConfig
-from training.data import make_batch, read_multi30k, tokenize_pairs
-from training.loop import make_optimizer, noam_lr
-from training.objectives import token_loss
-from training.rundir import Progress, RunDir
-from training.vocabulary import train_shared_vocabulary
+from training.data.translation import make_batch, read_multi30k, tokenize_pairs
+from training.data.vocabulary import train_shared_vocabulary
+from training.loop.epochs import make_optimizer, noam_lr
+from training.loop.objectives import token_loss
+from training.loop.run_dir import Progress, RunDir
 
 
 def test_noam_schedule_peaks_at_the_end_of_warmup():

@@ -14,12 +14,12 @@ from safetensors.torch import load_file
 from inference.core.checkpoint import FILES, CheckpointRegistry, load_checkpoint
 from tests.training.conftest import make_tiny_config
 from training.cli import main
-from training.config import config_from_dict
-from training.corpora import CORPORA
-from training.evaluate import score_splits
-from training.loop import TrainingData
-from training.run import evaluation_metrics, remeasure, run_training
-from training.rundir import RunDirError
+from training.data.corpora import CORPORA
+from training.evaluation.translation import score_splits
+from training.loop.config import config_from_dict
+from training.loop.epochs import TrainingData
+from training.loop.run_dir import RunDirError
+from training.loop.translation_run import evaluation_metrics, remeasure, run_training
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.decoding import pad_batch
 from inference.families.working_memory.model import TARGET_TYPE, WorkingMemoryTransformer
 from tests.conftest import make_tiny_working_memory
-from training.config import ConfigError, config_from_dict
-from training.data import make_batch
-from training.objectives import objective_for_epoch, token_loss
-from training.run import run_training, working_memory_from_transformer
+from training.data.translation import make_batch
+from training.loop.config import ConfigError, config_from_dict
+from training.loop.objectives import objective_for_epoch, token_loss
+from training.loop.translation_run import run_training, working_memory_from_transformer
 
 WM_MODEL = {
     "family": "working_memory",

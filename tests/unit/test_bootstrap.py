@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from training.bootstrap import PairedDifference, interval_text, paired_perplexity_difference
+from training.evaluation.bootstrap import PairedDifference, interval_text, paired_perplexity_difference
 
 TOKENS = [40, 25, 60, 35, 50, 30, 45, 55]
 
@@ -54,7 +54,7 @@ def test_paired_differences_and_p_values_are_sacrebleus(monkeypatch):
     from sacrebleu.metrics import BLEU, CHRF
     from sacrebleu.significance import PairedTest
 
-    from training.bootstrap import paired_translation_differences
+    from training.evaluation.bootstrap import paired_translation_differences
 
     close = [f"the dog {i} sits in a park" if i % 2 else reference for i, reference in enumerate(REFERENCES)]
     differences = paired_translation_differences(GOOD, close, REFERENCES, seed=3, resamples=300)
@@ -70,7 +70,7 @@ def test_paired_differences_and_p_values_are_sacrebleus(monkeypatch):
 
 
 def test_a_real_gap_excludes_zero_and_a_system_against_itself_shows_nothing():
-    from training.bootstrap import paired_translation_differences
+    from training.evaluation.bootstrap import paired_translation_differences
 
     bad = [f"the cat {i} sits" for i in range(60)]
     differences = paired_translation_differences(GOOD, bad, REFERENCES, seed=0, resamples=200)

@@ -112,7 +112,7 @@ def test_loading_never_unpickles(tiny_tokenizer, tmp_path, monkeypatch):
 
 
 def test_device_setting(monkeypatch):
-    from inference.core.checkpoint import select_device
+    from inference.core.places import select_device
 
     monkeypatch.setenv("MEMLENS_DEVICE", "cpu")
     assert select_device() == torch.device("cpu")

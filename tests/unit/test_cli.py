@@ -124,9 +124,9 @@ def test_translate_names_a_broken_checkpoint(tmp_path, capsys):
 
 def test_data_fetch_forwards_what_follows_fetch_to_the_data_fetcher(monkeypatch, capsys):
     calls = []
-    fetcher = types.ModuleType("training.data_fetch")
+    fetcher = types.ModuleType("training.data.fetch")
     fetcher.main = lambda argv: calls.append(argv) or 7
-    monkeypatch.setitem(sys.modules, "training.data_fetch", fetcher)
+    monkeypatch.setitem(sys.modules, "training.data.fetch", fetcher)
     assert main(["data", "fetch", "multi30k", "--data-dir", "/tmp/d"]) == 7
     assert main(["data", "fetch", "--help"]) == 7
     assert calls == [["multi30k", "--data-dir", "/tmp/d"], ["--help"]]

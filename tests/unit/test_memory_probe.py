@@ -10,8 +10,8 @@ import torch
 from inference.analyses.memory_probe import Labelled, probe_accuracy
 from inference.core.checkpoint import LoadedModel
 from inference.core.family import build_model, config_from_dict
-from training.memory_probe import probe_memory
-from training.tasks import TOKENS
+from training.studies.memory_probe import probe_memory
+from training.tasks.rmt_tasks import TOKENS
 
 SLOTS, WIDTH, POSITIONS, CLASSES = 3, 8, 4, 5
 

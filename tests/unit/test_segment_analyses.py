@@ -12,7 +12,7 @@ from inference.core.checkpoint import LoadedModel
 from inference.core.tokenizer import character_tokenizer
 from inference.core.trace import run_with_trace
 from tests.unit.test_recurrent_memory import tiny
-from training.segment_results import grouped, task_table
+from training.report.segment_tasks import grouped, task_table
 
 
 def test_hits_are_scored_after_the_start_token_and_read_by_hand():

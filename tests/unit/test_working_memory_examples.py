@@ -1,5 +1,5 @@
 """Choosing the Working memory page's example sentences by measuring
-(training.memory_examples) on a tiny model."""
+(training.studies.memory_examples) on a tiny model."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from inference.core.interventions import Interventions, MemorySize
 from inference.core.trace import encode_sources
 from inference.families.working_memory.generation import wm_generate
 from tests.conftest import SOURCES, make_tiny_working_memory
-from training.memory_examples import Measured, measure, pick, screen
+from training.studies.memory_examples import Measured, measure, pick, screen
 
 
 def test_measure_runs_a_sentence_alone_as_the_page_does(tiny_tokenizer):

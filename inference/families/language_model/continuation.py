@@ -1,7 +1,7 @@
 """Text in and out of the language model: prompts framed as the model met
 text in training, and greedy continuation.
 
-In the training stream every article follows an EOS (training/lm_data.py),
+In the training stream every article follows an EOS (training/data/lm_streams.py),
 so a prompt is [EOS] + its tokens: it reads as the start of an article.
 The model has no key/value cache (it is small and its window short), so the
 shared decoding loop re-runs the whole window per new token; interventions

@@ -1,6 +1,6 @@
 """A decoder-only language model with ReLU feed-forward layers: the kind of
 model Geva et al. (paper 003) read as key-value memories, trained here on
-English Wikipedia (training/lm_run.py).
+English Wikipedia (training/loop/lm_run.py).
 
 Choices, and why:
 

@@ -1,0 +1,1 @@
+"""Corpora and data: readers, token streams, the shared vocabulary, downloading the corpora."""

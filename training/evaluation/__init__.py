@@ -1,0 +1,1 @@
+"""Scoring trained models: translation quality, perplexity, paired bootstrap intervals, stored outputs."""

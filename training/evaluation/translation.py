@@ -1,0 +1,113 @@
+"""Translation quality: decoding and BLEU/chrF (inference.runs.translate and
+inference.analyses.quality, the code the app runs), and the memory-size lesion sweep."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import groupby
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from inference.analyses.quality import corpus_quality
+from inference.core.family import Capability, capabilities_of
+from inference.core.interventions import Interventions
+from inference.core.tokenizer import TextTokenizer
+from inference.runs.lesion import lesion_sizes, quality_at_memory_size
+from inference.runs.translate import BATCH_SIZE, translate_all
+from training.data.translation import Pair, make_batch, tokenize_pairs
+
+EVAL_BATCH_SIZE = BATCH_SIZE
+
+
+def bleu_and_chrf(
+    model: nn.Module,
+    tokenizer: TextTokenizer,
+    pairs: list[Pair],
+    batch_size: int = EVAL_BATCH_SIZE,
+    interventions: Interventions | None = None,
+    desc: str = "translating",
+) -> tuple[float, float]:
+    """Corpus BLEU and chrF of greedy translations against the references;
+    a progress bar named `desc` counts the sentences translated."""
+    sources, references = zip(*pairs)
+    with tqdm(desc=desc, total=len(sources), unit="sentence") as bar:
+        translations = translate_all(model, tokenizer, sources, batch_size, interventions, on_batch=bar.update)
+    quality = corpus_quality(translations, references)
+    return quality.bleu, quality.chrf
+
+
+@torch.no_grad()
+def perplexity(
+    model: nn.Module, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE
+) -> float:
+    """Per-token perplexity of the references, teacher-forced (every target token and the EOS scored), without
+    label smoothing. Sources of one length are scored together, so no score depends on another source's padding."""
+    model.eval()
+    device = next(model.parameters()).device
+    examples = tokenize_pairs(tokenizer, pairs, max_len=10**9)
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
+    nll, tokens = 0.0, 0
+    for _, group in groupby(order, key=lambda i: len(examples[i][0])):
+        group = list(group)
+        for start in range(0, len(group), batch_size):
+            batch = make_batch([examples[i] for i in group[start : start + batch_size]], tokenizer).to(device)
+            logits = model(batch.src_ids, batch.tgt_in)  # [b, t, vocab]
+            nll += F.cross_entropy(
+                logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=tokenizer.pad_id, reduction="sum"
+            ).item()
+            tokens += batch.n_targets(tokenizer.pad_id)
+    return math.exp(nll / tokens)
+
+
+def score_splits(
+    model: nn.Module, tokenizer: TextTokenizer, splits: dict[str, list[Pair]], batch_size: int = EVAL_BATCH_SIZE
+) -> dict:
+    """{"bleu": {split: ..}, "chrf": {split: ..}}, as metrics.json stores them."""
+    scores = {
+        split: bleu_and_chrf(model, tokenizer, pairs, batch_size, desc=f"BLEU {split}")
+        for split, pairs in splits.items()
+    }
+    return {
+        "bleu": {split: bleu for split, (bleu, _) in scores.items()},
+        "chrf": {split: chrf for split, (_, chrf) in scores.items()},
+    }
+
+
+def lesion_sweep(
+    model: nn.Module,
+    tokenizer: TextTokenizer,
+    pairs: list[Pair],
+    memory_sizes: Sequence[int],
+    batch_size: int = EVAL_BATCH_SIZE,
+) -> dict:
+    """{"memory_size": [...], "bleu": [...]}: BLEU with the model run at each
+    inference memory size, through the same interventions the app applies.
+    Sizes above the model's max_memory_size are skipped: it allows no more."""
+    sources, references = zip(*pairs)
+    sizes = [k for k in memory_sizes if k <= model.config.max_memory_size]
+    bleu = [
+        quality_at_memory_size(model, tokenizer, sources, references, k, batch_size).bleu
+        for k in tqdm(sizes, desc="lesion sweep", unit="memory size")
+    ]
+    return {"memory_size": sizes, "bleu": bleu}
+
+
+def lesion_table(
+    model: nn.Module, tokenizer: TextTokenizer, pairs: list[Pair], batch_size: int = EVAL_BATCH_SIZE
+) -> dict:
+    """The lesion sweep stored in metrics.json: the paper's sizes plus the
+    trained size, so the table always shows the unlesioned model too; for a
+    working-memory model also "masked_bleu", BLEU with the memory mask."""
+    table = lesion_sweep(
+        model, tokenizer, pairs, lesion_sizes(model.config.memory_size, model.config.max_memory_size), batch_size
+    )
+    if Capability.WORKING_MEMORY in capabilities_of(model.config):
+        sources, references = zip(*pairs)
+        table["masked_bleu"] = quality_at_memory_size(
+            model, tokenizer, sources, references, None, batch_size, mask_memory=True
+        ).bleu
+    return table

@@ -1,0 +1,247 @@
+"""TrainConfig: one training run, read from a JSON file (training/configs/).
+
+    {
+      "name": "memtransformer_10",                 # default run and checkpoint folder name
+      "model": {...},                              # the family config's fields (not the tokenizer's)
+      "data": {"dataset": "multi30k", "vocab_size": 8000,
+               "max_len": 100},                    # quick runs: + "max_pairs", "max_eval_pairs"
+                                                   # (translation) or "max_articles" (language model)
+      "train": {"epochs": 20, "batch_size": 64, "warmup_steps": 4000, "label_smoothing": 0.1,
+                "clip_norm": 1.0, "seed": 1, "eval_every_epochs": 1, "save_every_steps": 500},   # + "threads"
+      "init_from": "checkpoints/memtransformer_5",  # optional: start from a trained checkpoint
+      "grow_memory_to": 10,                         # optional, with init_from: extend its memory
+      "working_memory": {"plain_epochs": 2, "type_threshold": 0.25, "type_loss_weight": 0.5}
+    }
+
+Defaults are the paper's small configuration. Every key is checked: an
+unknown or misspelt key is an error, not a silently ignored setting.
+
+A run with `init_from` takes its architecture and its tokenizer from that
+checkpoint (the weights only make sense with both), so it has no "model"
+section and no data.vocab_size. One exception: a working-memory model may
+start from a plain Transformer checkpoint (Algorithm 1's warm-up epochs,
+already trained); its "model" section then holds only the working-memory
+fields (family "working_memory", memory_size, top_p) and the sizes come
+from the checkpoint.
+
+The "working_memory" section (working-memory models only) sets Algorithm 1:
+plain_epochs epochs as a plain Transformer first (no memory written), then
+training with model-chosen memory; type_threshold and type_loss_weight are
+the type head's self-supervised labels (inference.families.working_memory.generation.type_labels).
+
+A language model (a model family with the next_token capability: the
+language model, the segment-recurrent decoders) trains on data.dataset
+"enwiki", and only there; for it data.max_len is the length of a training
+block (tokens per row) and train.batch_size counts blocks
+(docs/language_model.md).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError
+from pydantic.dataclasses import dataclass
+
+from inference.core.family import Capability, FamilyConfig, capabilities_of, families
+from inference.core.family import config_from_dict as model_config_from_dict
+from inference.core.places import REPO_ROOT
+from inference.core.tokenizer import TextTokenizer
+from inference.families.working_memory.model import FAMILY as WORKING_MEMORY_FAMILY
+from training.data.lm_corpora import ENWIKI
+
+STRICT = ConfigDict(extra="forbid")
+
+# The tokenizer decides these; a config that set them could contradict it.
+TOKENIZER_FIELDS = ("vocab_size", "pad_id", "bos_id", "eos_id")
+MODEL_FIELDS = tuple(
+    dict.fromkeys(f.name for family in families() for f in fields(family.config_type) if f.name not in TOKENIZER_FIELDS)
+)
+# What a working-memory model started from a plain Transformer adds to it.
+WM_ONLY_FIELDS = ("family", "memory_size", "top_p")
+
+
+class ConfigError(ValueError):
+    """A training config that cannot be used; the message says which key."""
+
+
+@dataclass(config=STRICT)
+class DataConfig:
+    dataset: Literal["multi30k", "ru_en", "enwiki"] = (
+        "multi30k"  # training.data.corpora.CORPORA; "enwiki": training.data.lm_corpora
+    )
+    vocab_size: int | None = Field(None, ge=8)  # shared BPE vocabulary; None: data.vocabulary.DEFAULT_VOCAB_SIZE
+    max_len: int = Field(
+        100, ge=1
+    )  # pairs with more tokens on either side are left out of training; language model: block length
+    max_articles: int | None = Field(
+        None, ge=1
+    )  # language model only: train on the first N training articles (quick runs); None: all
+    wikitext: list[Literal["wikitext2_valid", "wikitext2_test", "wikitext103_valid", "wikitext103_test"]] | None = (
+        None  # language model only: the WikiText splits perplexity is measured on (enwiki val always); None: all four
+    )
+    max_pairs: int | None = Field(
+        None, ge=1
+    )  # translation only: train on the first N training pairs (quick runs); None: all
+    max_eval_pairs: int | None = Field(
+        None, ge=1
+    )  # translation only: validate, test and lesion on the first N pairs of each split (quick runs); None: all
+
+
+@dataclass(config=STRICT)
+class LoopConfig:
+    epochs: int = Field(20, ge=1)
+    batch_size: int = Field(64, ge=1)  # sentence pairs per batch
+    warmup_steps: int = Field(4000, ge=1)  # Noam schedule
+    label_smoothing: float = Field(0.1, ge=0, lt=1)
+    clip_norm: float = Field(1.0, gt=0)  # max global gradient norm
+    seed: int = 1
+    eval_every_epochs: int = Field(1, ge=1)  # validation BLEU (greedy decoding) this often; val loss every epoch
+    save_every_steps: int = Field(500, ge=1)  # resumable state also at every epoch end
+    threads: int | None = Field(
+        None, ge=1
+    )  # CPU threads torch may use (torch.set_num_threads); None: its default, one per core.
+    # A tiny model is fastest on 1: splitting its small matrix products costs more than it saves,
+    # and far more on a busy machine.
+
+
+@dataclass(config=STRICT)
+class WorkingMemoryTraining:
+    plain_epochs: int = Field(0, ge=0)  # first epochs as a plain Transformer: every element a target token
+    type_threshold: float = Field(
+        0.25, gt=0, lt=1
+    )  # gold-token probability below which a position is a memory candidate
+    type_loss_weight: float = Field(0.5, ge=0)  # loss = target loss + weight x type-head loss
+
+
+@dataclass(config=STRICT)
+class TrainConfig:
+    name: str
+    data: DataConfig
+    train: LoopConfig
+    model: dict[str, Any] | None = None
+    init_from: str | None = None  # checkpoint folder; a relative path is relative to the repository root
+    grow_memory_to: int | None = Field(None, ge=1)
+    working_memory: WorkingMemoryTraining | None = None
+
+    @property
+    def is_working_memory(self) -> bool:
+        return self.model is not None and self.model.get("family") == WORKING_MEMORY_FAMILY
+
+    @property
+    def is_language_model(self) -> bool:
+        """Trains on next-token prediction over a text corpus (its model has the next_token capability)."""
+        return self.data.dataset == ENWIKI
+
+    def model_config(self, tokenizer: TextTokenizer) -> FamilyConfig:
+        """The architecture of a new model (runs without init_from)."""
+        return model_config_from_dict(
+            {
+                **self.model,
+                "vocab_size": tokenizer.vocab_size,
+                "pad_id": tokenizer.pad_id,
+                "bos_id": tokenizer.bos_id,
+                "eos_id": tokenizer.eos_id,
+            }
+        )
+
+    @property
+    def init_from_folder(self) -> Path | None:
+        return None if self.init_from is None else REPO_ROOT / self.init_from
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    path = Path(path)
+    try:
+        values = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} not found") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path} is not valid JSON: {error}") from None
+    try:
+        return config_from_dict(values)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def config_from_dict(values: Any) -> TrainConfig:
+    if not isinstance(values, dict):
+        raise ConfigError("a training config must be a JSON object")
+    try:
+        config = TrainConfig(**values)
+    except ValidationError as error:
+        raise ConfigError("; ".join(_describe(problem) for problem in error.errors())) from None
+    _check_model_source(config)
+    return config
+
+
+def _describe(problem: dict) -> str:
+    where = ".".join(str(part) for part in problem["loc"])
+    if problem["type"] == "unexpected_keyword_argument":
+        section = (
+            {"data": DataConfig, "train": LoopConfig}[problem["loc"][0]] if len(problem["loc"]) > 1 else TrainConfig
+        )
+        return f"unknown key {where!r} (allowed here: {', '.join(f.name for f in fields(section))})"
+    return f"{where or 'config'}: {problem['msg']}"
+
+
+def _check_model_source(config: TrainConfig) -> None:
+    """Exactly one source for the architecture: a "model" section, or init_from."""
+    if config.working_memory is not None and not config.is_working_memory:
+        raise ConfigError("the 'working_memory' section needs a model of family 'working_memory'")
+    if config.is_working_memory and config.working_memory is None:
+        raise ConfigError(
+            "a working-memory model needs the 'working_memory' section (plain_epochs, type_threshold, type_loss_weight)"
+        )
+    if config.is_language_model and config.init_from is not None:
+        raise ConfigError("a language model starts from scratch: init_from is for translation models")
+    if (config.data.max_articles is not None or config.data.wikitext is not None) and not config.is_language_model:
+        raise ConfigError("data.max_articles and data.wikitext apply to a language model's corpus")
+    if config.is_language_model and (config.data.max_pairs is not None or config.data.max_eval_pairs is not None):
+        raise ConfigError(
+            "data.max_pairs and data.max_eval_pairs apply to a parallel corpus; a language model has data.max_articles"
+        )
+    if config.init_from is not None:
+        if config.is_working_memory:
+            extra = sorted(set(config.model) - set(WM_ONLY_FIELDS))
+            if extra:
+                raise ConfigError(
+                    "a working-memory model started from a Transformer checkpoint takes its sizes from it: "
+                    f"remove model.{', model.'.join(extra)}"
+                )
+            if config.grow_memory_to is not None:
+                raise ConfigError("grow_memory_to applies to Memory Transformer slots, not to a working memory")
+        elif config.model is not None:
+            raise ConfigError(
+                "a run with init_from takes its architecture from that checkpoint: remove the 'model' section"
+            )
+        if config.data.vocab_size is not None:
+            raise ConfigError("a run with init_from keeps that checkpoint's tokenizer: remove data.vocab_size")
+        return
+    if config.grow_memory_to is not None:
+        raise ConfigError("grow_memory_to needs init_from: the checkpoint whose memory to grow")
+    if config.model is None:
+        raise ConfigError("missing 'model' section (or init_from)")
+    for key in config.model:
+        if key in TOKENIZER_FIELDS:
+            hint = " (set data.vocab_size instead)" if key == "vocab_size" else ""
+            raise ConfigError(f"'model.{key}' comes from the tokenizer{hint}")
+        if key not in MODEL_FIELDS:
+            raise ConfigError(f"unknown key 'model.{key}' (allowed here: {', '.join(MODEL_FIELDS)})")
+    try:
+        model = model_config_from_dict(config.model)  # family, sizes and memory size checks
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"model: {error}") from None
+    if (Capability.NEXT_TOKEN in capabilities_of(model)) != config.is_language_model:
+        raise ConfigError(
+            f"a model that predicts next tokens trains on data.dataset {ENWIKI!r}, "
+            f"and a translation model on a parallel corpus (model family {model.family!r})"
+        )
+    if config.data.max_len > model.max_positions:
+        raise ConfigError(f"data.max_len {config.data.max_len} exceeds model.max_positions {model.max_positions}")

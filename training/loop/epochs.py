@@ -1,0 +1,265 @@
+"""The training loop: Adam with the Noam schedule, label-smoothed
+cross-entropy over target tokens, gradient clipping; resumable at any step.
+
+Hyper-parameters follow the paper's backbone (REFERENCE.md, Memory
+Transformer): Adam betas 0.9/0.98, eps 1e-9, lr = d_model^-0.5 *
+min(step^-0.5, step * warmup^-1.5).
+
+The loop reads a task's data through `LoopData`: translation pairs
+(`TrainingData`, here) or a language-model corpus
+(`training.data.lm_streams.LanguageModelData`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from inference.core.tokenizer import TextTokenizer
+from training.data.lm_streams import LMBatch
+from training.data.translation import Batch, Example, Pair, bucketed_batches, make_batch
+from training.evaluation.translation import bleu_and_chrf
+from training.loop.config import LoopConfig, WorkingMemoryTraining
+from training.loop.objectives import Objective, objective_for_epoch
+from training.loop.run_dir import Progress, RunDir
+
+LOG_EVERY_STEPS = 100
+
+
+class LoopData(Protocol):
+    """A task's training and validation data, as the loop reads it."""
+
+    def epoch_batches(self, batch_size: int, seed: int) -> list[list[int]]:
+        """The epoch's batches as lists of indices into the training data; the same for the same seed."""
+
+    def train_batch(self, indices: list[int], tokenizer: TextTokenizer) -> Batch | LMBatch: ...
+
+    def val_batches(self, batch_size: int, tokenizer: TextTokenizer) -> Iterator[Batch | LMBatch]: ...
+
+    def validation_bleu(self, model: nn.Module, tokenizer: TextTokenizer) -> float | None:
+        """None for a task without translations."""
+
+
+@dataclass
+class TrainingData:
+    """Translation pairs."""
+
+    train: list[Example]
+    val: list[Example]  # for the validation loss
+    val_pairs: list[Pair]  # raw text, for the validation BLEU
+
+    def epoch_batches(self, batch_size: int, seed: int) -> list[list[int]]:
+        return bucketed_batches(self.train, batch_size, seed)
+
+    def train_batch(self, indices: list[int], tokenizer: TextTokenizer) -> Batch:
+        return make_batch([self.train[i] for i in indices], tokenizer)
+
+    def val_batches(self, batch_size: int, tokenizer: TextTokenizer) -> Iterator[Batch]:
+        for indices in bucketed_batches(self.val, batch_size, seed=0):
+            yield make_batch([self.val[i] for i in indices], tokenizer)
+
+    def validation_bleu(self, model: nn.Module, tokenizer: TextTokenizer) -> float:
+        return bleu_and_chrf(model, tokenizer, self.val_pairs, desc="val BLEU")[0]
+
+
+def noam_lr(step: int, d_model: int, warmup_steps: int) -> float:
+    """Learning rate of optimiser step `step` (1-based): linear warmup, then step^-0.5 decay."""
+    return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+def make_optimizer(model: nn.Module) -> torch.optim.Adam:
+    # lr is set before every step from the schedule.
+    return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+
+
+def optimizer_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: Batch | LMBatch,
+    settings: LoopConfig,
+    lr: float,
+    objective: Objective | None = None,
+    seed: int = 0,
+) -> float:
+    """One training step on `batch` at learning rate `lr`; returns the loss.
+    objective: default the plain target-token loss."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    model.train()  # dropout on
+    objective = objective or objective_for_epoch(model, settings.label_smoothing, None, 0)
+    loss = objective(model, batch, seed)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+    optimizer.step()
+    return loss.item()
+
+
+@torch.no_grad()
+def validation_loss(
+    model: nn.Module, tokenizer: TextTokenizer, data: LoopData, settings: LoopConfig, objective: Objective
+) -> float:
+    """Token-weighted mean of the training objective on the validation data,
+    without dropout; the same label smoothing keeps it comparable with the
+    train curve."""
+    model.eval()
+    device = next(model.parameters()).device
+    total, tokens = 0.0, 0
+    for batch in data.val_batches(settings.batch_size, tokenizer):
+        batch = batch.to(device)
+        n = batch.n_targets(tokenizer.pad_id)
+        total += objective(model, batch, 0).item() * n
+        tokens += n
+    return total / tokens
+
+
+def train(
+    model: nn.Module,
+    tokenizer: TextTokenizer,
+    settings: LoopConfig,
+    data: LoopData,
+    run: RunDir,
+    max_steps: int | None = None,
+    schedule_offset: int = 0,
+    working_memory: WorkingMemoryTraining | None = None,
+) -> Progress:
+    """Train until settings.epochs are done or the run has taken max_steps
+    steps, resuming from the run directory's state if it holds one.
+
+    schedule_offset: steps the model was already trained in the run it was
+    initialised from; the Noam schedule continues from there instead of
+    warming up a trained model a second time.
+    working_memory: Algorithm 1's settings for a working-memory model.
+    """
+    optimizer = make_optimizer(model)
+    progress = run.load_state(model, optimizer)
+    if progress is None:
+        progress = Progress()
+        run.log(f"start: {sum(p.numel() for p in model.parameters())} parameters; epochs: {settings.epochs}")
+    else:
+        run.log(
+            f"resume at step {progress.step}: {progress.epoch} epochs done, "
+            f"{progress.batch_in_epoch} batches into the next"
+        )
+    session = Session(progress)
+    if progress.epoch < settings.epochs:
+        progress.trained_on(next(model.parameters()).device)
+    while progress.epoch < settings.epochs:
+        # Each epoch's batch order follows from the seed and the epoch number
+        # alone, so a resumed run continues the very same sequence of batches.
+        batches = data.epoch_batches(settings.batch_size, seed=settings.seed + progress.epoch)
+        objective = objective_for_epoch(model, settings.label_smoothing, working_memory, progress.epoch)
+        finished = run_epoch(
+            model, tokenizer, optimizer, settings, data, batches, run, session, max_steps, schedule_offset, objective
+        )
+        if not finished:
+            session.save(run, model, optimizer)
+            run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
+            return progress
+        # a working-memory model's plain epochs are not candidates: their weights have never written memory
+        candidate = working_memory is None or progress.epoch >= working_memory.plain_epochs
+        end_epoch(model, tokenizer, settings, data, progress, objective, candidate)
+        if progress.val_bleu_epochs[-1:] == [progress.epoch] and progress.best_val_epoch() == progress.epoch:
+            run.save_best(model, progress)
+        session.save(run, model, optimizer)
+        val_bleu = (
+            f", val BLEU {progress.val_bleu[-1]:.2f}" if progress.val_bleu_epochs[-1:] == [progress.epoch] else ""
+        )
+        run.log(
+            f"epoch {progress.epoch}: train loss {progress.loss_curve[-1]:.4f}, val loss {progress.val_loss[-1]:.4f}"
+            f"{val_bleu}, {session.seconds_per_step():.3f} s/step"
+        )
+    return progress
+
+
+class Session:
+    """Timing of this process's share of the run; the run's total training
+    time accumulates in Progress.seconds across resumed sessions."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.start_time = time.monotonic()
+        self.start_seconds = progress.seconds
+        self.start_step = progress.step
+
+    def seconds_per_step(self) -> float:
+        return (time.monotonic() - self.start_time) / max(self.progress.step - self.start_step, 1)
+
+    def save(self, run: RunDir, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        self.progress.seconds = self.start_seconds + time.monotonic() - self.start_time
+        run.save_state(model, optimizer, self.progress)
+
+
+def run_epoch(
+    model: nn.Module,
+    tokenizer: TextTokenizer,
+    optimizer: torch.optim.Optimizer,
+    settings: LoopConfig,
+    data: LoopData,
+    batches: list[list[int]],
+    run: RunDir,
+    session: Session,
+    max_steps: int | None,
+    schedule_offset: int,
+    objective: Objective,
+) -> bool:
+    """Train on the batches of this epoch not yet trained; False if stopped by max_steps."""
+    progress = session.progress
+    device = next(model.parameters()).device
+    bar = tqdm(
+        desc=f"epoch {progress.epoch + 1}/{settings.epochs}", initial=progress.batch_in_epoch, total=len(batches)
+    )
+    for indices in batches[progress.batch_in_epoch :]:
+        if max_steps is not None and progress.step >= max_steps:
+            bar.close()
+            return False
+        lr = noam_lr(schedule_offset + progress.step + 1, model.config.d_model, settings.warmup_steps)
+        batch = data.train_batch(indices, tokenizer).to(device)
+        # The step number seeds the step's memory sampling: a resumed run draws the same.
+        loss_value = optimizer_step(
+            model, optimizer, batch, settings, lr, objective, seed=settings.seed * 1_000_003 + progress.step
+        )
+        n = batch.n_targets(tokenizer.pad_id)
+        progress.epoch_loss_sum += loss_value * n
+        progress.epoch_tokens += n
+        progress.step += 1
+        progress.batch_in_epoch += 1
+        bar.update()
+        bar.set_postfix(loss=f"{loss_value:.3f}", lr=f"{lr:.2e}")
+        if progress.step % LOG_EVERY_STEPS == 0:
+            run.log(
+                f"step {progress.step}: loss {loss_value:.4f}, lr {lr:.3e}, {session.seconds_per_step():.3f} s/step"
+            )
+        if progress.step % settings.save_every_steps == 0:
+            session.save(run, model, optimizer)
+    bar.close()
+    return True
+
+
+def end_epoch(
+    model: nn.Module,
+    tokenizer: TextTokenizer,
+    settings: LoopConfig,
+    data: LoopData,
+    progress: Progress,
+    objective: Objective,
+    candidate: bool = True,
+) -> None:
+    """Close the epoch in `progress`: its mean train loss, validation loss and
+    (every settings.eval_every_epochs, for a task with translations, where the epoch's weights are a
+    candidate for the checkpoint) validation BLEU."""
+    progress.loss_curve.append(progress.epoch_loss_sum / max(progress.epoch_tokens, 1))
+    progress.val_loss.append(validation_loss(model, tokenizer, data, settings, objective))
+    progress.epoch += 1
+    progress.batch_in_epoch, progress.epoch_loss_sum, progress.epoch_tokens = 0, 0.0, 0
+    if candidate and progress.epoch % settings.eval_every_epochs == 0:
+        bleu = data.validation_bleu(model, tokenizer)
+        if bleu is not None:
+            progress.val_bleu_epochs.append(progress.epoch)
+            progress.val_bleu.append(bleu)

@@ -1,0 +1,156 @@
+"""A language-model run (docs/language_model.md): enwiki -> BPE vocabulary
+-> token streams (cached in the run directory) -> training -> perplexity on
+the enwiki validation split and WikiText-2/-103 valid/test -> checkpoint
+folder. Resumes like every run: rerun the same command."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from inference.core.checkpoint import save_checkpoint
+from inference.core.family import Capability, FamilyConfig, build_model, capabilities_of, family_of
+from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
+from inference.core.tokenizer import TextTokenizer, train_bpe
+from training.data.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext
+from training.data.lm_streams import (
+    LanguageModelData,
+    TokenStream,
+    evaluation_stream,
+    load_or_tokenize,
+    tokenize_documents,
+)
+from training.data.vocabulary import DEFAULT_VOCAB_SIZE, load_or_train
+from training.evaluation.perplexity import EvalText, perplexity_metrics
+from training.loop.config import TrainConfig
+from training.loop.epochs import train
+from training.loop.run_dir import RunDir
+
+TRAIN_STREAM, VAL_STREAM = "train_tokens.safetensors", "val_tokens.safetensors"  # caches in the run directory
+
+
+def run_language_model_training(
+    config: TrainConfig,
+    data_dir: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    run_dir: str | Path | None = None,
+    device: str = "auto",
+    max_steps: int | None = None,
+) -> Path:
+    """training.loop.translation_run.run_training for a language-model config."""
+    device = select_device(device)
+    data_dir = resolve_data_dir(data_dir)
+    documents = read_enwiki(data_dir)
+    train_documents = documents["train"][: config.data.max_articles]  # None: all
+    run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
+    torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
+    vocab_size = config.data.vocab_size or DEFAULT_VOCAB_SIZE
+    tokenizer = load_or_train(
+        run.tokenizer_path, lambda: train_bpe((s for document in train_documents for s in document), vocab_size)
+    )
+    model = build_model(config.model_config(tokenizer)).to(device)
+    data = LanguageModelData(
+        load_or_tokenize(run.path / TRAIN_STREAM, tokenizer, train_documents),
+        load_or_tokenize(run.path / VAL_STREAM, tokenizer, documents["val"]),
+        config.data.max_len,
+    )
+    run.log(
+        f"vocabulary of {tokenizer.vocab_size}; enwiki train {len(train_documents):,} articles, "
+        f"{data.train.sentences:,} sentences, {len(data.train.tokens):,} tokens; "
+        f"val {len(documents['val']):,} articles, {data.val.sentences:,} sentences, {len(data.val.tokens):,} tokens"
+    )
+    progress = train(model, tokenizer, config.train, data, run, max_steps)
+
+    wikitext = list(WIKITEXT_FILES) if config.data.wikitext is None else config.data.wikitext
+    run.log(f"evaluating perplexity on enwiki val and {', '.join(wikitext)}, windows of {config.data.max_len} tokens")
+    texts = evaluation_texts(tokenizer, data.val, documents["val"], data_dir, wikitext)
+    measured = evaluation_metrics(model, tokenizer, texts, device, config.data.max_len)
+    metrics = {**measured, "train": progress.train_record(device, 0, None)}
+    meta = checkpoint_meta(config, model.config, len(train_documents), data, progress.step)
+    folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
+    run.log(
+        f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}"
+    )
+    return folder
+
+
+def evaluation_texts(
+    tokenizer: TextTokenizer, val: TokenStream, val_documents: list[Document], data_dir: Path, wikitext: Iterable[str]
+) -> dict[str, EvalText]:
+    """enwiki_val (`val`: the stream of `val_documents`) and the `wikitext`
+    splits, as streams with their word counts."""
+    texts = {
+        "enwiki_val": EvalText(
+            evaluation_stream(val, tokenizer.eos_id),
+            sum(len(s.split()) for document in val_documents for s in document),
+        )
+    }
+    for split in wikitext:
+        text = read_wikitext(data_dir, split)
+        texts[split] = EvalText(
+            evaluation_stream(tokenize_documents(tokenizer, text.articles), tokenizer.eos_id), text.words
+        )
+    return texts
+
+
+def evaluation_metrics(
+    model: nn.Module, tokenizer: TextTokenizer, texts: dict[str, EvalText], device: torch.device | str, context: int
+) -> dict:
+    """The measured part of a language model's metrics.json (all but "train");
+    `context`: the scoring window, the training block length."""
+    return perplexity_metrics(model, tokenizer.eos_id, (tokenizer.eos_id, tokenizer.unk_id), texts, device, context)
+
+
+def remeasure(
+    model: nn.Module,
+    tokenizer: TextTokenizer,
+    data_dir: str | Path | None,
+    device: torch.device | str,
+    context: int,
+    wikitext: Iterable[str],
+) -> dict:
+    """evaluation_metrics of a trained model on the texts its run measured
+    (`wikitext`, `context`), rebuilt from the data folder as the run built
+    them (the run caches the same stream)."""
+    data_dir = resolve_data_dir(data_dir)
+    val_documents = read_enwiki(data_dir)["val"]
+    return evaluation_metrics(
+        model,
+        tokenizer,
+        evaluation_texts(tokenizer, tokenize_documents(tokenizer, val_documents), val_documents, data_dir, wikitext),
+        device,
+        context,
+    )
+
+
+def checkpoint_meta(
+    config: TrainConfig, model_config: FamilyConfig, train_articles: int, data: LanguageModelData, steps: int
+) -> dict:
+    """`steps`: the optimiser steps trained, which a --max-steps run stops short of the configured epochs."""
+    c = model_config
+    tokens = steps * config.train.batch_size * data.block_len
+    trained = (
+        f"{steps:,} steps of {config.train.batch_size} blocks "
+        f"({tokens:,} tokens, {tokens / len(data.train.tokens):.2f} epochs)"
+    )
+    reads = (
+        f"; segments of {c.segment_length} tokens, {c.variant}, BPTT depth {c.bptt_depth}"
+        if Capability.SEGMENTS in capabilities_of(c)
+        else ""
+    )
+    return {
+        "family": c.family,
+        "memory_size": c.memory_size,
+        "corpus": ENWIKI,
+        "training_data": (
+            f"{ENWIKI_DESCRIPTION}, train ({train_articles:,} articles, {data.train.sentences:,} sentences, "
+            f"{len(data.train.tokens):,} tokens)"
+        ),
+        "description": (
+            f"{family_of(c.family).title}; d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}{reads}; "
+            f"{trained} on enwiki, blocks of {data.block_len} tokens"
+        ),
+    }

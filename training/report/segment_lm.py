@@ -1,0 +1,84 @@
+"""The paper 002 language-model table of docs/results.md, from
+checkpoints/segment_lm/<name>/ (config.json and metrics.json): perplexity of
+the segment-50 models (no memory, Transformer-XL, RMT), each beside the
+paper's WikiText-103 figure, with the difference from the no-memory
+baseline and its bootstrap interval over the articles of each text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from training.evaluation.bootstrap import LEVEL, RESAMPLES, interval_text, paired_perplexity_difference
+from training.loop.config import TrainConfig, load_config
+
+SPLIT = "wikitext103_test"
+VALIDATION = "enwiki_val"
+BOOTSTRAP_SEED = 0
+# Paper 002, WikiText-103 test perplexity at segment length 50: (memory tokens, cache length) -> perplexity.
+PAPER = {(0, 0): 39.05, (0, 10): 28.98, (0, 50): 26.54, (1, 0): 28.71, (10, 0): 26.37}
+
+
+def load_runs(folder: Path, configs: Path) -> list[tuple[dict, dict, TrainConfig]]:
+    """(model config, metrics, training config) of every finished run, baseline
+    first, then by cache and memory; the training config is configs/<run name>.json."""
+    runs = []
+    for path in sorted(folder.glob("*/metrics.json")):
+        config = json.loads((path.parent / "config.json").read_text())["model"]
+        runs.append((config, json.loads(path.read_text()), load_config(configs / f"{path.parent.name}.json")))
+    return sorted(runs, key=lambda run: (run[0]["memory_size"] > 0, run[0]["cache_length"], run[0]["memory_size"]))
+
+
+def carried(config: dict) -> str:
+    if config["memory_size"]:
+        return f"RMT, memory {config['memory_size']}"
+    return f"Transformer-XL, cache {config['cache_length']}" if config["cache_length"] else "no memory"
+
+
+def difference_cell(metrics: dict, baseline: dict | None, split: str) -> str:
+    """Perplexity on `split` minus the baseline's on the same articles, with its interval."""
+    if baseline is None or metrics is baseline:
+        return "-"
+    documents = metrics["perplexity_counts"]["splits"][split]["documents"]
+    baseline = baseline["perplexity_counts"]["splits"][split]["documents"]
+    if documents["tokens"] != baseline["tokens"]:
+        return "(other tokenization)"
+    return interval_text(
+        *paired_perplexity_difference(documents["nll"], baseline["nll"], documents["tokens"], BOOTSTRAP_SEED)
+    )
+
+
+def segment_lm_section(checkpoints: Path, configs: Path) -> list[str]:
+    runs = load_runs(checkpoints / "segment_lm", configs)
+    parts = ["## Recurrent memory in language modelling (paper 002)", ""]
+    if not runs:
+        return [*parts, "No segment language-model runs yet (`training/train_segment_lm.sh`).", ""]
+    baseline = next((m for c, m, _ in runs if not c["memory_size"] + c["cache_length"]), None)
+    model, counts = runs[0][0], runs[0][1]["perplexity_counts"]
+    window = counts["context"]
+    parts += [
+        f"Segments of {model['segment_length']} tokens; d_model {model['d_model']}, {model['n_layers']} layers, "
+        f"d_ff {model['d_ff']} (the shipped language model's size), BPE 8,000; trained on enwiki in blocks of "
+        f"{window} tokens, memory fresh at each block, BPTT depth {model['bptt_depth']} (-1: the whole block).",
+        f"Perplexity is scored on windows of {window} tokens advancing by {counts['stride']} (each token once, "
+        "the memory fresh at the window's start). Token perplexity uses our BPE tokens; word perplexity is comparable "
+        "across tokenizers, not with the paper's word-level vocabulary.",
+        f"Δ: token perplexity minus the no-memory baseline's on the same text, with its {LEVEL:.0%} interval over "
+        f"{RESAMPLES:,} paired resamplings of the text's articles (seed {BOOTSTRAP_SEED}).",
+        "",
+        "| model | enwiki val ppl | Δ enwiki val [95% CI] | WT-103 test ppl | Δ WT-103 test [95% CI] | "
+        "WT-103 test word ppl | paper WT-103 | steps | train tokens | seed | wall min |",
+        "|---" * 11 + "|",
+    ]
+    for config, metrics, training in runs:
+        train = metrics["train"]
+        tokens = train["steps"] * training.train.batch_size * training.data.max_len
+        differences = [difference_cell(metrics, baseline, split) for split in (VALIDATION, SPLIT)]
+        paper = PAPER.get((config["memory_size"], config["cache_length"]))
+        parts.append(
+            f"| {carried(config)} | {metrics['perplexity'][VALIDATION]:.1f} | {differences[0]} | "
+            f"{metrics['perplexity'][SPLIT]:.1f} | {differences[1]} | {metrics['word_perplexity'][SPLIT]:.0f} | "
+            f"{'-' if paper is None else f'{paper:.2f}'} | {train['steps']} | {tokens:,} | {training.train.seed} | "
+            f"{train['seconds'] / 60:.0f} |"
+        )
+    return [*parts, ""]

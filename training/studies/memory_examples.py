@@ -1,0 +1,159 @@
+"""Example sentences for the Working memory page, chosen by measuring.
+
+For every working-memory checkpoint, the held-out validation pairs of its
+corpus (Multi30k val for German-English, the ru_en val portions for
+Russian-English, `training.data.corpora`) are read with seed 0, as the page runs
+them:
+
+1. screen: the whole split in batches; a sentence is a candidate when it
+   writes at least one memory token. Until its first memory token a run is
+   greedy, so whether a sentence writes memory does not depend on the batch;
+2. measure: the first MEASURED candidates (in the split's order) of at most
+   MAX_WORDS words, each alone (batch of one, seed 0, the app's default step
+   budget: exactly what the page shows), plain, with the memory masked and
+   with memory size 0;
+3. pick: the sentences whose translation changes under both lesions first,
+   then under one, shorter sentences first; EXAMPLES_PER_MODEL of them.
+
+Written to app/data/memory_examples.json with the measured counts:
+
+    python -m training.studies.memory_examples [--checkpoints checkpoints] [--data-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from inference.core.checkpoint import LoadedModel, load_checkpoint
+from inference.core.decoding import MAX_NEW_TOKENS
+from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.core.places import CHECKPOINTS_DIR, MEMORY_EXAMPLES_FILE, resolve_data_dir
+from inference.core.trace import encode_sources
+from inference.families.working_memory.corpus import wm_generate_all
+from inference.families.working_memory.generation import wm_generate
+from inference.families.working_memory.model import FAMILY
+from training.data.corpora import CORPORA
+
+SEED = 0  # the page's default seed
+SPLIT = "val"
+MAX_WORDS = 16  # a sentence that reads at a glance
+MEASURED = 200  # candidates run alone per model (three runs each)
+EXAMPLES_PER_MODEL = 6
+LESIONS = {"masked": Interventions.of(MaskMemory()), "no_memory": Interventions.of(MemorySize(size=0))}
+
+
+@dataclass
+class Measured:
+    source: str
+    reference: str
+    memory_tokens: int  # written with seed 0, alone, as on the page
+    memory: list[str]
+    translation: str
+    masked: str  # translation with the memory masked
+    no_memory: str  # translation with memory size 0
+
+    @property
+    def changes(self) -> int:
+        """Lesions that change the translation (0 to 2)."""
+        return (self.masked != self.translation) + (self.no_memory != self.translation)
+
+
+def screen(loaded: LoadedModel, sources: list[str]) -> list[int]:
+    """Indices of the sources that write at least one memory token (batched, seed 0)."""
+    examples = wm_generate_all(loaded.model, loaded.tokenizer, sources, seed=SEED)
+    return [i for i, example in enumerate(examples) if example.memory]
+
+
+@torch.no_grad()
+def measure(loaded: LoadedModel, source: str, reference: str) -> Measured:
+    """One sentence alone, seed 0: plain, masked and without memory."""
+    src_ids = encode_sources(loaded, [source])  # [1, n]
+    tokenizer = loaded.tokenizer
+
+    def run(interventions: Interventions | None):
+        return wm_generate(loaded.model, src_ids, interventions, seed=SEED, max_new_tokens=MAX_NEW_TOKENS).examples[0]
+
+    plain = run(None)
+    lesioned = {name: tokenizer.decode(run(lesion).translation) for name, lesion in LESIONS.items()}
+    return Measured(
+        source,
+        reference,
+        len(plain.memory),
+        tokenizer.display_tokens(plain.memory),
+        tokenizer.decode(plain.translation),
+        **lesioned,
+    )
+
+
+def pick(measured: list[Measured], n: int = EXAMPLES_PER_MODEL) -> list[Measured]:
+    """The sentences that write memory, those whose translation the lesions change first, shorter first."""
+    writing = [m for m in measured if m.memory_tokens]
+    return sorted(writing, key=lambda m: (-m.changes, len(m.source.split()), m.source))[:n]
+
+
+def model_examples(loaded: LoadedModel, data_dir: Path) -> dict:
+    corpus = CORPORA[loaded.meta["corpus"]]
+    pairs = corpus.read(data_dir)[SPLIT]
+    candidates = [pairs[i] for i in screen(loaded, [source for source, _ in pairs])]
+    short = [(s, r) for s, r in candidates if len(s.split()) <= MAX_WORDS][:MEASURED]
+    measured = [measure(loaded, s, r) for s, r in tqdm(short, desc=f"{loaded.name}: measuring alone", unit="sentence")]
+    chosen = pick(measured)
+    return {
+        "corpus": f"the {SPLIT} split of {corpus.name}",
+        "sentences": len(pairs),
+        "writing_memory": len(candidates),
+        "measured_alone": len(measured),
+        "writing_memory_alone": sum(1 for m in measured if m.memory_tokens),
+        "changed_by_mask": sum(1 for m in measured if m.memory_tokens and m.masked != m.translation),
+        "changed_by_no_memory": sum(1 for m in measured if m.memory_tokens and m.no_memory != m.translation),
+        "examples": [asdict(m) for m in chosen],
+    }
+
+
+def working_memory_checkpoints(root: Path) -> list[Path]:
+    folders = sorted(p for p in root.iterdir() if (p / "config.json").exists())
+    return [p for p in folders if json.loads((p / "config.json").read_text())["model"].get("family") == FAMILY]
+
+
+def write_examples(checkpoints: Path, data_dir: Path, out: Path = MEMORY_EXAMPLES_FILE) -> dict:
+    models = {}
+    for folder in working_memory_checkpoints(checkpoints):
+        loaded = load_checkpoint(folder, device="cpu")  # the server's numerics: the page runs on the CPU by default
+        models[folder.name] = model_examples(loaded, data_dir)
+    written = {
+        "seed": SEED,
+        "how": "python -m training.studies.memory_examples: sentences of the held-out validation split that write "
+        "memory with seed 0 when run alone; those whose translation the mask or memory size 0 changes first",
+        "models": models,
+    }
+    out.write_text(json.dumps(written, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return written
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.studies.memory_examples", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS_DIR)
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=MEMORY_EXAMPLES_FILE)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # one sentence at a time: a second thread only waits (15x slower on a busy 2-core machine)
+    written = write_examples(args.checkpoints, resolve_data_dir(args.data_dir), args.out)
+    for name, found in written["models"].items():
+        print(
+            f"{name}: {found['writing_memory']} of {found['sentences']} {found['corpus']} sentences write memory; "
+            f"{found['writing_memory_alone']} of {found['measured_alone']} short ones alone; "
+            f"translation changed by the mask in {found['changed_by_mask']}, "
+            f"by memory size 0 in {found['changed_by_no_memory']}"
+        )
+
+
+if __name__ == "__main__":
+    main()

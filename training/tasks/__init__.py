@@ -1,0 +1,1 @@
+"""Generators of the papers' algorithmic tasks, seeded."""
