@@ -23,9 +23,10 @@ import time
 import torch
 
 from inference.analyses.ff_values import ff_memories
+from inference.core.capabilities import Capability
 from inference.core.checkpoint import load_checkpoint
 from inference.core.decoding import pad_batch
-from inference.core.family import Capability, capabilities_of
+from inference.core.family import capabilities_of
 from inference.core.places import resolve_data_dir
 from inference.runs.trigger_mining import mine_triggers, prefix_stream, trace_texts
 from training.studies.ff_keys import study_corpus

@@ -20,13 +20,15 @@ import torch
 
 from inference.core.checkpoint import load_checkpoint
 from inference.core.family import build_model
+from inference.core.losses import StepObjective
 from inference.core.places import resolve_data_dir
 from inference.runs.lesion import PAPER_MEMORY_SIZES
 from inference.runs.translate import translate_all
 from training.data.translation import bucketed_batches, make_batch, read_multi30k, tokenize_pairs
 from training.evaluation.translation import lesion_sweep
 from training.loop.config import load_config
-from training.loop.epochs import make_optimizer, noam_lr, optimizer_step
+from training.loop.epochs import batch_loss, make_optimizer, noam_lr
+from training.loop.steps import StepSettings, optimizer_step
 
 
 def training_throughput(loaded, config_path: str, steps: int, data_dir) -> tuple[float, float, float]:
@@ -35,6 +37,10 @@ def training_throughput(loaded, config_path: str, steps: int, data_dir) -> tuple
     torch.manual_seed(0)
     model = build_model(config.model_config(loaded.tokenizer))
     optimizer = make_optimizer(model)
+    objective = StepObjective(config.train.label_smoothing)
+    settings = StepSettings(
+        config.train.clip_norm, lambda step: noam_lr(step + 1, model.config.d_model, config.train.warmup_steps)
+    )
     examples = tokenize_pairs(loaded.tokenizer, read_multi30k(data_dir, "train"), config.data.max_len)
     batches = bucketed_batches(examples, config.train.batch_size, seed=0)[: steps + 2]
     target_tokens = all_tokens = 0
@@ -42,9 +48,7 @@ def training_throughput(loaded, config_path: str, steps: int, data_dir) -> tuple
         batch = make_batch([examples[i] for i in indices], loaded.tokenizer)
         if step == 2:  # the first steps warm up allocators
             start = time.perf_counter()
-        optimizer_step(
-            model, optimizer, batch, config.train, noam_lr(step + 1, model.config.d_model, config.train.warmup_steps)
-        )
+        optimizer_step(model, optimizer, lambda: batch_loss(model, batch, objective), settings, step)  # noqa: B023
         if step >= 2:
             target_tokens += int((batch.tgt_out != loaded.tokenizer.pad_id).sum())
             all_tokens += int((batch.src_ids != loaded.tokenizer.pad_id).sum()) + int(

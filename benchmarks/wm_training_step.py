@@ -17,29 +17,33 @@ from __future__ import annotations
 import argparse
 import copy
 import time
+from dataclasses import replace
 
 import torch
 
 from inference.core.checkpoint import load_checkpoint
+from inference.core.losses import StepObjective
 from inference.core.places import resolve_data_dir
 from training.data.translation import bucketed_batches, make_batch, read_multi30k, tokenize_pairs
 from training.loop.config import LoopConfig, load_config
-from training.loop.epochs import make_optimizer, optimizer_step
-from training.loop.objectives import Objective, objective_for_epoch
+from training.loop.epochs import batch_loss, make_optimizer
+from training.loop.steps import StepSettings, optimizer_step
 
 WARMUP_STEPS = 2  # allocator and kernel warm-up, not timed
 LR = 1e-4  # fixed: the schedule does not change a step's cost
 
 
-def seconds_per_step(model, batches, train: LoopConfig, objective: Objective, device: str) -> float:
+def seconds_per_step(model, batches, train: LoopConfig, objective: StepObjective, device: str) -> float:
     """Mean seconds of an optimiser step of `objective` over `batches` (after the warm-up steps)."""
     optimizer = make_optimizer(model)
+    settings = StepSettings(train.clip_norm, learning_rate=lambda step: LR)
     for step, batch in enumerate(batches):
         if step == WARMUP_STEPS:
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
             start = time.perf_counter()
-        optimizer_step(model, optimizer, batch, train, LR, objective, seed=step)
+        step_objective = replace(objective, seed=step)
+        optimizer_step(model, optimizer, lambda: batch_loss(model, batch, step_objective), settings, step)  # noqa: B023
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     return (time.perf_counter() - start) / (len(batches) - WARMUP_STEPS)
@@ -61,8 +65,8 @@ def main() -> None:
     batches = [make_batch([examples[i] for i in batch], tokenizer).to(args.device) for batch in indices]
 
     model = loaded.model
-    plain_loss = objective_for_epoch(model, train.label_smoothing, None, 0)  # no memory: the plain epochs' loss
-    memory_loss = objective_for_epoch(model, train.label_smoothing, wm, wm.plain_epochs)  # the first memory epoch
+    plain_loss = StepObjective(train.label_smoothing, 0, options=wm)  # no memory: the plain epochs' loss
+    memory_loss = StepObjective(train.label_smoothing, wm.plain_epochs, options=wm)  # the first memory epoch
     plain = seconds_per_step(copy.deepcopy(model), batches, train, plain_loss, args.device)
     memory = seconds_per_step(copy.deepcopy(model), batches, train, memory_loss, args.device)
     print(f"device {args.device}, threads {torch.get_num_threads()}; {args.checkpoint}, {args.steps} timed steps")

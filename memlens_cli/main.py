@@ -80,9 +80,9 @@ def decoding_of(args: argparse.Namespace):
 
 
 def translate(args: argparse.Namespace) -> int:
-    from inference.core.family import Capability
+    from inference.core.capabilities import Capability
     from inference.core.interventions import BlockMemoryReads, Interventions, KnockoutSlots, MaskMemory, MemorySize
-    from inference.core.trace import run_with_trace
+    from inference.core.tracing import run_with_trace
 
     decoding = decoding_of(args)
     items = [MemorySize(size=args.memory_size)] if args.memory_size is not None else []

@@ -10,12 +10,25 @@ when it runs, so `--help` answers at once."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-from pathlib import Path
 
 from inference.core.places import DATA_DIR_ENV, REPO_ROOT
+from training.commands import (
+    active_memory_compare_command,
+    algorithmic_task_command,
+    batch_command,
+    ff_command,
+    lesion_command,
+    memory_command,
+    memory_examples_command,
+    memory_probe_command,
+    outputs_command,
+    results_command,
+    segment_task_command,
+    store_half_command,
+    train_command,
+)
 
 
 def user_errors() -> tuple[type[Exception], ...]:
@@ -41,7 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
         "and the language model (enwiki, WikiText).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    add_run_commands(commands)
+    add_study_commands(commands)
+    add_task_commands(commands)
+    add_batch_and_report_commands(commands)
+    return parser
 
+
+def add_run_commands(commands: argparse._SubParsersAction) -> None:
+    """Train a config, and re-measure a finished checkpoint: lesion table, memory content, float16, outputs."""
     train = commands.add_parser(
         "train", help="train (or resume) a model from a JSON config and write its checkpoint folder"
     )
@@ -100,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_and_device(outputs)
     outputs.set_defaults(handler=outputs_command)
 
+
+def add_study_commands(commands: argparse._SubParsersAction) -> None:
+    """Studies of a trained model that the app reads: FF-key triggers, working-memory examples."""
     ff = commands.add_parser(
         "ff-memories",
         help="mine FF-key trigger examples and write a checkpoint's ff_triggers.json.gz and ff_analysis.json "
@@ -136,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     examples.add_argument("rest", nargs=argparse.REMAINDER)
     examples.set_defaults(handler=memory_examples_command)
 
+
+def add_task_commands(commands: argparse._SubParsersAction) -> None:
+    """The algorithmic task runs of papers 001 and 002, and their studies."""
     task = commands.add_parser(
         "segment-task",
         help="train (or resume) an RMT, Transformer-XL or no-memory decoder on one of paper 002's algorithmic tasks",
@@ -187,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--data-dir", help=f"shared data folder (default: ${DATA_DIR_ENV}, else ../shared/data)")
     compare.set_defaults(handler=active_memory_compare_command)
 
+
+def add_batch_and_report_commands(commands: argparse._SubParsersAction) -> None:
+    """A GPU batch of runs, and docs/results.md."""
     batch = commands.add_parser(
         "batch",
         help="train configs side by side until a hard deadline (a lent GPU), store each finished run in float16 "
@@ -223,20 +253,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir", help="shared data folder: the references of the stored test outputs (default as for training)"
     )
     results.set_defaults(handler=results_command)
-    return parser
-
-
-def train_command(args: argparse.Namespace) -> None:
-    from training.loop.config import load_config
-    from training.loop.seed_runs import seed_folder, seeded_config
-    from training.loop.translation_run import run_training
-
-    config, out = load_config(args.config), args.out
-    if args.seed is not None:
-        out = out or REPO_ROOT / "checkpoints" / seed_folder(config.name, args.seed)
-        config = seeded_config(config, args.seed)
-    folder = run_training(config, args.data_dir, out, args.run_dir, args.device, args.max_steps)
-    print(folder)
 
 
 def positive_number(text: str) -> float:
@@ -250,130 +266,6 @@ def positive_integer(text: str) -> int:
     if not (text.isdigit() and int(text) > 0):
         raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
     return int(text)
-
-
-def batch_command(args: argparse.Namespace) -> None:
-    from training.loop.device_batch import BatchError, parse_job, run_batch
-
-    jobs = [parse_job(spec) for spec in args.jobs]
-    data = ["--data-dir", str(Path(args.data_dir).resolve())] if args.data_dir else []
-    options = ["--device", args.device, *data]  # the runs start in the repository's root
-    limit = int(args.archive_mb * 1_000_000)
-    if limit < 100_000:
-        raise BatchError("--archive-mb must be at least 0.1")
-    report = run_batch(jobs, Path(args.work), Path(args.pack), args.deadline, options, limit, args.archives)
-    print(json.dumps(report, indent=1))
-
-
-def lesion_command(args: argparse.Namespace) -> None:
-    from training.loop.translation_run import recompute_lesion
-
-    table = recompute_lesion(args.checkpoint, args.data_dir, args.device)
-    print(json.dumps(table))
-
-
-def memory_command(args: argparse.Namespace) -> None:
-    from training.studies.memory_content import analyse_checkpoint
-
-    print(analyse_checkpoint(args.checkpoint, args.data_dir, args.device, args.max_sentences))
-
-
-def ff_command(args: argparse.Namespace) -> None:
-    from training.studies.ff_keys import study_checkpoint
-
-    for path in study_checkpoint(
-        args.checkpoint,
-        args.data_dir,
-        args.device,
-        args.sentences,
-        args.eval_sentences,
-        args.batch_size,
-        args.top_k,
-        args.run_dir,
-    ):
-        print(path)
-
-
-def outputs_command(args: argparse.Namespace) -> None:
-    from training.loop.translation_run import store_outputs
-
-    for folder in args.checkpoints:
-        print(store_outputs(folder, args.data_dir, args.device), flush=True)
-
-
-def store_half_command(args: argparse.Namespace) -> None:
-    from training.loop.translation_run import store_half
-
-    for folder in args.checkpoints:
-        old, new = store_half(folder, args.data_dir, args.device)
-        print(f"{folder}: weights stored in float16; metrics re-measured on them")
-        old_numbers = dict(numbers(old))
-        for path, value in numbers(new):
-            if not path.startswith("train."):
-                print(f"  {path}: {old_numbers.get(path, '-')} -> {value}", flush=True)
-
-
-def numbers(value, path: str = "") -> list[tuple[str, float]]:
-    """(path, number) for every number in nested dicts and lists, e.g. ("lesion.bleu[2]", 25.1)."""
-    if isinstance(value, dict):
-        return [found for key, item in value.items() for found in numbers(item, f"{path}.{key}" if path else key)]
-    if isinstance(value, list):
-        return [found for i, item in enumerate(value) for found in numbers(item, f"{path}[{i}]")]
-    return [(path, value)] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
-
-
-def memory_examples_command(args: argparse.Namespace) -> None:
-    from training.studies.memory_examples import main as memory_examples_main
-
-    memory_examples_main(args.rest)
-
-
-def segment_task_command(args: argparse.Namespace) -> None:
-    from training.loop.segment_task_run import TaskRun, train_task
-
-    run = TaskRun(args.task, args.segments, args.carry, args.seed, args.steps, args.batch_size, memory=args.memory)
-    out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / "tasks" / run.name
-    train_task(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name)
-
-
-def algorithmic_task_command(args: argparse.Namespace) -> None:
-    from training.loop.neural_gpu_task_run import AlgorithmicRun, train_algorithmic
-
-    run = AlgorithmicRun(args.task, args.model, args.seed, args.steps, max_length=args.max_length, maps=args.maps)
-    out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / f"{run.model}_{run.task}"
-    train_algorithmic(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name)
-
-
-def memory_probe_command(args: argparse.Namespace) -> None:
-    import time
-
-    from inference.core.checkpoint import CheckpointError, load_checkpoint
-    from training.studies.memory_probe import probe_memory, probe_record
-
-    folder = Path(args.checkpoint)
-    loaded = load_checkpoint(folder, "cpu")
-    began = time.monotonic()
-    try:
-        probe = probe_memory(loaded, args.train, args.validation, args.test)
-    except ValueError as error:
-        raise CheckpointError(str(error)) from None
-    metrics = json.loads((folder / "metrics.json").read_text())
-    metrics["memory_probe"] = probe_record(probe, time.monotonic() - began)
-    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    best = probe.best_slot.max(axis=0)  # [position] best slot after any segment
-    print(f"{folder.name}: best single-slot accuracy per source position {[round(float(x), 2) for x in best]}")
-
-
-def active_memory_compare_command(args: argparse.Namespace) -> None:
-    from training.report.active_memory import measure_translation
-
-    measure_translation(Path(args.checkpoints), REPO_ROOT / "training" / "configs", args.data_dir)
-
-
-def results_command(args: argparse.Namespace) -> None:
-    from training.report.results import write_results
-
-    print(write_results(Path(args.checkpoints), Path(args.out), Path(args.reading), args.data_dir))
 
 
 def main(argv: list[str] | None = None) -> int:

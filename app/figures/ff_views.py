@@ -14,7 +14,8 @@ from markupsafe import Markup, escape
 from inference.analyses.ff_aggregation import LogitLens
 from inference.analyses.ff_agreement import token_rank
 from inference.analyses.ff_mining import StoredTrigger, TriggerStore
-from inference.analyses.ff_values import FFMemories, value_logits
+from inference.analyses.ff_values import value_logits
+from inference.core.ff_memories import FFMemories
 from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Trace
 

@@ -29,7 +29,7 @@ from app.services.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, call_indices, layer_attention, pattern_heads
 from inference.analyses.blocks import attention_blocks
 from inference.analyses.memory_operations import MEMORY_OPERATION_HOOKS, memory_operations
-from inference.core.family import Capability
+from inference.core.capabilities import Capability
 from inference.core.hooks import hook_points
 from inference.core.interventions import Interventions, MemorySize
 

@@ -30,7 +30,7 @@ from app.services.examples import example_input
 from app.services.pages import FF
 from app.services.textdiff import word_diff
 from inference.analyses.ff_aggregation import logit_lens
-from inference.core.family import Capability
+from inference.core.capabilities import Capability
 from inference.core.interventions import Interventions
 
 router = APIRouter(include_in_schema=False)

@@ -24,7 +24,8 @@ from app.services.textdiff import word_diff
 from inference.analyses.attention import attention_stacks, layer_attention, pattern_heads
 from inference.analyses.memory_operations import MEMORY_OPERATION_HOOKS, memory_operations
 from inference.analyses.segments import NextTokenHits, memory_path, next_token_hits, segment_spans
-from inference.core.family import Capability, family_of
+from inference.core.capabilities import Capability
+from inference.core.family import family_of
 from inference.core.interventions import (
     MAX_FACTOR,
     MAX_LISTED,

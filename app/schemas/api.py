@@ -17,8 +17,8 @@ from app.schemas.validation import (
     ModelName,
     Reference,
 )
+from inference.core.capabilities import Capability
 from inference.core.decoding import Decoding
-from inference.core.family import Capability
 from inference.core.interventions import Interventions
 
 DEMO_TEXT = "Ein Hund läuft über die Wiese."

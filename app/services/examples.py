@@ -8,8 +8,9 @@ import json
 from functools import cache
 
 from app.services.demo import demo_sentences
+from inference.core.capabilities import Capability
 from inference.core.checkpoint import RegistryEntry
-from inference.core.family import Capability, capabilities_of
+from inference.core.family import capabilities_of
 from inference.core.places import MEMORY_EXAMPLES_FILE
 
 # written by python -m training.studies.memory_examples

@@ -25,8 +25,9 @@ from app.services.uploads import Corpus
 from inference.analyses.attention import attention_stacks
 from inference.analyses.blocks import attention_blocks, merge_blocks
 from inference.analyses.quality import corpus_quality
-from inference.core.checkpoint import LoadedModel
-from inference.core.family import Capability, capabilities_of, family_of
+from inference.core.capabilities import Capability
+from inference.core.family import capabilities_of, family_of
+from inference.core.loaded_model import LoadedModel
 from inference.corpora.multi30k import DataError, read_multi30k
 from inference.runs.lesion import lesion_sizes, quality_at_memory_size
 from inference.runs.memory_corpus import generate_memory_corpus, summarise_memory_corpus

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.core.family import Capability as C
+from inference.core.capabilities import Capability as C
 
 Needs = Callable[[frozenset[C]], bool]
 OPENS_ON = json.loads((Path(__file__).parents[1] / "data" / "opens_on.json").read_text(encoding="utf-8"))

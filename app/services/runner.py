@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from app.middleware.client_gone import ClientGone, client_gone
 from app.schemas.validation import InputError, shown, visible_text
+from app.services.ff_study import FFStudy, ff_bytes, read_ff_study
 from app.services.pages import FF, FOCUS, MEMORY, TRANSLATION, Page, home_of
 from inference.analyses.attention import attention_stacks, pattern_hook_name
 from inference.analyses.blocks import HeadBlocks, attention_blocks
-from inference.analyses.ff_mining import TriggerStore
-from inference.analyses.ff_values import FFMemories, ff_memories
+from inference.analyses.ff_values import ff_memories
 from inference.analyses.working_memory import (
     MemoryAttention,
     StepDecision,
@@ -31,13 +31,16 @@ from inference.analyses.working_memory import (
     target_to_memory_attention,
 )
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
-from inference.core.checkpoint import CheckpointRegistry, LoadedModel, read_json_object
+from inference.core.capabilities import Capability
+from inference.core.checkpoint import CheckpointRegistry
 from inference.core.decoding import GREEDY, Decoding
-from inference.core.family import Capability, capabilities_of
+from inference.core.family import capabilities_of
+from inference.core.ff_memories import FFMemories
 from inference.core.hooks import hook_points
 from inference.core.interventions import Interventions
-from inference.core.trace import Trace, run_with_trace
-from inference.corpora.ff_study_files import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
+from inference.core.loaded_model import LoadedModel
+from inference.core.trace import Trace
+from inference.core.tracing import run_with_trace
 from inference.runs.attribution import Attribution, attribute
 from inference.runs.source_attribution import SourceAttribution, source_attribution
 
@@ -72,14 +75,6 @@ class MemoryView:
     stream: list[StreamToken]
     steps: list[StepDecision]
     attention: MemoryAttention
-
-
-@dataclass
-class FFStudy:
-    """The FF-memory study files beside a checkpoint (training/studies/ff_keys.py); None where not computed."""
-
-    triggers: TriggerStore | None
-    analysis: dict | None
 
 
 class Runner:
@@ -265,12 +260,7 @@ class Runner:
         with self._ff_lock:
             found = self._ff.get(model)
             if found is None:
-                folder = self.registry.entries[model].path
-                triggers = (
-                    TriggerStore(read_triggers(folder / TRIGGERS_FILE)) if (folder / TRIGGERS_FILE).exists() else None
-                )
-                analysis = read_json_object(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).exists() else None
-                found = (ff_memories(loaded.model), FFStudy(triggers, analysis))
+                found = (ff_memories(loaded.model), read_ff_study(self.registry.entries[model].path))
                 self._ff.put(model, found)
             return found
 
@@ -391,12 +381,3 @@ def translation_of(trace: Trace) -> Translation:
 def trace_bytes(trace: Trace) -> int:
     """Bytes of a trace's tensors: every call of every capture, and the logits."""
     return tensor_bytes(*(call.tensor for capture in trace.captures.values() for call in capture.calls), trace.logits)
-
-
-def ff_bytes(entry: tuple[FFMemories, FFStudy]) -> int:
-    """Bytes of a model's FF values and output embedding (copies of its weights) and its decoded trigger store."""
-    memories, study = entry
-    triggers = (
-        [array for arrays in study.triggers.arrays.values() for array in arrays.values()] if study.triggers else []
-    )
-    return tensor_bytes(*memories.values.values(), memories.output_embedding, *triggers)

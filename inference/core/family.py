@@ -18,63 +18,20 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Sequence
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import nn
 
+from inference.core.capabilities import Capability, FamilyConfig
+
 if TYPE_CHECKING:
-    from inference.analyses.ff_values import FFMemories
-    from inference.core.checkpoint import LoadedModel
+    from inference.core.ff_memories import FFMemories
     from inference.core.hooks import HookFn
     from inference.core.interventions import Intervention, Interventions
+    from inference.core.loaded_model import LoadedModel
+    from inference.core.losses import StepObjective
     from inference.core.trace import Trace, TraceRequest
-
-
-class Capability(StrEnum):
-    """What a model can do; the app picks pages, views and controls from these."""
-
-    TRANSLATES = "translates"  # source text in, target text out
-    GENERATES_TEXT = "generates_text"  # continues a text
-    NEXT_TOKEN = "next_token"  # model(ids [b, n]) -> next-token logits [b, n, vocab]: trains as a language model
-    MEMORY_TOKENS = "memory_tokens"  # [mem] vectors on a token axis: memory size, slot knock-out, blocked reads
-    SEGMENTS = "segments"  # reads its input segment by segment, carrying a state: captures indexed by segment
-    SEGMENT_CACHE = "segment_cache"  # attends to cached states of earlier segments (Transformer-XL)
-    RECURRENT_STEPS = "recurrent_steps"  # updates a state tensor step by step: captures indexed by step
-    WORKING_MEMORY = "working_memory_decoder"  # a decoder that writes its own memory tokens into its input stream
-    FF_KEYS = "ff_keys"  # ReLU feed-forward layers, read as key-value memories
-    BEAM_SEARCH = "beam_search"  # decodes its own output by greedy or beam search
-    ATTRIBUTION = "attribution"  # integrated gradients onto input tokens and memory slots
-    SOURCE_ATTRIBUTION = "source_attribution"  # integrated gradients of its output onto its embedded source tokens
-
-
-@runtime_checkable
-class FamilyConfig(Protocol):
-    """What every family's config dataclass provides."""
-
-    family: str
-    vocab_size: int
-    max_positions: int
-    pad_id: int
-    bos_id: int
-    eos_id: int
-
-    @property
-    def memory_size(self) -> int: ...  # trained memory: slots, tokens, state cells; 0 for none
-
-    @property
-    def max_memory_size(self) -> int: ...  # largest memory a lesion may ask for
-
-
-def check_positions_and_special_ids(config: FamilyConfig) -> None:
-    """The checks every config needs: room for BOS and a token, and pad, BOS
-    and EOS distinct ids inside the vocabulary; raises ValueError."""
-    if config.max_positions < 2:
-        raise ValueError("max_positions must be at least 2")
-    special = (config.pad_id, config.bos_id, config.eos_id)
-    if len(set(special)) != 3 or max(special) >= config.vocab_size:
-        raise ValueError("pad, bos and eos ids must be distinct and inside the vocabulary")
 
 
 class Family(Protocol):
@@ -124,6 +81,21 @@ class Family(Protocol):
         and nothing else; the model's forward(src_ids, tgt_in) gives teacher-forced logits [b, t, vocab]."""
         ...
 
+    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+        """Families the training loop trains: the scalar loss of one step on `batch` (a translation batch, or a
+        language-model batch for NEXT_TOKEN models; inference.core.losses has the shared pieces)."""
+        ...
+
+    def describe(self, config: FamilyConfig) -> str:
+        """The model in a line, for its checkpoint card, e.g. "MemTransformer, 10 memory slots; d_model 512, 6+6
+        layers"."""
+        ...
+
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any]) -> nn.Module:
+        """A model of this family, with the config `config_fields` name, that starts from the trained `source` (a
+        model of another family); raises ValueError when the source does not fit."""
+        ...
+
 
 class FamilyDefaults:
     """What a family leaves out, refused with its name: inherit it and write
@@ -152,6 +124,15 @@ class FamilyDefaults:
 
     def source_embedding(self, model: nn.Module) -> nn.Module:
         raise ValueError(f"a {self.title} model names no source embedding to attribute onto")
+
+    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+        raise ValueError(f"a {self.title} model is not trained by the training loop")
+
+    def describe(self, config: FamilyConfig) -> str:
+        return self.title
+
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any]) -> nn.Module:
+        raise ValueError(f"a {self.title} model cannot start from a model of the {source.config.family} family")
 
 
 _FAMILIES: dict[str, Family] = {}  # config `family` value -> family

@@ -1,30 +1,21 @@
-"""The capture API: run a model on inputs and record its hook points.
+"""What a traced run returns (`run_with_trace`, inference.core.tracing).
 
-`run_with_trace` asks the model's family to run it (`Family.trace`) and
-returns a `Trace`: a typed record of the run (`RunRecord`: model, family,
+A `Trace` is a typed record of the run (`RunRecord`: model, family,
 capabilities, config, interventions, decoding), a `Capture` per recorded
 hook point holding every call of it with its index (segment, step,
 decoding position) and the names of its axes, a display token and a role
 for every position of every token axis, and the output.
-
-Captures are hooks registered for the one call and removed afterwards
-(`recording`), so nothing stays on the model between calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
-from torch import nn
 
-from inference.core.checkpoint import LoadedModel
-from inference.core.decoding import GREEDY, Decoding, pad_batch, strip_after_eos
-from inference.core.family import Capability, FamilyConfig, capabilities_of, family_of
-from inference.core.hooks import HookPoint, current_scope, hook_points, registered_hooks, select_hook_names
-from inference.core.interventions import Interventions, applied_interventions
+from inference.core.capabilities import Capability, FamilyConfig
+from inference.core.decoding import Decoding
+from inference.core.interventions import Interventions
 
 # Roles of positions that hold memory rather than text; every other role
 # except "pad" counts as sequence.
@@ -148,107 +139,3 @@ class TraceRequest:
     max_new_tokens: int
     seed: int
     decoding: Decoding
-
-
-def run_with_trace(
-    loaded: LoadedModel,
-    sources: str | list[str],
-    targets: str | list[str] | None = None,
-    names: list[str] | None = None,
-    interventions: Interventions | None = None,
-    max_new_tokens: int = 128,
-    seed: int = 0,
-    decoding: Decoding = GREEDY,
-) -> Trace:
-    """Run teacher-forced on `targets`, or on the model's own output when no
-    targets are given (decoded by `decoding`: greedy or beam search),
-    recording the hook points `names` (exact names or glob patterns; None =
-    all). `seed`: the sampling seed of a family that samples (others ignore
-    it). Raises ValueError on input the model cannot take."""
-    sources = [sources] if isinstance(sources, str) else list(sources)
-    if not sources:
-        raise ValueError("no source text given")
-    if targets is not None:
-        targets = [targets] if isinstance(targets, str) else list(targets)
-        if len(targets) != len(sources):
-            raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
-    if decoding.method != "greedy":
-        if Capability.BEAM_SEARCH not in capabilities_of(loaded.config):
-            raise ValueError(f"beam search does not apply to {loaded.name}: it chooses its output its own way")
-        if targets is not None:
-            raise ValueError("beam search applies to the model's own output: a given target is forced as it is")
-    request = TraceRequest(sources, targets, names, interventions or Interventions(), max_new_tokens, seed, decoding)
-    return family_of(loaded.config.family).trace(loaded, request)
-
-
-def run_record(loaded: LoadedModel, request: TraceRequest, memory_size: int, decoding: Decoding | None) -> RunRecord:
-    """The record of a run of `loaded` as `request` asked; `decoding` None where the output was given."""
-    return RunRecord(
-        model=loaded.name,
-        family=loaded.config.family,
-        capabilities=capabilities_of(loaded.config),
-        config=loaded.config,
-        interventions=request.interventions,
-        memory_size=memory_size,
-        decoding=decoding,
-        seed=request.seed,
-    )
-
-
-@contextmanager
-def recording(
-    model: nn.Module, names: list[str] | None, interventions: Interventions
-) -> Iterator[tuple[dict[str, Capture], int]]:
-    """For one run: (hook name -> Capture, filled call by call as the model
-    runs; the memory size in force). Interventions are registered first, so
-    captures see their effect."""
-    points = hook_points(model)
-    captures = {name: _empty_capture(points[name]) for name in select_hook_names(model, names)}
-
-    def capture(tensor: torch.Tensor, point: HookPoint) -> None:
-        calls = captures[point.name].calls
-        calls.append(Call({"call": len(calls), **current_scope()}, tensor.detach().cpu()))
-
-    with (
-        torch.no_grad(),
-        applied_interventions(model, interventions) as memory_size,
-        registered_hooks(model, [(name, capture) for name in captures]),
-    ):
-        yield captures, memory_size
-
-
-def _empty_capture(point: HookPoint) -> Capture:
-    return Capture(point.name, point.dims, point.positions, point.doc)
-
-
-def encode_sources(loaded: LoadedModel, sources: list[str]) -> torch.Tensor:  # [b, n]
-    """Source texts -> padded ids with EOS; raises ValueError on empty or overlong input."""
-    config = loaded.config
-    rows = loaded.tokenizer.encode_sources(sources)
-    for ids in rows:
-        if len(ids) == 1:
-            raise ValueError("empty source text")
-        if len(ids) > config.max_positions:
-            raise ValueError(f"source has {len(ids) - 1} tokens; the model accepts at most {config.max_positions - 1}")
-    return pad_batch(rows, config.pad_id, loaded.device)
-
-
-def token_roles(ids: list[list[int]], config: FamilyConfig, content_role: str) -> list[list[str]]:
-    """The role of every id: "pad", "special" (BOS, EOS) or `content_role` ("src", "tgt", ...)."""
-    special = (config.bos_id, config.eos_id)
-    return [["pad" if i == config.pad_id else "special" if i in special else content_role for i in row] for row in ids]
-
-
-def own_or_given_output(
-    loaded: LoadedModel, request: TraceRequest, src_ids: torch.Tensor
-) -> tuple[list[list[int]], torch.Tensor]:
-    """For a family whose model offers `greedy(src_ids, max_new_tokens) -> (tokens, logits)` and a teacher-forced
-    `model(src_ids, tgt_in)`: (output ids without EOS, logits [b, t, vocab]) of its greedy output, or of the
-    request's targets teacher-forced. Run it inside `recording`, so the hooks see the pass."""
-    model, config = loaded.model, loaded.config
-    if request.targets is None:
-        tokens, logits = model.greedy(src_ids, request.max_new_tokens)
-        return strip_after_eos(tokens.cpu(), config.eos_id), logits
-    output_ids = loaded.tokenizer.encode_batch(request.targets)
-    tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)  # [b, t]
-    return output_ids, model(src_ids, tgt_in)

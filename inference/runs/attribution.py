@@ -15,10 +15,11 @@ from dataclasses import dataclass
 import torch
 from captum.attr import IntegratedGradients, Saliency
 
-from inference.core.checkpoint import LoadedModel
+from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import GREEDY, Decoding, pad_batch
-from inference.core.interventions import Interventions, applied_interventions
-from inference.core.trace import encode_sources, run_with_trace
+from inference.core.interventions import Interventions
+from inference.core.loaded_model import LoadedModel
+from inference.core.tracing import encode_sources, run_with_trace
 
 
 @dataclass

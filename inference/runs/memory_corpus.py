@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 from inference.analyses.memory_content import MemoryRecord, memory_content_summary
 from inference.analyses.quality import corpus_quality
-from inference.core.checkpoint import LoadedModel
-from inference.core.family import Capability, capabilities_of
+from inference.core.capabilities import Capability
+from inference.core.family import capabilities_of
 from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.core.loaded_model import LoadedModel
 from inference.families.working_memory.corpus import wm_generate_all
 from inference.runs.translate import BATCH_SIZE, translate_all
 

@@ -21,9 +21,9 @@ import torch
 from captum.attr import IntegratedGradients
 from torch import nn
 
-from inference.core.checkpoint import LoadedModel
 from inference.core.family import family_of
-from inference.core.trace import encode_sources, run_with_trace
+from inference.core.loaded_model import LoadedModel
+from inference.core.tracing import encode_sources, run_with_trace
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,11 @@ import torch
 
 from inference.analyses.ff_mining import COMPACT_FORMAT, NO_TOKEN, MiningState, TriggerTokens, add_batch, encode_array
 from inference.analyses.ff_values import ff_memories
-from inference.core.checkpoint import LoadedModel
-from inference.core.family import Capability, capabilities_of
-from inference.core.trace import Trace, run_with_trace
+from inference.core.capabilities import Capability
+from inference.core.family import capabilities_of
+from inference.core.loaded_model import LoadedModel
+from inference.core.trace import Trace
+from inference.core.tracing import run_with_trace
 from inference.families.language_model.continuation import prompt_ids
 
 

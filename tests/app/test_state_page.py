@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from inference.core.family import Capability
+from inference.core.capabilities import Capability
 
 CARRY = "11111110+10000000"  # least significant bit first: 127 + 1
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from inference.core.checkpoint import LoadedModel
-from inference.core.family import Capability, FamilyDefaults
-from inference.core.trace import Trace, TraceRequest, encode_sources, indexed_axis, recording, run_record
+from inference.core.capabilities import Capability
+from inference.core.family import FamilyDefaults
+from inference.core.loaded_model import LoadedModel
+from inference.core.trace import Trace, TraceRequest, indexed_axis
+from inference.core.tracing import encode_sources, recording, run_record
 from tests.toy_family.model import AXIS, CONFIG_NAME, ToySegmentsConfig, ToySegmentsModel
 
 

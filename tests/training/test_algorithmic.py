@@ -9,8 +9,9 @@ import random
 
 import pytest
 
+from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointRegistry
-from inference.core.family import Capability, capabilities_of
+from inference.core.family import capabilities_of
 from training.loop.neural_gpu_task_run import AlgorithmicRun, Curriculum, train_algorithmic
 from training.report.active_memory import algorithmic_table
 from training.tasks.neural_gpu_tasks import carry_chain_sample, sample, task_split

@@ -50,7 +50,7 @@ def test_each_condition_is_the_model_run_under_its_lesion():
     outputs (another path through the model than the batched translation)."""
     from inference.core.interventions import Interventions, MemorySize
     from inference.core.places import REPO_ROOT
-    from inference.core.trace import run_with_trace
+    from inference.core.tracing import run_with_trace
     from inference.runs.translate import MAX_NEW_TOKENS
     from training.evaluation.outputs import measure_outputs
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from inference.core.checkpoint import load_checkpoint
-from inference.core.trace import run_with_trace
+from inference.core.tracing import run_with_trace
 from training.loop.segment_task_run import TaskRun, scores, train_task
 from training.tasks.rmt_tasks import task_split, text
 

@@ -4,11 +4,11 @@ import pytest
 import torch
 
 from inference.core.family import build_model
+from inference.core.losses import StepObjective
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformerConfig
 from training.data.translation import make_batch, read_multi30k, tokenize_pairs
 from training.data.vocabulary import train_shared_vocabulary
-from training.loop.epochs import make_optimizer, noam_lr
-from training.loop.objectives import token_loss
+from training.loop.epochs import batch_loss, make_optimizer, noam_lr
 from training.loop.run_dir import Progress, RunDir
 
 
@@ -34,7 +34,8 @@ def test_every_family_trains_and_its_state_round_trips(family, tmp_path, synthet
     model = build_model(config)
     optimizer = make_optimizer(model)
     optimizer.param_groups[0]["lr"] = 1e-3
-    loss = token_loss(model.train(), make_batch(tokenize_pairs(tokenizer, pairs, 20), tokenizer), label_smoothing=0.1)
+    batch = make_batch(tokenize_pairs(tokenizer, pairs, 20), tokenizer)
+    loss = batch_loss(model.train(), batch, StepObjective(label_smoothing=0.1))
     loss.backward()
     optimizer.step()
     run = RunDir(tmp_path, tiny_config())

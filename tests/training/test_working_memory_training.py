@@ -8,15 +8,17 @@ import json
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.decoding import pad_batch
+from inference.core.losses import StepObjective
 from inference.families.working_memory.model import TARGET_TYPE, WorkingMemoryTransformer
 from tests.conftest import make_tiny_working_memory
 from training.data.translation import make_batch
 from training.loop.config import ConfigError, config_from_dict
-from training.loop.objectives import objective_for_epoch, token_loss
-from training.loop.translation_run import run_training, working_memory_from_transformer
+from training.loop.epochs import batch_loss
+from training.loop.translation_run import run_training, warm_start
 
 WM_MODEL = {
     "family": "working_memory",
@@ -87,9 +89,16 @@ def test_plain_epoch_is_the_token_loss_and_memory_epoch_adds_the_type_loss(train
     batch = make_batch([(tokenizer.encode_sources(["hund läuft"])[0], tokenizer.encode("runs dog"))] * 4, tokenizer)
     settings = wm_config().working_memory
     model.eval()
-    plain = objective_for_epoch(model, 0.1, settings, 0)(model, batch, 0)
-    assert torch.allclose(plain, token_loss(model, batch, 0.1))
-    with_memory = objective_for_epoch(model, 0.1, settings, 1)
+    plain = batch_loss(model, batch, StepObjective(0.1, epoch=0, options=settings))
+    logits, _ = model(batch.src_ids, batch.tgt_in, torch.full_like(batch.tgt_in, TARGET_TYPE))  # no memory
+    by_hand = F.cross_entropy(
+        logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=tokenizer.pad_id, label_smoothing=0.1
+    )
+    assert torch.allclose(plain, by_hand)
+
+    def with_memory(model, batch, seed):
+        return batch_loss(model, batch, StepObjective(0.1, epoch=1, seed=seed, options=settings))
+
     memory = with_memory(model, batch, 7)
     assert torch.isfinite(memory) and not torch.allclose(memory, plain)  # the type loss is added
     assert torch.equal(memory, with_memory(model, batch, 7))  # the step's seed fixes its sampled memory
@@ -106,7 +115,7 @@ def test_warm_start_needs_a_plain_transformer(tmp_path, synthetic_data_dir, tiny
     )
     transformer = load_checkpoint(folder, "cpu").model
     with pytest.raises(ConfigError, match="not from family 'memtransformer'"):
-        working_memory_from_transformer(transformer, {"family": "working_memory", "memory_size": 2})
+        warm_start(transformer, {"family": "working_memory", "memory_size": 2})
 
 
 def test_warm_start_reproduces_the_plain_transformer(tmp_path, synthetic_data_dir):
@@ -121,7 +130,7 @@ def test_warm_start_reproduces_the_plain_transformer(tmp_path, synthetic_data_di
     transformer = load_checkpoint(
         run_training(config, synthetic_data_dir, tmp_path / "base", tmp_path / "run", device="cpu"), "cpu"
     )
-    model = working_memory_from_transformer(transformer.model, {"family": "working_memory", "memory_size": 2}).eval()
+    model = warm_start(transformer.model, {"family": "working_memory", "memory_size": 2}).eval()
     tokenizer = transformer.tokenizer
     src = pad_batch(tokenizer.encode_sources(["hund läuft", "katze"]), tokenizer.pad_id)
     tgt_in = pad_batch(

@@ -12,7 +12,7 @@ import torch
 from inference.core.decoding import pad_batch
 from inference.core.family import family_of
 from inference.core.interventions import ClampGate, EditState, EncoderSteps, Interventions
-from inference.core.trace import encode_sources, run_with_trace
+from inference.core.tracing import encode_sources, run_with_trace
 from inference.families.active_memory.cgru import CGRU, cutoff_sigmoid
 from inference.families.active_memory.model import VARIANTS
 from tests.conftest import make_tiny_active_memory

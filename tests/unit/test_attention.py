@@ -3,7 +3,7 @@
 import torch
 
 from inference.analyses.blocks import attention_blocks, block_rows
-from inference.core.trace import encode_sources, run_with_trace
+from inference.core.tracing import encode_sources, run_with_trace
 from tests.conftest import SOURCES, TINY_MEMORY
 
 TARGETS = ["a dog plays in the park", "two women read"]

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+import sacrebleu
+import torch
+from sacrebleu.metrics import BLEU
 
-from training.evaluation.bootstrap import PairedDifference, interval_text, paired_perplexity_difference
+from tests.unit.test_quality import chrf_from_statistics, chrf_statistics
+from training.evaluation.bootstrap import (
+    LEVEL,
+    RESAMPLES,
+    TRANSLATION_RESAMPLES,
+    PairedDifference,
+    interval_text,
+    paired_perplexity_difference,
+    paired_translation_differences,
+)
 
 TOKENS = [40, 25, 60, 35, 50, 30, 45, 55]
 
@@ -47,6 +60,7 @@ def test_models_must_be_scored_on_the_same_documents():
 
 REFERENCES = [f"a dog number {i} runs in the park" for i in range(60)]
 GOOD = [f"a dog number {i} runs in a park" if i % 3 else f"one dog {i} runs" for i in range(60)]
+CLOSE = [f"the dog {i} sits in a park" if i % 2 else reference for i, reference in enumerate(REFERENCES)]
 
 
 def test_paired_differences_and_p_values_are_sacrebleus(monkeypatch):
@@ -54,9 +68,7 @@ def test_paired_differences_and_p_values_are_sacrebleus(monkeypatch):
     from sacrebleu.metrics import BLEU, CHRF
     from sacrebleu.significance import PairedTest
 
-    from training.evaluation.bootstrap import paired_translation_differences
-
-    close = [f"the dog {i} sits in a park" if i % 2 else reference for i, reference in enumerate(REFERENCES)]
+    close = CLOSE
     differences = paired_translation_differences(GOOD, close, REFERENCES, seed=3, resamples=300)
     monkeypatch.setenv("SACREBLEU_SEED", "3")
     metrics = {"bleu": BLEU(references=[REFERENCES]), "chrf": CHRF(references=[REFERENCES])}
@@ -70,8 +82,6 @@ def test_paired_differences_and_p_values_are_sacrebleus(monkeypatch):
 
 
 def test_a_real_gap_excludes_zero_and_a_system_against_itself_shows_nothing():
-    from training.evaluation.bootstrap import paired_translation_differences
-
     bad = [f"the cat {i} sits" for i in range(60)]
     differences = paired_translation_differences(GOOD, bad, REFERENCES, seed=0, resamples=200)
     for difference in differences.values():
@@ -87,3 +97,76 @@ def test_an_interval_bound_just_off_zero_keeps_its_sign_and_value():
     assert interval_text(1.705, 0.044, 3.298) == "+1.71 [+0.04, +3.30]"  # excludes zero, and reads so
     assert interval_text(-0.72, -1.40, -0.001) == "-0.72 [-1.40, -0.00]"  # below zero, however little
     assert PairedDifference(-0.33, -0.74, 0.07, 0.044).text() == "-0.33 [-0.74, +0.07] p=0.044"
+
+
+# The intervals recomputed here: the same draws, each draw's score by hand, and numpy's percentiles. The results
+# tables call them 95% intervals, so the test takes the 2.5th and 97.5th percentiles itself, whatever LEVEL says.
+PERCENTILES = [2.5, 97.5]
+
+
+def test_the_documented_level_and_resample_counts():
+    assert (LEVEL, RESAMPLES, TRANSLATION_RESAMPLES) == (0.95, 2000, 1000)
+
+
+@pytest.mark.parametrize("seed, resamples", [(7, None), (11, 300)])
+def test_the_perplexity_interval_is_the_middle_95_percent_of_the_resampled_differences(seed, resamples):
+    b = [3.0 * t for t in TOKENS]
+    a = [nll + (0.5 if i % 2 else -0.5) * t for i, (nll, t) in enumerate(zip(b, TOKENS))]  # a wide interval
+    count = RESAMPLES if resamples is None else resamples
+    # Documents drawn with replacement by torch's generator seeded with the seed: [resamples, documents]
+    draws = torch.randint(len(TOKENS), (count, len(TOKENS)), generator=torch.Generator().manual_seed(seed)).tolist()
+    differences = []
+    for draw in draws:  # both models on the same draw: pooled perplexity of a minus that of b
+        scored = sum(TOKENS[d] for d in draw)
+        differences.append(math.exp(sum(a[d] for d in draw) / scored) - math.exp(sum(b[d] for d in draw) / scored))
+    low, high = np.percentile(differences, PERCENTILES)
+
+    extra = {} if resamples is None else {"resamples": resamples}
+    difference, got_low, got_high = paired_perplexity_difference(a, b, TOKENS, seed=seed, **extra)
+
+    assert difference == pytest.approx(math.exp(sum(a) / sum(TOKENS)) - math.exp(sum(b) / sum(TOKENS)), rel=1e-12)
+    assert got_low == pytest.approx(low, rel=1e-9) and got_high == pytest.approx(high, rel=1e-9)
+    assert not np.allclose(np.percentile(differences, [5, 95]), [low, high], rtol=1e-3)  # a 90% one would differ
+
+
+def bleu_statistics(hypothesis: str, reference: str) -> list[int]:
+    """One sentence's matched and total n-grams (orders 1-4) and its two lengths, from sacrebleu's public score."""
+    score = sacrebleu.corpus_bleu([hypothesis], [[reference]])
+    return [*score.counts, *score.totals, score.sys_len, score.ref_len]
+
+
+def bleu_from_statistics(statistics) -> float:
+    """BLEU of a corpus from its summed statistics: sacrebleu's documented formula (its default exp smoothing)."""
+    counts, totals, (sys_len, ref_len) = [[int(n) for n in part] for part in np.split(statistics, [4, 8])]
+    return BLEU.compute_bleu(counts, totals, sys_len, ref_len, smooth_method="exp").score
+
+
+@pytest.mark.parametrize("seed, resamples", [(5, None), (2, 200)])
+def test_translation_intervals_are_the_middle_95_percent_of_the_resampled_differences(seed, resamples):
+    references, a, b = REFERENCES[:20], GOOD[:20], CLOSE[:20]
+    count = TRANSLATION_RESAMPLES if resamples is None else resamples
+    # Sentences drawn with replacement as sacrebleu's paired bootstrap draws them: [resamples, sentences]
+    draws = np.random.default_rng(seed).choice(len(references), size=(count, len(references)), replace=True)
+
+    extra = {} if resamples is None else {"resamples": resamples}
+    got = paired_translation_differences(a, b, references, seed=seed, **extra)
+
+    metrics = {
+        "bleu": (bleu_statistics, bleu_from_statistics, sacrebleu.corpus_bleu),
+        "chrf": (chrf_statistics, chrf_from_statistics, sacrebleu.corpus_chrf),
+    }
+    for name, (statistics_of, score_of, corpus_score) in metrics.items():
+        whole, resampled = [], []
+        for hypotheses in (a, b):
+            statistics = np.array([statistics_of(h, r) for h, r in zip(hypotheses, references)])  # [sentences, s]
+            whole.append(score_of(statistics.sum(0)))
+            assert whole[-1] == pytest.approx(corpus_score(hypotheses, [references]).score, rel=1e-9)
+            resampled.append(np.array([score_of(statistics[draw].sum(0)) for draw in draws]))  # [resamples]
+        observed, sampled = whole[0] - whole[1], resampled[0] - resampled[1]
+        low, high = np.percentile(sampled, PERCENTILES)
+        above = np.sum(np.abs(sampled) - np.abs(sampled).mean() > abs(observed))
+        assert got[name].difference == pytest.approx(observed, rel=1e-9), name
+        assert got[name].low == pytest.approx(low, rel=1e-9), name
+        assert got[name].high == pytest.approx(high, rel=1e-9), name
+        assert got[name].p_value == pytest.approx((above + 1) / (count + 1), rel=1e-12), name
+        assert not np.allclose(np.percentile(sampled, [5, 95]), [low, high], rtol=1e-3), name  # 90% would differ

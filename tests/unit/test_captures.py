@@ -6,7 +6,7 @@ import torch
 from inference.core.decoding import pad_batch
 from inference.core.hooks import call_scope, current_scope
 from inference.core.interventions import Interventions
-from inference.core.trace import encode_sources, recording
+from inference.core.tracing import encode_sources, recording
 from inference.families.memory_transformer.decoding import greedy_decode
 from tests.conftest import SOURCES, make_tiny
 

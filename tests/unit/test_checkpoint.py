@@ -8,7 +8,7 @@ import torch
 from safetensors import safe_open
 
 from inference.core.checkpoint import CheckpointError, CheckpointRegistry, load_checkpoint, save_checkpoint
-from inference.core.trace import run_with_trace
+from inference.core.tracing import run_with_trace
 from tests.conftest import SOURCES, make_tiny
 
 

@@ -66,7 +66,7 @@ def test_models_shows_a_language_model_with_its_perplexity(tiny_tokenizer, tmp_p
 def test_translate_with_beam_search_decodes_by_beam(tiny_tokenizer, tmp_path, capsys):
     """--beam N prints what beam_search gives; --length-penalty alone and values out of range are refused."""
     from inference.core.decoding import strip_after_eos
-    from inference.core.trace import encode_sources
+    from inference.core.tracing import encode_sources
     from inference.families.memory_transformer.decoding import beam_search
 
     loaded = make_tiny("memtransformer", tiny_tokenizer, seed=1)

@@ -11,7 +11,7 @@ from app.figures.attention import MIN_CELL_PX, attention_heatmap, axis_labels, h
 from app.figures.memory import words_in_memory_chart
 from inference.analyses.attention import layer_attention
 from inference.core.checkpoint import load_checkpoint
-from inference.core.trace import run_with_trace
+from inference.core.tracing import run_with_trace
 from tests.conftest import LONG_TEXT
 
 

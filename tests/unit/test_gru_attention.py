@@ -7,7 +7,7 @@ import torch
 
 from inference.core.decoding import pad_batch
 from inference.core.family import family_of
-from inference.core.trace import encode_sources, run_with_trace
+from inference.core.tracing import encode_sources, run_with_trace
 from tests.conftest import make_tiny_gru_attention
 
 

@@ -16,7 +16,7 @@ from inference.core.interventions import (
     ablate_head,
     scale_ff_keys,
 )
-from inference.core.trace import run_with_trace
+from inference.core.tracing import run_with_trace
 from tests.conftest import SOURCES, TINY_MEMORY
 
 TARGETS = ["a dog plays in the park", "two women read"]

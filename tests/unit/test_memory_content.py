@@ -15,11 +15,9 @@ from inference.analyses.memory_content import (
     keyword_in_memory,
     memory_content_summary,
     memory_pos_distribution,
-    memory_words,
-    normalise_word,
-    translation_word_count,
     unique_token_histogram,
 )
+from inference.analyses.memory_pieces import memory_words, normalise_word, translation_word_count
 
 DOG = "A dog runs in the park."  # YAKE top 3: park, dog, runs; content words: dog, runs, park
 MAN = "The old man reads a newspaper."  # YAKE top 3: newspaper, man, reads; content words: old, man, reads, newspaper

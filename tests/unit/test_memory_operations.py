@@ -16,9 +16,11 @@ from inference.analyses.memory_operations import (
     memory_operations,
     segment_operations,
 )
-from inference.core.checkpoint import LoadedModel, load_checkpoint
+from inference.core.checkpoint import load_checkpoint
 from inference.core.hooks import registered_hooks
-from inference.core.trace import Call, Capture, Trace, run_with_trace
+from inference.core.loaded_model import LoadedModel
+from inference.core.trace import Call, Capture, Trace
+from inference.core.tracing import run_with_trace
 from inference.families.recurrent_memory.model import segment_mask
 from tests.conftest import SOURCES
 from tests.unit.test_recurrent_memory import tiny

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference.core.checkpoint import LoadedModel
 from inference.core.family import build_model, config_from_dict
 from inference.core.interventions import (
     InterventionError,
@@ -18,7 +17,8 @@ from inference.core.interventions import (
     ResetMemory,
     TransplantMemory,
 )
-from inference.core.trace import recording, run_with_trace
+from inference.core.loaded_model import LoadedModel
+from inference.core.tracing import recording, run_with_trace
 from inference.families.recurrent_memory.model import segment_distances, segment_mask
 
 

@@ -8,9 +8,9 @@ import statistics
 import torch
 
 from inference.analyses.segments import memory_path, next_token_hits, segment_spans
-from inference.core.checkpoint import LoadedModel
+from inference.core.loaded_model import LoadedModel
 from inference.core.tokenizer import character_tokenizer
-from inference.core.trace import run_with_trace
+from inference.core.tracing import run_with_trace
 from tests.unit.test_recurrent_memory import tiny
 from training.report.segment_tasks import grouped, task_table
 

@@ -12,7 +12,7 @@ import pytest
 from inference.analyses.state import state_hooks, state_steps
 from inference.core.hooks import hook_points
 from inference.core.interventions import ClampGate, EditState, Interventions
-from inference.core.trace import run_with_trace
+from inference.core.tracing import run_with_trace
 from tests.conftest import make_tiny_active_memory
 
 SOURCE = "ein Hund spielt im Park"

@@ -7,18 +7,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from inference.core.applied_interventions import applied_interventions
 from inference.core.checkpoint import load_checkpoint, save_checkpoint
 from inference.core.decoding import pad_batch
 from inference.core.family import build_model, config_from_dict
 from inference.core.hooks import HookPoint, registered_hooks
-from inference.core.interventions import (
-    ForceMemory,
-    InterventionError,
-    Interventions,
-    MaskMemory,
-    MemorySize,
-    applied_interventions,
-)
+from inference.core.interventions import ForceMemory, InterventionError, Interventions, MaskMemory, MemorySize
 from inference.families.working_memory.generation import type_labels, wm_generate, wm_training_forward
 from inference.families.working_memory.model import (
     CHOICE_COLUMNS,

@@ -9,7 +9,7 @@ import pytest
 from inference.core.checkpoint import load_checkpoint
 from inference.core.interventions import ForceMemory, Interventions
 from inference.core.places import REPO_ROOT
-from inference.core.trace import encode_sources
+from inference.core.tracing import encode_sources
 from inference.families.working_memory.generation import wm_generate
 from tests.unit.test_working_memory import greedy_after_its_stream
 

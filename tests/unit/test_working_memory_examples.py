@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from inference.core.interventions import Interventions, MemorySize
-from inference.core.trace import encode_sources
+from inference.core.tracing import encode_sources
 from inference.families.working_memory.generation import wm_generate
 from tests.conftest import SOURCES, make_tiny_working_memory
 from training.studies.memory_examples import Measured, measure, pick, screen

@@ -14,7 +14,7 @@ from inference.analyses.working_memory import (
     target_to_memory_attention,
 )
 from inference.core.interventions import Interventions, MaskMemory
-from inference.core.trace import encode_sources, run_with_trace
+from inference.core.tracing import encode_sources, run_with_trace
 from tests.conftest import SOURCES, TINY_MEMORY, make_tiny_working_memory
 
 

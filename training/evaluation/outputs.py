@@ -15,9 +15,10 @@ import gzip
 import json
 from pathlib import Path
 
-from inference.core.checkpoint import LoadedModel
-from inference.core.family import Capability, capabilities_of
+from inference.core.capabilities import Capability
+from inference.core.family import capabilities_of
 from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.core.loaded_model import LoadedModel
 from inference.runs.lesion import lesion_sizes
 from inference.runs.translate import translate_all
 from training.data.translation import Pair

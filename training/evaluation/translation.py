@@ -13,7 +13,8 @@ from torch import nn
 from tqdm import tqdm
 
 from inference.analyses.quality import corpus_quality
-from inference.core.family import Capability, capabilities_of
+from inference.core.capabilities import Capability
+from inference.core.family import capabilities_of
 from inference.core.interventions import Interventions
 from inference.core.tokenizer import TextTokenizer
 from inference.runs.lesion import lesion_sizes, quality_at_memory_size

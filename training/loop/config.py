@@ -46,7 +46,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 
-from inference.core.family import Capability, FamilyConfig, capabilities_of, families
+from inference.core.capabilities import Capability, FamilyConfig
+from inference.core.family import capabilities_of, families
 from inference.core.family import config_from_dict as model_config_from_dict
 from inference.core.places import REPO_ROOT
 from inference.core.tokenizer import TextTokenizer
@@ -130,6 +131,16 @@ class TrainConfig:
     @property
     def is_working_memory(self) -> bool:
         return self.model is not None and self.model.get("family") == WORKING_MEMORY_FAMILY
+
+    @property
+    def family_options(self) -> WorkingMemoryTraining | None:
+        """The family's own section of the config, handed to its training loss (working memory's Algorithm 1)."""
+        return self.working_memory
+
+    @property
+    def first_candidate_epoch(self) -> int:
+        """Epochs before it are not candidates for the checkpoint: a working-memory model's plain epochs."""
+        return self.working_memory.plain_epochs if self.working_memory else 0
 
     @property
     def is_language_model(self) -> bool:

@@ -1,5 +1,6 @@
-"""The training loop: Adam with the Noam schedule, label-smoothed
-cross-entropy over target tokens, gradient clipping; resumable at any step.
+"""The epoch loop of translation and language-model runs: Adam with the Noam schedule, the loss the model's
+family trains (Family.training_loss), gradient clipping; resumable at any step. Each epoch's steps are taken
+by the one step loop (training.loop.steps) with `EpochSteps` as its callbacks.
 
 Hyper-parameters follow the paper's backbone (REFERENCE.md, Memory
 Transformer): Adam betas 0.9/0.98, eps 1e-9, lr = d_model^-0.5 *
@@ -14,20 +15,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 from tqdm import tqdm
 
+from inference.core.family import family_of
+from inference.core.losses import StepObjective
 from inference.core.tokenizer import TextTokenizer
 from training.data.lm_streams import LMBatch
 from training.data.translation import Batch, Example, Pair, bucketed_batches, make_batch
 from training.evaluation.translation import bleu_and_chrf
-from training.loop.config import LoopConfig, WorkingMemoryTraining
-from training.loop.objectives import Objective, objective_for_epoch
+from training.loop.config import LoopConfig
 from training.loop.run_dir import Progress, RunDir
+from training.loop.steps import StepSettings, run_steps
 
 LOG_EVERY_STEPS = 100
 
@@ -78,32 +81,14 @@ def make_optimizer(model: nn.Module) -> torch.optim.Adam:
     return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
 
 
-def optimizer_step(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    batch: Batch | LMBatch,
-    settings: LoopConfig,
-    lr: float,
-    objective: Objective | None = None,
-    seed: int = 0,
-) -> float:
-    """One training step on `batch` at learning rate `lr`; returns the loss.
-    objective: default the plain target-token loss."""
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    model.train()  # dropout on
-    objective = objective or objective_for_epoch(model, settings.label_smoothing, None, 0)
-    loss = objective(model, batch, seed)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
-    optimizer.step()
-    return loss.item()
+def batch_loss(model: nn.Module, batch: Batch | LMBatch, objective: StepObjective) -> torch.Tensor:
+    """The loss the model's family trains on `batch` (Family.training_loss)."""
+    return family_of(model.config.family).training_loss(model, batch, objective)
 
 
 @torch.no_grad()
 def validation_loss(
-    model: nn.Module, tokenizer: TextTokenizer, data: LoopData, settings: LoopConfig, objective: Objective
+    model: nn.Module, tokenizer: TextTokenizer, data: LoopData, settings: LoopConfig, objective: StepObjective
 ) -> float:
     """Token-weighted mean of the training objective on the validation data,
     without dropout; the same label smoothing keeps it comparable with the
@@ -114,7 +99,7 @@ def validation_loss(
     for batch in data.val_batches(settings.batch_size, tokenizer):
         batch = batch.to(device)
         n = batch.n_targets(tokenizer.pad_id)
-        total += objective(model, batch, 0).item() * n
+        total += batch_loss(model, batch, replace(objective, seed=0)).item() * n
         tokens += n
     return total / tokens
 
@@ -127,7 +112,8 @@ def train(
     run: RunDir,
     max_steps: int | None = None,
     schedule_offset: int = 0,
-    working_memory: WorkingMemoryTraining | None = None,
+    family_options: Any = None,
+    first_candidate_epoch: int = 0,
 ) -> Progress:
     """Train until settings.epochs are done or the run has taken max_steps
     steps, resuming from the run directory's state if it holds one.
@@ -135,7 +121,9 @@ def train(
     schedule_offset: steps the model was already trained in the run it was
     initialised from; the Noam schedule continues from there instead of
     warming up a trained model a second time.
-    working_memory: Algorithm 1's settings for a working-memory model.
+    family_options: the family's own section of the training config, handed to its loss (StepObjective.options).
+    first_candidate_epoch: epochs before it are not candidates for the checkpoint (a working-memory model's
+    plain epochs: their weights have never written memory).
     """
     optimizer = make_optimizer(model)
     progress = run.load_state(model, optimizer)
@@ -154,17 +142,13 @@ def train(
         # Each epoch's batch order follows from the seed and the epoch number
         # alone, so a resumed run continues the very same sequence of batches.
         batches = data.epoch_batches(settings.batch_size, seed=settings.seed + progress.epoch)
-        objective = objective_for_epoch(model, settings.label_smoothing, working_memory, progress.epoch)
-        finished = run_epoch(
-            model, tokenizer, optimizer, settings, data, batches, run, session, max_steps, schedule_offset, objective
-        )
-        if not finished:
+        objective = StepObjective(settings.label_smoothing, progress.epoch, options=family_options)
+        epoch = EpochSteps(model, tokenizer, optimizer, settings, data, batches, run, session, objective)
+        if not epoch.run(max_steps, schedule_offset):
             session.save(run, model, optimizer)
             run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
             return progress
-        # a working-memory model's plain epochs are not candidates: their weights have never written memory
-        candidate = working_memory is None or progress.epoch >= working_memory.plain_epochs
-        end_epoch(model, tokenizer, settings, data, progress, objective, candidate)
+        end_epoch(model, tokenizer, settings, data, progress, objective, progress.epoch >= first_candidate_epoch)
         if progress.val_bleu_epochs[-1:] == [progress.epoch] and progress.best_val_epoch() == progress.epoch:
             run.save_best(model, progress)
         session.save(run, model, optimizer)
@@ -196,50 +180,58 @@ class Session:
         run.save_state(model, optimizer, self.progress)
 
 
-def run_epoch(
-    model: nn.Module,
-    tokenizer: TextTokenizer,
-    optimizer: torch.optim.Optimizer,
-    settings: LoopConfig,
-    data: LoopData,
-    batches: list[list[int]],
-    run: RunDir,
-    session: Session,
-    max_steps: int | None,
-    schedule_offset: int,
-    objective: Objective,
-) -> bool:
-    """Train on the batches of this epoch not yet trained; False if stopped by max_steps."""
-    progress = session.progress
-    device = next(model.parameters()).device
-    bar = tqdm(
-        desc=f"epoch {progress.epoch + 1}/{settings.epochs}", initial=progress.batch_in_epoch, total=len(batches)
-    )
-    for indices in batches[progress.batch_in_epoch :]:
-        if max_steps is not None and progress.step >= max_steps:
-            bar.close()
-            return False
-        lr = noam_lr(schedule_offset + progress.step + 1, model.config.d_model, settings.warmup_steps)
-        batch = data.train_batch(indices, tokenizer).to(device)
-        # The step number seeds the step's memory sampling: a resumed run draws the same.
-        loss_value = optimizer_step(
-            model, optimizer, batch, settings, lr, objective, seed=settings.seed * 1_000_003 + progress.step
+class EpochSteps:
+    """One epoch of a translation or language-model run, as callbacks of the step loop (training.loop.steps):
+    the epoch's batches not yet trained, the Noam schedule, progress, logging and periodic saves."""
+
+    def __init__(self, model, tokenizer, optimizer, settings, data, batches, run, session, objective):
+        self.model, self.tokenizer, self.optimizer, self.settings = model, tokenizer, optimizer, settings
+        self.data, self.batches, self.run_dir, self.session, self.objective = data, batches, run, session, objective
+        self.progress: Progress = session.progress
+        self.device = next(model.parameters()).device
+        self.schedule_offset = 0
+        self.batch: Batch | LMBatch | None = None
+        self.bar = None
+
+    def run(self, max_steps: int | None, schedule_offset: int) -> bool:
+        """Train on the batches of this epoch not yet trained; False if stopped by max_steps."""
+        progress, self.schedule_offset = self.progress, schedule_offset
+        remaining = len(self.batches) - progress.batch_in_epoch
+        allowed = remaining if max_steps is None else max(0, min(remaining, max_steps - progress.step))
+        self.bar = tqdm(
+            desc=f"epoch {progress.epoch + 1}/{self.settings.epochs}",
+            initial=progress.batch_in_epoch,
+            total=len(self.batches),
         )
-        n = batch.n_targets(tokenizer.pad_id)
-        progress.epoch_loss_sum += loss_value * n
+        steps = StepSettings(self.settings.clip_norm, self.learning_rate)
+        run_steps(self.model, self.optimizer, range(progress.step, progress.step + allowed), self, steps)
+        self.bar.close()
+        return allowed == remaining
+
+    def learning_rate(self, step: int) -> float:
+        return noam_lr(self.schedule_offset + step + 1, self.model.config.d_model, self.settings.warmup_steps)
+
+    def loss(self, step: int) -> torch.Tensor:
+        indices = self.batches[self.progress.batch_in_epoch]
+        self.batch = self.data.train_batch(indices, self.tokenizer).to(self.device)
+        # The step number seeds the step's memory sampling: a resumed run draws the same.
+        return batch_loss(self.model, self.batch, replace(self.objective, seed=self.settings.seed * 1_000_003 + step))
+
+    def after_step(self, step: int, loss: float) -> None:
+        progress, lr = self.progress, self.learning_rate(step)
+        n = self.batch.n_targets(self.tokenizer.pad_id)
+        progress.epoch_loss_sum += loss * n
         progress.epoch_tokens += n
         progress.step += 1
         progress.batch_in_epoch += 1
-        bar.update()
-        bar.set_postfix(loss=f"{loss_value:.3f}", lr=f"{lr:.2e}")
+        self.bar.update()
+        self.bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}")
         if progress.step % LOG_EVERY_STEPS == 0:
-            run.log(
-                f"step {progress.step}: loss {loss_value:.4f}, lr {lr:.3e}, {session.seconds_per_step():.3f} s/step"
+            self.run_dir.log(
+                f"step {progress.step}: loss {loss:.4f}, lr {lr:.3e}, {self.session.seconds_per_step():.3f} s/step"
             )
-        if progress.step % settings.save_every_steps == 0:
-            session.save(run, model, optimizer)
-    bar.close()
-    return True
+        if progress.step % self.settings.save_every_steps == 0:
+            self.session.save(self.run_dir, self.model, self.optimizer)
 
 
 def end_epoch(
@@ -248,7 +240,7 @@ def end_epoch(
     settings: LoopConfig,
     data: LoopData,
     progress: Progress,
-    objective: Objective,
+    objective: StepObjective,
     candidate: bool = True,
 ) -> None:
     """Close the epoch in `progress`: its mean train loss, validation loss and

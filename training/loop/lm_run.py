@@ -11,8 +11,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.checkpoint import save_checkpoint
-from inference.core.family import Capability, FamilyConfig, build_model, capabilities_of, family_of
+from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from training.data.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext

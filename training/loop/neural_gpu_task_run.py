@@ -43,7 +43,8 @@ from inference.core.checkpoint import save_checkpoint
 from inference.core.decoding import pad_batch, strip_after_eos
 from inference.core.family import build_model, config_from_dict
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
-from training.loop.run_state import load_run_state, save_run_state
+from training.loop.steps import StepSettings
+from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
 from training.tasks.neural_gpu_tasks import SYMBOLS, TASKS, Sample, Task, sample, task_split
 
 MODELS = ("neural_gpu", "gru_attention")
@@ -176,77 +177,79 @@ def add_gradient_noise(model, scale: float, step: int, generator: torch.Generato
             p.grad += torch.randn(p.grad.shape, generator=generator) * std
 
 
+class NeuralGPUTask(TaskCallbacks):
+    """The step loop's callbacks for a Neural GPU task run: batches at the curriculum's lengths, the loss of the
+    target, gradient noise, the curriculum's checks, whole-sequence validation accuracy."""
+
+    def __init__(self, run: AlgorithmicRun, model, tokenizer: TextTokenizer, log=print):
+        self.run, self.model, self.tokenizer, self.log = run, model, tokenizer, log
+        self.validation = task_split(run.task, "val", run.max_length, VALIDATION_SIZE)
+        self.curriculum = Curriculum(run.start_length, run.max_length, run.advance_at)
+        self.levels: list[list[int]] = []  # [step, level] whenever the level went up
+        self.noise = torch.Generator().manual_seed(run.seed)
+        self.rng = random.Random()
+
+    def loss(self, step: int) -> torch.Tensor:
+        self.rng = random.Random(f"{self.run.data_seed}/{step}")  # the curriculum's check draws on after the batch
+        length = self.curriculum.length(self.rng)
+        batch = [sample(self.run.task, length, self.rng) for _ in range(self.run.batch_size)]
+        src_ids, tgt_in, tgt_out = batch_tensors(batch, self.tokenizer)  # [b, n], [b, t], [b, t]
+        logits = self.model(src_ids, tgt_in)  # [b, t, vocab]
+        return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=self.tokenizer.pad_id)
+
+    def add_noise(self, model, step: int) -> None:
+        add_gradient_noise(model, self.run.gradient_noise, step, self.noise)
+
+    def after_step(self, step: int) -> None:
+        if (step + 1) % self.run.check_every:
+            return
+        check = [sample(self.run.task, self.curriculum.level, self.rng) for _ in range(CHECK_SIZE)]
+        if self.curriculum.update(accuracy(self.model, check, self.tokenizer)["sequence"]):
+            self.levels.append([step + 1, self.curriculum.level])
+            self.log(f"{self.run.name} step {step + 1}: curriculum level {self.curriculum.level}")
+
+    def validate(self) -> tuple[float, list[float], str]:
+        level = self.curriculum.level
+        return accuracy(self.model, self.validation, self.tokenizer)["sequence"], [level], f" level {level}"
+
+    def state(self) -> dict:
+        return {"level": self.curriculum.level, "levels": self.levels, "noise": self.noise.get_state()}
+
+    def restore(self, state: dict) -> None:
+        self.curriculum.level, self.levels = state["level"], state["levels"]
+        self.noise.set_state(state["noise"])
+
+
 def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print) -> dict:
     """Train (or resume) the run; write the checkpoint folder; return its metrics."""
     torch.manual_seed(run.seed)
     tokenizer = task_tokenizer()
     model = build_model(config_from_dict(run.model_config(tokenizer)))
     optimizer = torch.optim.Adam(model.parameters(), lr=run.learning_rate)
-    validation = task_split(run.task, "val", run.max_length, VALIDATION_SIZE)
-    curriculum = Curriculum(run.start_length, run.max_length, run.advance_at)
-    progress = {"step": 0, "best": -1.0, "best_step": 0, "seconds": 0.0, "curve": [], "levels": []}
-    best_weights = {k: v.clone() for k, v in model.state_dict().items()}
-    noise = torch.Generator().manual_seed(run.seed)
-    state = load_run_state(run_dir, run)
-    if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        best_weights, progress, curriculum.level = state["best_weights"], state["progress"], state["level"]
-        noise.set_state(state["noise"])
-        log(f"resumed {run.name} at step {progress['step']}")
-    began = time.monotonic() - progress["seconds"]
-    while progress["step"] < run.steps:
-        step = progress["step"]
-        rng = random.Random(f"{run.data_seed}/{step}")
-        length = curriculum.length(rng)
-        batch = [sample(run.task, length, rng) for _ in range(run.batch_size)]
-        src_ids, tgt_in, tgt_out = batch_tensors(batch, tokenizer)
-        model.train()
-        logits = model(src_ids, tgt_in)  # [b, t, vocab]
-        loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=tokenizer.pad_id)
-        optimizer.zero_grad()
-        loss.backward()
-        add_gradient_noise(model, run.gradient_noise, step, noise)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), run.clip)
-        optimizer.step()
-        progress["step"] += 1
-        if progress["step"] % run.check_every == 0:
-            check = [sample(run.task, curriculum.level, rng) for _ in range(CHECK_SIZE)]
-            if curriculum.update(accuracy(model, check, tokenizer)["sequence"]):
-                progress["levels"].append([progress["step"], curriculum.level])
-                log(f"{run.name} step {progress['step']}: curriculum level {curriculum.level}")
-        if progress["step"] % run.eval_every == 0 or progress["step"] == run.steps:
-            score = accuracy(model, validation, tokenizer)["sequence"]
-            progress["seconds"] = time.monotonic() - began
-            progress["curve"].append([progress["step"], round(loss.item(), 4), round(score, 4), curriculum.level])
-            if score >= progress["best"]:
-                progress["best"], progress["best_step"] = score, progress["step"]
-                best_weights = {k: v.clone() for k, v in model.state_dict().items()}
-            log(f"{run.name} step {progress['step']} loss {loss.item():.4f} val {score:.4f} "
-                f"level {curriculum.level} ({progress['seconds']:.0f} s)")  # fmt: skip
-            save_run_state(run_dir, run, model=model.state_dict(), optimizer=optimizer.state_dict(),
-                           best_weights=best_weights, progress=progress, level=curriculum.level,
-                           noise=noise.get_state())  # fmt: skip
-    model.load_state_dict(best_weights)
+    folder = TaskRunFolder(run_dir, run)
+    task = NeuralGPUTask(run, model, tokenizer, log)
+    schedule = TaskSchedule(run.name, run.steps, run.eval_every, keep_ties=True)
+    settings = StepSettings(run.clip, gradient_hook=task.add_noise)
+    progress = train_task_steps(model, optimizer, folder, schedule, task, settings, log)
     began_test = time.monotonic()
     metrics = {
         "task": run.task,
         "model": run.model,
         "seed": run.seed,
         "steps": run.steps,
-        "best_step": progress["best_step"],
-        "validation_sequence_accuracy": progress["best"],
+        "best_step": progress.best_step,
+        "validation_sequence_accuracy": progress.best,
         "test": length_table(model, run.task, run.max_length, tokenizer),
         "test_samples": TEST_SIZE,
-        "train_seconds": round(progress["seconds"], 1),
+        "train_seconds": round(progress.seconds, 1),
         "test_seconds": round(time.monotonic() - began_test, 1),
         "threads": torch.get_num_threads(),
-        "curve": progress["curve"],
-        "curriculum": progress["levels"],
+        "curve": progress.curve,
+        "curriculum": task.levels,
         "training": asdict(run),
     }
     example = task_split(run.task, "test", run.max_length, 1)[0]
     save_checkpoint(out, model, tokenizer, meta={"task": run.task, "example": example.source}, metrics=metrics)
     log(f"{run.name}: test {json.dumps(metrics['test'])} -> {out}")
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    folder.write_metrics(metrics)
     return metrics

@@ -24,10 +24,8 @@ one of paper 002's algorithmic tasks, and write its checkpoint folder.
 
 from __future__ import annotations
 
-import json
 import math
 import random
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,7 +35,8 @@ import torch.nn.functional as F
 from inference.core.checkpoint import cast_copy, save_checkpoint
 from inference.core.family import build_model, config_from_dict
 from inference.core.tokenizer import character_tokenizer
-from training.loop.run_state import load_run_state, save_run_state
+from training.loop.steps import StepSettings
+from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
 from training.tasks.rmt_tasks import GENERATORS, TOKENS, Sample, task_split, text
 
 CARRIES = ("rmt", "xl", "none")
@@ -126,54 +125,40 @@ def storage_dtype(model, test: list[Sample], measured: dict[str, float]) -> str:
     return "float16" if scores(rounded, test) == measured else "float32"
 
 
+class SegmentTask(TaskCallbacks):
+    """The step loop's callbacks for a segment task run: fresh batches that hold no held-out sample, the loss of
+    the target characters, per-character validation accuracy."""
+
+    def __init__(self, run: TaskRun, model, validation: list[Sample], held_out: frozenset[Sample]):
+        self.run, self.model, self.validation, self.held_out = run, model, validation, held_out
+
+    def loss(self, step: int) -> torch.Tensor:
+        rng = random.Random(f"{self.run.data_seed}/{step}")
+        batch = []
+        while len(batch) < self.run.batch_size:
+            sample = GENERATORS[self.run.task](rng)
+            if sample not in self.held_out:
+                batch.append(sample)
+        ids, start = stream_batch(batch)  # [b, n]
+        logits = target_logits(self.model, ids, start)  # [b, targets, vocab]
+        return F.cross_entropy(logits.flatten(0, 1), ids[:, start:].flatten())
+
+    def validate(self) -> tuple[float, list[float], str]:
+        return scores(self.model, self.validation)["char_accuracy"], [], ""
+
+
 def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
     """Train (or resume) the run; write the checkpoint folder; return its metrics."""
     torch.manual_seed(run.seed)
     validation = task_split(run.task, "val", VALIDATION_SIZE)
     test = task_split(run.task, "test", TEST_SIZE)
-    held_out = frozenset(validation) | frozenset(test)
     stream_length = len(test[0].stream)
     model = build_model(config_from_dict(run.model_config(stream_length)))
     optimizer = torch.optim.Adam(model.parameters(), lr=run.learning_rate)
-    progress = {"step": 0, "best": -1.0, "best_step": 0, "seconds": 0.0, "curve": []}
-    best_weights = {k: v.clone() for k, v in model.state_dict().items()}
-    state = load_run_state(run_dir, run)
-    if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        best_weights, progress = state["best_weights"], state["progress"]
-        log(f"resumed {run.name} at step {progress['step']}")
-    began = time.monotonic() - progress["seconds"]
-    while progress["step"] < run.steps:
-        model.train()
-        rng = random.Random(f"{run.data_seed}/{progress['step']}")
-        batch = []
-        while len(batch) < run.batch_size:
-            sample = GENERATORS[run.task](rng)
-            if sample not in held_out:
-                batch.append(sample)
-        ids, start = stream_batch(batch)
-        logits = target_logits(model, ids, start)
-        loss = F.cross_entropy(logits.flatten(0, 1), ids[:, start:].flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), run.clip)
-        optimizer.step()
-        progress["step"] += 1
-        if progress["step"] % run.eval_every == 0 or progress["step"] == run.steps:
-            model.eval()
-            accuracy = scores(model, validation)["char_accuracy"]
-            progress["seconds"] = time.monotonic() - began
-            progress["curve"].append([progress["step"], round(loss.item(), 4), round(accuracy, 4)])
-            if accuracy > progress["best"]:
-                progress["best"], progress["best_step"] = accuracy, progress["step"]
-                best_weights = {k: v.clone() for k, v in model.state_dict().items()}
-            log(f"{run.name} step {progress['step']} loss {loss.item():.4f} val {accuracy:.4f} "
-                f"({progress['seconds']:.0f} s)")  # fmt: skip
-            save_run_state(run_dir, run, model=model.state_dict(), optimizer=optimizer.state_dict(),
-                           best_weights=best_weights, progress=progress)  # fmt: skip
-    model.load_state_dict(best_weights)
-    model.eval()
+    folder = TaskRunFolder(run_dir, run)
+    task = SegmentTask(run, model, validation, frozenset(validation) | frozenset(test))
+    schedule = TaskSchedule(run.name, run.steps, run.eval_every, keep_ties=False)
+    progress = train_task_steps(model, optimizer, folder, schedule, task, StepSettings(run.clip), log)
     metrics = {
         "task": run.task,
         "segments": run.segments,
@@ -181,13 +166,13 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
         "variant": model.config.variant,
         "seed": run.seed,
         "steps": run.steps,
-        "best_step": progress["best_step"],
-        "validation_char_accuracy": progress["best"],
+        "best_step": progress.best_step,
+        "validation_char_accuracy": progress.best,
         "test": scores(model, test),
         "test_samples": TEST_SIZE,
-        "train_seconds": round(progress["seconds"], 1),
+        "train_seconds": round(progress.seconds, 1),
         "threads": torch.get_num_threads(),
-        "curve": progress["curve"],
+        "curve": progress.curve,
         "training": asdict(run),
     }
     metrics["weights_dtype"] = storage_dtype(model, test, metrics["test"])
@@ -200,5 +185,5 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
         weights_dtype=metrics["weights_dtype"],
     )
     log(f"{run.name}: test char accuracy {metrics['test']['char_accuracy']:.4f} -> {out}")
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    folder.write_metrics(metrics)
     return metrics

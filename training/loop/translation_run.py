@@ -7,14 +7,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from inference.core.checkpoint import FILES, CheckpointError, LoadedModel, load_checkpoint, save_checkpoint
-from inference.core.family import Capability, FamilyConfig, build_model, capabilities_of, config_from_dict
+from inference.core.capabilities import Capability, FamilyConfig
+from inference.core.checkpoint import FILES, CheckpointError, load_checkpoint, save_checkpoint
+from inference.core.family import build_model, capabilities_of, family_of
+from inference.core.loaded_model import LoadedModel
 from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
 from inference.core.tokenizer import TextTokenizer
 from training.data.corpora import CORPORA, Corpus
@@ -29,16 +30,6 @@ from training.loop.lm_run import remeasure as remeasure_language_model
 from training.loop.lm_run import run_language_model_training
 from training.loop.memory_growth import grow_memory
 from training.loop.run_dir import Progress, RunDir
-
-FAMILY_NAMES = {
-    "working_memory": "Working-memory decoder",
-    "transformer": "Transformer baseline",
-    "memtransformer": "MemTransformer",
-    "memctrl": "MemCtrl",
-    "memctrl_shared": "MemCtrl Shared",
-    "membottleneck": "MemBottleneck",
-    "membottleneck_skip": "MemBottleneck Skip",
-}
 
 
 def run_training(
@@ -72,7 +63,17 @@ def run_training(
         f"vocabulary of {tokenizer.vocab_size}; "
         f"{len(data.train)} of {len(splits['train'])} training pairs within max_len {max_len}"
     )
-    progress = train(model, tokenizer, config.train, data, run, max_steps, schedule_offset, config.working_memory)
+    progress = train(
+        model,
+        tokenizer,
+        config.train,
+        data,
+        run,
+        max_steps,
+        schedule_offset,
+        config.family_options,
+        config.first_candidate_epoch,
+    )
     selected = select_best_on_validation(model, run, progress)
 
     run.log(f"evaluating on val and {', '.join(corpus.test_splits)}")
@@ -121,8 +122,8 @@ def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> 
             f"{config.init_from_folder}/metrics.json lacks train.schedule_steps, "
             "the learning-rate schedule position to continue from"
         )
-    if config.is_working_memory:
-        return working_memory_from_transformer(source.model, config.model), source.tokenizer, schedule_steps
+    if config.model is not None:  # a model section beside init_from: a model of its family takes the weights
+        return warm_start(source.model, config.model), source.tokenizer, schedule_steps
     model = (
         source.model
         if config.grow_memory_to is None
@@ -131,26 +132,12 @@ def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> 
     return model, source.tokenizer, schedule_steps
 
 
-def working_memory_from_transformer(transformer: nn.Module, working_memory_fields: dict) -> nn.Module:
-    """A working-memory model with a plain Transformer's sizes and weights
-    (Algorithm 1's warm-up, done): only the type embedding (zero) and the
-    type head are new."""
-    if transformer.config.family != "transformer":
-        raise ConfigError(
-            "a working-memory model can start from a plain Transformer checkpoint, "
-            f"not from family {transformer.config.family!r}"
-        )
-    sizes = {k: v for k, v in asdict(transformer.config).items() if k not in ("family", "memory_size")}
-    model = build_model(config_from_dict({**sizes, **working_memory_fields}))  # fields name the working-memory family
-    missing, unexpected = model.load_state_dict(transformer.state_dict(), strict=False)
-    if set(missing) != {"type_embed.weight", "type_head.weight", "type_head.bias"} or any(
-        p.numel() for n, p in transformer.state_dict().items() if n in unexpected
-    ):
-        raise ConfigError(
-            "the Transformer checkpoint does not fit a working-memory model: "
-            f"missing {missing}, unexpected {unexpected}"
-        )
-    return model
+def warm_start(source: nn.Module, config_fields: dict) -> nn.Module:
+    """A model of the family `config_fields` names, starting from `source`'s trained weights (Family.warm_start)."""
+    try:
+        return family_of(config_fields["family"]).warm_start(source, config_fields)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def final_metrics(
@@ -197,10 +184,6 @@ def checkpoint_meta(
     """The "meta" of a run's checkpoint (its card); selected: the (epoch, step) whose weights it holds, if any."""
     c = model_config
     corpus = CORPORA[config.data.dataset]
-    if Capability.WORKING_MEMORY in capabilities_of(c):
-        memory = f"working memory of {c.memory_size} tokens"
-    else:
-        memory = f"{c.memory_size} memory slots" if c.memory_size else "no memory"
     origin = f", fine-tuned from {config.init_from}" if config.init_from else ""
     evaluated = (
         f"; evaluated on the first {config.data.max_eval_pairs:,} pairs of each held-out split"
@@ -212,12 +195,7 @@ def checkpoint_meta(
         if config.working_memory and config.working_memory.plain_epochs
         else ""
     )
-    layers = f"{c.n_encoder_layers}+{c.n_decoder_layers}" if hasattr(c, "n_encoder_layers") else ""
-    sizes = (
-        c.summary
-        if hasattr(c, "summary")
-        else f"{FAMILY_NAMES[c.family]}, {memory}; d_model {c.d_model}, {layers} layers"
-    )
+    sizes = family_of(c.family).describe(c)
     kept = (
         f"; the weights of epoch {selected[0]}, the best on validation BLEU"
         if selected and selected[0] != config.train.epochs

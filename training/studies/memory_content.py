@@ -17,8 +17,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointError, load_checkpoint
-from inference.core.family import Capability, capabilities_of
+from inference.core.family import capabilities_of
 from inference.core.places import resolve_data_dir
 from inference.runs.memory_corpus import analyse_memory_corpus
 from training.data.corpora import CORPORA, read_de_en_news

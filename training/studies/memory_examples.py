@@ -30,11 +30,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from inference.core.checkpoint import LoadedModel, load_checkpoint
+from inference.core.checkpoint import load_checkpoint
 from inference.core.decoding import MAX_NEW_TOKENS
 from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.core.loaded_model import LoadedModel
 from inference.core.places import CHECKPOINTS_DIR, MEMORY_EXAMPLES_FILE, resolve_data_dir
-from inference.core.trace import encode_sources
+from inference.core.tracing import encode_sources
 from inference.families.working_memory.corpus import wm_generate_all
 from inference.families.working_memory.generation import wm_generate
 from inference.families.working_memory.model import FAMILY

@@ -18,9 +18,9 @@ import numpy as np
 import torch
 
 from inference.analyses.memory_probe import STEPS, Labelled, probe_accuracy
-from inference.core.checkpoint import LoadedModel
 from inference.core.interventions import Interventions
-from inference.core.trace import recording
+from inference.core.loaded_model import LoadedModel
+from inference.core.tracing import recording
 from training.tasks.rmt_tasks import GENERATORS, TOKENS, Sample, task_split
 
 MAX_TRAIN, MAX_HELD_OUT, MAX_STEPS = 4000, 2000, 1000  # bounds of one probe run

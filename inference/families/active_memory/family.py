@@ -4,29 +4,21 @@ step, how a batch is translated, and the state lesions."""
 
 from __future__ import annotations
 
-import torch
+from typing import Any
 
-from inference.core.checkpoint import LoadedModel
+import torch
+from torch import nn
+
+from inference.core.applied_interventions import applied_interventions
+from inference.core.capabilities import Capability
 from inference.core.decoding import strip_after_eos
-from inference.core.family import Capability, FamilyDefaults
+from inference.core.family import FamilyDefaults
 from inference.core.hooks import HookFn
-from inference.core.interventions import (
-    ClampGate,
-    EditState,
-    EncoderSteps,
-    Intervention,
-    Interventions,
-    applied_interventions,
-)
-from inference.core.trace import (
-    Trace,
-    TraceRequest,
-    encode_sources,
-    own_or_given_output,
-    recording,
-    run_record,
-    token_roles,
-)
+from inference.core.interventions import ClampGate, EditState, EncoderSteps, Intervention, Interventions
+from inference.core.loaded_model import LoadedModel
+from inference.core.losses import StepObjective, teacher_forced_loss
+from inference.core.trace import Trace, TraceRequest
+from inference.core.tracing import encode_sources, own_or_given_output, recording, run_record, token_roles
 from inference.families.active_memory.lesions import gate_clamp_hooks, state_edit_hooks
 from inference.families.active_memory.model import CONFIG_NAME, ActiveMemoryConfig, ActiveMemoryModel
 
@@ -40,6 +32,12 @@ class ActiveMemoryFamily(FamilyDefaults):
 
     def build(self, config: ActiveMemoryConfig) -> ActiveMemoryModel:
         return ActiveMemoryModel(config)
+
+    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+        return teacher_forced_loss(model, batch, objective.label_smoothing)
+
+    def describe(self, config: ActiveMemoryConfig) -> str:
+        return config.summary
 
     def capabilities(self, config: ActiveMemoryConfig) -> frozenset[Capability]:
         return frozenset({Capability.TRANSLATES, Capability.RECURRENT_STEPS, Capability.SOURCE_ATTRIBUTION})

@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.core.family import check_positions_and_special_ids
+from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
 from inference.families.active_memory.cgru import CGRU, LENGTH, STATE_DIMS
 

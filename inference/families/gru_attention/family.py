@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import torch
+from typing import Any
 
-from inference.core.checkpoint import LoadedModel
+import torch
+from torch import nn
+
+from inference.core.applied_interventions import applied_interventions
+from inference.core.capabilities import Capability
 from inference.core.decoding import strip_after_eos
-from inference.core.family import Capability, FamilyDefaults
-from inference.core.interventions import Interventions, applied_interventions
-from inference.core.trace import (
-    Trace,
-    TraceRequest,
-    encode_sources,
-    own_or_given_output,
-    recording,
-    run_record,
-    token_roles,
-)
+from inference.core.family import FamilyDefaults
+from inference.core.interventions import Interventions
+from inference.core.loaded_model import LoadedModel
+from inference.core.losses import StepObjective, teacher_forced_loss
+from inference.core.trace import Trace, TraceRequest
+from inference.core.tracing import encode_sources, own_or_given_output, recording, run_record, token_roles
 from inference.families.gru_attention.model import CONFIG_NAME, GRUAttention, GRUAttentionConfig
 
 
@@ -28,6 +27,12 @@ class GRUAttentionFamily(FamilyDefaults):
 
     def build(self, config: GRUAttentionConfig) -> GRUAttention:
         return GRUAttention(config)
+
+    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+        return teacher_forced_loss(model, batch, objective.label_smoothing)
+
+    def describe(self, config: GRUAttentionConfig) -> str:
+        return config.summary
 
     def capabilities(self, config: GRUAttentionConfig) -> frozenset[Capability]:
         return frozenset({Capability.TRANSLATES, Capability.SOURCE_ATTRIBUTION})

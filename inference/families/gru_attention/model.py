@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from inference.core.family import check_positions_and_special_ids
+from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
 
 CONFIG_NAME = "gru_attention"

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import torch
 
+from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import GreedyChooser, generate, strip_after_eos
-from inference.core.interventions import Interventions, applied_interventions
+from inference.core.interventions import Interventions
 from inference.core.tokenizer import TextTokenizer
 from inference.families.language_model.model import LanguageModel
 

@@ -3,13 +3,20 @@ models can do and how one is traced."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import torch
 from torch import nn
 
-from inference.analyses.ff_values import FFMemories, language_model_ff_memories
-from inference.core.checkpoint import LoadedModel
+from inference.analyses.ff_values import language_model_ff_memories
+from inference.core.capabilities import Capability
 from inference.core.decoding import GREEDY, pad_batch
-from inference.core.family import Capability, FamilyDefaults
-from inference.core.trace import Trace, TraceRequest, recording, run_record
+from inference.core.family import FamilyDefaults
+from inference.core.ff_memories import FFMemories
+from inference.core.loaded_model import LoadedModel
+from inference.core.losses import StepObjective, next_token_loss
+from inference.core.trace import Trace, TraceRequest
+from inference.core.tracing import recording, run_record
 from inference.families.language_model.continuation import greedy_continuation, prompt_ids
 from inference.families.language_model.model import AXIS, LanguageModel, LanguageModelConfig
 from inference.families.language_model.model import FAMILY as CONFIG_NAME
@@ -23,6 +30,9 @@ class LanguageModelFamily(FamilyDefaults):
 
     def build(self, config: LanguageModelConfig) -> LanguageModel:
         return LanguageModel(config)
+
+    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+        return next_token_loss(model, batch, objective.label_smoothing)
 
     def capabilities(self, config: LanguageModelConfig) -> frozenset[Capability]:
         return frozenset({Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})

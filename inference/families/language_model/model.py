@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.core.family import check_positions_and_special_ids
+from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, name_hook_points
 from inference.layers import PreNormAttentionFeedForward, TokenEmbedding
 

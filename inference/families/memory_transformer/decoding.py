@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import torch
 
+from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import GREEDY, BeamChooser, Decoding, GreedyChooser, generate
-from inference.core.interventions import Interventions, applied_interventions
+from inference.core.interventions import Interventions
 from inference.families.memory_transformer.model import MemoryTransformer
 from inference.layers import EncoderOutput
 

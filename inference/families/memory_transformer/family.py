@@ -3,18 +3,33 @@ models can do, how one is traced, and its memory lesions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
-from inference.analyses.ff_values import FFMemories, decoder_ff_memories
-from inference.core.checkpoint import LoadedModel
+from inference.analyses.ff_values import decoder_ff_memories
+from inference.core.capabilities import Capability
 from inference.core.decoding import pad_batch, strip_after_eos
-from inference.core.family import Capability, FamilyDefaults
+from inference.core.family import FamilyDefaults
+from inference.core.ff_memories import FFMemories
 from inference.core.hooks import HookFn, HookPoint, hook_points
 from inference.core.interventions import BlockMemoryReads, Intervention, InterventionError, Interventions, KnockoutSlots
-from inference.core.trace import Trace, TraceRequest, encode_sources, recording, run_record
+from inference.core.loaded_model import LoadedModel
+from inference.core.losses import StepObjective, teacher_forced_loss
+from inference.core.trace import Trace, TraceRequest
+from inference.core.tracing import encode_sources, recording, run_record
 from inference.families.memory_transformer.decoding import decode, greedy_decode
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformer, MemoryTransformerConfig
+
+VARIANT_NAMES = {  # config family -> the variant in words
+    "transformer": "Transformer baseline",
+    "memtransformer": "MemTransformer",
+    "memctrl": "MemCtrl",
+    "memctrl_shared": "MemCtrl Shared",
+    "membottleneck": "MemBottleneck",
+    "membottleneck_skip": "MemBottleneck Skip",
+}
 
 
 class MemoryTransformerFamily(FamilyDefaults):
@@ -25,6 +40,16 @@ class MemoryTransformerFamily(FamilyDefaults):
 
     def build(self, config: MemoryTransformerConfig) -> MemoryTransformer:
         return MemoryTransformer(config)
+
+    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+        return teacher_forced_loss(model, batch, objective.label_smoothing)
+
+    def describe(self, config: MemoryTransformerConfig) -> str:
+        memory = f"{config.memory_size} memory slots" if config.memory_size else "no memory"
+        return (
+            f"{VARIANT_NAMES[config.family]}, {memory}; d_model {config.d_model}, "
+            f"{config.n_encoder_layers}+{config.n_decoder_layers} layers"
+        )
 
     def capabilities(self, config: MemoryTransformerConfig) -> frozenset[Capability]:
         found = {Capability.TRANSLATES, Capability.BEAM_SEARCH, Capability.FF_KEYS, Capability.ATTRIBUTION}

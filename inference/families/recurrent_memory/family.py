@@ -4,8 +4,13 @@ by segment, and its memory-slot lesion."""
 
 from __future__ import annotations
 
-from inference.core.checkpoint import LoadedModel
-from inference.core.family import Capability, FamilyDefaults
+from typing import Any
+
+import torch
+from torch import nn
+
+from inference.core.capabilities import Capability
+from inference.core.family import FamilyDefaults
 from inference.core.hooks import HookFn
 from inference.core.interventions import (
     Intervention,
@@ -14,7 +19,10 @@ from inference.core.interventions import (
     ResetMemory,
     TransplantMemory,
 )
-from inference.core.trace import Trace, TraceRequest, recording, run_record
+from inference.core.loaded_model import LoadedModel
+from inference.core.losses import StepObjective, next_token_loss
+from inference.core.trace import Trace, TraceRequest
+from inference.core.tracing import recording, run_record
 from inference.families.recurrent_memory.lesions import knockout_hooks, memory_lesion_hook
 from inference.families.recurrent_memory.model import CONFIG_NAME, RecurrentMemoryConfig, RecurrentMemoryTransformer
 from inference.families.recurrent_memory.segments import encode_text, segment_axes
@@ -28,6 +36,9 @@ class RecurrentMemoryFamily(FamilyDefaults):
 
     def build(self, config: RecurrentMemoryConfig) -> RecurrentMemoryTransformer:
         return RecurrentMemoryTransformer(config)
+
+    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+        return next_token_loss(model, batch, objective.label_smoothing)
 
     def capabilities(self, config: RecurrentMemoryConfig) -> frozenset[Capability]:
         found = {Capability.SEGMENTS, Capability.NEXT_TOKEN}

@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.core.family import check_positions_and_special_ids
+from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
 from inference.families.recurrent_memory.attention import RelativeLayer
 

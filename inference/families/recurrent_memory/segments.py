@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import torch
 
-from inference.core.checkpoint import LoadedModel
 from inference.core.decoding import pad_batch
+from inference.core.loaded_model import LoadedModel
 from inference.core.trace import indexed_axis
 from inference.families.recurrent_memory.model import KEY_AXIS, QUERY_AXIS, RecurrentMemoryTransformer
 

@@ -4,13 +4,16 @@ force_memory; the memory size caps the tokens it may write)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
-from inference.analyses.ff_values import FFMemories, decoder_ff_memories
-from inference.core.checkpoint import LoadedModel
+from inference.analyses.ff_values import decoder_ff_memories
+from inference.core.capabilities import Capability
 from inference.core.decoding import GREEDY, pad_batch
-from inference.core.family import Capability, FamilyDefaults
+from inference.core.family import FamilyDefaults
+from inference.core.ff_memories import FFMemories
 from inference.core.hooks import HookFn, HookPoint, hook_points, select_hook_names
 from inference.core.interventions import (
     BlockMemoryReads,
@@ -21,7 +24,10 @@ from inference.core.interventions import (
     KnockoutSlots,
     MaskMemory,
 )
-from inference.core.trace import Trace, TraceRequest, encode_sources, recording, run_record
+from inference.core.loaded_model import LoadedModel
+from inference.core.losses import StepObjective
+from inference.core.trace import Trace, TraceRequest
+from inference.core.tracing import encode_sources, recording, run_record
 from inference.families.working_memory.corpus import stream_budget
 from inference.families.working_memory.generation import generate_with_memory, wm_generate
 from inference.families.working_memory.model import (
@@ -34,6 +40,7 @@ from inference.families.working_memory.model import (
 from inference.families.working_memory.model import (
     FAMILY as CONFIG_NAME,
 )
+from inference.families.working_memory.training import from_transformer, working_memory_loss
 
 DECISION_HOOKS = ["decoder.wm.choice", "decoder.wm.written"]  # called once per generated element
 
@@ -46,6 +53,18 @@ class WorkingMemoryFamily(FamilyDefaults):
 
     def build(self, config: WorkingMemoryConfig) -> WorkingMemoryTransformer:
         return WorkingMemoryTransformer(config)
+
+    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+        return working_memory_loss(model, batch, objective)
+
+    def describe(self, config: WorkingMemoryConfig) -> str:
+        return (
+            f"Working-memory decoder, working memory of {config.memory_size} tokens; d_model {config.d_model}, "
+            f"{config.n_encoder_layers}+{config.n_decoder_layers} layers"
+        )
+
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any]) -> nn.Module:
+        return from_transformer(source, config_fields)
 
     def capabilities(self, config: WorkingMemoryConfig) -> frozenset[Capability]:
         return frozenset({Capability.TRANSLATES, Capability.WORKING_MEMORY, Capability.FF_KEYS})

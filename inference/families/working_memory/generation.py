@@ -62,8 +62,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import Choice, generate
-from inference.core.interventions import Interventions, applied_interventions
+from inference.core.interventions import Interventions
 from inference.families.working_memory.model import (
     CHOICE_COLUMN,
     MEMORY_TYPE,

@@ -1,0 +1,60 @@
+"""How a working-memory model trains (paper 004, Algorithm 1): during the first `plain_epochs` the decoder
+stream is the target alone (every element target-type), so the model trains as a plain Transformer;
+afterwards the stream is built with model-chosen memory tokens and the loss is `wm_training_forward`'s
+(target tokens plus the type head's self-supervised labels). A run may start from a trained Transformer
+(`from_transformer`): Algorithm 1's warm-up, done."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import torch
+from torch import nn
+
+from inference.core.family import build_model, config_from_dict
+from inference.core.losses import StepObjective, token_cross_entropy
+from inference.families.working_memory.generation import wm_training_forward
+from inference.families.working_memory.model import TARGET_TYPE, WorkingMemoryTransformer
+
+NEW_WEIGHTS = {"type_embed.weight", "type_head.weight", "type_head.bias"}  # what a Transformer lacks
+
+
+def working_memory_loss(model: WorkingMemoryTransformer, batch: Any, objective: StepObjective) -> torch.Tensor:
+    """The loss of one step; objective.options: Algorithm 1's settings (plain_epochs, type_threshold,
+    type_loss_weight), or None for the plain loss throughout."""
+    settings = objective.options
+    if settings is None or objective.epoch < settings.plain_epochs:
+        types = torch.full_like(batch.tgt_in, TARGET_TYPE)  # [b, t]: no memory in the stream
+        logits, _ = model(batch.src_ids, batch.tgt_in, types)  # [b, t, vocab]
+        return token_cross_entropy(logits, batch.tgt_out, model.config.pad_id, objective.label_smoothing)
+    pad = model.config.pad_id
+    targets = [[t for t in row if t != pad] for row in batch.tgt_out.tolist()]  # target + EOS per example
+    return wm_training_forward(
+        model,
+        batch.src_ids,
+        targets,
+        seed=objective.seed,
+        type_threshold=settings.type_threshold,
+        type_loss_weight=settings.type_loss_weight,
+        label_smoothing=objective.label_smoothing,
+    ).loss
+
+
+def from_transformer(transformer: nn.Module, working_memory_fields: dict[str, Any]) -> WorkingMemoryTransformer:
+    """A working-memory model with a plain Transformer's sizes and weights: only the type embedding (zero) and
+    the type head are new. Raises ValueError for any other source."""
+    if transformer.config.family != "transformer":
+        raise ValueError(
+            "a working-memory model can start from a plain Transformer checkpoint, "
+            f"not from family {transformer.config.family!r}"
+        )
+    sizes = {k: v for k, v in asdict(transformer.config).items() if k not in ("family", "memory_size")}
+    model = build_model(config_from_dict({**sizes, **working_memory_fields}))  # fields name the working-memory family
+    missing, unexpected = model.load_state_dict(transformer.state_dict(), strict=False)
+    if set(missing) != NEW_WEIGHTS or any(p.numel() for n, p in transformer.state_dict().items() if n in unexpected):
+        raise ValueError(
+            "the Transformer checkpoint does not fit a working-memory model: "
+            f"missing {missing}, unexpected {unexpected}"
+        )
+    return model
