@@ -136,7 +136,7 @@ def memory_probe_command(args: argparse.Namespace) -> None:
 
 
 def active_memory_compare_command(args: argparse.Namespace) -> None:
-    from training.report.active_memory import measure_translation
+    from training.evaluation.active_memory_comparison import measure_translation
 
     measure_translation(Path(args.checkpoints), REPO_ROOT / "training" / "configs", args.data_dir)
 

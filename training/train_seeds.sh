@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seeds 2 and 3 of the models behind the headline claims (SEEDED in training/report/results.py) on their shipped
+# Seeds 2 and 3 of the models behind the headline claims (SEEDED in training/report/memory_transformer.py) on their shipped
 # configs, in two single-threaded queues, each run followed by its stored test outputs; rerunning resumes.
 # The per-seed weights stay local (.gitignore); commit each seed folder's config, metrics and outputs.
 # working_memory_de_en trains from scratch (paper 004's schedule): about 3.3 hours a seed alone on two CPU threads;

@@ -10,10 +10,11 @@ import math
 
 import pytest
 
+from training.evaluation.active_memory_comparison import BUCKETS, measure_translation
 from training.evaluation.translation import perplexity
 from training.loop.config import config_from_dict
 from training.loop.translation_run import run_training
-from training.report.active_memory import BUCKETS, measure_translation, translation_tables
+from training.report.active_memory import translation_tables
 
 TRAIN = {"epochs": 2, "batch_size": 16, "warmup_steps": 20, "seed": 3, "save_every_steps": 8, "threads": 1}
 DATA = {"dataset": "multi30k", "vocab_size": 60, "max_len": 24}

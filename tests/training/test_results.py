@@ -8,7 +8,8 @@ import pytest
 
 from inference.core.places import REPO_ROOT
 from training.loop.config import ConfigError
-from training.report.results import SHORTER_RUN, extension_chain, extension_chains, write_results
+from training.report.memory_extension import SHORTER_RUN, extension_chain, extension_chains
+from training.report.results import write_results
 
 CONFIGS = REPO_ROOT / "training" / "configs"
 

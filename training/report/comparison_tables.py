@@ -11,9 +11,9 @@ from __future__ import annotations
 from training.evaluation.comparisons import Comparisons, Run, difference_cell, method_note, quality_cells
 from training.evaluation.outputs import AS_TRAINED, MASKED, memory_condition, memory_size_of
 from training.loop.seed_runs import seed_runs
+from training.report.metrics_files import SHORT_SCHEDULE
 
 BASELINE = "transformer"
-SHORT_SCHEDULE = "short_schedule"  # checkpoints/short_schedule/<name>: a model's run on a shorter schedule
 HEAD = "| BLEU | chrF | length ratio | BLEU difference | chrF difference |"
 RULE = "|---|---|---|---|---|"
 

@@ -9,7 +9,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from training.report.results import load_metrics
+from training.report.metrics_files import load_metrics
 
 CARRY_NAMES = {"none": "no memory", "xl": "Transformer-XL", "rmt": "RMT"}
 # Paper 002, per-character accuracy: (task, segments) -> {carry: accuracy}; the headline figures.

@@ -1,0 +1,26 @@
+"""What the sections of docs/results.md share: reading the checkpoints' metrics files (the shipped runs and the
+shorter ones kept in checkpoints/short_schedule) and writing their figures into table cells."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SHORT_SCHEDULE = "short_schedule"  # checkpoints/short_schedule/<name>: a model's run on a shorter schedule
+TEST_SPLIT = "test_2016_flickr"
+
+
+def load_metrics(checkpoints: Path, file: str = "metrics.json") -> dict[str, dict]:
+    """{folder: metrics} of every checkpoint, and of the short-schedule runs as "short_schedule/<name>"."""
+    found = {}
+    for path in sorted([*checkpoints.glob(f"*/{file}"), *checkpoints.glob(f"{SHORT_SCHEDULE}/*/{file}")]):
+        try:
+            found[str(path.parent.relative_to(checkpoints))] = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            continue  # a broken checkpoint is the registry's to report, not the table's
+    return found
+
+
+def number(value) -> str:
+    """A figure to two decimals; "-" where there is none."""
+    return "-" if value is None else f"{value:.2f}"
