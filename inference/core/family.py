@@ -91,9 +91,10 @@ class Family(Protocol):
         layers"."""
         ...
 
-    def warm_start(self, source: nn.Module, config_fields: dict[str, Any]) -> nn.Module:
-        """A model of this family, with the config `config_fields` name, that starts from the trained `source` (a
-        model of another family); raises ValueError when the source does not fit."""
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> nn.Module:
+        """A model of this family, with the config `config_fields` name, that starts from the trained `source`'s
+        weights (a Transformer's for a working memory, a Memory Transformer's with fewer slots); `seed` draws
+        whatever is new. Raises ValueError when the source does not fit."""
         ...
 
 
@@ -131,7 +132,7 @@ class FamilyDefaults:
     def describe(self, config: FamilyConfig) -> str:
         return self.title
 
-    def warm_start(self, source: nn.Module, config_fields: dict[str, Any]) -> nn.Module:
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> nn.Module:
         raise ValueError(f"a {self.title} model cannot start from a model of the {source.config.family} family")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -28,7 +29,6 @@ from training.loop.config import ConfigError, TrainConfig
 from training.loop.epochs import TrainingData, train
 from training.loop.lm_run import remeasure as remeasure_language_model
 from training.loop.lm_run import run_language_model_training
-from training.loop.memory_growth import grow_memory
 from training.loop.run_dir import Progress, RunDir
 
 
@@ -123,19 +123,18 @@ def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> 
             "the learning-rate schedule position to continue from"
         )
     if config.model is not None:  # a model section beside init_from: a model of its family takes the weights
-        return warm_start(source.model, config.model), source.tokenizer, schedule_steps
-    model = (
-        source.model
-        if config.grow_memory_to is None
-        else grow_memory(source.model, config.grow_memory_to, config.train.seed)
-    )
-    return model, source.tokenizer, schedule_steps
+        fields = config.model
+    elif config.grow_memory_to is not None:
+        fields = {**asdict(source.config), "memory_size": config.grow_memory_to}
+    else:
+        return source.model, source.tokenizer, schedule_steps
+    return warm_start(source.model, fields, config.train.seed), source.tokenizer, schedule_steps
 
 
-def warm_start(source: nn.Module, config_fields: dict) -> nn.Module:
+def warm_start(source: nn.Module, config_fields: dict, seed: int = 0) -> nn.Module:
     """A model of the family `config_fields` names, starting from `source`'s trained weights (Family.warm_start)."""
     try:
-        return family_of(config_fields["family"]).warm_start(source, config_fields)
+        return family_of(config_fields["family"]).warm_start(source, config_fields, seed)
     except ValueError as error:
         raise ConfigError(str(error)) from None
 

@@ -3,6 +3,7 @@ models can do, how one is traced, and its memory lesions."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import torch
@@ -20,6 +21,7 @@ from inference.core.losses import StepObjective, teacher_forced_loss
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import encode_sources, recording, run_record
 from inference.families.memory_transformer.decoding import decode, greedy_decode
+from inference.families.memory_transformer.growth import grow_memory
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformer, MemoryTransformerConfig
 
 VARIANT_NAMES = {  # config family -> the variant in words
@@ -50,6 +52,13 @@ class MemoryTransformerFamily(FamilyDefaults):
             f"{VARIANT_NAMES[config.family]}, {memory}; d_model {config.d_model}, "
             f"{config.n_encoder_layers}+{config.n_decoder_layers} layers"
         )
+
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> nn.Module:
+        """The same model with more memory slots (the paper's Table 3; growth.py)."""
+        grown = {**asdict(source.config), "memory_size": config_fields.get("memory_size")}
+        if source.config.family not in FAMILIES or config_fields != grown:
+            raise ValueError("a Memory Transformer starts from a trained one of the same sizes, its memory grown")
+        return grow_memory(source, config_fields["memory_size"], seed)
 
     def capabilities(self, config: MemoryTransformerConfig) -> frozenset[Capability]:
         found = {Capability.TRANSLATES, Capability.BEAM_SEARCH, Capability.FF_KEYS, Capability.ATTRIBUTION}

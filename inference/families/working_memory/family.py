@@ -63,8 +63,8 @@ class WorkingMemoryFamily(FamilyDefaults):
             f"{config.n_encoder_layers}+{config.n_decoder_layers} layers"
         )
 
-    def warm_start(self, source: nn.Module, config_fields: dict[str, Any]) -> nn.Module:
-        return from_transformer(source, config_fields)
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> nn.Module:
+        return from_transformer(source, config_fields)  # new weights: the type head, from the global seed
 
     def capabilities(self, config: WorkingMemoryConfig) -> frozenset[Capability]:
         return frozenset({Capability.TRANSLATES, Capability.WORKING_MEMORY, Capability.FF_KEYS})

@@ -6,7 +6,8 @@ j mod m -- exactly the vector the model already uses for slot j when a
 lesion runs it with more memory than trained (the model's memory_vectors),
 so growth starts from a model whose behaviour is known -- plus small
 N(0, 0.01^2) noise, so that copies of one slot can drift apart and
-specialise during fine-tuning.
+specialise during fine-tuning. The family's `warm_start` (family.py) grows a
+checkpoint this way for the training loop.
 """
 
 from __future__ import annotations
