@@ -43,8 +43,9 @@ def walker(browser):
 def settle(page) -> None:
     """Wait until no htmx request is in flight and every figure on the page is drawn."""
     page.wait_for_timeout(300)  # a load-triggered request starts
+    # Focus runs integrated gradients for two models: minutes on a loaded machine
     wait_until(page, f"() => {QUIET} && !document.querySelector('#busy.htmx-request, .htmx-request') && {DRAWN}",
-               timeout=120_000)  # fmt: skip
+               timeout=300_000)  # fmt: skip
 
 
 def accessible(page, when: str) -> None:
