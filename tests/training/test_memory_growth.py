@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from inference.core.family import build_model
-from inference.families.memory_transformer.model import MemoryTransformerConfig
 from inference.families.memory_transformer.growth import NEW_SLOT_NOISE_STD, grow_memory
+from inference.families.memory_transformer.model import MemoryTransformerConfig
 
 
 def tiny_model(memory_size: int, family: str = "memtransformer"):
