@@ -18,6 +18,7 @@ from training.commands import (
     active_memory_compare_command,
     algorithmic_task_command,
     batch_command,
+    carried_state_command,
     ff_command,
     lesion_command,
     memory_command,
@@ -213,6 +214,15 @@ def add_task_commands(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("--checkpoints", default=str(REPO_ROOT / "checkpoints"))
     compare.add_argument("--data-dir", help=f"shared data folder (default: ${DATA_DIR_ENV}, else ../shared/data)")
     compare.set_defaults(handler=active_memory_compare_command)
+    carried = commands.add_parser(
+        "carried-state",
+        help="score segment language models with and without the state they carry from segment to segment "
+        "(RMT memory reset, Transformer-XL cache dropped), into each folder's carried_state.json",
+    )
+    carried.add_argument("checkpoints", nargs="+", help="segment language-model checkpoint folders")
+    carried.add_argument("--articles", type=positive_integer, default=120, help="first enwiki validation articles")
+    add_data_and_device(carried)
+    carried.set_defaults(handler=carried_state_command)
 
 
 def add_batch_and_report_commands(commands: argparse._SubParsersAction) -> None:

@@ -145,3 +145,9 @@ def results_command(args: argparse.Namespace) -> None:
     from training.report.results import write_results
 
     print(write_results(Path(args.checkpoints), Path(args.out), Path(args.reading), args.data_dir))
+
+
+def carried_state_command(args: argparse.Namespace) -> None:
+    from training.studies.carried_state import measure_checkpoints
+
+    measure_checkpoints([Path(folder) for folder in args.checkpoints], args.data_dir, args.articles, args.device)

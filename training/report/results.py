@@ -8,6 +8,7 @@ from pathlib import Path
 from inference.core.places import REPO_ROOT
 from training.evaluation.comparisons import Comparisons
 from training.report.active_memory import active_memory_section
+from training.report.carried_state import carried_state_section
 from training.report.ff_memories import ff_memories_section
 from training.report.memory_extension import extension_chains, extension_section
 from training.report.memory_transformer import table_1_section, table_2_section
@@ -57,6 +58,7 @@ def render(
         ff_memories_section(metrics, load_metrics(checkpoints, "ff_analysis.json")),
         segment_task_section(checkpoints),
         segment_lm_section(checkpoints, configs),
+        carried_state_section(checkpoints / "segment_lm"),
         active_memory_section(checkpoints),
         reading_section(reading),
     ]

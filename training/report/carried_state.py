@@ -1,0 +1,104 @@
+"""docs/results.md's carried-state table (paper 002's language models): per
+segment language model, enwiki validation perplexity as trained and with what
+it carries between segments removed (RMT: memory reset at every segment;
+Transformer-XL: no cache), the difference and its bootstrap interval, from
+the carried_state.json files of checkpoints/segment_lm/<name>/
+(training.studies.carried_state writes them). Every figure printed comes
+from those files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from training.evaluation.bootstrap import interval_text
+
+RESULT_FILE = "carried_state.json"  # training.studies.carried_state.RESULT_FILE
+AS_TRAINED, WITHOUT = "as_trained", "without_carried_state"
+HEADING = "### Carried state: do the language models use what they carry? (paper 002)"
+# The stream and the bootstrap: stated once in the description when every record shares them.
+SHARED = (("text", "articles"), ("text", "stream_tokens"), ("text", "scored"), ("text", "context"),
+          ("text", "stride"), ("difference", "level"), ("difference", "resamples"), ("difference", "seed"))  # fmt: skip
+
+
+def load_records(folder: Path) -> list[dict]:
+    """Every <folder>/*/carried_state.json, Transformer-XL by cache, then RMT by memory (the runs table's order)."""
+    records = [json.loads(path.read_text()) for path in sorted(Path(folder).glob(f"*/{RESULT_FILE}"))]
+    return sorted(records, key=lambda r: (r["memory_size"] > 0, r["cache_length"], r["memory_size"], r["model"]))
+
+
+def model_label(record: dict) -> str:
+    carried = [f"RMT, memory {record['memory_size']}"] if record["memory_size"] else []
+    carried += [f"Transformer-XL, cache {record['cache_length']}"] if record["cache_length"] else []
+    return " + ".join(carried)
+
+
+def removed_label(record: dict) -> str:
+    removed = ["memory reset at every segment"] if record["memory_size"] else []
+    removed += ["no cache"] if record["cache_length"] else []
+    return "; ".join(removed)
+
+
+def shared_values(records: list[dict]) -> dict[str, object] | None:
+    """{field: value} of SHARED when every record has the same, else None."""
+    values = {tuple(r[group][name] for group, name in SHARED) for r in records}
+    return dict(zip((name for _, name in SHARED), values.pop())) if len(values) == 1 else None
+
+
+def description(records: list[dict]) -> str:
+    """The method in one paragraph, its figures from the records."""
+    shared = shared_values(records)
+    if shared is None:
+        stream = "The first enwiki validation articles (the count and the stream's size per row)"
+        windows = "the run's own windows"
+        bootstrap = "a paired bootstrap over the articles (level, resamplings and seed in each carried_state.json)"
+    else:
+        stream = (
+            f"The first {shared['articles']:,} enwiki validation articles (a stream of "
+            f"{shared['stream_tokens']:,} tokens, {shared['scored']:,} of them scored targets)"
+        )
+        windows = f"windows of {shared['context']} tokens advancing by {shared['stride']} (the runs' own windows)"
+        bootstrap = (
+            f"its {shared['level']:.0%} interval over {shared['resamples']:,} paired resamplings of the articles "
+            f"(seed {shared['seed']})"
+        )
+    return (
+        f"{stream} are scored in {windows}, once as trained and once with what the model carries from one segment "
+        "to the next removed: RMT's memory reset to its initial value at every segment (the ResetMemory "
+        "intervention), Transformer-XL's cache dropped (the same weights with no cache). Δ: perplexity without "
+        f"minus as trained, above zero when the model uses what it carries, with {bootstrap}. "
+        "Rerun, once the weights are retrained (`training/train_segment_lm.sh`): "
+        "`python -m training carried-state checkpoints/segment_lm/<name>`."
+    )
+
+
+def row(record: dict) -> str:
+    d, text, ppl = record["difference"], record["text"], record["perplexity"]
+    return (
+        f"| {model_label(record)} | {removed_label(record)} | {ppl[AS_TRAINED]:.1f} | {ppl[WITHOUT]:.1f} | "
+        f"{interval_text(d['perplexity'], d['low'], d['high'])} | {text['scored']:,} | {text['articles']:,} |"
+    )
+
+
+def carried_state_section(folder: Path) -> list[str]:
+    """The section's lines; `folder`: the segment language-model runs (checkpoints/segment_lm)."""
+    records = load_records(folder)
+    parts = [HEADING, ""]
+    if not records:
+        return [*parts, "No carried-state measurements yet (`python -m training carried-state`).", ""]
+    shared = shared_values(records)
+    level = f"{shared['level']:.0%} CI" if shared else "CI"
+    return [
+        *parts,
+        description(records),
+        "",
+        f"| model | carried state removed | ppl as trained | ppl removed | Δ [{level}] | tokens scored | articles |",
+        "|---" * 7 + "|",
+        *(row(record) for record in records),
+        "",
+    ]
+
+
+def render_carried_state(folder: Path) -> str:
+    """The section as markdown text."""
+    return "\n".join(carried_state_section(folder))
