@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 
 import torch
 
@@ -48,7 +49,7 @@ def training_throughput(loaded, config_path: str, steps: int, data_dir) -> tuple
         batch = make_batch([examples[i] for i in indices], loaded.tokenizer)
         if step == 2:  # the first steps warm up allocators
             start = time.perf_counter()
-        optimizer_step(model, optimizer, lambda: batch_loss(model, batch, objective), settings, step)  # noqa: B023
+        optimizer_step(model, optimizer, partial(batch_loss, model, batch, objective), settings, step)
         if step >= 2:
             target_tokens += int((batch.tgt_out != loaded.tokenizer.pad_id).sum())
             all_tokens += int((batch.src_ids != loaded.tokenizer.pad_id).sum()) + int(

@@ -18,6 +18,7 @@ import argparse
 import copy
 import time
 from dataclasses import replace
+from functools import partial
 
 import torch
 
@@ -43,7 +44,7 @@ def seconds_per_step(model, batches, train: LoopConfig, objective: StepObjective
                 torch.cuda.synchronize()
             start = time.perf_counter()
         step_objective = replace(objective, seed=step)
-        optimizer_step(model, optimizer, lambda: batch_loss(model, batch, step_objective), settings, step)  # noqa: B023
+        optimizer_step(model, optimizer, partial(batch_loss, model, batch, step_objective), settings, step)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     return (time.perf_counter() - start) / (len(batches) - WARMUP_STEPS)

@@ -143,8 +143,10 @@ def train(
         # alone, so a resumed run continues the very same sequence of batches.
         batches = data.epoch_batches(settings.batch_size, seed=settings.seed + progress.epoch)
         objective = StepObjective(settings.label_smoothing, progress.epoch, options=family_options)
-        epoch = EpochSteps(model, tokenizer, optimizer, settings, data, batches, run, session, objective)
-        if not epoch.run(max_steps, schedule_offset):
+        epoch = EpochSteps(
+            model, tokenizer, optimizer, settings, data, batches, run, session, objective, schedule_offset
+        )
+        if not epoch.run(max_steps):
             session.save(run, model, optimizer)
             run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
             return progress
@@ -184,18 +186,18 @@ class EpochSteps:
     """One epoch of a translation or language-model run, as callbacks of the step loop (training.loop.steps):
     the epoch's batches not yet trained, the Noam schedule, progress, logging and periodic saves."""
 
-    def __init__(self, model, tokenizer, optimizer, settings, data, batches, run, session, objective):
+    def __init__(self, model, tokenizer, optimizer, settings, data, batches, run, session, objective, schedule_offset):
         self.model, self.tokenizer, self.optimizer, self.settings = model, tokenizer, optimizer, settings
         self.data, self.batches, self.run_dir, self.session, self.objective = data, batches, run, session, objective
+        self.schedule_offset = schedule_offset  # steps of the run the model was initialised from (Noam schedule)
         self.progress: Progress = session.progress
         self.device = next(model.parameters()).device
-        self.schedule_offset = 0
         self.batch: Batch | LMBatch | None = None
         self.bar = None
 
-    def run(self, max_steps: int | None, schedule_offset: int) -> bool:
+    def run(self, max_steps: int | None) -> bool:
         """Train on the batches of this epoch not yet trained; False if stopped by max_steps."""
-        progress, self.schedule_offset = self.progress, schedule_offset
+        progress = self.progress
         remaining = len(self.batches) - progress.batch_in_epoch
         allowed = remaining if max_steps is None else max(0, min(remaining, max_steps - progress.step))
         self.bar = tqdm(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 import torch
@@ -63,5 +64,5 @@ def run_steps(
 ) -> None:
     """Take the 0-based steps `steps` in order, each followed by its callback."""
     for step in steps:
-        loss = optimizer_step(model, optimizer, lambda: callbacks.loss(step), settings, step)  # noqa: B023 (called at once)
+        loss = optimizer_step(model, optimizer, partial(callbacks.loss, step), settings, step)
         callbacks.after_step(step, loss)

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from training.evaluation.bootstrap import interval_text
+from training.studies.carried_state import RESULT_FILE
 
-RESULT_FILE = "carried_state.json"  # training.studies.carried_state.RESULT_FILE
 AS_TRAINED, WITHOUT = "as_trained", "without_carried_state"
 HEADING = "### Carried state: do the language models use what they carry? (paper 002)"
 # The stream and the bootstrap: stated once in the description when every record shares them.
