@@ -33,11 +33,14 @@ from app.routers import (
 )
 from app.routers.errors import install_error_handlers
 from app.services.allocator import limit_malloc_arenas
+from app.services.ff_study import FFStudies
+from app.services.gateway import ModelGateway, RunLimits
 from app.services.jobs import JobRunner
 from app.services.model_metrics import metric_columns
-from app.services.runner import Runner
 from app.services.store import JobStore
 from app.settings import Settings
+from inference.core import bounds
+from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointRegistry
 from inference.core.places import REPO_ROOT
 
@@ -51,14 +54,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         registry = CheckpointRegistry(
             settings.checkpoint_dir, settings.device, settings.max_models_mb * 2**20
         )  # scans only; models load on first use
-        app.state.runner = Runner(
-            registry,
-            settings.max_text_chars,
-            settings.max_source_tokens,
-            settings.max_new_tokens,
-            recent_trace_bytes=settings.max_cache_mb * 2**20,
-        )
-        app.state.jobs = JobRunner(JobStore(settings.database), app.state.runner, settings.data_dir)
+        limits = RunLimits(settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens)
+        app.state.gateway = ModelGateway(registry, limits, recent_trace_bytes=settings.max_cache_mb * 2**20)
+        app.state.ff_studies = FFStudies()
+        app.state.jobs = JobRunner(JobStore(settings.database), app.state.gateway, settings.data_dir)
         yield
         app.state.jobs.shutdown()
 
@@ -71,7 +70,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )  # /docs is app/routers/assets.py: FastAPI's own loads Swagger UI from a CDN with an inline script
     app.state.settings = settings
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPO_ROOT / "templates"), autoescape=True)
-    environment.globals["metric_columns"] = metric_columns
+    environment.globals.update(
+        metric_columns=metric_columns, Capability=Capability, bounds=bounds, max_text_chars=settings.max_text_chars
+    )
     app.state.templates = Jinja2Templates(env=environment)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
 

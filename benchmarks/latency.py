@@ -71,7 +71,7 @@ def main() -> None:
         lesion_ms = median_ms(toggle, args.repeats)
         plain_ms = median_ms(translate, args.repeats)
         # A long input: 256 source tokens, the server's limit.
-        loaded = client.app.state.runner.model(args.model)
+        loaded = client.app.state.gateway.model(args.model)
         long_text = text_of_tokens(loaded.tokenizer, 256)
 
         def long_toggle(i: int):

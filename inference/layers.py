@@ -18,18 +18,9 @@ from inference.core.hooks import HookPoint
 LayerCache = dict[str, torch.Tensor]
 
 
-class MultiHeadAttention(nn.Module):
-    """Multi-head attention with hook points for mask, pattern and head outputs.
-
-    The fast path uses PyTorch's fused scaled_dot_product_attention. When the
-    pattern hook is active (a capture or an edit is registered) the weights
-    are computed explicitly so they can be recorded; both paths give the
-    same outputs to float precision.
-
-    A query row with no visible key (e.g. all memory keys blocked in a
-    bottleneck layer) gets zero attention weight and zero output, so the
-    sub-layer leaves that position to its residual.
-    """
+class AttentionProjections(nn.Module):
+    """The projections and hook points (mask, pattern, z) of multi-head attention, without a forward: a subclass
+    says how it attends (`MultiHeadAttention`; relative-position attention passes distances too)."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float, axes: tuple[str, str]):
         super().__init__()
@@ -56,6 +47,20 @@ class MultiHeadAttention(nn.Module):
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # [b, h, t, d_head]
+
+
+class MultiHeadAttention(AttentionProjections):
+    """Multi-head attention with hook points for mask, pattern and head outputs.
+
+    The fast path uses PyTorch's fused scaled_dot_product_attention. When the
+    pattern hook is active (a capture or an edit is registered) the weights
+    are computed explicitly so they can be recorded; both paths give the
+    same outputs to float precision.
+
+    A query row with no visible key (e.g. all memory keys blocked in a
+    bottleneck layer) gets zero attention weight and zero output, so the
+    sub-layer leaves that position to its residual.
+    """
 
     def forward(
         self,
@@ -119,8 +124,9 @@ def add_and_norm(norm: nn.LayerNorm, dropout: nn.Dropout, x: torch.Tensor, updat
     return norm(x + dropout(update))
 
 
-class AttentionFeedForward(nn.Module):
-    """One post-LN Transformer layer body: attention of x over kv, then FF.
+class PostNormSublayers(nn.Module):
+    """The sub-layers of one post-LN Transformer layer body (attention, then FF) and their pass; the layers below
+    say what they take.
 
     Hook names below it: attn.{mask,pattern,z}, resid_mid, ff.{keys,out}.
     """
@@ -136,11 +142,23 @@ class AttentionFeedForward(nn.Module):
         self.ff_norm = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(
+    def attend_and_feed(
         self, x: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor
     ) -> torch.Tensor:  # x [b, q, d] -> [b, q, d]
         x = self.resid_mid(add_and_norm(self.attn_norm, self.dropout, x, self.attn(x, kv, mask)))
         return add_and_norm(self.ff_norm, self.dropout, x, self.ff(x))
+
+
+class AttentionFeedForward(PostNormSublayers):
+    """One post-LN Transformer layer body: attention of x over kv, then FF.
+
+    Hook names below it: attn.{mask,pattern,z}, resid_mid, ff.{keys,out}.
+    """
+
+    def forward(
+        self, x: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:  # x [b, q, d] -> [b, q, d]
+        return self.attend_and_feed(x, kv, mask)
 
 
 class PreNormAttentionFeedForward(nn.Module):
@@ -182,7 +200,7 @@ class EncoderOutput:
     memory_size: int  # m, the memory positions in front; 0 for none
 
 
-class EncoderLayer(AttentionFeedForward):
+class EncoderLayer(PostNormSublayers):
     """Ordinary post-LN encoder layer over the "enc" axis (memory slots, if any, included)."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float):
@@ -190,7 +208,7 @@ class EncoderLayer(AttentionFeedForward):
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor, m: int) -> torch.Tensor:  # [b, m+n, d]
         mask = key_mask[:, None, None, :].expand(-1, -1, x.shape[1], -1)  # [b, 1, m+n, m+n]
-        return super().forward(x, x, mask)
+        return self.attend_and_feed(x, x, mask)
 
 
 class DecoderLayer(nn.Module):
@@ -228,6 +246,14 @@ class DecoderLayer(nn.Module):
         return add_and_norm(self.ff_norm, self.dropout, y, self.ff(y))
 
 
+class LayerStack(nn.Module):
+    """A model's encoder or decoder: its layers (`layers.{i}`) and the hook on its output (`out`), set by the
+    model's __init__ (which may give it more hook points)."""
+
+    layers: nn.ModuleList
+    out: HookPoint
+
+
 def sinusoid(positions: torch.Tensor, d_model: int) -> torch.Tensor:  # [n] (any sign) -> [n, d]
     """Sine and cosine of each position at d/2 geometric rates, interleaved."""
     rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
@@ -241,6 +267,8 @@ def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:  # [n_
 
 class TokenEmbedding(nn.Module):
     """Token embedding x sqrt(d) plus sinusoidal positions, then dropout."""
+
+    positions: torch.Tensor  # [max_positions, d], a buffer
 
     def __init__(self, vocab_size: int, d_model: int, max_positions: int, dropout: float, pad_id: int):
         super().__init__()

@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+from inference.core.bounds import MAX_BEAM_SIZE, MAX_LISTED, MAX_SEED
+
 DEFAULT_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 SHUTDOWN_SECONDS = 3  # how long `memlens serve` lets running requests finish after SIGTERM
 
@@ -81,18 +83,25 @@ def decoding_of(args: argparse.Namespace):
 
 def translate(args: argparse.Namespace) -> int:
     from inference.core.capabilities import Capability
-    from inference.core.interventions import BlockMemoryReads, Interventions, KnockoutSlots, MaskMemory, MemorySize
+    from inference.core.controls import LesionControls, lesion_interventions
+    from inference.core.hook_names import LOGITS
     from inference.core.tracing import run_with_trace
 
     decoding = decoding_of(args)
-    items = [MemorySize(size=args.memory_size)] if args.memory_size is not None else []
-    items += [BlockMemoryReads(stacks=args.block_reads)] if args.block_reads != "none" else []
-    items += [KnockoutSlots(slots=tuple(args.knockout))] if args.knockout else []
-    items += [MaskMemory()] if args.mask_memory else []
-    interventions = Interventions.of(*items)
+    controls = LesionControls(
+        memory_size=args.memory_size,
+        block_reads=args.block_reads,
+        knockout=tuple(args.knockout),
+        mask_memory=args.mask_memory,
+    )
     loaded = load_model(args)
     trace = run_with_trace(
-        loaded, args.text, names=["logits"], interventions=interventions, seed=args.seed, decoding=decoding
+        loaded,
+        args.text,
+        names=[LOGITS],
+        interventions=lesion_interventions(controls),
+        seed=args.seed,
+        decoding=decoding,
     )
     writes_memory = Capability.WORKING_MEMORY in trace.run.capabilities
     if writes_memory:
@@ -157,6 +166,21 @@ def data(args: argparse.Namespace) -> int:
     return fetch_main(rest)
 
 
+def bounded(high: int):
+    """An argparse type: a whole number from 0 to `high` (the app's bound on the same number)."""
+
+    def parse(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not 0 <= number <= high:
+            raise argparse.ArgumentTypeError(f"{number} is out of range (0 to {high:,})")
+        return number
+
+    return parse
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="memlens", description=__doc__)
     root.add_argument(
@@ -171,20 +195,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p.add_argument(
         "--memory-size",
-        type=int,
+        type=bounded(MAX_LISTED),
         default=None,
         help="memory at inference (0 to 3x trained slots; working memory: 0 to 2x)",
     )
     p.add_argument("--block-reads", choices=["none", "encoder", "decoder", "both"], default="none")
-    p.add_argument("--knockout", type=int, nargs="*", default=[], help="memory slots to knock out")
+    p.add_argument("--knockout", type=bounded(MAX_LISTED), nargs="*", default=[], help="memory slots to knock out")
     p.add_argument("--mask-memory", action="store_true", help="working memory: target tokens may not attend to memory")
-    p.add_argument("--seed", type=int, default=0, help="working memory: seed of the memory sampling")
+    p.add_argument("--seed", type=bounded(MAX_SEED), default=0, help="working memory: seed of the memory sampling")
     p.add_argument(
         "--beam",
         type=int,
         default=None,
         metavar="N",
-        help="beam search with N hypotheses (1 to 8; default: greedy); Memory Transformer families only",
+        help=f"beam search with N hypotheses (1 to {MAX_BEAM_SIZE}; default: greedy); Memory Transformer families only",
     )
     p.add_argument(
         "--length-penalty",

@@ -15,6 +15,7 @@ that head's own largest weight, so weak heads do not look empty.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -43,7 +44,7 @@ def axis_labels(tokens: list[str]) -> list[str]:
     return [f"{i} {html.escape(token)}" for i, token in enumerate(tokens)]
 
 
-def memory_span(roles: list[str]) -> tuple[int, int] | None:
+def memory_span(roles: Sequence[str]) -> tuple[int, int] | None:
     """(first, last) index of memory positions, if any."""
     indices = [i for i, r in enumerate(roles) if r in MEMORY_ROLES]
     return (indices[0], indices[-1]) if indices else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 from markupsafe import Markup, escape
@@ -19,7 +20,8 @@ from inference.core.ff_memories import FFMemories
 from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Trace
 
-KEY_ORDERS = ("agreement", "coefficient", "index")
+KeyOrder = Literal["agreement", "coefficient", "index"]
+KEY_ORDERS: tuple[str, ...] = get_args(KeyOrder)
 MAX_PICKED_KEYS = 200  # keys picked by number in one request
 VALUE_TOKENS = 8
 TRIGGER_LINES = 10  # lines of trigger examples a key card shows, identical contexts merged

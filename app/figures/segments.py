@@ -4,6 +4,7 @@ right and wrong next tokens (with and without a lesion)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import groupby
 
 import numpy as np
@@ -20,7 +21,7 @@ PROBE_GREENS = [[0, "#ffffff"], [1, "#74c476"]]  # light enough that dark number
 PROBE_TEXT = {"size": 11, "color": "#111111"}
 
 
-def role_blocks(roles: list[str]) -> list[tuple[str, int, int]]:
+def role_blocks(roles: Sequence[str]) -> list[tuple[str, int, int]]:
     """Contiguous blocks of an axis: (name, first index, last index)."""
     blocks, start = [], 0
     for name, run in groupby(BLOCK_OF_ROLE.get(role, "sequence") for role in roles):
@@ -80,7 +81,7 @@ def hits_strip(
 ) -> go.Figure:
     """Per input position: right (1) or wrong (0) next token, unscored blank; a row
     marking where the lesion changed the outcome; lines at segment boundaries."""
-    rows = {f"plain {plain.accuracy:.1%}": plain.hits}
+    rows: dict[str, list[bool | None] | list[float | None]] = {f"plain {plain.accuracy:.1%}": plain.hits}
     if lesioned is not None:
         rows[f"lesioned {lesioned.accuracy:.1%}"] = lesioned.hits
         rows["changed"] = [

@@ -34,7 +34,7 @@ def trace_peak(trace) -> str | None:
         z = np.asarray(trace.z, dtype=float)
         if z.size == 0 or np.isnan(z).all():
             return None
-        row, column = np.unravel_index(np.nanargmax(z), z.shape)
+        row, column = (int(i) for i in np.unravel_index(np.nanargmax(z), z.shape))
         return f"{name}largest {number(z[row, column])} at row {label(trace.y, row)}, column {label(trace.x, column)}"
     values = getattr(trace, "y", None)
     if values is None or not len(values):

@@ -4,7 +4,7 @@
 itself, so it sees `http.disconnect` as soon as the client closes the
 connection, and marks the request's event; so does the end of the
 request's task (a stopping server cancels the tasks still running). Model work that waits for the
-model lock (app/services/runner.py) polls `client_gone()` and gives up instead of
+model lock (app/services/gateway.py) polls `client_gone()` and gives up instead of
 running for nobody.
 """
 

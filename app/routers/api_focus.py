@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-from app.routers.deps import RunnerDep
+from fastapi import APIRouter, Depends
+
+from app.routers.deps import GatewayDep, ModelFor
 from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, FocusRequest, FocusResponse
 from app.services.focus import model_focus
+from app.services.gating import PageModel
+from app.services.pages import FOCUS
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
 
 @router.post("/focus", response_model=FocusResponse, responses=MODEL_ERRORS)
-def focus(request: FocusRequest, runner: RunnerDep) -> dict:
+def focus(request: FocusRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(FOCUS))]) -> dict:
     """Integrated gradients (Captum) of every token of the model's greedy output onto its embedded source
     tokens, from a zero source, and the attention of a model that attends to its source (at most 24 source
     and 24 output tokens: each output token runs the model `steps` times)."""
-    found = model_focus(runner, request.model, request.text, request.steps)
+    found = model_focus(gateway, model, request.text, request.steps)
     view, attribution = found.focus, found.attribution
     return {
         "output": found.output,

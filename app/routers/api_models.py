@@ -6,23 +6,24 @@ from dataclasses import asdict
 
 from fastapi import APIRouter
 
-from app.routers.deps import RunnerDep
+from app.routers.deps import GatewayDep
 from app.schemas.api import COMMON_ERRORS, ModelsResponse
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
 
 @router.get("/models", response_model=ModelsResponse)
-def models(runner: RunnerDep) -> dict:
-    registry = runner.registry
+def models(gateway: GatewayDep) -> dict:
+    registry = gateway.registry
     available = []
     for name in registry.available():
         entry = registry.entries[name]
+        assert entry.config is not None  # a usable entry has its config
         available.append(
             {
                 "name": name,
                 "config": asdict(entry.config),
-                "capabilities": sorted(runner.capabilities(name)),
+                "capabilities": sorted(gateway.capabilities(name)),
                 "meta": entry.meta,
                 "bleu": entry.metrics.get("bleu"),
                 "chrf": entry.metrics.get("chrf"),

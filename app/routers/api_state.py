@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-from app.routers.deps import RunnerDep
+from fastapi import APIRouter, Depends
+
+from app.routers.deps import GatewayDep, ModelFor
 from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, StateRequest, StateResponse
+from app.services.gating import PageModel
+from app.services.pages import STATE
 from app.services.state import rounded, run_state
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
 
 @router.post("/state", response_model=StateResponse, responses=MODEL_ERRORS)
-def state(request: StateRequest, runner: RunnerDep) -> dict:
+def state(request: StateRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(STATE))]) -> dict:
     """A recurrent-step model run on one input, step by step, with the interventions (edit_state zeroes or
     freezes a region of the state from a step on, encoder_steps runs fewer steps, clamp_gate holds a gate):
     the state after every step per map group, the gates, the change per position and step, the tape."""
-    run = run_state(runner, request.model, request.text, request.interventions)
+    run = run_state(gateway, model, request.text, request.interventions)
     steps = run.steps
     return {
         "output": (run.lesioned or run.plain).outputs[0],

@@ -1,14 +1,16 @@
-"""JSON API of the translation models: translations, attention, attribution, block mass, and several
-models compared on one sentence. OpenAPI at /docs."""
+"""JSON API of the translation and attention models: translations, the Explore page's run, one layer's attention,
+attribution, block mass, several models compared on one sentence, and the Segments page's run. Each answer is
+the page's own service's (app/services/). OpenAPI at /docs."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
 from app.figures.attention import quantize_percent
-from app.routers.deps import RunnerDep
+from app.routers.deps import GatewayDep, ModelFor
 from app.schemas.api import (
     COMMON_ERRORS,
     MODEL_ERRORS,
@@ -20,76 +22,128 @@ from app.schemas.api import (
     CompareRequest,
     CompareResponse,
     DecodedTextRequest,
+    ExploreRequest,
+    ExploreResponse,
+    SegmentsRequest,
+    SegmentsResponse,
     TranslationResponse,
 )
 from app.schemas.arrays import binary_array
-from app.schemas.validation import InputError
-from app.services.pages import COMPARE
-from inference.analyses.attention import call_indices, layer_attention
-from inference.analyses.blocks import attention_blocks
-from inference.core.interventions import Interventions
+from app.services import explore as explore_service
+from app.services import segments as segments_service
+from app.services import translation as translation_service
+from app.services.gating import PageModel, page_model
+from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE, SEGMENTS, TRANSLATION
+from inference.analyses.attention import LayerAttention
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
+TranslationModel = Annotated[PageModel, Depends(ModelFor(TRANSLATION))]
 
 
-@router.post("/translate", response_model=TranslationResponse, responses=MODEL_ERRORS)
-def translate(request: DecodedTextRequest, runner: RunnerDep) -> dict:
-    return asdict(runner.translate(request.model, request.text, request.interventions, request.decoding))
-
-
-@router.post("/attention", response_model=AttentionResponse, responses=MODEL_ERRORS)
-def attention(request: AttentionRequest, runner: RunnerDep) -> dict:
-    """One layer of one stack: weights [heads, q, k] as uint8 percent."""
-    name = runner.pattern_hook(request.model, request.stack, request.layer)
-    trace = runner.trace(request.model, request.text, request.interventions, names=[name], decoding=request.decoding)
-    calls = call_indices(trace.captures[name])
-    if request.at not in calls:
-        raise InputError(f"{name} has no call {request.at or 'without an index'}; its calls: {calls}")
-    view = layer_attention(trace, request.stack, request.layer, **request.at)
+def attention_json(view: LayerAttention) -> dict:
+    """One call of one layer: tokens and roles of both axes, weights [heads, q, k] as uint8 percent."""
     return {
         "stack": view.stack,
         "layer": view.layer,
-        "at": request.at,
-        "calls": calls,
-        "translation": trace.outputs[0],
+        "index": view.index,
         "query_tokens": view.query_tokens,
         "key_tokens": view.key_tokens,
-        "query_roles": view.query_roles,
-        "key_roles": view.key_roles,
+        "query_roles": [str(role) for role in view.query_roles],
+        "key_roles": [str(role) for role in view.key_roles],
         "weights": {**binary_array(quantize_percent(view.weights)), "unit": "percent"},
     }
 
 
-@router.post("/attribution", response_model=AttributionResponse, responses=MODEL_ERRORS)
-def attribution(request: AttributionRequest, runner: RunnerDep) -> dict:
-    """Integrated gradients and saliency of one output token onto source tokens and memory slots."""
-    return asdict(
-        runner.attribution(request.model, request.text, request.position, request.interventions, request.decoding)
+@router.post("/translate", response_model=TranslationResponse, responses=MODEL_ERRORS)
+def translate(request: DecodedTextRequest, gateway: GatewayDep, model: TranslationModel) -> dict:
+    return asdict(translation_service.translate(gateway, model, request.text, request.interventions, request.decoding))
+
+
+@router.post("/explore", response_model=ExploreResponse, responses=MODEL_ERRORS)
+def explore(
+    request: ExploreRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(EXPLORE))]
+) -> dict:
+    """The Explore page's run: the model plainly and under the interventions, the attention of one call of one
+    layer, every head's block mass and what each head of the stack does with memory (of the run under the
+    interventions), and the interventions in words with what they changed."""
+    asked = explore_service.ExploreRequest(
+        request.text, request.interventions, request.decoding, request.stack, request.layer, request.head, request.call
     )
+    run = explore_service.run_explore(gateway, model, asked)
+    return {
+        "output": run.runs.shown.outputs[0],
+        "plain_output": run.runs.plain.outputs[0],
+        "interventions": request.interventions,
+        "note": run.note,
+        "calls": len(run.calls),
+        "attention": attention_json(run.view),
+        "blocks": [asdict(b) for b in run.blocks],
+        "operations": [asdict(h) for h in run.operations],
+    }
+
+
+@router.post("/attention", response_model=AttentionResponse, responses=MODEL_ERRORS)
+def attention(
+    request: AttentionRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(EXPLORE))]
+) -> dict:
+    """One layer of one stack: weights [heads, q, k] as uint8 percent."""
+    asked = explore_service.ExploreRequest(
+        request.text, request.interventions, request.decoding, request.stack, request.layer
+    )
+    trace, view, calls = explore_service.one_layer(gateway, model, asked, request.at)
+    found = attention_json(view)
+    del found["index"]
+    return {**found, "at": request.at, "calls": calls, "translation": trace.outputs[0]}
+
+
+@router.post("/attribution", response_model=AttributionResponse, responses=MODEL_ERRORS)
+def attribution(
+    request: AttributionRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(ATTRIBUTION))]
+) -> dict:
+    """Integrated gradients and saliency of one output token onto source tokens and memory slots."""
+    asked = explore_service.ExploreRequest(request.text, request.interventions, request.decoding)
+    return asdict(explore_service.attribution(gateway, model, asked, request.position))
 
 
 @router.post("/compare", response_model=CompareResponse, responses=MODEL_ERRORS)
-def compare(request: CompareRequest, runner: RunnerDep) -> dict:
+def compare(request: CompareRequest, gateway: GatewayDep) -> dict:
     """One sentence through several models: translations and block mass, aligned."""
-    rows = []
-    for model in request.models:
-        runner.model_for(model, COMPARE)
-    for model in dict.fromkeys(request.models):
-        trace = runner.trace(model, request.text, Interventions(), names=["*.pattern"], decoding=request.decoding)
-        rows.append(
-            {
-                "model": model,
-                "translation": trace.outputs[0],
-                "blocks": [asdict(b) for b in attention_blocks(trace)],
-            }
-        )
-    return {"text": request.text, "models": rows}
+    models = [page_model(gateway, COMPARE, name) for name in request.models]
+    rows = translation_service.compare(gateway, models, request.text, request.decoding)
+    return {
+        "text": request.text,
+        "models": [
+            {"model": row.model, "translation": row.trace.outputs[0], "blocks": [asdict(b) for b in row.blocks]}
+            for row in rows
+        ],
+    }
 
 
 @router.post("/blocks", response_model=BlocksResponse, responses=MODEL_ERRORS)
-def blocks(request: DecodedTextRequest, runner: RunnerDep) -> dict:
+def blocks(request: DecodedTextRequest, gateway: GatewayDep, model: TranslationModel) -> dict:
+    _, found = translation_service.blocks(gateway, model, request.text, request.interventions, request.decoding)
+    return {"blocks": [asdict(b) for b in found]}
+
+
+@router.post("/segments", response_model=SegmentsResponse, responses=MODEL_ERRORS)
+def segments(
+    request: SegmentsRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(SEGMENTS))]
+) -> dict:
+    """The Segments page's run: where the segments lie, which next tokens the plain and the lesioned run get
+    right, one segment's attention (of the run under the interventions) and what each head does with memory."""
+    asked = segments_service.SegmentsRequest(
+        request.text, request.interventions, request.segment, request.layer, request.head
+    )
+    run = segments_service.run_segments(gateway, model, asked)
     return {
-        "blocks": [
-            asdict(b) for b in runner.blocks(request.model, request.text, request.interventions, request.decoding)
-        ]
+        "output": run.runs.shown.outputs[0],
+        "plain_output": run.runs.plain.outputs[0],
+        "interventions": request.interventions,
+        "note": run.note,
+        "starts": run.spans.starts,
+        "lengths": run.spans.lengths,
+        "plain_hits": run.plain_hits.hits if run.plain_hits else None,
+        "lesioned_hits": run.lesioned_hits.hits if run.lesioned_hits else None,
+        "attention": attention_json(run.view),
+        "operations": [asdict(h) for h in run.operations],
     }

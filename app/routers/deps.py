@@ -1,22 +1,79 @@
-"""Dependency aliases shared by the routers."""
+"""Dependencies shared by the routers: the model gateway, the job runner, the FF studies, and `ModelFor(page)`,
+the model a page shows (or its refusal), for HTML and JSON routes alike."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from app.schemas.validation import ModelName
+from app.services.ff_study import FFStudies
+from app.services.gateway import ModelGateway
+from app.services.gating import PageModel, page_model
 from app.services.jobs import JobRunner
-from app.services.runner import Runner
+from app.services.pages import Page
+
+MODEL_NAME = TypeAdapter(ModelName)
 
 
-def get_runner(request: Request) -> Runner:
-    return request.app.state.runner
+def get_gateway(request: Request) -> ModelGateway:
+    return request.app.state.gateway
 
 
 def get_jobs(request: Request) -> JobRunner:
     return request.app.state.jobs
 
 
-RunnerDep = Annotated[Runner, Depends(get_runner)]
+def get_ff_studies(request: Request) -> FFStudies:
+    return request.app.state.ff_studies
+
+
+GatewayDep = Annotated[ModelGateway, Depends(get_gateway)]
 JobsDep = Annotated[JobRunner, Depends(get_jobs)]
+FFStudiesDep = Annotated[FFStudies, Depends(get_ff_studies)]
+
+
+class ModelFor:
+    """The `model` a request names (the address's on GET, the form's or JSON body's on POST), if `page` shows
+    it; a GET without one gets the page's first model. Anything else is refused by `page_model`."""
+
+    def __init__(self, page: Page):
+        self.page = page
+
+    async def __call__(self, request: Request, gateway: GatewayDep) -> PageModel:
+        name = await requested_model(request)
+        if name is None and request.method != "GET":
+            raise RequestValidationError([{"type": "missing", "loc": ("body", "model"), "msg": "Field required"}])
+        return page_model(gateway, self.page, name)
+
+
+class ModelInPathFor:
+    """The model a path names (/api/ff/{model}/study), declared as the path parameter it is, if `page` shows it."""
+
+    def __init__(self, page: Page):
+        self.page = page
+
+    def __call__(self, gateway: GatewayDep, model: Annotated[ModelName, Path()]) -> PageModel:
+        return page_model(gateway, self.page, model)
+
+
+async def requested_model(request: Request) -> str | None:
+    """The `model` field of the address (GET) or of the body (a form or a JSON object), validated as a name."""
+    value: object  # a string, or anything a client sent in its place (a number, a file)
+    if request.method == "GET":
+        value = request.query_params.get("model")
+    elif request.headers.get("content-type", "").startswith("application/json"):
+        body = await request.json()  # FastAPI has read and parsed it already: Starlette caches it
+        value = body.get("model") if isinstance(body, dict) else None
+    else:
+        value = (await request.form()).get("model")
+    if value is None or value == "":
+        return None
+    try:
+        return MODEL_NAME.validate_python(value)
+    except ValidationError as error:
+        where = "query" if request.method == "GET" else "body"
+        raise RequestValidationError([{**problem, "loc": (where, "model")} for problem in error.errors()]) from None

@@ -6,6 +6,8 @@ opened an address. A message repeats at most a short excerpt of the input."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -16,7 +18,8 @@ from app.figures.ff_views import ViewError
 from app.middleware.client_gone import ClientGone
 from app.routers.rendering import error_page
 from app.schemas.validation import InputError, shown
-from app.services.runner import UnknownModel
+from app.services.gateway import UnknownModel
+from app.services.gating import ModelRefused
 from inference.core.checkpoint import CheckpointError
 from inference.core.interventions import InterventionError
 
@@ -46,6 +49,22 @@ def error_response(request: Request, status: int, message: str, headers: dict | 
     return error_page(request, status, message)
 
 
+def refused(request: Request, error: Exception) -> Response:
+    """A model the page cannot show: as any error for the API and htmx; for a browser that opened a page's
+    address, a page that links to the models the page shows and to the page where the model's views are."""
+    assert isinstance(error, ModelRefused)
+    if wants_json(request) or request.headers.get("HX-Request"):
+        return error_response(request, error.status, str(error))
+    page = error.page
+    links = [(name, f"{page.path}?{urlencode({'model': name})}") for name in error.offered]
+    elsewhere = None
+    if error.shown_on is not None:
+        home, address = error.shown_on, urlencode({"model": error.model})
+        elsewhere = (f"{error.model} is shown on", f"the {home.title} page", f"{home.path}?{address}")
+    heading = f"{page.kind[:1].upper()}{page.kind[1:]} models:" if links else ""
+    return error_page(request, error.status, str(error), f"No {page.kind} view", links, heading, elsewhere)
+
+
 def validation_message(error: RequestValidationError | ValidationError) -> str:
     problems = error.errors()
     parts = []
@@ -65,11 +84,13 @@ def validation_message(error: RequestValidationError | ValidationError) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(ModelRefused, refused)  # before InputError, of which it is one
     for error_type, status in STATUS.items():
         app.add_exception_handler(
             error_type, lambda request, error, status=status: error_response(request, status, str(error))
         )
-    for error_type in (RequestValidationError, ValidationError):  # the latter from models built inside a route
+    invalid: tuple[type[Exception], ...] = (RequestValidationError, ValidationError)
+    for error_type in invalid:  # the latter from models built inside a route
         app.add_exception_handler(
             error_type, lambda request, error: error_response(request, 422, validation_message(error))
         )

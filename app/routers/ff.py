@@ -5,9 +5,9 @@ every translation model."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 
 from app.figures.ff import study_figures
 from app.figures.ff_views import (
@@ -15,23 +15,22 @@ from app.figures.ff_views import (
     MAX_PICKED_KEYS,
     NEXT_TOKENS,
     TRIGGER_LINES,
-    edit_outcome,
-    key_cards,
-    lens_table,
-    prediction_changes,
+    KeyOrder,
     token_html,
     trigger_lines,
 )
-from app.routers.deps import RunnerDep
+from app.routers.deps import FFStudiesDep, GatewayDep, ModelFor
 from app.routers.forms import EDIT_SYNTAX, parse_key_edits
 from app.routers.rendering import figure_json, render
-from app.schemas.validation import MAX_INDEX, FieldText, ModelName, parse_numbers
-from app.services.examples import example_input
+from app.schemas.validation import FieldText, parse_numbers
+from app.services.ff import KeysRequest, keys_page, run_ff
+from app.services.ff_study import ff_layer
+from app.services.gating import PageModel
 from app.services.pages import FF
 from app.services.textdiff import word_diff
-from inference.analyses.ff_aggregation import logit_lens
+from inference.core.bounds import MAX_INDEX
 from inference.core.capabilities import Capability
-from inference.core.interventions import Interventions
+from inference.core.controls import LesionControls
 
 router = APIRouter(include_in_schema=False)
 KEYS_PER_PAGE = 12
@@ -39,29 +38,30 @@ LENS_KEYS, LENS_TOKENS = 3, 3
 KEY_STATUS_ID = r"^(key-status-[a-z0-9-]{1,80})?$"  # a key card's status line, answered out of band by /ff/run
 
 
+FFModel = Annotated[PageModel, Depends(ModelFor(FF))]
+
+
 @router.get("/ff")
 def ff_page(
     request: Request,
-    runner: RunnerDep,
-    model: Annotated[ModelName | None, Query()] = None,
+    studies: FFStudiesDep,
+    model: FFModel,
     text: Annotated[FieldText, Query()] = "",
     layer: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
     edits: Annotated[FieldText, Query()] = "",
 ):
     """model, text, layer and edits in the address reproduce a view."""
-    available, model = runner.page_models(model, FF)
-    memories, study = runner.ff(model)
-    runner.ff_layer(model, layer)
-    loaded = runner.model(model)
+    memories, study = studies.of(model)
+    ff_layer(memories, layer)
     figures = (
         {name: figure_json(figure) for name, figure in study_figures(study.analysis).items()} if study.analysis else {}
     )
-    continues_text = Capability.GENERATES_TEXT in runner.capabilities(model)
+    continues_text = model.can(Capability.GENERATES_TEXT)
     return render(
         request,
         "pages/ff.html",
-        models=available,
-        model=model,
+        models=model.offered,
+        model=model.name,
         text=text,
         layer=layer,
         edits=edits,
@@ -70,8 +70,8 @@ def ff_page(
         figures=figures,
         orders=KEY_ORDERS,
         continues_text=continues_text,
-        input_language="English" if continues_text else loaded.meta.get("source_language", "German"),
-        example=example_input(runner.registry.entries[model]),
+        input_language="English" if continues_text else model.meta.get("source_language", "German"),
+        example=model.example,
         edit_syntax=EDIT_SYNTAX,
     )
 
@@ -79,43 +79,32 @@ def ff_page(
 @router.get("/ff/keys")
 def ff_keys(
     request: Request,
-    runner: RunnerDep,
-    model: Annotated[ModelName, Query()],
+    studies: FFStudiesDep,
+    model: FFModel,
     layer: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
-    order: Annotated[Literal[KEY_ORDERS], Query()] = "agreement",
-    page: Annotated[int, Query(ge=0, le=100_000)] = 0,
+    order: Annotated[KeyOrder, Query()] = "agreement",
+    page: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
     key: Annotated[str, Query(max_length=2000)] = "",
 ):
     """One page of keys of one layer in the chosen order, or the key(s) typed in. Each card lists its
     key's top sentences by their stored context (the prefix's last tokens), identical contexts merged."""
-    memories, study = runner.ff(model)
-    name = runner.ff_layer(model, layer)
     keys = list(parse_numbers(key, "key", MAX_PICKED_KEYS)) or None
-    if study.triggers is None and keys is None:
-        order = "index"
+    memories, study = studies.of(model)
     every_trigger = study.triggers.top_k if study.triggers is not None else 0
-    cards, total = key_cards(
-        memories,
-        runner.model(model).tokenizer,
-        study.triggers,
-        name,
-        order,
-        page * KEYS_PER_PAGE,
-        KEYS_PER_PAGE,
-        keys,
-        every_trigger,
+    found = keys_page(
+        studies, model, KeysRequest(layer, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys, every_trigger)
     )
     return render(
         request,
         "partials/ff_keys.html",
-        cards=[(card, trigger_lines(card.triggers, TRIGGER_LINES)) for card in cards],
+        cards=[(card, trigger_lines(card.triggers, TRIGGER_LINES)) for card in found.cards],
         context_tokens=study.triggers.context_tokens if study.triggers is not None else None,
         next_tokens=NEXT_TOKENS,
         token_html=token_html,
-        total=total,
+        total=found.total,
         page=page,
-        pages=-(-total // KEYS_PER_PAGE),
-        order=order,
+        pages=-(-found.total // KEYS_PER_PAGE),
+        order=found.order,
         picked=keys is not None,
         mined=study.triggers is not None,
     )
@@ -124,8 +113,9 @@ def ff_keys(
 @router.post("/ff/run")
 def ff_run(
     request: Request,
-    runner: RunnerDep,
-    model: Annotated[ModelName, Form()],
+    gateway: GatewayDep,
+    studies: FFStudiesDep,
+    model: FFModel,
     text: Annotated[FieldText, Form()] = "",
     layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     edits: Annotated[FieldText, Form()] = "",
@@ -134,27 +124,24 @@ def ff_run(
     """The plain run and, with key edits, the edited one; the lens follows the edited run. `origin`
     names the status line of the key card whose zero / boost asked for the run: it gets the outcome
     in a line (an out-of-band swap), so the answer shows where the user clicked."""
-    memories, _ = runner.ff(model)
-    interventions = Interventions.of(*parse_key_edits(edits, memories.layers))
-    runner.ff_layer(model, layer)
-    loaded = runner.model(model)
-    plain, edited = runner.ff_runs(model, text, interventions)
-    shown = edited or plain
-    lens = lens_table(logit_lens(shown, memories, top_keys=LENS_KEYS, top_tokens=LENS_TOKENS), loaded.tokenizer)
-    changes = prediction_changes(plain, edited, memories.axis, loaded.tokenizer) if edited is not None else []
+    memories, _ = studies.of(model)
+    ff_layer(memories, layer)
+    lesion = model.lesion(LesionControls(scales=tuple(parse_key_edits(edits, memories.layers))))
+    run = run_ff(gateway, studies, model, text, lesion, LENS_KEYS, LENS_TOKENS)
+    plain, shown = run.runs.plain, run.runs.shown
     return render(
         request,
         "partials/ff_results.html",
         plain=plain,
-        edited=edited,
-        interventions=interventions,
+        edited=run.runs.lesioned,
+        interventions=lesion,
         diff=word_diff(plain.outputs[0], shown.outputs[0]),
-        lens=lens,
+        lens=run.lens,
         layer=layer,
-        changes=changes,
-        outcome=edit_outcome(changes, plain.outputs[0], shown.outputs[0]) if edited is not None else None,
+        changes=run.changes,
+        outcome=run.outcome,
         text=text,
         origin=origin,
         token_html=token_html,
-        continues_text=Capability.GENERATES_TEXT in runner.capabilities(model),
+        continues_text=model.can(Capability.GENERATES_TEXT),
     )

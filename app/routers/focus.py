@@ -8,53 +8,59 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 
 from app.figures.focus import focus_map
-from app.routers.deps import RunnerDep
+from app.routers.deps import GatewayDep, ModelFor
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import INTEGRATION_STEPS, FieldText, IntegrationSteps, ModelName
-from app.services.examples import example_input
-from app.services.focus import model_focus
+from app.services.focus import attributable_text, model_focus
+from app.services.gateway import ModelGateway
+from app.services.gating import PageModel, page_model
 from app.services.pages import FOCUS
-from app.services.runner import Runner
 from inference.analyses.focus import source_attention_stack
 
 router = APIRouter(include_in_schema=False)
 DEFAULT_STEPS = 16
 
 
-def attends(runner: Runner, model: str) -> bool:
-    return source_attention_stack(runner.model(model).model) is not None
+FocusModel = Annotated[PageModel, Depends(ModelFor(FOCUS))]
 
 
-def partner(runner: Runner, model: str, available: list[str]) -> str:
+def attends(model: PageModel) -> bool:
+    return source_attention_stack(model.loaded.model) is not None
+
+
+def partner(gateway: ModelGateway, model: PageModel) -> str:
     """The model shown beside `model` at first: one trained on the same task (translation: none named) that
     focuses the other way (attends where it does not), else the next such; "" where there is none."""
-    entries = runner.registry.entries
-    task = entries[model].meta.get("task")
-    others = [name for name in available if name != model and entries[name].meta.get("task") == task]
-    differs = [name for name in others if attends(runner, name) != attends(runner, model)]
-    return (differs or others or [""])[0]
+    task = model.meta.get("task")
+    others = [
+        page_model(gateway, FOCUS, name)
+        for name in model.offered
+        if name != model.name and gateway.registry.entries[name].meta.get("task") == task
+    ]
+    differs = [other.name for other in others if attends(other) != attends(model)]
+    return (differs or [other.name for other in others] or [""])[0]
 
 
 @router.get("/focus")
 def focus_page(
     request: Request,
-    runner: RunnerDep,
-    model: Annotated[ModelName | None, Query()] = None,
+    gateway: GatewayDep,
+    model: FocusModel,
     other: Annotated[ModelName | None, Query()] = None,
     text: Annotated[FieldText, Query()] = "",
 ):
-    available, model = runner.page_models(model, FOCUS)
-    runner.model_for(model, FOCUS)
+    if other is not None:
+        page_model(gateway, FOCUS, other)  # refused like the first
     return render(
         request,
         "pages/focus.html",
-        models=available,
-        model=model,
-        other=other or partner(runner, model, available),
-        text=text or example_input(runner.registry.entries[model]),
+        models=model.offered,
+        model=model.name,
+        other=other or partner(gateway, model),
+        text=text or model.example,
         steps=INTEGRATION_STEPS,
         default_steps=DEFAULT_STEPS,
     )
@@ -63,16 +69,16 @@ def focus_page(
 @router.post("/focus/run")
 def focus_run(
     request: Request,
-    runner: RunnerDep,
-    model: Annotated[ModelName, Form()],
+    gateway: GatewayDep,
+    model: FocusModel,
     text: Annotated[FieldText, Form()] = "",
     other: Annotated[ModelName | None, Form()] = None,
     steps: Annotated[IntegrationSteps, Form()] = DEFAULT_STEPS,
 ):
-    models = [model] if not other or other == model else [model, other]
-    for name in models:
-        runner.attributable_text(name, text)  # either refused before either runs
-    shown = [model_focus(runner, name, text, steps) for name in models]
+    models = [model] if not other or other == model.name else [model, page_model(gateway, FOCUS, other)]
+    for each in models:
+        attributable_text(gateway, each, text)  # either refused before either runs
+    shown = [model_focus(gateway, each, text, steps) for each in models]
     columns = []  # one column of figures per model, side by side
     for i, found in enumerate(shown):
         view = found.focus

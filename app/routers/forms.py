@@ -1,4 +1,5 @@
-"""The form controls shared by the Explore and Compare pages, parsed into the inference core's models."""
+"""Form controls shared by the pages, parsed into the inference core's models: lesions (LesionControls),
+decoding, head ablations and FF key edits."""
 
 from __future__ import annotations
 
@@ -8,19 +9,11 @@ from fastapi import Depends, Form
 from pydantic import ValidationError
 
 from app.schemas.validation import FieldText, InputError, parse_decimal, parse_number, parse_numbers, shown
+from inference.core.bounds import MAX_BEAM_SIZE, MAX_FACTOR, MAX_INDEX, MAX_LENGTH_PENALTY, MAX_LISTED
+from inference.core.controls import LesionControls
 from inference.core.decoding import Decoding
-from inference.core.interventions import (
-    MAX_FACTOR,
-    MAX_INDEX,
-    MAX_LISTED,
-    BlockMemoryReads,
-    Interventions,
-    KnockoutSlots,
-    MemorySize,
-    Scale,
-    ablate_head,
-    scale_ff_keys,
-)
+from inference.core.hook_names import HOOK_NAME_OR_NONE
+from inference.core.interventions import Scale, ablate_head, scale_ff_keys
 
 
 def parse_heads(text: str) -> list[Scale]:
@@ -51,27 +44,25 @@ def lesion_form(
     knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],  # noqa: B006 (each request gets a copy)
     block_reads: Annotated[Literal["none", "encoder", "decoder", "both"], Form()] = "none",
     ablate: Annotated[FieldText, Form()] = "",
-    scale_hook: Annotated[str, Form(pattern=r"^[A-Za-z0-9_.]{0,100}$")] = "",  # a hook point's name, or none
+    scale_hook: Annotated[str, Form(pattern=HOOK_NAME_OR_NONE)] = "",  # a hook point's name, or none
     scale_factor: Annotated[float, Form(ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False)] = 0.0,
-) -> Interventions:
-    """The lesion controls of the Explore form as interventions."""
-    items = [MemorySize(size=memory_size)] if memory_size is not None else []
-    if knockout:
-        items.append(KnockoutSlots(slots=tuple(knockout)))
-    if block_reads != "none":
-        items.append(BlockMemoryReads(stacks=block_reads))
+) -> LesionControls:
+    """The lesion controls of the Explore form."""
+    scales = parse_heads(ablate)
     if scale_hook:
-        items.append(Scale.model_validate({"hook": scale_hook, "factor": scale_factor}))
-    return Interventions.of(*items, *parse_heads(ablate))
+        scales.append(Scale.model_validate({"hook": scale_hook, "factor": scale_factor}))
+    return LesionControls(
+        memory_size=memory_size, knockout=tuple(knockout), block_reads=block_reads, scales=tuple(scales)
+    )
 
 
-LesionDep = Annotated[Interventions, Depends(lesion_form)]
+LesionDep = Annotated[LesionControls, Depends(lesion_form)]
 
 
 def decoding_form(
     decoding: Annotated[Literal["greedy", "beam"], Form()] = "greedy",
-    beam_size: Annotated[int, Form(ge=1, le=8)] = 4,
-    length_penalty: Annotated[float, Form(ge=0, le=2, allow_inf_nan=False)] = 0.6,
+    beam_size: Annotated[int, Form(ge=1, le=MAX_BEAM_SIZE)] = 4,
+    length_penalty: Annotated[float, Form(ge=0, le=MAX_LENGTH_PENALTY, allow_inf_nan=False)] = 0.6,
 ) -> Decoding:
     """The decoding controls of the Explore and Compare forms."""
     return Decoding(method=decoding, beam_size=beam_size, length_penalty=length_penalty)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.routers.deps import RunnerDep
+from app.routers.deps import GatewayDep
 from app.schemas.api import Health
 
 router = APIRouter()
 
 
 @router.get("/healthz", tags=["api"], response_model=Health)
-def healthz(runner: RunnerDep) -> dict:
-    registry = runner.registry
+def healthz(gateway: GatewayDep) -> dict:
+    registry = gateway.registry
     return {
         "status": "ok",
         "models": len(registry.available()),

@@ -9,9 +9,10 @@ from fastapi.responses import RedirectResponse, Response
 
 from app.figures.attention import block_summary, lesion_curve
 from app.figures.memory import memory_summary_figures
-from app.routers.deps import JobsDep, RunnerDep
+from app.routers.deps import GatewayDep, JobsDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import ModelName, Reference, shown
+from app.services.gating import page_model
 from app.services.pages import UPLOAD
 from app.services.store import Job
 from app.services.uploads import read_upload
@@ -28,13 +29,13 @@ def go_to(request: Request, url: str) -> Response:
 
 
 @router.get("/upload")
-def upload_page(request: Request, runner: RunnerDep, jobs: JobsDep):
-    models, chosen = runner.page_models(None, UPLOAD)
-    entries = runner.registry.entries
+def upload_page(request: Request, gateway: GatewayDep, jobs: JobsDep):
+    chosen = page_model(gateway, UPLOAD, None)
+    entries = gateway.registry.entries
     languages: dict[str, list[str]] = {}  # source language -> its models, as the page groups them
-    for name in models:
+    for name in chosen.offered:
         languages.setdefault(entries[name].meta["source_language"], []).append(name)
-    return render(request, "pages/upload.html", languages=languages, chosen=chosen, recent=jobs.store.recent())
+    return render(request, "pages/upload.html", languages=languages, chosen=chosen.name, recent=jobs.store.recent())
 
 
 @router.post("/upload")
@@ -67,7 +68,7 @@ def job_or_404(jobs, job_id: str) -> Job:
 def job_context(job: Job) -> dict:
     """What the result fragment shows: progress, or the finished views."""
     context: dict = {"job": job, "figures": {}}
-    if job.status != "done":
+    if job.status != "done" or job.result is None:
         return context
     if job.result.get("memory_decisions"):
         for name, figure in memory_summary_figures(job.result["summary"]).items():

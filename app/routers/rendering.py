@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse
 
 from app.figures.summary import figure_summary
-from app.services.pages import Page, home_of
-from app.services.runner import Runner
 
 
 def render(request: Request, template: str, **context) -> HTMLResponse:
     return request.app.state.templates.TemplateResponse(request, template, context)
-
-
-def redirect_elsewhere(runner: Runner, page: Page, model: str | None, text: str) -> RedirectResponse | None:
-    """A 303 to the page where a known model's views are, when `page` does not show it; else None."""
-    if model in runner.registry.available() and not page.shows(runner.capabilities(model)):
-        home = home_of(runner.capabilities(model))
-        return RedirectResponse(f"{home.path}?{urlencode({'model': model, 'text': text})}", status_code=303)
-    return None
 
 
 def error_page(
@@ -30,7 +20,7 @@ def error_page(
     status: int,
     message: str,
     title: str | None = None,
-    links: list[tuple[str, str]] = (),
+    links: Sequence[tuple[str, str]] = (),
     links_heading: str = "",
     elsewhere: tuple[str, str, str] | None = None,
 ) -> HTMLResponse:

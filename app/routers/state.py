@@ -11,76 +11,48 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 
 from app.figures.state import state_figures, step_labels
-from app.routers.deps import RunnerDep
-from app.routers.rendering import figure_json, redirect_elsewhere, render
-from app.schemas.validation import MAX_INDEX, FieldText, ModelName
-from app.services.examples import example_input
+from app.routers.deps import GatewayDep, ModelFor
+from app.routers.rendering import figure_json, render
+from app.schemas.validation import FieldText
+from app.services.gating import PageModel
 from app.services.lesion_notes import lesion_note, word_change
 from app.services.pages import STATE
-from app.services.runner import Runner
 from app.services.state import examples, rounded, run_state
+from inference.core.bounds import MAX_INDEX
+from inference.core.controls import LesionControls
 from inference.core.family import family_of
-from inference.core.interventions import ClampGate, EditState, EncoderSteps, Interventions
 
 router = APIRouter(include_in_schema=False)
 
 
-def state_controls(runner: Runner, model: str) -> dict:
-    loaded = runner.model_for(model, STATE)
-    task = loaded.meta.get("task")
-    return {
-        "config": loaded.config,
-        "described": loaded.meta.get("description") or family_of(loaded.config.family).title,
-        "task": task,
-        "examples": examples(task, example_input(runner.registry.entries[model])),
-    }
+StateModel = Annotated[PageModel, Depends(ModelFor(STATE))]
 
 
 @router.get("/state")
-def state_page(
-    request: Request,
-    runner: RunnerDep,
-    model: Annotated[ModelName | None, Query()] = None,
-    text: Annotated[FieldText, Query()] = "",
-):
-    moved = redirect_elsewhere(runner, STATE, model, text)  # its views are on another page
-    if moved:
-        return moved
-    available, model = runner.page_models(model, STATE)
-    controls = state_controls(runner, model)
-    default = controls["examples"][0][1] if controls["examples"] else ""
-    return render(request, "pages/state.html", models=available, model=model, text=text or default, **controls)
-
-
-def state_lesion(
-    edit: str,
-    edit_from: int,
-    edit_start: int,
-    edit_stop: int | None,
-    encoder_steps: int | None,
-    clamp: str,
-    clamp_value: float,
-    clamp_from: int,
-) -> Interventions:
-    """The page's lesion controls as interventions."""
-    items = []
-    if edit:
-        items.append(EditState(mode=edit, from_step=edit_from, start=edit_start, stop=edit_stop))
-    if encoder_steps is not None:
-        items.append(EncoderSteps(steps=encoder_steps))
-    if clamp:
-        items.append(ClampGate(gate=clamp, value=clamp_value, from_step=clamp_from))
-    return Interventions.of(*items)
+def state_page(request: Request, model: StateModel, text: Annotated[FieldText, Query()] = ""):
+    task = model.meta.get("task")
+    presets = examples(task, model.example)
+    return render(
+        request,
+        "pages/state.html",
+        models=model.offered,
+        model=model.name,
+        text=text or (presets[0][1] if presets else ""),
+        config=model.loaded.config,
+        described=model.meta.get("description") or family_of(model.loaded.config.family).title,
+        task=task,
+        examples=presets,
+    )
 
 
 @router.post("/state/run")
 def state_run(
     request: Request,
-    runner: RunnerDep,
-    model: Annotated[ModelName, Form()],
+    gateway: GatewayDep,
+    model: StateModel,
     text: Annotated[FieldText, Form()] = "",
     edit: Annotated[Literal["", "zero", "freeze"], Form()] = "",
     edit_from: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
@@ -92,8 +64,17 @@ def state_run(
     clamp_from: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
 ):
     """Run plainly and, when a lesion is set, lesioned; the views follow the lesioned run."""
-    lesion = state_lesion(edit, edit_from, edit_start, edit_stop, encoder_steps, clamp, clamp_value, clamp_from)
-    run = run_state(runner, model, text, lesion)
+    controls = LesionControls(
+        edit_state=edit,
+        edit_from=edit_from,
+        edit_start=edit_start,
+        edit_stop=edit_stop,
+        encoder_steps=encoder_steps,
+        clamp_gate=clamp,
+        clamp_value=clamp_value,
+        clamp_from=clamp_from,
+    )
+    run = run_state(gateway, model, text, model.lesion(controls))
     shown = len(run.steps.steps) - 1  # the final state first; the slider plays from step 0
     figures = {name: figure_json(figure) for name, figure in state_figures(run.steps, shown).items()}
     labels = step_labels(run.steps)
@@ -111,7 +92,7 @@ def state_run(
         plain_steps=run.plain_steps,
         diff=run.diff,
         separator=run.separator,
-        note=lesion_note(run.lesioned.run.interventions, 0, word_change(run.diff)) if run.lesioned else "",
+        note=lesion_note(run.lesioned.run.interventions, 0, word_change(run.diff)) if run.lesioned and run.diff else "",
         figures=figures,
         frames=frames.replace("<", "\\u003c"),
         labels=labels,

@@ -8,15 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.validation import (
-    MAX_INDEX,
-    URL_TOO_LONG,
-    CallIndex,
-    FieldText,
-    IntegrationSteps,
-    ModelName,
-    Reference,
-)
+from app.schemas.validation import URL_TOO_LONG, CallIndex, FieldText, IntegrationSteps, ModelName, Reference
+from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_SEED
 from inference.core.capabilities import Capability
 from inference.core.decoding import Decoding
 from inference.core.interventions import Interventions
@@ -52,14 +45,14 @@ ERROR_MEANINGS = {
 # What the server really answers in each case, word for word as the code that raises it writes it (with default
 # settings); tests/app/test_openapi.py checks each against a real answer.
 ERROR_EXAMPLES = {
-    400: "the text has 2499 characters; the limit is 2000",  # Runner.check_text
+    400: "the text has 2499 characters; the limit is 2000",  # ModelGateway.check_text
     403: "cross-origin request refused: the browser marked it as cross-site; "  # SecurityMiddleware
     "POST requests are accepted from this server's own pages only",
-    404: "unknown model 'nope'; available: memtransformer_10, transformer, working_memory_de_en, …",  # Runner.model
-    409: "checkpoint 'memtransformer_20' is unavailable: model.safetensors is missing",  # CheckpointRegistry.get
+    404: "unknown model 'nope'; translation models: memtransformer_10, transformer, …",  # gating.page_model
+    409: "checkpoint 'memtransformer_20' is unavailable: model.safetensors is missing",  # gating.page_model
     413: "the request body is over 2,000,000 bytes",  # body_limit.too_large_message
     414: URL_TOO_LONG,  # app/server.py, before the request reaches the app
-    422: "text: Field required; layer: Input should be less than or equal to 1024",  # errors.validation_message
+    422: f"text: Field required; layer: Input should be less than or equal to {MAX_INDEX}",  # errors.validation_message
 }
 # Every API route: a request can be malformed, too large, too long a URL, or cross-site.
 COMMON_ERRORS = errors(403, 413, 414, 422)
@@ -133,6 +126,49 @@ class AttentionRequest(DecodedTextRequest):
     )
 
 
+class ExploreRequest(DecodedTextRequest):
+    """What the Explore page asks: a run plainly and under the interventions, one layer of one stack on view."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "model": "memtransformer_10",
+                    "text": DEMO_TEXT,
+                    "interventions": [{"kind": "memory_size", "size": 5}],
+                    "stack": "decoder.cross_attn",
+                    "layer": 1,
+                    "head": 1,
+                }
+            ]
+        }
+    )
+    stack: str = Field("", max_length=100, description="an attention stack of the model; empty: its first")
+    layer: int = Field(0, ge=0, le=MAX_INDEX)
+    head: int = Field(0, ge=0, le=MAX_INDEX, description="the head the page's heatmap shows (checked, not used here)")
+    call: int = Field(0, ge=0, le=MAX_INDEX, description="which call (segment) of a layer that runs more than once")
+
+
+class SegmentsRequest(TextRequest):
+    """What the Segments page asks: a run plainly and under the memory interventions by segment."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "model": "rmt_copy",
+                    "text": "212635207023360566341532<bos>212635207023360566341532212635207023360566341532",
+                    "interventions": [{"kind": "reset_memory", "segment": 1}],
+                    "segment": 1,
+                }
+            ]
+        }
+    )
+    segment: int = Field(0, ge=0, le=MAX_INDEX, description="the segment whose attention is on view")
+    layer: int = Field(0, ge=0, le=MAX_INDEX)
+    head: int = Field(0, ge=0, le=MAX_INDEX, description="checked against the model's heads")
+
+
 class SweepRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid", json_schema_extra={"examples": [{"model": "memtransformer_10", "reference": "demo"}]}
@@ -155,7 +191,7 @@ class CompareRequest(BaseModel):
         extra="forbid",
         json_schema_extra={"examples": [{"models": ["transformer", "memtransformer_10"], "text": DEMO_TEXT}]},
     )
-    models: list[ModelName] = Field(min_length=1, max_length=6)
+    models: list[ModelName] = Field(min_length=1, max_length=MAX_COMPARED_MODELS)
     text: FieldText
     decoding: Decoding = Field(default_factory=Decoding)
 
@@ -164,7 +200,7 @@ class MemoryRequest(TextRequest):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"model": "working_memory_de_en", "text": DEMO_TEXT, "seed": 0, "layer": 0}]}
     )
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the working memory's nucleus sampling")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the working memory's nucleus sampling")
     layer: int = Field(0, ge=0, le=MAX_INDEX, description="decoder layer whose target-to-memory attention is returned")
 
 
@@ -284,6 +320,55 @@ class HeadBlocksResponse(BaseModel):
     sequence_queries: int
 
 
+class HeadOperationsResponse(BaseModel):
+    stack: str
+    layer: int
+    head: int
+    share: dict[str, float]
+    uniform: dict[str, float]
+    lift: dict[str, float]
+    label: str
+    memory_queries: int
+    sequence_queries: int
+
+
+class LayerAttentionResponse(BaseModel):
+    stack: str
+    layer: int
+    index: dict[str, int] = Field(description='the call on view, e.g. {"segment": 2}; {} for the only call')
+    query_tokens: list[str]
+    key_tokens: list[str]
+    query_roles: list[str]
+    key_roles: list[str]
+    weights: BinaryWeights
+
+
+class ExploreResponse(BaseModel):
+    output: str = Field(description="the output of the run with the interventions")
+    plain_output: str = Field(description="the output without them")
+    interventions: Interventions
+    note: str = Field(description="the interventions in words and what they changed")
+    calls: int = Field(description="calls of the layer on view in the run (segments)")
+    attention: LayerAttentionResponse = Field(description="the call on view, of the run with the interventions")
+    blocks: list[HeadBlocksResponse] = Field(description="block mass of every head, of the run with the interventions")
+    operations: list[HeadOperationsResponse] = Field(description="what each head of the stack does with memory")
+
+
+class SegmentsResponse(BaseModel):
+    output: str = Field(description="the output of the run with the interventions")
+    plain_output: str = Field(description="the output without them")
+    interventions: Interventions
+    note: str
+    starts: list[int] = Field(description="first input position of every segment")
+    lengths: list[int] = Field(description="tokens of every segment")
+    plain_hits: list[bool | None] | None = Field(
+        description="per input position: next token predicted (null: unscored)"
+    )
+    lesioned_hits: list[bool | None] | None
+    attention: LayerAttentionResponse
+    operations: list[HeadOperationsResponse]
+
+
 class BlocksResponse(BaseModel):
     blocks: list[HeadBlocksResponse]
 
@@ -320,7 +405,9 @@ class MemoryAttentionResponse(BaseModel):
 
 
 class MemoryResponse(BaseModel):
-    translation: str
+    translation: str = Field(description="the translation of the run with the interventions")
+    plain_translation: str = Field(description="the translation without them")
+    outcome: str | None = Field(description="what the interventions did, in words; null without interventions")
     seed: int
     memory_size: int
     interventions: Interventions

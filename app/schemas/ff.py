@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.figures.ff_views import KEY_ORDERS, MAX_PICKED_KEYS
-from app.schemas.validation import MAX_INDEX, FieldText, ModelName
+from app.figures.ff_views import MAX_PICKED_KEYS, KeyOrder
+from app.schemas.validation import FieldText, ModelName
+from inference.core.bounds import MAX_INDEX, MAX_PAGE_SIZE, MAX_TOP
 from inference.core.interventions import Interventions
 
 
@@ -22,15 +23,15 @@ class KeysRequest(BaseModel):
         le=MAX_INDEX,
         description="FF layer index (the language model's layers, or a translation model's decoder layers)",
     )
-    order: Literal[KEY_ORDERS] = Field("agreement")
-    offset: int = Field(0, ge=0, le=1_000_000)
-    limit: int = Field(20, ge=1, le=200)
-    keys: list[Annotated[int, Field(ge=0, le=1_000_000)]] | None = Field(
+    order: KeyOrder = Field("agreement")
+    offset: int = Field(0, ge=0, le=MAX_INDEX)
+    limit: int = Field(20, ge=1, le=MAX_PAGE_SIZE)
+    keys: list[Annotated[int, Field(ge=0, le=MAX_INDEX)]] | None = Field(
         None,
         max_length=MAX_PICKED_KEYS,
         description="these keys, in this order, instead of a page of the ordering (duplicates dropped)",
     )
-    triggers: int = Field(10, ge=0, le=50, description="trigger examples per key")
+    triggers: int = Field(10, ge=0, le=MAX_TOP, description="trigger examples per key")
 
     @field_validator("keys")
     @classmethod
@@ -68,5 +69,5 @@ class LensRequest(BaseModel):
         description='e.g. zero FF keys: [{"kind": "scale", "hook": "layers.3.ff.keys", "axis": "ff_key", '
         '"index": [12], "factor": 0}]',
     )
-    top_keys: int = Field(5, ge=1, le=50)
-    top_tokens: int = Field(5, ge=1, le=50)
+    top_keys: int = Field(5, ge=1, le=MAX_TOP)
+    top_tokens: int = Field(5, ge=1, le=MAX_TOP)

@@ -12,6 +12,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
 
+from inference.core.bounds import MAX_CALL_INDEX_KEYS, MAX_INDEX
+from inference.core.hook_names import HOOK_NAME
+
 ECHO_CHARS = 60  # the most of a client's string that an error message repeats
 MAX_URL_BYTES = 16 * 1024  # the longest request target (path and query string) a client may send; longer: 414
 MAX_HEAD_BYTES = 2 * MAX_URL_BYTES  # request line and headers together, while they arrive; longer: 431
@@ -19,9 +22,6 @@ URL_TOO_LONG = f"the URL is over {MAX_URL_BYTES:,} bytes: send long input in a P
 HEAD_TOO_LARGE = f"the request line and headers are over {MAX_HEAD_BYTES:,} bytes"
 MAX_FIELD_CHARS = 20_000  # any text field; the configured text limit (Settings.max_text_chars) is checked after this
 MAX_NUMBER_DIGITS = 9
-MAX_INDEX = (
-    1024  # the largest layer, head or output position a request may name; the model's own sizes are checked after
-)
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls, tab and newlines excepted
 NUMBER = re.compile(rf"[0-9]{{1,{MAX_NUMBER_DIGITS}}}")  # ASCII digits: str.isdigit() also accepts '²', '①', '٣'
 DECIMAL = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,9})?|\.[0-9]{1,9})")  # float() also accepts '١', '1_0', 'nan', 'inf'
@@ -109,7 +109,7 @@ JobId = Annotated[
     StringConstraints(pattern=r"^[0-9a-f]{12}$"),
     Field(description="job id, as returned when the job was submitted"),
 ]
-ModuleName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.]+$")]
+ModuleName = Annotated[str, StringConstraints(pattern=HOOK_NAME)]
 Reference = Annotated[
     str,
     StringConstraints(pattern=r"^(demo|multi30k_test_2016|[0-9a-f]{12})$"),
@@ -124,7 +124,7 @@ CallIndex = Annotated[
         Annotated[str, StringConstraints(pattern=r"^[a-z_]{1,30}$")],
         Annotated[int, Field(ge=0, le=MAX_INDEX)],
     ],
-    Field(max_length=4),
+    Field(max_length=MAX_CALL_INDEX_KEYS),
 ]
 INTEGRATION_STEPS = (8, 16, 32, 64)  # integrated gradients' path steps a client may ask for
 

@@ -1,15 +1,21 @@
-"""The FF-memory study files beside a checkpoint, as the runner reads and caches them."""
+"""The FF-memory study files beside a checkpoint, read and cached for the FF memories page and its API."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.schemas.validation import InputError
+from app.services.gating import PageModel
 from inference.analyses.ff_mining import TriggerStore
-from inference.core.byte_cache import tensor_bytes
+from inference.analyses.ff_values import ff_memories
+from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.checkpoint import read_json_object
 from inference.core.ff_memories import FFMemories
 from inference.corpora.ff_study_files import ANALYSIS_FILE, TRIGGERS_FILE, read_triggers
+
+FF_STUDY_BYTES = 512 * 2**20  # the language model's values, embedding and triggers are about 70 MB
 
 
 @dataclass
@@ -34,3 +40,27 @@ def ff_bytes(entry: tuple[FFMemories, FFStudy]) -> int:
         [array for arrays in study.triggers.arrays.values() for array in arrays.values()] if study.triggers else []
     )
     return tensor_bytes(*memories.values.values(), memories.output_embedding, *triggers)
+
+
+class FFStudies:
+    """Each model's FF memories (values and output embedding, copied from its weights) and its stored study,
+    read once and kept within a byte budget."""
+
+    def __init__(self, budget_bytes: int = FF_STUDY_BYTES):
+        self._cache: ByteBudgetCache[tuple[FFMemories, FFStudy]] = ByteBudgetCache(budget_bytes, ff_bytes)
+        self._lock = threading.Lock()  # one reading of a study at a time
+
+    def of(self, model: PageModel) -> tuple[FFMemories, FFStudy]:
+        with self._lock:
+            found = self._cache.get(model.name)
+            if found is None:
+                found = (ff_memories(model.loaded.model), read_ff_study(model.folder))
+                self._cache.put(model.name, found)
+            return found
+
+
+def ff_layer(memories: FFMemories, layer: int) -> str:
+    """FF layer index -> module name, or an InputError."""
+    if not 0 <= layer < len(memories.layers):
+        raise InputError(f"layer {layer} is out of range (0 to {len(memories.layers) - 1})")
+    return memories.layers[layer]

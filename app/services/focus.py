@@ -6,11 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.services.runner import Runner
+from app.schemas.validation import InputError
+from app.services.gateway import ModelGateway
+from app.services.gating import PageModel
 from inference.analyses.attention import layer_attention
 from inference.analyses.focus import Focus, focus, source_attention_stack
-from inference.core.interventions import Interventions
-from inference.runs.source_attribution import SourceAttribution
+from inference.core.hook_names import EVERY_PATTERN, LOGITS
+from inference.core.interventions import NO_INTERVENTIONS
+from inference.runs.source_attribution import SourceAttribution, source_attribution
+
+MAX_ATTRIBUTED_SOURCE = 24  # source tokens of a whole-output attribution
+MAX_ATTRIBUTED_OUTPUTS = 24  # output tokens it attributes (the maps' rows)
 
 
 @dataclass(frozen=True)
@@ -22,14 +28,26 @@ class ModelFocus:
     attention_stack: str | None  # the attention shown, e.g. "cross_attn layer 0"; None: the model does not attend
 
 
-def model_focus(runner: Runner, model: str, text: str, n_steps: int) -> ModelFocus:
-    attribution = runner.source_attribution(model, text, n_steps)
-    stack = source_attention_stack(runner.model(model).model)
-    names = ["*.pattern"] if stack else ["logits"]
-    trace = runner.trace(model, text, Interventions(), names, max_new_tokens=runner.attributed_outputs)
+def attributable_text(gateway: ModelGateway, model: PageModel, text: str) -> str:
+    """The text, if the model can attribute its whole output onto it: within its vocabulary and at most
+    MAX_ATTRIBUTED_SOURCE tokens (each output token costs n_steps runs of the whole model)."""
+    text = gateway.check_vocabulary(model.loaded, gateway.check_text(model.loaded, text))
+    n_tokens = len(model.loaded.tokenizer.encode(text))
+    if n_tokens > MAX_ATTRIBUTED_SOURCE:
+        raise InputError(f"attribution takes at most {MAX_ATTRIBUTED_SOURCE} source tokens; this text has {n_tokens}")
+    return text
+
+
+def model_focus(gateway: ModelGateway, model: PageModel, text: str, n_steps: int) -> ModelFocus:
+    text = attributable_text(gateway, model, text)
+    outputs = min(gateway.limits.max_new_tokens, MAX_ATTRIBUTED_OUTPUTS)
+    attribution = gateway.exclusive(lambda: source_attribution(model.loaded, text, outputs, n_steps))
+    stack = source_attention_stack(model.loaded.model)
+    names = [EVERY_PATTERN] if stack else [LOGITS]
+    trace = gateway.trace(model.loaded, text, NO_INTERVENTIONS, names, max_new_tokens=outputs)
     attention = layer_attention(trace, *stack) if stack else None
     return ModelFocus(
-        model=model,
+        model=model.name,
         output=trace.outputs[0],
         attribution=attribution,
         focus=focus(attribution, attention),

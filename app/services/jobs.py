@@ -1,7 +1,7 @@
 """Background jobs: translating an uploaded corpus (for a working-memory
 model: its memory and the memory-content analyses), and lesion sweeps.
 
-One worker thread runs jobs in order; each batch takes the runner's
+One worker thread runs jobs in order; each batch takes the gateway's
 inference lock, so interactive requests still get their turn between
 batches. Progress and results go to the JobStore. Jobs still queued when
 the server stops run when it starts again; a job interrupted by a clean
@@ -18,8 +18,9 @@ from pathlib import Path
 
 from app.schemas.validation import InputError, shown
 from app.services.demo import demo_sentences
+from app.services.gateway import ModelGateway
+from app.services.gating import page_model
 from app.services.pages import SWEEP, UPLOAD
-from app.services.runner import Runner
 from app.services.store import Job, JobStore
 from app.services.uploads import Corpus
 from inference.analyses.attention import attention_stacks
@@ -27,6 +28,8 @@ from inference.analyses.blocks import attention_blocks, merge_blocks
 from inference.analyses.quality import corpus_quality
 from inference.core.capabilities import Capability
 from inference.core.family import capabilities_of, family_of
+from inference.core.hook_names import EVERY_PATTERN
+from inference.core.interventions import NO_INTERVENTIONS
 from inference.core.loaded_model import LoadedModel
 from inference.corpora.multi30k import DataError, read_multi30k
 from inference.runs.lesion import lesion_sizes, quality_at_memory_size
@@ -52,9 +55,9 @@ class JobInterrupted(Exception):
 
 
 class JobRunner:
-    def __init__(self, store: JobStore, runner: Runner, data_dir: Path):
+    def __init__(self, store: JobStore, gateway: ModelGateway, data_dir: Path):
         self.store = store
-        self.runner = runner
+        self.gateway = gateway
         self.data_dir = data_dir
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-job")
         self._stopping = threading.Event()
@@ -77,10 +80,10 @@ class JobRunner:
             raise JobInterrupted()
 
     def submit_corpus(self, model: str, corpus: Corpus) -> Job:
-        loaded = self.runner.model_for(model, UPLOAD)
+        loaded = page_model(self.gateway, UPLOAD, model).loaded
         for number, source in enumerate(corpus.sources, start=1):
             try:
-                self.runner.check_text(loaded, source)
+                self.gateway.check_text(loaded, source)
             except InputError as error:
                 raise InputError(f"{corpus.filename}, line {number}: {error}") from None
         params = {
@@ -97,7 +100,7 @@ class JobRunner:
         """BLEU against inference memory size on a reference set: "demo",
         "multi30k_test_2016" (from the data directory) or the id of an
         uploaded .tsv corpus. A finished identical sweep is reused."""
-        loaded = self.runner.model_for(model, SWEEP)
+        loaded = page_model(self.gateway, SWEEP, model).loaded
         self.reference_set(reference)  # refuse an unusable reference before queueing
         params = {
             "model": model,
@@ -135,6 +138,8 @@ class JobRunner:
         if self._stopping.is_set():
             return  # still queued: it runs when the server starts again
         job = self.store.get(job_id)
+        if job is None:  # removed from the store while it waited
+            return
         self.store.update(job_id, status="running")
         try:
             result = work(job)
@@ -156,16 +161,16 @@ class JobRunner:
 
     def _corpus(self, job: Job) -> dict:
         model, sources, references = job.params["model"], job.params["sources"], job.params["references"]
-        loaded = self.runner.model(model)
+        loaded = self.gateway.model(model)
         if Capability.WORKING_MEMORY in capabilities_of(loaded.config):
             return self._memory_corpus(job, loaded, sources, references)
         lengths = [len(loaded.tokenizer.encode(source)) for source in sources]
         mixed = family_of(loaded.config.family).traces_mixed_lengths
-        patterns = ["*.pattern"] if attention_stacks(loaded.model) else []  # a state model has no attention
+        patterns = [EVERY_PATTERN] if attention_stacks(loaded.model) else []  # a state model has no attention
         translations: list[str] = [""] * len(sources)
         blocks, done = [], 0
         for batch in length_batches(lengths, TRACE_BATCH, mixed):
-            trace = self.runner.trace_many(model, [sources[i] for i in batch], names=patterns)
+            trace = self.gateway.trace_many(loaded, [sources[i] for i in batch], patterns, NO_INTERVENTIONS)
             for i, output in zip(batch, trace.outputs):
                 translations[i] = output
             blocks.append(attention_blocks(trace))
@@ -179,7 +184,7 @@ class JobRunner:
         model in between), then the memory-content analyses and BLEU lesions."""
         runs = []
         for start in range(0, len(sources), MEMORY_CHUNK):
-            with self.runner.model_turn():
+            with self.gateway.turn():
                 runs.append(
                     generate_memory_corpus(loaded, sources[start : start + MEMORY_CHUNK], with_lesions=bool(references))
                 )
@@ -187,11 +192,11 @@ class JobRunner:
         return {"memory_decisions": True, **summarise_memory_corpus(runs, references or None)}
 
     def _sweep(self, job: Job) -> dict:
-        loaded = self.runner.model(job.params["model"])
+        loaded = self.gateway.model(job.params["model"])
         sources, references = self.reference_set(job.params["reference"])
         bleu, chrf = [], []
         for size in job.params["sizes"]:
-            with self.runner.model_turn():
+            with self.gateway.turn():
                 quality = quality_at_memory_size(loaded.model, loaded.tokenizer, sources, references, size)
             bleu.append(quality.bleu)
             chrf.append(quality.chrf)

@@ -52,6 +52,7 @@ COMPARE = Page(
     lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c,
     reads_language=True,
 )
+ATTRIBUTION = Page("attribution", "/api/attribution", "token-and-slot attribution", lambda c: C.ATTRIBUTION in c)
 UPLOAD = Page("upload", "/upload", "translation", lambda c: C.TRANSLATES in c, reads_language=True)
 SWEEP = Page("lesion sweep", "/sweep", "memory-lesion", lambda c: C.TRANSLATES in c and C.MEMORY_TOKENS in c)
 

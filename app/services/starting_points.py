@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from app.services.gateway import ModelGateway
+from app.services.gating import offered
 from app.services.pages import EXPLORE, SEGMENTS, STATE, Page
-from app.services.runner import Runner
 from app.services.state import examples
 
 
@@ -58,6 +59,6 @@ STARTING_POINTS = (
 )
 
 
-def starting_points(runner: Runner) -> list[StartingPoint]:
+def starting_points(gateway: ModelGateway) -> list[StartingPoint]:
     """The starting points whose checkpoint is served and shown on their page."""
-    return [point for point in STARTING_POINTS if point.model in runner.available(point.page)]
+    return [point for point in STARTING_POINTS if point.model in offered(gateway, point.page)]

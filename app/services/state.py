@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.schemas.validation import InputError
-from app.services.pages import STATE
-from app.services.runner import Runner
+from app.services.gateway import ModelGateway
+from app.services.gating import PageModel
+from app.services.lesioned import plain_then_lesioned
 from app.services.textdiff import DiffPart, token_diff
 from inference.analyses.state import StateSteps, state_hooks, state_steps
 from inference.core.hooks import hook_points
@@ -43,15 +44,13 @@ def examples(task: str | None, example: str) -> list[tuple[str, str]]:
     return presets
 
 
-def checked_text(runner: Runner, model: str, text: str) -> str:
-    """The text within the runner's limits and the model's vocabulary."""
-    loaded = runner.model_for(model, STATE)
-    text = runner.check_text(loaded, text)
-    tokenizer = loaded.tokenizer
-    n_tokens = len(tokenizer.encode(text))
+def checked_text(gateway: ModelGateway, model: PageModel, text: str) -> str:
+    """The text within the gateway's limits, the state views' and the model's vocabulary."""
+    text = gateway.check_text(model.loaded, text)
+    n_tokens = len(model.loaded.tokenizer.encode(text))
     if n_tokens > MAX_STATE_SOURCE_TOKENS:
         raise InputError(f"the state views take at most {MAX_STATE_SOURCE_TOKENS} tokens; this input has {n_tokens}")
-    return runner.check_vocabulary(loaded, text)
+    return gateway.check_vocabulary(model.loaded, text)
 
 
 def rounded(values):
@@ -78,15 +77,16 @@ def output_tokens(trace: Trace) -> list[str]:
     return [token for token in trace.tokens["tgt"][0] if token not in SPECIAL_TOKENS]
 
 
-def run_state(runner: Runner, model: str, text: str, lesion: Interventions) -> StateRun:
-    text = checked_text(runner, model, text)
-    names = state_hooks(list(hook_points(runner.model(model).model)))
-    plain = runner.trace(model, text, Interventions(), names=names)
+def run_state(gateway: ModelGateway, model: PageModel, text: str, lesion: Interventions) -> StateRun:
+    text = checked_text(gateway, model, text)
+    names = state_hooks(list(hook_points(model.loaded.model)))
+    runs = plain_then_lesioned(
+        gateway, model.loaded, text, lesion, names, check=lambda plain: check_lesion(lesion, state_steps(plain))
+    )
+    plain, lesioned = runs.plain, runs.lesioned
     plain_steps = state_steps(plain)
-    if lesion.is_noop():
+    if lesioned is None:
         return StateRun(plain, None, plain_steps, plain_steps, None)
-    check_lesion(lesion, plain_steps)
-    lesioned = runner.trace(model, text, lesion, names=names)
     tokens = output_tokens(plain), output_tokens(lesioned)
     separator = "" if all(len(token) == 1 for token in [*tokens[0], *tokens[1]]) else " "  # as the plain output reads
     diff = token_diff(*tokens, separator)

@@ -70,7 +70,9 @@ class JobStore:
                 "INSERT INTO jobs (id, kind, params, status, total, created) VALUES (?, ?, ?, 'queued', ?, ?)",
                 (job_id, kind, json.dumps(params, sort_keys=True), total, time.time()),
             )
-        return self.get(job_id)
+        job = self.get(job_id)
+        assert job is not None  # just written
+        return job
 
     def update(self, job_id: str, **fields) -> None:
         if "result" in fields:

@@ -3,14 +3,14 @@ what an attention map view needs, and nothing else."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from inference.core.hook_names import pattern_hook_name, stack_of
 from inference.core.hooks import hook_points
-from inference.core.trace import Capture, Trace
+from inference.core.trace import Capture, Role, Trace
 
 
 @dataclass
@@ -20,30 +20,9 @@ class LayerAttention:
     weights: torch.Tensor  # [heads, q, k] of example 0
     query_tokens: list[str]
     key_tokens: list[str]
-    query_roles: list[str]
-    key_roles: list[str]
+    query_roles: list[Role]
+    key_roles: list[Role]
     index: dict[str, int] = field(default_factory=dict)  # which call, where the hook ran more than once
-
-
-def stack_of(name: str) -> tuple[str, int] | None:
-    """An attention pattern's hook name -> (stack, layer); None for other hooks.
-    'encoder.layers.2.mem.attn.pattern' -> ('encoder.mem.attn', 2); a pattern
-    outside a `layers` list is a stack of one layer: 'block.attn.pattern' -> ('block.attn', 0)."""
-    parts = name.split(".")
-    if parts[-1] != "pattern":
-        return None
-    for j in range(1, len(parts) - 1):
-        if parts[j - 1] == "layers" and parts[j].isdigit():
-            return ".".join(parts[: j - 1] + parts[j + 1 : -1]), int(parts[j])
-    return ".".join(parts[:-1]), 0
-
-
-def pattern_hook_name(names: Iterable[str], stack: str, layer: int) -> str:
-    """The pattern hook among `names` of a stack's layer; KeyError when there is none."""
-    for name in names:
-        if stack_of(name) == (stack, layer):
-            return name
-    raise KeyError(f"no attention pattern of {stack} layer {layer}")
 
 
 def call_indices(capture: Capture) -> list[dict[str, int]]:
@@ -79,8 +58,8 @@ def layer_attention(trace: Trace, stack: str, layer: int, example: int = 0, **in
     query_axis, key_axis = capture.positions["query"], capture.positions["key"]
     query_roles = trace.axis_roles(query_axis, example, **index)
     key_roles = trace.axis_roles(key_axis, example, **index)
-    query_keep = [i for i, r in enumerate(query_roles) if r != "pad"]
-    key_keep = [i for i, r in enumerate(key_roles) if r != "pad"]
+    query_keep = [i for i, r in enumerate(query_roles) if r != Role.PAD]
+    key_keep = [i for i, r in enumerate(key_roles) if r != Role.PAD]
     query_tokens, key_tokens = (
         trace.axis_tokens(query_axis, example, **index),
         trace.axis_tokens(key_axis, example, **index),

@@ -11,12 +11,12 @@ Blocks come from the roles of the trace, never from position offsets.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from inference.analyses.attention import stack_of
-from inference.core.trace import MEMORY_ROLES, Trace
+from inference.core.hook_names import stack_of
+from inference.core.trace import MEMORY_ROLES, Role, Trace
 
 BLOCKS = ("update", "write", "read", "process")
 
@@ -40,17 +40,17 @@ def block_mass(pattern: torch.Tensor, blocks: list[tuple[torch.Tensor, torch.Ten
     return torch.stack([(pattern * keys).sum(-1) * rows for rows, keys in blocks], dim=-1)
 
 
-def sequence_selection(roles: list[str]) -> torch.Tensor:
+def sequence_selection(roles: list[Role]) -> torch.Tensor:
     """[positions] True where a position holds text: every role but memory and pad."""
-    return torch.tensor([r not in MEMORY_ROLES and r != "pad" for r in roles], dtype=torch.bool)
+    return torch.tensor([r not in MEMORY_ROLES and r != Role.PAD for r in roles], dtype=torch.bool)
 
 
-def role_selection(roles: list[str], chosen: frozenset[str]) -> torch.Tensor:
+def role_selection(roles: list[Role], chosen: frozenset[Role]) -> torch.Tensor:
     """[positions] True where a position's role is one of `chosen`."""
     return torch.tensor([r in chosen for r in roles], dtype=torch.bool)
 
 
-def block_rows(pattern: torch.Tensor, query_roles: list[str], key_roles: list[str]) -> torch.Tensor:
+def block_rows(pattern: torch.Tensor, query_roles: list[Role], key_roles: list[Role]) -> torch.Tensor:
     """pattern [h, q, k] of one example -> block mass per row [h, q, 4]
     (update, write, read, process); pad queries and keys get zero."""
     query_memory, key_memory = role_selection(query_roles, MEMORY_ROLES), role_selection(key_roles, MEMORY_ROLES)
@@ -76,8 +76,8 @@ class PatternCall:
     index: dict[str, int]  # the call's index, e.g. {"call": 2, "segment": 2}
     example: int
     pattern: torch.Tensor  # [h, q, k]
-    query_roles: list[str]
-    key_roles: list[str]
+    query_roles: list[Role]
+    key_roles: list[Role]
 
 
 def pattern_calls(trace: Trace, **index: int) -> Iterator[PatternCall]:
@@ -115,8 +115,10 @@ def attention_blocks(trace: Trace) -> list[HeadBlocks]:
     results = []
     for (stack, layer), (per_head, memory_queries, sequence_queries) in sums.items():
         rows = max(memory_queries + sequence_queries, 1)
-        for head, mass in enumerate((per_head / rows).tolist()):
-            results.append(HeadBlocks(stack, layer, head, *mass, memory_queries, sequence_queries))
+        for head, (update, write, read, process) in enumerate((per_head / rows).tolist()):
+            results.append(
+                HeadBlocks(stack, layer, head, update, write, read, process, memory_queries, sequence_queries)
+            )
     return results
 
 
@@ -129,14 +131,7 @@ def merge_blocks(batches: list[list[HeadBlocks]]) -> list[HeadBlocks]:
             key = (b.stack, b.layer, b.head)
             rows = b.memory_queries + b.sequence_queries
             if key not in merged:
-                merged[key] = HeadBlocks(
-                    b.stack,
-                    b.layer,
-                    b.head,
-                    *(getattr(b, name) * rows for name in BLOCKS),
-                    b.memory_queries,
-                    b.sequence_queries,
-                )
+                merged[key] = replace(b, **{name: getattr(b, name) * rows for name in BLOCKS})
                 continue
             into = merged[key]
             for name in BLOCKS:

@@ -37,7 +37,8 @@ import torch
 
 from inference.analyses.ff_values import value_logits
 from inference.core.ff_memories import FFMemories
-from inference.core.trace import Trace
+from inference.core.hook_names import ff_keys, ff_output
+from inference.core.trace import Role, Trace
 
 CASES = ("residual_wins", "ff_wins", "all_agree", "composition")
 
@@ -195,13 +196,13 @@ def _lens_logits(
 
 
 def _real_positions(trace: Trace, axis: str) -> tuple[torch.Tensor, torch.Tensor]:  # ([n], [n]) long
-    rows = [(e, p) for e, roles in enumerate(trace.roles[axis]) for p, role in enumerate(roles) if role != "pad"]
+    rows = [(e, p) for e, roles in enumerate(trace.roles[axis]) for p, role in enumerate(roles) if role != Role.PAD]
     return torch.tensor([e for e, _ in rows]), torch.tensor([p for _, p in rows])
 
 
 def _layer_vectors(trace: Trace, memories: FFMemories, layer: str, examples: torch.Tensor, positions: torch.Tensor):
     """(m [n, d_ff], r [n, d], y [n, d], o [n, d]) of one layer at the given predictions."""
-    hooks = (f"{layer}.keys", memories.residual_hook(layer), f"{layer}.out")
+    hooks = (ff_keys(layer), memories.residual_hook(layer), ff_output(layer))
     missing = [hook for hook in hooks if hook not in trace.captures]
     if missing:
         raise ValueError(

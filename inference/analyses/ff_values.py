@@ -33,23 +33,45 @@ are projected directly, as the paper does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from inference.core.capabilities import config_of
 from inference.core.family import family_of
 from inference.core.ff_memories import FFMemories
 
 
 def ff_memories(model: nn.Module) -> FFMemories:
     """The FF memories of a model with FF keys, read as its family says (`Family.ff_memories`)."""
-    return family_of(model.config.family).ff_memories(model)
+    return family_of(config_of(model).family).ff_memories(model)
 
 
-def _values(ff: torch.nn.Module) -> torch.Tensor:  # [d_ff, d]
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
+NormParts = tuple[tuple[int, ...], torch.Tensor, torch.Tensor, float]  # F.layer_norm's shape, weight, bias, eps
+
+
+def _part(model: nn.Module, name: str, kind: type[ModuleT]) -> ModuleT:
+    """The submodule `name` (dotted) of `model`, which the readings below need to be a `kind`."""
+    module = model.get_submodule(name)
+    if not isinstance(module, kind):
+        raise TypeError(f"{name} of a {type(model).__name__} is a {type(module).__name__}, not a {kind.__name__}")
+    return module
+
+
+def _values(ff: nn.Module) -> torch.Tensor:  # [d_ff, d]
     """Value v_i is column i of the second matrix; row i here."""
-    return ff.w_out.weight.detach().float().cpu().T.contiguous()
+    return _part(ff, "w_out", nn.Linear).weight.detach().float().cpu().T.contiguous()
+
+
+def _norm_parts(norm: nn.LayerNorm) -> NormParts:
+    return norm.normalized_shape, norm.weight.detach().float().cpu(), norm.bias.detach().float().cpu(), norm.eps
+
+
+def _output_embedding(model: nn.Module) -> torch.Tensor:  # [vocab, d]
+    return model.get_parameter("embed.weight").detach().float().cpu()
 
 
 def decoder_ff_memories(model: nn.Module) -> FFMemories:
@@ -57,35 +79,24 @@ def decoder_ff_memories(model: nn.Module) -> FFMemories:
     LN(residual + FF output): the post-LN step with dropout off (inference)."""
     norms = {}
     values = {}
-    for i, decoder_layer in enumerate(model.decoder.layers):
+    for i in range(len(_part(model, "decoder.layers", nn.ModuleList))):
         name = f"decoder.layers.{i}.ff"
-        values[name] = _values(decoder_layer.ff)
-        norm = decoder_layer.ff_norm
-        norms[name] = (
-            norm.normalized_shape,
-            norm.weight.detach().float().cpu(),
-            norm.bias.detach().float().cpu(),
-            norm.eps,
-        )
+        values[name] = _values(_part(model, name, nn.Module))
+        norms[name] = _norm_parts(_part(model, f"decoder.layers.{i}.ff_norm", nn.LayerNorm))
 
     def layer_output(layer: str, residual: torch.Tensor, ff_out: torch.Tensor) -> torch.Tensor:
         shape, weight, bias, eps = norms[layer]
         return F.layer_norm(residual + ff_out, shape, weight, bias, eps)
 
-    return FFMemories(list(values), values, model.embed.weight.detach().float().cpu(), layer_output)
+    return FFMemories(list(values), values, _output_embedding(model), layer_output)
 
 
 def language_model_ff_memories(model: nn.Module, axis: str) -> FFMemories:
     """The FF layers of a pre-LN decoder-only model (`model.layers`, `model.final_norm`) over token axis `axis`.
     Pre-LN: layer output = residual + FF output; stream states are read through the final LayerNorm."""
-    values = {f"layers.{i}.ff": _values(layer.ff) for i, layer in enumerate(model.layers)}
-    norm = model.final_norm
-    shape, weight, bias, eps = (
-        norm.normalized_shape,
-        norm.weight.detach().float().cpu(),
-        norm.bias.detach().float().cpu(),
-        norm.eps,
-    )
+    layers = range(len(_part(model, "layers", nn.ModuleList)))
+    values = {f"layers.{i}.ff": _values(_part(model, f"layers.{i}.ff", nn.Module)) for i in layers}
+    shape, weight, bias, eps = _norm_parts(_part(model, "final_norm", nn.LayerNorm))
 
     def layer_output(layer: str, residual: torch.Tensor, ff_out: torch.Tensor) -> torch.Tensor:
         return residual + ff_out
@@ -93,7 +104,7 @@ def language_model_ff_memories(model: nn.Module, axis: str) -> FFMemories:
     def readout(h: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(h, shape, weight, bias, eps)
 
-    return FFMemories(list(values), values, model.embed.weight.detach().float().cpu(), layer_output, axis, readout)
+    return FFMemories(list(values), values, _output_embedding(model), layer_output, axis, readout)
 
 
 def value_logits(memories: FFMemories, layer: str) -> torch.Tensor:  # [d_ff, vocab]

@@ -56,16 +56,17 @@ from dataclasses import dataclass
 import torch
 
 from inference.analyses.blocks import PatternCall, block_mass, pattern_calls, role_selection, sequence_selection
-from inference.core.trace import MEMORY_ROLES, Trace
+from inference.core.hook_names import EVERY_MASK, EVERY_PATTERN
+from inference.core.trace import MEMORY_ROLES, Role, Trace
 
 OPERATIONS = ("write", "read", "rewrite", "process")
 MEMORY_QUERY_OPERATIONS = frozenset({"write", "rewrite"})
-WRITTEN_ROLES = MEMORY_ROLES - {"read_mem"}  # memory queries: the memory being written
+WRITTEN_ROLES = MEMORY_ROLES - {Role.READ_MEM}  # memory queries: the memory being written
 LIFT_THRESHOLD = 0.5
 MIXED_MARGIN = 0.1
 LABELS = (*OPERATIONS, "mixed", "none")
 # Hook names to trace: every attention's pattern and the mask that says which keys it could see.
-MEMORY_OPERATION_HOOKS = ["*.pattern", "*.mask"]
+MEMORY_OPERATION_HOOKS = [EVERY_PATTERN, EVERY_MASK]
 
 
 @dataclass
@@ -82,7 +83,7 @@ class HeadOperations:
 
 
 def operation_rows(
-    pattern: torch.Tensor, visible: torch.Tensor, query_roles: list[str], key_roles: list[str]
+    pattern: torch.Tensor, visible: torch.Tensor, query_roles: list[Role], key_roles: list[Role]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """pattern [h, q, k] and visible keys [q, k] of one example -> each row's
     mass in each operation [h, q, 4] and the same for uniform attention over
@@ -99,7 +100,7 @@ def operation_rows(
     return block_mass(pattern, blocks), block_mass(uniform[None], blocks)[0]
 
 
-def counted_rows(query_roles: list[str], visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def counted_rows(query_roles: list[Role], visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(memory query rows [q], sequence query rows [q]) that see at least one of the visible keys [q, k]."""
     sees = visible.any(-1)  # [q]
     return role_selection(query_roles, WRITTEN_ROLES) & sees, sequence_selection(query_roles) & sees

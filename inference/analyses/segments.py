@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from inference.analyses.attention import call_indices
-from inference.core.trace import Trace
+from inference.core.trace import Role, Trace
 
 
 @dataclass
@@ -28,8 +28,9 @@ class SegmentSpans:
         return max(s for s, start in enumerate(self.starts) if start <= position)
 
 
-MEMORY_BLOCKS = ("read_mem", "write_mem")
-EXTRA_COLUMNS = {"read memory": "read_mem", "write memory": "write_mem", "cache": "cache"}  # memory path columns
+MEMORY_BLOCKS = (Role.READ_MEM, Role.WRITE_MEM)
+# memory path columns
+EXTRA_COLUMNS = {"read memory": Role.READ_MEM, "write memory": Role.WRITE_MEM, "cache": Role.CACHE}
 
 
 def segment_spans(trace: Trace, pattern: str, example: int = 0) -> SegmentSpans:
@@ -38,7 +39,7 @@ def segment_spans(trace: Trace, pattern: str, example: int = 0) -> SegmentSpans:
     starts, lengths, start = [], [], 0
     for index in call_indices(capture):
         roles = trace.axis_roles(capture.positions["query"], example, **index)
-        length = sum(role not in (*MEMORY_BLOCKS, "pad") for role in roles)
+        length = sum(role not in (*MEMORY_BLOCKS, Role.PAD) for role in roles)
         starts.append(start)
         lengths.append(length)
         start += length
@@ -67,8 +68,8 @@ def memory_path(trace: Trace, pattern: str, layer: int, positions: int, example:
         attention = capture.at(**index)[example].mean(dim=0)  # [q, k] head mean
         query_roles = trace.axis_roles(capture.positions["query"], example, **index)
         key_roles = trace.axis_roles(capture.positions["key"], example, **index)
-        tokens = [k for k, role in enumerate(key_roles) if role not in ("cache", *MEMORY_BLOCKS, "pad")]
-        for slot, q in enumerate(q for q, role in enumerate(query_roles) if role == "write_mem"):
+        tokens = [k for k, role in enumerate(key_roles) if role not in (Role.CACHE, *MEMORY_BLOCKS, Role.PAD)]
+        for slot, q in enumerate(q for q, role in enumerate(query_roles) if role == Role.WRITE_MEM):
             row = torch.zeros(positions + len(EXTRA_COLUMNS))  # [positions + 3]
             row[spans.starts[s] : spans.starts[s] + len(tokens)] = attention[q, tokens]
             for column, role in enumerate(EXTRA_COLUMNS.values(), start=positions):

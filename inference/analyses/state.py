@@ -71,14 +71,19 @@ def _layers(trace: Trace) -> dict[str, dict[str, list[str]]]:
     first_step = {stack: _row(trace, next(iter(kinds["state"].values())))[0][0] for stack, kinds in found.items()}
     return {
         stack: {kind: [names[i] for i in sorted(names)] for kind, names in found[stack].items()}
-        for stack in sorted(found, key=first_step.get)
+        for stack in sorted(found, key=first_step.__getitem__)
     }
 
 
 def state_steps(trace: Trace, groups: int = MAP_GROUPS) -> StateSteps:
     """Every step of a traced recurrent-step run (the first source of the trace)."""
     stacks = _layers(trace)
-    steps, stack_of, state, update, reset, change = [], [], [], [], [], []
+    steps: list[int] = []
+    stack_of: list[str] = []
+    state: list[list[list[list[float]]]] = []  # [steps, groups, width, length]
+    update: list[list[float]] = []  # [steps, length], and so are the two below
+    reset: list[list[float]] = []
+    change: list[list[float]] = []
     before = trace.captures["input"].calls[0].tensor[0].float()  # [map width length]
     maps = before.shape[0]
     bounds = [(g * maps // groups, (g + 1) * maps // groups) for g in range(min(groups, maps))]

@@ -9,12 +9,11 @@ from dataclasses import dataclass
 import torch
 
 from inference.analyses.attention import layer_attention
+from inference.core.hook_names import DECODER_SELF_ATTENTION
 from inference.core.interventions import ForceMemory
 from inference.core.tokenizer import TextTokenizer
-from inference.core.trace import Trace
+from inference.core.trace import Role, Trace
 from inference.families.working_memory.model import CHOICE_COLUMN, MEMORY_TYPE
-
-MEMORY_ROLE = "wm"
 
 
 @dataclass
@@ -64,9 +63,9 @@ def stream_tokens(trace: Trace, example: int = 0) -> list[StreamToken]:
     require_working_memory(trace)
     pairs = zip(trace.tokens["dec"][example], trace.roles["dec"][example])
     return [
-        StreamToken(token, "memory" if role == MEMORY_ROLE else "target")
+        StreamToken(token, "memory" if role == Role.WM else "target")
         for token, role in list(pairs)[1:]
-        if role != "pad"
+        if role != Role.PAD
     ]
 
 
@@ -101,9 +100,9 @@ def step_decisions(trace: Trace, tokenizer: TextTokenizer, example: int = 0) -> 
 def target_to_memory_attention(trace: Trace, layer: int, example: int = 0) -> MemoryAttention:
     """Decoder self-attention of layer `layer` from target-type queries onto memory keys."""
     require_working_memory(trace)
-    view = layer_attention(trace, "decoder.self_attn", layer, example)
-    queries = [i for i, role in enumerate(view.query_roles) if role != MEMORY_ROLE]
-    keys = [i for i, role in enumerate(view.key_roles) if role == MEMORY_ROLE]
+    view = layer_attention(trace, DECODER_SELF_ATTENTION, layer, example)
+    queries = [i for i, role in enumerate(view.query_roles) if role != Role.WM]
+    keys = [i for i, role in enumerate(view.key_roles) if role == Role.WM]
     return MemoryAttention(
         layer=layer,
         weights=view.weights[:, queries][:, :, keys],

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from inference.core.capabilities import config_of
 from inference.core.family import family_of
 from inference.core.hooks import HookFn, HookPoint, hook_points, registered_hooks
 from inference.core.interventions import NO_INTERVENTIONS, InterventionError, Interventions, MemorySize, Scale
@@ -28,7 +29,7 @@ def applied_interventions(model: nn.Module, interventions: Interventions | None)
 
 
 def effective_memory_size(model: nn.Module, interventions: Interventions) -> int:
-    config = model.config
+    config = config_of(model)
     asked = interventions.memory_size
     if asked is None:
         return config.memory_size
@@ -44,7 +45,8 @@ def effective_memory_size(model: nn.Module, interventions: Interventions) -> int
 
 def intervention_hooks(model: nn.Module, interventions: Interventions, memory_size: int) -> list[tuple[str, HookFn]]:
     """Validate `interventions` against the model and return their hooks, in order."""
-    family = family_of(model.config.family)
+    family_name = config_of(model).family
+    family = family_of(family_name)
     points = hook_points(model)
     hooks: list[tuple[str, HookFn]] = []
     for item in interventions:
@@ -55,7 +57,7 @@ def intervention_hooks(model: nn.Module, interventions: Interventions, memory_si
             continue
         found = family.intervention_hooks(model, item, memory_size)
         if found is None:
-            raise InterventionError(f"{item.kind} does not apply to a model of the {model.config.family} family")
+            raise InterventionError(f"{item.kind} does not apply to a model of the {family_name} family")
         hooks.extend(found)
     return hooks
 
@@ -82,7 +84,7 @@ def _scaled(dim: int | None, index: list[int], factor: float) -> HookFn:
         if dim is None:
             return torch.zeros_like(tensor) if factor == 0 else tensor * factor
         tensor = tensor.clone()
-        selector = [slice(None)] * tensor.dim()
+        selector: list[slice | list[int]] = [slice(None)] * tensor.dim()
         selector[dim] = index
         selected = tuple(selector)
         tensor[selected] = 0 if factor == 0 else tensor[selected] * factor

@@ -3,8 +3,12 @@ what every family's config provides (`FamilyConfig`): the floor every other core
 
 from __future__ import annotations
 
+from dataclasses import Field
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 class Capability(StrEnum):
@@ -28,6 +32,7 @@ class Capability(StrEnum):
 class FamilyConfig(Protocol):
     """What every family's config dataclass provides."""
 
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # a dataclass: dataclasses.asdict and replace take it
     family: str
     vocab_size: int
     max_positions: int
@@ -40,6 +45,15 @@ class FamilyConfig(Protocol):
 
     @property
     def max_memory_size(self) -> int: ...  # largest memory a lesion may ask for
+
+
+def config_of(model: nn.Module) -> FamilyConfig:
+    """The config a family's model keeps as `model.config` (every family's model sets it; the type checker sees
+    an nn.Module's parameters, buffers and submodules only); TypeError for a model without one."""
+    config = getattr(model, "config", None)
+    if not isinstance(config, FamilyConfig):
+        raise TypeError(f"a {type(model).__name__} keeps no family config")
+    return config
 
 
 def check_positions_and_special_ids(config: FamilyConfig) -> None:

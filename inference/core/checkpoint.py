@@ -28,7 +28,7 @@ from safetensors import safe_open
 from safetensors.torch import load_model, save_model
 
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
-from inference.core.capabilities import FamilyConfig
+from inference.core.capabilities import FamilyConfig, config_of
 from inference.core.family import build_model, config_from_dict
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import select_device
@@ -65,7 +65,7 @@ def save_checkpoint(
     meta = {key: value for key, value in (meta or {}).items() if key != "weights_dtype"}
     if weights_dtype != "float32":  # float32 is the default, left unsaid so existing config.json files stay as they are
         meta["weights_dtype"] = weights_dtype
-    config = {"format_version": FORMAT_VERSION, "model": asdict(model.config), "meta": meta}
+    config = {"format_version": FORMAT_VERSION, "model": asdict(config_of(model)), "meta": meta}
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     save_model(
         model if weights_dtype == "float32" else cast_copy(model, WEIGHTS_DTYPES[weights_dtype]),
@@ -245,7 +245,7 @@ class CheckpointRegistry:
         return [name for name, entry in self.entries.items() if entry.ok]
 
     def broken(self) -> dict[str, str]:
-        return {name: entry.error for name, entry in self.entries.items() if not entry.ok}
+        return {name: entry.error for name, entry in self.entries.items() if entry.error is not None}
 
     def get(self, name: str) -> LoadedModel:
         """The loaded model; KeyError if unknown, CheckpointError if broken."""

@@ -65,7 +65,7 @@ class Choice:
 
 
 class Chooser(Protocol):
-    def __call__(self, scores: Any, finished: torch.Tensor) -> Choice:
+    def __call__(self, scores: Any, finished: torch.Tensor, /) -> Choice:
         """scores: what the family's step returned; finished: [rows] bool, rows already done."""
         ...
 

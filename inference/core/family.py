@@ -18,12 +18,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import torch
 from torch import nn
 
-from inference.core.capabilities import Capability, FamilyConfig
+from inference.core.capabilities import Capability, FamilyConfig, config_of
 
 if TYPE_CHECKING:
     from inference.core.ff_memories import FFMemories
@@ -34,21 +34,50 @@ if TYPE_CHECKING:
     from inference.core.trace import Trace, TraceRequest
 
 
-class Family(Protocol):
-    """A model family: how to build, describe and run its models."""
+ConfigT = TypeVar("ConfigT", bound=FamilyConfig)  # a family's config dataclass
+ModelT = TypeVar("ModelT", bound=nn.Module)  # the model class it builds
 
-    name: str  # the folder name, e.g. "memory_transformer"
-    config_names: tuple[str, ...]  # the `family` values of the configs it builds
-    title: str  # in words, e.g. "Memory Transformer (paper 000)"
 
-    config_type: type  # the config dataclass; its __post_init__ refuses bad values with ValueError
-    traces_mixed_lengths: bool  # one trace may hold sources of different lengths (padded); else one length a trace
+class Family(Protocol[ConfigT, ModelT]):
+    """A model family: how to build, describe and run its models.
 
-    def build(self, config: FamilyConfig) -> nn.Module:
+    Generic over the family's own config and model classes: a family's methods take its config and its model
+    only. The registry holds families of every kind, so what it hands out is an `AnyFamily`: the config a family
+    is given is the one whose `family` value found it, which the type checker cannot follow.
+    """
+
+    # Read-only: a family sets these as class attributes, of the type here or a narrower one (a tuple of one name).
+
+    @property
+    def name(self) -> str:
+        """The folder name, e.g. "memory_transformer"."""
+        ...
+
+    @property
+    def config_names(self) -> tuple[str, ...]:
+        """The `family` values of the configs it builds."""
+        ...
+
+    @property
+    def title(self) -> str:
+        """In words, e.g. "Memory Transformer (paper 000)"."""
+        ...
+
+    @property
+    def config_type(self) -> type[ConfigT]:
+        """The config dataclass; its __post_init__ refuses bad values with ValueError."""
+        ...
+
+    @property
+    def traces_mixed_lengths(self) -> bool:
+        """One trace may hold sources of different lengths (padded); else one length a trace."""
+        ...
+
+    def build(self, config: ConfigT) -> ModelT:
         """A model with fresh weights whose hook points are named."""
         ...
 
-    def capabilities(self, config: FamilyConfig) -> frozenset[Capability]: ...
+    def capabilities(self, config: ConfigT) -> frozenset[Capability]: ...
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Run the model on the request's inputs, recording the requested hook points."""
@@ -56,7 +85,7 @@ class Family(Protocol):
 
     def translate(
         self,
-        model: nn.Module,
+        model: ModelT,
         src_ids: torch.Tensor,  # [b, n]
         interventions: Interventions | None,
         max_new_tokens: int,
@@ -65,40 +94,40 @@ class Family(Protocol):
         """Families that translate: the output ids of every source (EOS left out)."""
         ...
 
-    def ff_memories(self, model: nn.Module) -> FFMemories:
+    def ff_memories(self, model: ModelT) -> FFMemories:
         """Families with FF keys: which FF layers are read as memories, and how (inference.analyses.ff_values)."""
         ...
 
     def intervention_hooks(
-        self, model: nn.Module, intervention: Intervention, memory_size: int
+        self, model: ModelT, intervention: Intervention, memory_size: int
     ) -> list[tuple[str, HookFn]] | None:
         """The hooks of a family-specific intervention, or None when the family
         leaves it to the shared mechanism; raises InterventionError if it does not fit."""
         ...
 
-    def source_embedding(self, model: nn.Module) -> nn.Module:
+    def source_embedding(self, model: ModelT) -> nn.Module:
         """Families with SOURCE_ATTRIBUTION: the module that embeds the source tokens (ids [b, n] -> [b, n, e])
         and nothing else; the model's forward(src_ids, tgt_in) gives teacher-forced logits [b, t, vocab]."""
         ...
 
-    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+    def training_loss(self, model: ModelT, batch: Any, objective: StepObjective) -> torch.Tensor:
         """Families the training loop trains: the scalar loss of one step on `batch` (a translation batch, or a
         language-model batch for NEXT_TOKEN models; inference.core.losses has the shared pieces)."""
         ...
 
-    def describe(self, config: FamilyConfig) -> str:
+    def describe(self, config: ConfigT) -> str:
         """The model in a line, for its checkpoint card, e.g. "MemTransformer, 10 memory slots; d_model 512, 6+6
         layers"."""
         ...
 
-    def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> nn.Module:
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> ModelT:
         """A model of this family, with the config `config_fields` name, that starts from the trained `source`'s
         weights (a Transformer's for a working memory, a Memory Transformer's with fewer slots); `seed` draws
         whatever is new. Raises ValueError when the source does not fit."""
         ...
 
 
-class FamilyDefaults:
+class FamilyDefaults(Generic[ConfigT, ModelT]):
     """What a family leaves out, refused with its name: inherit it and write
     only the members the family's capabilities call for."""
 
@@ -107,7 +136,7 @@ class FamilyDefaults:
 
     def translate(
         self,
-        model: nn.Module,
+        model: ModelT,
         src_ids: torch.Tensor,
         interventions: Interventions | None,
         max_new_tokens: int,
@@ -115,31 +144,34 @@ class FamilyDefaults:
     ) -> list[list[int]]:
         raise ValueError(f"a {self.title} model does not translate")
 
-    def ff_memories(self, model: nn.Module) -> FFMemories:
+    def ff_memories(self, model: ModelT) -> FFMemories:
         raise ValueError(f"the FF layers of a {self.title} model are not read as memories")
 
     def intervention_hooks(
-        self, model: nn.Module, intervention: Intervention, memory_size: int
+        self, model: ModelT, intervention: Intervention, memory_size: int
     ) -> list[tuple[str, HookFn]] | None:
         return None  # the memory size and the shared scale are all
 
-    def source_embedding(self, model: nn.Module) -> nn.Module:
+    def source_embedding(self, model: ModelT) -> nn.Module:
         raise ValueError(f"a {self.title} model names no source embedding to attribute onto")
 
-    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+    def training_loss(self, model: ModelT, batch: Any, objective: StepObjective) -> torch.Tensor:
         raise ValueError(f"a {self.title} model is not trained by the training loop")
 
-    def describe(self, config: FamilyConfig) -> str:
+    def describe(self, config: ConfigT) -> str:
         return self.title
 
-    def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> nn.Module:
-        raise ValueError(f"a {self.title} model cannot start from a model of the {source.config.family} family")
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> ModelT:
+        raise ValueError(f"a {self.title} model cannot start from a model of the {config_of(source).family} family")
 
 
-_FAMILIES: dict[str, Family] = {}  # config `family` value -> family
+AnyFamily = Family[Any, Any]  # a family of any config and model class, as the registry holds them
+FamilyT = TypeVar("FamilyT", bound=AnyFamily)
+
+_FAMILIES: dict[str, AnyFamily] = {}  # config `family` value -> family
 
 
-def register(family: Family) -> Family:
+def register(family: FamilyT) -> FamilyT:
     """Register a family under each of its config names; a name taken by another family raises ValueError
     and registers none of them."""
     for config_name in family.config_names:
@@ -159,13 +191,17 @@ def load_families() -> None:
             importlib.import_module(f"inference.families.{module.name}")
 
 
-def family_of(config_name: str) -> Family:
+def family_of(config_name: str) -> AnyFamily:
     """The family that builds configs of `config_name`; ValueError naming the known ones otherwise."""
     load_families()
     family = _FAMILIES.get(config_name)
     if family is None:
-        raise ValueError(f"unknown family {config_name!r}; known: {', '.join(sorted(_FAMILIES))}")
+        raise _unknown_family(config_name)
     return family
+
+
+def _unknown_family(config_name: object) -> ValueError:
+    return ValueError(f"unknown family {config_name!r}; known: {', '.join(sorted(_FAMILIES))}")
 
 
 def config_names() -> Sequence[str]:
@@ -173,7 +209,7 @@ def config_names() -> Sequence[str]:
     return sorted(_FAMILIES)
 
 
-def families() -> list[Family]:
+def families() -> list[AnyFamily]:
     """Every registered family, once each."""
     load_families()
     return list({family.name: family for family in _FAMILIES.values()}.values())
@@ -182,7 +218,11 @@ def families() -> list[Family]:
 def config_from_dict(values: dict[str, Any]) -> FamilyConfig:
     """A config from its JSON form, built by the family its `family` field names;
     unknown or missing fields raise TypeError, bad values ValueError."""
-    return family_of(values.get("family")).config_type(**values)
+    config_name = values.get("family")
+    if not isinstance(config_name, str):  # missing, or not a name
+        load_families()
+        raise _unknown_family(config_name)
+    return family_of(config_name).config_type(**values)
 
 
 def build_model(config: FamilyConfig) -> nn.Module:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import torch
 
+from inference.core.hook_names import ff_keys, ff_output
+
 # (layer name, residual [..., d], FF output [..., d]) -> the layer's output [..., d]
 LayerOutputFn = Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -40,10 +42,10 @@ class FFMemories:
 
     def capture_hooks(self) -> list[str]:
         """What a trace must record for the aggregation and the logit lens."""
-        return [hook for layer in self.layers for hook in (self.residual_hook(layer), f"{layer}.keys", f"{layer}.out")]
+        return [hook for layer in self.layers for hook in (self.residual_hook(layer), ff_keys(layer), ff_output(layer))]
 
     def key_hooks(self) -> list[str]:
-        return [f"{layer}.keys" for layer in self.layers]
+        return [ff_keys(layer) for layer in self.layers]
 
     def stream_logits(self, h: torch.Tensor) -> torch.Tensor:  # [..., d] -> [..., vocab]
         """Logits of a residual-stream state, read as the model reads its last layer."""

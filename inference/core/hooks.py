@@ -3,7 +3,8 @@
 A model declares a `HookPoint` (an identity module) wherever a quantity is
 worth seeing or editing, naming every axis of the tensor that passes
 (`dims`) and, for axes that run over token positions, which token axis of
-the run they index (`positions`, e.g. {"query": "enc.seq", "key": "enc"}).
+the run they index (`positions`, e.g. {"query": "enc.seq", "key": "enc"},
+read once into `TokenAxis` values when the hook point is built).
 After construction `name_hook_points` gives every hook point its module
 path as a stable name, e.g. `encoder.layers.2.attn.pattern`.
 
@@ -25,6 +26,8 @@ from contextvars import ContextVar
 import torch
 from torch import nn
 
+from inference.core.axes import TokenAxis
+
 # A hook function sees the tensor flowing through the hook point and the
 # hook point itself; it returns a replacement tensor or None to keep it.
 HookFn = Callable[[torch.Tensor, "HookPoint"], torch.Tensor | None]
@@ -38,9 +41,10 @@ class HookPoint(nn.Module):
     dims:      the tensor's axes by name, space-separated, e.g. "batch head query key".
     doc:       what the tensor is, in words.
     positions: for axes that run over token positions, the token axis of
-               the run they index, e.g. {"query": "enc.seq", "key": "enc"}; a
-               Trace maps token axes to roles, so analyses never rely on
-               position offsets.
+               the run they index, e.g. {"query": "enc.seq", "key": "enc"}
+               (TokenAxis.parse: a bad one raises ValueError here); a Trace
+               maps token axes to roles, so analyses never rely on position
+               offsets.
     sizes:     the sizes of axes fixed by the model (e.g. {"head": 8}): an
                intervention may index these, checked before the model runs.
     """
@@ -51,7 +55,7 @@ class HookPoint(nn.Module):
         super().__init__()
         self.dims = tuple(dims.split())
         self.doc = doc
-        self.positions = dict(positions or {})
+        self.positions = {axis: TokenAxis.parse(text) for axis, text in (positions or {}).items()}
         self.sizes = dict(sizes or {})
         unknown = (set(self.positions) | set(self.sizes)) - set(self.dims)
         if unknown:

@@ -22,17 +22,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
+from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_SEED
+from inference.core.hook_names import HOOK_NAME, ff_keys, head_outputs
+
 
 class InterventionError(ValueError):
     """An intervention that does not fit the model (out-of-range value, unknown hook)."""
-
-
-# Bounds on what one request may ask for, before the model is consulted; the
-# model's own sizes (slots, heads, keys) are checked when the hooks are built.
-MAX_LISTED = 1024  # interventions in one request; slots or forced tokens in one intervention
-MAX_INDEX = 8192  # indices of one scale (the widest FF layer shipped has 2,048 keys)
-MAX_FACTOR = 1000.0
-HOOK_NAME = r"^[A-Za-z0-9_.]{1,100}$"
 
 
 def _unique(items: tuple) -> tuple:
@@ -103,7 +98,7 @@ class NoiseMemory(_Kind):
     kind: Literal["noise_memory"] = "noise_memory"
     segment: int = Field(ge=0, le=MAX_INDEX)
     scale: float = Field(gt=0, le=MAX_FACTOR, allow_inf_nan=False)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
+    seed: int = Field(0, ge=0, le=MAX_SEED)
 
 
 class TransplantMemory(_Kind):
@@ -192,12 +187,12 @@ Intervention = Annotated[
 
 def ablate_head(attention: str, head: int) -> Scale:
     """Zero one head's output of an attention module (e.g. "decoder.layers.1.cross_attn")."""
-    return Scale(hook=f"{attention}.z", axis="head", index=(head,), factor=0.0)
+    return Scale(hook=head_outputs(attention), axis="head", index=(head,), factor=0.0)
 
 
 def scale_ff_keys(ff: str, keys: tuple[int, ...], factor: float) -> Scale:
     """Scale key coefficients of a feed-forward module (e.g. "layers.3.ff"): 0 zeroes them."""
-    return Scale(hook=f"{ff}.keys", axis="ff_key", index=tuple(keys), factor=factor)
+    return Scale(hook=ff_keys(ff), axis="ff_key", index=tuple(keys), factor=factor)
 
 
 class Interventions(RootModel[tuple[Intervention, ...]]):

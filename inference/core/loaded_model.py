@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from inference.core.capabilities import FamilyConfig
+from inference.core.capabilities import FamilyConfig, config_of
 from inference.core.tokenizer import TextTokenizer
 
 
@@ -22,7 +22,7 @@ class LoadedModel:
 
     @property
     def config(self) -> FamilyConfig:
-        return self.model.config
+        return config_of(self.model)
 
     @property
     def device(self) -> torch.device:

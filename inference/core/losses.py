@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from inference.core.capabilities import config_of
+
 
 @dataclass(frozen=True)
 class StepObjective:
@@ -34,9 +36,10 @@ def token_cross_entropy(
 def teacher_forced_loss(model: nn.Module, batch: Any, label_smoothing: float) -> torch.Tensor:
     """A translation batch (src_ids [b, n], tgt_in [b, t] = BOS + target, tgt_out [b, t] = target + EOS) through
     a model whose forward(src_ids, tgt_in) gives logits [b, t, vocab]."""
-    return token_cross_entropy(model(batch.src_ids, batch.tgt_in), batch.tgt_out, model.config.pad_id, label_smoothing)
+    logits = model(batch.src_ids, batch.tgt_in)  # [b, t, vocab]
+    return token_cross_entropy(logits, batch.tgt_out, config_of(model).pad_id, label_smoothing)
 
 
 def next_token_loss(model: nn.Module, batch: Any, label_smoothing: float) -> torch.Tensor:
     """A language-model batch (ids [b, t], targets [b, t]: the next token of each) through forward(ids)."""
-    return token_cross_entropy(model(batch.ids), batch.targets, model.config.pad_id, label_smoothing)
+    return token_cross_entropy(model(batch.ids), batch.targets, config_of(model).pad_id, label_smoothing)

@@ -3,23 +3,47 @@
 A `Trace` is a typed record of the run (`RunRecord`: model, family,
 capabilities, config, interventions, decoding), a `Capture` per recorded
 hook point holding every call of it with its index (segment, step,
-decoding position) and the names of its axes, a display token and a role
-for every position of every token axis, and the output.
+decoding position) and the token axes its axes run over, a display token
+and a `Role` for every position of every token axis, and the output.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import torch
 
+from inference.core.axes import AxisKey, AxisPart, TokenAxis
 from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.decoding import Decoding
 from inference.core.interventions import Interventions
 
+
+class Role(StrEnum):
+    """What a position of a token axis holds. A StrEnum, so a role equals the word the app's templates and
+    JSON show (Role.MEM == "mem")."""
+
+    PAD = "pad"
+    SPECIAL = "special"  # BOS, EOS
+    SRC = "src"  # a source token
+    TGT = "tgt"  # a target token
+    TEXT = "text"  # a language model's text
+    GENERATED = "generated"  # a language model's continuation
+    TOK = "tok"  # a segment-recurrent model's text
+    CACHE = "cache"  # an earlier segment's token that a segment attends to
+    MEM = "mem"  # a memory slot (a state slot)
+    READ_MEM = "read_mem"  # memory read at a segment's start
+    WRITE_MEM = "write_mem"  # memory written at a segment's end
+    WM = "wm"  # a working-memory token
+
+    def __repr__(self) -> str:  # as a session prints it: Role.MEM
+        return f"Role.{self.name}"
+
+
 # Roles of positions that hold memory rather than text; every other role
-# except "pad" counts as sequence.
-MEMORY_ROLES = frozenset({"mem", "read_mem", "write_mem", "wm"})
+# except PAD counts as sequence.
+MEMORY_ROLES = frozenset({Role.MEM, Role.READ_MEM, Role.WRITE_MEM, Role.WM})
 
 
 @dataclass(frozen=True)
@@ -36,7 +60,7 @@ class Capture:
 
     name: str
     dims: tuple[str, ...]  # the axes of one call's tensor, e.g. ("batch", "head", "query", "key")
-    positions: dict[str, str]  # axis -> the token axis it runs over, e.g. {"query": "enc.seq", "key": "enc"}
+    positions: dict[str, TokenAxis]  # axis -> the token axis it runs over, e.g. {"query": "enc.seq", "key": "enc"}
     doc: str
     calls: list[Call] = field(default_factory=list)
 
@@ -88,44 +112,62 @@ class RunRecord:
 class Trace:
     run: RunRecord
     captures: dict[str, Capture]  # hook name -> every call of it
-    # token axis ("enc", "dec", "tok"; "seg@segment=2" where each call has its own positions: indexed_axis)
-    # -> display token / role per position, per example
+    # token axis (an AxisKey: "enc", "dec", "tok"; "seg@segment=2" for one call of an axis whose positions differ
+    # from call to call) -> display token / role per position, per example
     tokens: dict[str, list[list[str]]]
-    roles: dict[str, list[list[str]]]
+    roles: dict[str, list[list[Role]]]
     sources: list[str]
     output_ids: list[list[int]]  # the output the logits score (given, or the model's own), per example
     outputs: list[str]  # detokenized output text (translation, continuation)
     logits: torch.Tensor  # [b, t, vocab] over the output positions
-    decoded: bool  # True when the output is the model's own
+    # token axis whose positions differ from call to call -> the call-scope key that tells its calls apart,
+    # e.g. {"seg": "segment", "ctx": "segment"}; every other axis is the same in every call
+    call_axes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def decoded(self) -> bool:
+        """True when the output is the model's own."""
+        return self.run.decoding is not None
 
     def tensor(self, name: str, **index: int) -> torch.Tensor:
         """The captured tensor of hook `name` at `index` (no index: its only call)."""
         return self.captures[name].at(**index)
 
-    def axis_roles(self, axis: str, example: int, **index: int) -> list[str]:
-        """Roles along a token axis; "enc.mem" / "enc.seq" select the memory /
-        non-memory positions of "enc", in order. `index`: the call, for a
-        token axis that differs from call to call (one segment's positions)."""
+    def axis_roles(self, axis: TokenAxis, example: int, **index: int) -> list[Role]:
+        """Roles along a token axis, or along its memory / sequence positions (its part), in order.
+        `index`: the call, for an axis whose positions differ from call to call (axis_key)."""
         return [role for _, role in self._positions(axis, example, index)]
 
-    def axis_tokens(self, axis: str, example: int, **index: int) -> list[str]:
+    def axis_tokens(self, axis: TokenAxis, example: int, **index: int) -> list[str]:
         return [token for token, _ in self._positions(axis, example, index)]
 
-    def _positions(self, axis: str, example: int, index: dict[str, int]) -> list[tuple[str, str]]:
-        base, _, part = axis.partition(".")
-        key = indexed_axis(base, **index) if indexed_axis(base, **index) in self.roles else base
+    def axis_key(self, name: str, **index: int) -> AxisKey:
+        """The key of token axis `name` in `tokens` and `roles`, in the call `index` (a capture's call index;
+        its running count `call` never tells positions apart). An axis whose positions differ from call to
+        call must be asked with its call-scope key, e.g. segment=2, and no other; any other axis without one.
+        Raises LookupError naming the axis otherwise."""
+        scope = {key: value for key, value in index.items() if key != "call"}
+        scope_key = self.call_axes.get(name)
+        if scope_key is None and scope:
+            raise LookupError(f"token axis {name!r} is the same in every call: ask it without an index ({scope} given)")
+        if scope_key is not None and scope.keys() != {scope_key}:
+            asked = scope or "no index"
+            raise LookupError(
+                f"token axis {name!r} differs from call to call: ask it with {scope_key}=... ({asked} given)"
+            )
+        key = AxisKey(name, **scope)
+        if key not in self.roles:
+            raise LookupError(f"the trace has no token axis {key}; it has {', '.join(self.roles)}")
+        return key
+
+    def _positions(self, axis: TokenAxis, example: int, index: dict[str, int]) -> list[tuple[str, Role]]:
+        key = self.axis_key(axis.name, **index)
         pairs = list(zip(self.tokens[key][example], self.roles[key][example]))
-        if part == "mem":
+        if axis.part is AxisPart.MEMORY:
             return [(t, r) for t, r in pairs if r in MEMORY_ROLES]
-        if part == "seq":
+        if axis.part is AxisPart.SEQUENCE:
             return [(t, r) for t, r in pairs if r not in MEMORY_ROLES]
         return pairs
-
-
-def indexed_axis(axis: str, **index: int) -> str:
-    """The key of a token axis whose positions differ from call to call, e.g.
-    indexed_axis("seg", segment=2) == "seg@segment=2"; without an index, the axis itself."""
-    return axis + "".join(f"@{key}={value}" for key, value in index.items() if key != "call")
 
 
 @dataclass(frozen=True)
@@ -139,3 +181,8 @@ class TraceRequest:
     max_new_tokens: int
     seed: int
     decoding: Decoding
+
+    @property
+    def output_decoding(self) -> Decoding | None:
+        """How the output is chosen: the request's decoding, or None where targets are given (teacher forcing)."""
+        return self.decoding if self.targets is None else None

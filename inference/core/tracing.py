@@ -1,6 +1,7 @@
 """Running a model while recording its hook points: `run_with_trace` asks the model's family to run it
 (`Family.trace`) and returns a `Trace` (inference.core.trace); `recording` and the helpers below are what
-the families' trace methods are built from.
+the families' trace methods are built from, and `assembled_trace` is how each of them ends: it takes what is
+the family's own (captures, token axes, output, logits) and fills in the rest.
 
 Captures are hooks registered for the one call and removed afterwards
 (`recording`), so nothing stays on the model between calls.
@@ -8,20 +9,24 @@ Captures are hooks registered for the one call and removed afterwards
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Protocol, TypeVar
 
 import torch
 from torch import nn
 
 from inference.core.applied_interventions import applied_interventions
+from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.decoding import GREEDY, MAX_NEW_TOKENS, Decoding, pad_batch, strip_after_eos
 from inference.core.family import capabilities_of, family_of
 from inference.core.hooks import HookPoint, current_scope, hook_points, registered_hooks, select_hook_names
 from inference.core.interventions import Interventions
 from inference.core.loaded_model import LoadedModel
-from inference.core.trace import Call, Capture, RunRecord, Trace, TraceRequest
+from inference.core.trace import Call, Capture, Role, RunRecord, Trace, TraceRequest
+
+ModelT = TypeVar("ModelT", bound=nn.Module)
 
 
 def run_with_trace(
@@ -55,9 +60,30 @@ def run_with_trace(
     return family_of(loaded.config.family).trace(loaded, request)
 
 
-def run_record(loaded: LoadedModel, request: TraceRequest, memory_size: int, decoding: Decoding | None) -> RunRecord:
-    """The record of a run of `loaded` as `request` asked; `decoding` None where the output was given."""
-    return RunRecord(
+def assembled_trace(
+    loaded: LoadedModel,
+    request: TraceRequest,
+    *,
+    captures: dict[str, Capture],
+    memory_size: int,
+    tokens: dict[AxisKey, list[list[str]]],
+    roles: dict[AxisKey, list[list[Role]]],
+    output_ids: list[list[int]],
+    logits: torch.Tensor,  # [b, t, vocab]
+    decoding: Decoding | None,
+    outputs: list[str] | None = None,
+) -> Trace:
+    """The Trace of a run of `loaded` as `request` asked, from what the family's run gave: the captures and the
+    memory size in force (`recording`), a display token and a role for every position of every token axis,
+    per example (an axis keyed with a call, AxisKey("seg", segment=2), differs from call to call), the output
+    ids the logits score, how the output was chosen (None where it was given), and the output text where it
+    is not the output ids detokenized. Raises ValueError where the axes' tokens and roles do not match."""
+    for key in tokens.keys() | roles.keys():
+        token_lengths = [len(row) for row in tokens.get(key, [])]
+        role_lengths = [len(row) for row in roles.get(key, [])]
+        if token_lengths != role_lengths or len(role_lengths) != len(request.sources):
+            raise ValueError(f"token axis {key}: its tokens and roles do not match, one row per source")
+    run = RunRecord(
         model=loaded.name,
         family=loaded.config.family,
         capabilities=capabilities_of(loaded.config),
@@ -67,6 +93,36 @@ def run_record(loaded: LoadedModel, request: TraceRequest, memory_size: int, dec
         decoding=decoding,
         seed=request.seed,
     )
+    return Trace(
+        run=run,
+        captures=captures,
+        tokens={key: rows for key, rows in tokens.items()},
+        roles={key: rows for key, rows in roles.items()},
+        sources=request.sources,
+        output_ids=output_ids,
+        outputs=[loaded.tokenizer.decode(ids) for ids in output_ids] if outputs is None else outputs,
+        logits=logits.detach().cpu(),
+        call_axes=_call_axes(tokens),
+    )
+
+
+def _call_axes(keys: Iterable[AxisKey]) -> dict[str, str]:
+    """Token axis -> the call-scope key its keys name, for the axes keyed with a call (Trace.call_axes);
+    ValueError where an axis is keyed both with and without a call, or with two scope keys."""
+    scopes: dict[str, set[str | None]] = {}
+    for key in keys:
+        scopes.setdefault(key.name, set()).add(key.call[0] if key.call else None)
+    mixed = sorted(name for name, found in scopes.items() if len(found) > 1)
+    if mixed:
+        raise ValueError(f"token axes {mixed} are keyed with more than one call scope (or with one and without)")
+    return {name: scope for name, (scope,) in scopes.items() if scope is not None}
+
+
+def model_as(loaded: LoadedModel, model_type: type[ModelT]) -> ModelT:
+    """The loaded model as the class its family builds; TypeError where it is another."""
+    if not isinstance(loaded.model, model_type):
+        raise TypeError(f"{loaded.name} is a {type(loaded.model).__name__}, not a {model_type.__name__}")
+    return loaded.model
 
 
 @contextmanager
@@ -107,19 +163,29 @@ def encode_sources(loaded: LoadedModel, sources: list[str]) -> torch.Tensor:  # 
     return pad_batch(rows, config.pad_id, loaded.device)
 
 
-def token_roles(ids: list[list[int]], config: FamilyConfig, content_role: str) -> list[list[str]]:
-    """The role of every id: "pad", "special" (BOS, EOS) or `content_role` ("src", "tgt", ...)."""
+def token_roles(ids: list[list[int]], config: FamilyConfig, content_role: Role) -> list[list[Role]]:
+    """The role of every id: PAD, SPECIAL (BOS, EOS) or `content_role` (SRC, TGT, ...)."""
     special = (config.bos_id, config.eos_id)
-    return [["pad" if i == config.pad_id else "special" if i in special else content_role for i in row] for row in ids]
+    return [
+        [Role.PAD if i == config.pad_id else Role.SPECIAL if i in special else content_role for i in row] for row in ids
+    ]
+
+
+class GreedyOrForced(Protocol):
+    """A model that decodes greedily and runs teacher-forced (own_or_given_output)."""
+
+    def greedy(self, src_ids: torch.Tensor, max_new_tokens: int) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def __call__(self, src_ids: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor: ...
 
 
 def own_or_given_output(
-    loaded: LoadedModel, request: TraceRequest, src_ids: torch.Tensor
+    loaded: LoadedModel, model: GreedyOrForced, request: TraceRequest, src_ids: torch.Tensor
 ) -> tuple[list[list[int]], torch.Tensor]:
-    """For a family whose model offers `greedy(src_ids, max_new_tokens) -> (tokens, logits)` and a teacher-forced
-    `model(src_ids, tgt_in)`: (output ids without EOS, logits [b, t, vocab]) of its greedy output, or of the
-    request's targets teacher-forced. Run it inside `recording`, so the hooks see the pass."""
-    model, config = loaded.model, loaded.config
+    """For a family whose model (`loaded`'s) offers `greedy(src_ids, max_new_tokens) -> (tokens, logits)` and a
+    teacher-forced `model(src_ids, tgt_in)`: (output ids without EOS, logits [b, t, vocab]) of its greedy output,
+    or of the request's targets teacher-forced. Run it inside `recording`, so the hooks see the pass."""
+    config = loaded.config
     if request.targets is None:
         tokens, logits = model.greedy(src_ids, request.max_new_tokens)
         return strip_after_eos(tokens.cpu(), config.eos_id), logits

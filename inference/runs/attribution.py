@@ -10,16 +10,37 @@ path in chunks of `internal_batch_size`, which bounds memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import torch
 from captum.attr import IntegratedGradients, Saliency
 
 from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import GREEDY, Decoding, pad_batch
+from inference.core.hook_names import LOGITS
 from inference.core.interventions import Interventions
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
+from inference.layers import EncoderOutput
+
+
+@runtime_checkable
+class MemoryEncoderDecoder(Protocol):
+    """What attribution needs of a model (the families with Capability.ATTRIBUTION): its encoder run from input
+    vectors, memory slots in front of the embedded source."""
+
+    @property
+    def embed(self) -> Callable[[torch.Tensor], torch.Tensor]: ...  # src ids [b, n] -> [b, n, d]
+
+    def memory_vectors(self, memory_size: int) -> torch.Tensor: ...  # [memory_size, d]
+
+    def encode_embedded(
+        self, x_mem: torch.Tensor, x_seq: torch.Tensor, seq_key_mask: torch.Tensor
+    ) -> EncoderOutput: ...
+
+    def decode(self, tgt_in: torch.Tensor, encoded: EncoderOutput) -> torch.Tensor: ...  # [b, t] -> [b, t, vocab]
 
 
 @dataclass
@@ -48,8 +69,10 @@ def attribute(
     """Attribution of output token `position` of the model's own translation
     (decoded by `decoding`) onto source tokens and memory slots."""
     model, config, tokenizer = loaded.model, loaded.config, loaded.tokenizer
+    if not isinstance(model, MemoryEncoderDecoder):
+        raise TypeError(f"a {type(model).__name__} does not run its encoder from memory and source vectors")
     interventions = interventions or Interventions()
-    trace = run_with_trace(loaded, text, names=["logits"], interventions=interventions, decoding=decoding)
+    trace = run_with_trace(loaded, text, names=[LOGITS], interventions=interventions, decoding=decoding)
     target_ids = trace.output_ids[0] + [config.eos_id]  # what each decoder position predicts
     if not 0 <= position < len(target_ids):
         raise ValueError(f"output position {position} is out of range (0 to {len(target_ids) - 1})")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from torch import nn
 
 from inference.analyses.quality import Quality, corpus_quality
-from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.tokenizer import TextTokenizer
 from inference.runs.translate import BATCH_SIZE, translate_all
 
@@ -33,8 +33,6 @@ def quality_at_memory_size(
     mask_memory: bool = False,
 ) -> Quality:
     """Quality with `memory_size` memory (None: as trained), the working memory masked if asked."""
-    asked = ([MemorySize(size=memory_size)] if memory_size is not None else []) + (
-        [MaskMemory()] if mask_memory else []
-    )
-    translations = translate_all(model, tokenizer, sources, batch_size, Interventions.of(*asked))
+    lesion = lesion_interventions(LesionControls(memory_size=memory_size, mask_memory=mask_memory))
+    translations = translate_all(model, tokenizer, sources, batch_size, lesion)
     return corpus_quality(translations, references)

@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from inference.analyses.memory_content import MemoryRecord, memory_content_summary
 from inference.analyses.quality import corpus_quality
 from inference.core.capabilities import Capability
+from inference.core.controls import MEMORY_LESIONS
 from inference.core.family import capabilities_of
-from inference.core.interventions import Interventions, MaskMemory, MemorySize
 from inference.core.loaded_model import LoadedModel
 from inference.families.working_memory.corpus import wm_generate_all
 from inference.runs.translate import BATCH_SIZE, translate_all
 
 # The lesions scored against references: name -> interventions.
-LESIONS = {"masked": Interventions.of(MaskMemory()), "no_memory": Interventions.of(MemorySize(size=0))}
 
 
 @dataclass
@@ -29,7 +28,7 @@ class MemoryCorpusRun:
     translations: list[str]
     memory_pieces: list[list[str]]  # vocabulary pieces ("▁dog", "s"), per sentence
     memory_tokens: list[list[str]]  # display form ("dog", "##s"), per sentence
-    lesioned: dict[str, list[str]] = field(default_factory=dict)  # LESIONS name -> translations
+    lesioned: dict[str, list[str]] = field(default_factory=dict)  # MEMORY_LESIONS name -> translations
 
 
 def generate_memory_corpus(
@@ -46,7 +45,8 @@ def generate_memory_corpus(
     )
     if with_lesions:
         run.lesioned = {
-            name: translate_all(model, tokenizer, sources, batch_size, lesion) for name, lesion in LESIONS.items()
+            name: translate_all(model, tokenizer, sources, batch_size, lesion)
+            for name, lesion in MEMORY_LESIONS.items()
         }
     return run
 
@@ -60,7 +60,7 @@ def summarise_memory_corpus(runs: Sequence[MemoryCorpusRun], references: Sequenc
     bleu = None
     if references is not None:
         bleu = {"memory": corpus_quality(translations, references).bleu}
-        for name in LESIONS:
+        for name in MEMORY_LESIONS:
             bleu[name] = corpus_quality([t for run in runs for t in run.lesioned[name]], references).bleu
     return {
         "translations": translations,

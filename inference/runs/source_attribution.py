@@ -22,6 +22,7 @@ from captum.attr import IntegratedGradients
 from torch import nn
 
 from inference.core.family import family_of
+from inference.core.hook_names import LOGITS
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
 
@@ -51,7 +52,7 @@ def source_attribution(
     model, config, tokenizer = loaded.model, loaded.config, loaded.tokenizer
     embedding = family_of(config.family).source_embedding(model)
     src_ids = encode_sources(loaded, [text])  # [1, n]
-    greedy = run_with_trace(loaded, text, names=["logits"], max_new_tokens=max_new_tokens)
+    greedy = run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens)
     output_ids = greedy.output_ids[0]
     ended = len(output_ids) < greedy.logits.shape[1]  # a step chose EOS; else the output was cut
     targets = output_ids + [config.eos_id] if ended else output_ids  # what each decoder position chose

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import nn
 
+from inference.core.capabilities import config_of
 from inference.core.decoding import pad_batch
 from inference.core.family import family_of
 from inference.core.interventions import Interventions
@@ -28,7 +29,7 @@ def translate_all(
     on_batch: Callable[[int], None] | None = None,
 ) -> list[str]:
     """Translations of `sources`; `on_batch(n)` after each batch of n."""
-    family = family_of(model.config.family)
+    family = family_of(config_of(model).family)
     translations = [""] * len(sources)
     for i, (rows, src_ids) in enumerate(length_sorted_batches(model, tokenizer, sources, batch_size)):
         outputs = family.translate(model, src_ids, interventions, MAX_NEW_TOKENS, SEED + i)

@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import torch
+from torch import nn
 
 from inference.analyses.ff_mining import COMPACT_FORMAT, NO_TOKEN, MiningState, TriggerTokens, add_batch, encode_array
 from inference.analyses.ff_values import ff_memories
 from inference.core.capabilities import Capability
 from inference.core.family import capabilities_of
+from inference.core.hook_names import ff_keys
 from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Trace
 from inference.core.tracing import run_with_trace
@@ -45,9 +47,7 @@ def mine_triggers(
     """
     layers = ff_memories(loaded.model).layers
     if state is None:
-        state = MiningState.empty(
-            {layer: loaded.model.get_submodule(layer).w_in.out_features for layer in layers}, top_k
-        )
+        state = MiningState.empty({layer: _key_count(loaded.model, layer) for layer in layers}, top_k)
     if list(state.coefficients) != layers:
         raise ValueError(f"the state holds layers {list(state.coefficients)}; the model has {layers}")
     if state.sentences_consumed > len(texts):
@@ -66,14 +66,22 @@ def mine_triggers(
     return state
 
 
+def _key_count(model: nn.Module, layer: str) -> int:
+    """The keys of FF layer `layer`: the outputs of its first matrix, `w_in`."""
+    w_in = model.get_submodule(f"{layer}.w_in")
+    if not isinstance(w_in, nn.Linear):
+        raise TypeError(f"{layer}.w_in is a {type(w_in).__name__}, not a linear layer")
+    return w_in.out_features
+
+
 def _batch_keys(
     loaded: LoadedModel, texts: list[str], sources: list[str] | None, layers: list[str]
 ) -> dict[str, torch.Tensor]:
     """layer -> key coefficients [b, t, d_ff] of one batch. Only these leave:
     the trace's logits ([b, t, vocab], the largest tensor of a batch) are
     freed at once, not kept alive while the next batch runs."""
-    trace = trace_texts(loaded, texts, sources, [f"{layer}.keys" for layer in layers])
-    return {layer: trace.tensor(f"{layer}.keys") for layer in layers}
+    trace = trace_texts(loaded, texts, sources, [ff_keys(layer) for layer in layers])
+    return {layer: trace.tensor(ff_keys(layer)) for layer in layers}
 
 
 def trace_texts(loaded: LoadedModel, texts: list[str], sources: list[str] | None, names: list[str]) -> Trace:

@@ -93,6 +93,15 @@ def settings(checkpoint_dir, tmp_path_factory) -> Settings:
 
 
 @pytest.fixture(scope="session")
+def segments_client(segment_checkpoints, tmp_path_factory):
+    """A server on two briefly trained segment models (tests/conftest.py: segment_checkpoints)."""
+    settings = Settings(checkpoint_dir=segment_checkpoints, device="cpu",
+                        database=tmp_path_factory.mktemp("segments_db") / "memlens.sqlite3")  # fmt: skip
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
 def shipped_client(tmp_path_factory):
     """A server on the shipped checkpoints (the pages of paper 001's models are tested on the trained ones)."""
     database = tmp_path_factory.mktemp("shipped_db") / "memlens.sqlite3"

@@ -115,13 +115,13 @@ def test_unbounded_lists_are_refused_with_the_limit(client):
 def test_duplicates_are_asked_once(client):
     knockout = {"kind": "knockout_slots", "slots": [1]}
     once = client.post("/api/translate", json={"model": MT, "text": TEXT, "interventions": [knockout]}).json()
-    recent = len(client.app.state.runner._recent)
+    recent = len(client.app.state.gateway._recent)
     many = client.post(
         "/api/translate",
         json={"model": MT, "text": TEXT, "interventions": [{**knockout, "slots": [1] * 900}, knockout, knockout]},
     ).json()
     assert many["interventions"] == [knockout] and many["translation"] == once["translation"]
-    assert len(client.app.state.runner._recent) == recent  # the same question: answered by the run of `once`
+    assert len(client.app.state.gateway._recent) == recent  # the same question: answered by the run of `once`
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_parsed(client, settings):

@@ -191,7 +191,7 @@ def test_concurrent_requests_queue_and_agree(client):
         for i in range(8)
     ]
     expected = [client.post("/api/translate", json=body).json() for body in bodies]
-    client.app.state.runner._recent.clear()  # make the parallel round compute again
+    client.app.state.gateway._recent.clear()  # make the parallel round compute again
     with ThreadPoolExecutor(max_workers=8) as pool:
         responses = list(pool.map(lambda body: client.post("/api/translate", json=body), bodies))
     assert [r.status_code for r in responses] == [200] * 8

@@ -141,8 +141,9 @@ def test_the_language_model_is_refused_where_a_translator_is_needed(client):
         "translation models: extended_neural_gpu_de_en, neural_gpu_addition, tiny_membottleneck, "
         "tiny_memtransformer, tiny_transformer, tiny_working_memory"
     )
-    redirect = client.get("/explore", params={"model": LM}, follow_redirects=False)
-    assert redirect.status_code == 303 and redirect.headers["location"].startswith("/ff?model=tiny_language_model")
+    elsewhere = client.get("/explore", params={"model": LM})
+    assert elsewhere.status_code == 400
+    assert f'{LM} is shown on <a href="/ff?model={LM}">the FF memories page</a>' in elsewhere.text
     assert f'value="{LM}"' not in client.get("/upload").text
     assert f'value="{LM}"' not in client.get("/compare").text
 

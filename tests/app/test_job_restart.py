@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
+from app.services.gateway import ModelGateway, RunLimits
 from app.services.jobs import JobRunner
-from app.services.runner import Runner
 from app.services.store import DIED_DURING_JOB, JobStore
 from inference.core.checkpoint import CheckpointRegistry
 
@@ -31,8 +31,8 @@ def test_queued_jobs_run_after_a_restart_and_a_running_one_is_failed(checkpoint_
     before.update(running.id, status="running")
 
     store = JobStore(database)  # the server starts again
-    runner = Runner(CheckpointRegistry(checkpoint_dir, "cpu"), 300, 40, 12)
-    jobs = JobRunner(store, runner, tmp_path / "no-data")
+    gateway = ModelGateway(CheckpointRegistry(checkpoint_dir, "cpu"), RunLimits(300, 40, 12))
+    jobs = JobRunner(store, gateway, tmp_path / "no-data")
     try:
         assert store.get(running.id).status == "failed" and store.get(running.id).error == DIED_DURING_JOB
         done = wait_until_finished(store, queued.id)
@@ -43,9 +43,9 @@ def test_queued_jobs_run_after_a_restart_and_a_running_one_is_failed(checkpoint_
 
 def test_a_clean_stop_puts_the_running_job_back_in_the_queue(checkpoint_dir, tmp_path):
     store = JobStore(tmp_path / "jobs.sqlite3")
-    runner = Runner(CheckpointRegistry(checkpoint_dir, "cpu"), 300, 40, 12)
-    jobs = JobRunner(store, runner, tmp_path / "no-data")
-    with runner.lock:  # hold the model so the job is mid-way when the server stops
+    gateway = ModelGateway(CheckpointRegistry(checkpoint_dir, "cpu"), RunLimits(300, 40, 12))
+    jobs = JobRunner(store, gateway, tmp_path / "no-data")
+    with gateway.lock:  # hold the model so the job is mid-way when the server stops
         job = jobs.submit_sweep(MODEL, "demo")
         deadline = time.monotonic() + 60
         while store.get(job.id).status != "running" and time.monotonic() < deadline:

@@ -10,10 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.settings import Settings
 from training.tasks.rmt_tasks import TOKENS, task_split, text
 
 SAMPLE = task_split("reverse", "test", 1)[0]
@@ -21,12 +18,9 @@ STREAM = text(SAMPLE.stream)  # 49 tokens: 3 segments of 17, 17, 15
 OTHER = text(task_split("reverse", "test", 2)[1].stream)
 
 
-@pytest.fixture(scope="module")
-def client(segment_checkpoints, tmp_path_factory):
-    settings = Settings(checkpoint_dir=segment_checkpoints, device="cpu",
-                        database=tmp_path_factory.mktemp("db") / "memlens.sqlite3")  # fmt: skip
-    with TestClient(create_app(settings)) as client:
-        yield client
+@pytest.fixture
+def client(segments_client):
+    return segments_client
 
 
 def run(client, model="rmt", **fields):

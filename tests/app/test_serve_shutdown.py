@@ -52,8 +52,8 @@ def test_a_stopping_server_exits_while_requests_wait_for_the_model_and_runs_none
         except httpx.HTTPError:
             answers.append("no answer")
 
-    runner = app.state.runner
-    with runner.lock:  # a long run holds the model
+    gateway = app.state.gateway
+    with gateway.lock:  # a long run holds the model
         clients = [threading.Thread(target=translate, args=(i,)) for i in range(QUEUED)]
         for client in clients:
             client.start()
@@ -64,5 +64,5 @@ def test_a_stopping_server_exits_while_requests_wait_for_the_model_and_runs_none
     for client in clients:
         client.join(timeout=30)
     assert stopped_while_busy, "the server waited for requests queued behind a busy model"
-    assert runner.recent_bytes == 0, "a queued request ran the model after its client was gone"
+    assert gateway.recent_bytes == 0, "a queued request ran the model after its client was gone"
     assert 200 not in answers

@@ -43,7 +43,9 @@ def test_only_models_with_recurrent_steps_are_offered_with_the_carry_probes(clie
     recurrent = sorted(m["name"] for m in models if Capability.RECURRENT_STEPS in m["capabilities"])
     assert offered == recurrent and len(recurrent) == 4
     assert f'data-text="{CARRY}"' in page.text and "carry through 7 bits" in page.text
-    assert client.get("/state?model=transformer", follow_redirects=False).status_code in (302, 303, 307)
+    elsewhere = client.get("/state?model=transformer")  # a model of another page: refused, with where it is shown
+    assert elsewhere.status_code == 400
+    assert 'transformer is shown on <a href="/explore?model=transformer">the explore page</a>' in elsewhere.text
 
 
 @pytest.mark.parametrize("text", [CARRY, "11110000+10000000", "10110111+11010001"])

@@ -44,7 +44,7 @@ def toy_client(tmp_path_factory, tiny_tokenizer):
 
 def segments_of(client) -> int:
     """How many segments the toy reads TEXT in: its tokens and EOS, 4 per segment."""
-    ids = client.app.state.runner.model(MODEL).tokenizer.encode_sources([TEXT])[0]
+    ids = client.app.state.gateway.model(MODEL).tokenizer.encode_sources([TEXT])[0]
     return -(-len(ids) // ToySegmentsConfig().segment_length)
 
 
@@ -84,7 +84,7 @@ def test_every_segment_reaches_the_explore_page(toy_client):
     assert titles == [f"segment {s}" for s in range(segments)]
     heatmap = figure(html, "heatmap")["data"][0]
     # segment 1: the two state slots, then its own 4 tokens (labels are "position token")
-    tokenizer = toy_client.app.state.runner.model(MODEL).tokenizer
+    tokenizer = toy_client.app.state.gateway.model(MODEL).tokenizer
     tokens = tokenizer.display_tokens(tokenizer.encode_sources([TEXT])[0][4:8])
     assert heatmap["y"] == ["0 [state0]", "1 [state1]"] + [f"{2 + i} {token}" for i, token in enumerate(tokens)]
 

@@ -50,7 +50,7 @@ def test_run_shows_memory_inline_and_one_decision_per_element(client):
 
 def test_seed_reproduces_and_changes_memory(client):
     first = memory_in(run(client, seed=3).text, "stream-plain")
-    client.app.state.runner._recent.clear()  # the second run samples again instead of reading the recent trace
+    client.app.state.gateway._recent.clear()  # the second run samples again instead of reading the recent trace
     assert first == memory_in(run(client, seed=3).text, "stream-plain")
     seen = {tuple(memory_in(run(client, seed=s).text, "stream-plain")) for s in range(6)}
     assert len(seen) > 1
@@ -130,13 +130,16 @@ def test_corpus_upload_gives_the_memory_analyses_and_bleu_lesions(client):
 def test_attribution_onto_slots_is_refused_for_working_memory(client):
     response = client.post("/api/attribution", json={"model": WM, "text": TEXT, "position": 0})
     assert response.status_code == 400
-    assert response.json()["detail"] == "attribution onto input tokens and memory slots does not apply to " + WM
+    assert response.json()["detail"] == (
+        f"{WM} is not a token-and-slot attribution model: its views are on the working memory page (/memory); "
+        "token-and-slot attribution models: tiny_membottleneck, tiny_memtransformer, tiny_transformer"
+    )
 
 
-def test_explore_sends_a_working_memory_model_to_its_page(client):
-    response = client.get("/explore", params={"model": WM, "text": "Собака"}, follow_redirects=False)
-    assert response.status_code == 303
-    assert response.headers["location"] == "/memory?model=tiny_working_memory&text=%D0%A1%D0%BE%D0%B1%D0%B0%D0%BA%D0%B0"
+def test_explore_points_a_working_memory_model_to_its_page(client):
+    response = client.get("/explore", params={"model": WM, "text": "Собака"})
+    assert response.status_code == 400
+    assert f'{WM} is shown on <a href="/memory?model={WM}">the working memory page</a>' in response.text
 
 
 def test_address_with_a_seed_reproduces_the_view(client):
@@ -240,23 +243,23 @@ def test_a_masked_memory_says_its_attention_is_zero_by_construction(client):
         (
             "tiny_transformer",
             400,
-            "tiny_transformer has no working memory.",
+            "tiny_transformer is not a working-memory model: its views are on the explore page (/explore)",
             ("explore", "/explore?model=tiny_transformer"),
         ),
         (
             "tiny_memtransformer",
             400,
-            "tiny_memtransformer has no working memory.",
+            "tiny_memtransformer is not a working-memory model: its views are on the explore page (/explore)",
             ("explore", "/explore?model=tiny_memtransformer"),
         ),
         (
             "tiny_language_model",
             400,
-            "tiny_language_model has no working memory.",
+            "tiny_language_model is not a working-memory model: its views are on the FF memories page (/ff)",
             ("FF memories", "/ff?model=tiny_language_model"),
         ),
-        ("nope", 404, "There is no model named 'nope'.", None),
-        ("broken_model", 409, "broken_model cannot be loaded: ", None),
+        ("nope", 404, "unknown model 'nope'; working-memory models: tiny_working_memory", None),
+        ("broken_model", 409, "checkpoint 'broken_model' is unavailable: ", None),
     ],
 )
 def test_an_unsuitable_model_gets_a_readable_page_that_links_to_the_suitable_ones(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability
 from inference.core.family import FamilyDefaults
 from inference.core.loaded_model import LoadedModel
-from inference.core.trace import Trace, TraceRequest, indexed_axis
-from inference.core.tracing import encode_sources, recording, run_record
+from inference.core.trace import Role, Trace, TraceRequest
+from inference.core.tracing import assembled_trace, encode_sources, recording, token_roles
 from tests.toy_family.model import AXIS, CONFIG_NAME, ToySegmentsConfig, ToySegmentsModel
 
 
@@ -30,22 +31,23 @@ class ToySegmentsFamily(FamilyDefaults):
         with recording(model, request.names, request.interventions) as (captures, state_size):
             logits = model(ids, state_size)  # [b, n, vocab]
         length = model.config.segment_length
+        state_tokens = [f"[state{j}]" for j in range(state_size)]
         tokens, roles = {}, {}
         for segment, start in enumerate(range(0, ids.shape[1], length)):
             rows = ids[:, start : start + length].tolist()
-            axis = indexed_axis(AXIS, segment=segment)
-            tokens[axis] = [[f"[state{j}]" for j in range(state_size)] + tokenizer.display_tokens(r) for r in rows]
-            roles[axis] = [["mem"] * state_size + ["pad" if i == tokenizer.pad_id else "src" for i in r] for r in rows]
-        return Trace(
-            run=run_record(loaded, request, state_size, None),
+            axis = AxisKey(AXIS, segment=segment)
+            tokens[axis] = [state_tokens + tokenizer.display_tokens(row) for row in rows]
+            roles[axis] = [[Role.MEM] * state_size + row for row in token_roles(rows, model.config, Role.SRC)]
+        return assembled_trace(
+            loaded,
+            request,
             captures=captures,
+            memory_size=state_size,
             tokens=tokens,
             roles=roles,
-            sources=request.sources,
             output_ids=[[] for _ in request.sources],
-            outputs=["" for _ in request.sources],
-            logits=logits.detach().cpu(),
-            decoded=False,
+            logits=logits,
+            decoding=None,
         )
 
 

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from inference.core.axes import TokenAxis
 from inference.core.decoding import pad_batch
 from inference.core.hooks import call_scope, current_scope
 from inference.core.interventions import Interventions
@@ -28,7 +29,7 @@ def test_a_capture_keeps_every_decoding_position(tiny_tokenizer):
     assert [call.index for call in capture.calls] == [{"call": i, "position": i} for i in range(STEPS)]
     assert capture.index_names == ("position",)
     assert capture.dims == ("batch", "head", "query", "key")
-    assert capture.positions == {"query": "dec", "key": "dec"}
+    assert capture.positions == {"query": TokenAxis("dec"), "key": TokenAxis("dec")}
 
     tgt_in = pad_batch([[config.bos_id] + row for row in generated[:, :-1].tolist()], config.pad_id)  # [b, STEPS]
     with recording(model, [SELF_ATTENTION], Interventions()) as (forced, _):

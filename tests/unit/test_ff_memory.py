@@ -16,10 +16,11 @@ from inference.analyses.ff_aggregation import (
 from inference.analyses.ff_agreement import key_value_agreement
 from inference.analyses.ff_mining import MiningState, TriggerStore, TriggerTokens, add_batch
 from inference.analyses.ff_values import decoder_ff_memories, value_logits, value_projections
+from inference.core.axes import TokenAxis
 from inference.core.family import capabilities_of
 from inference.core.ff_memories import FFMemories
 from inference.core.interventions import Interventions, scale_ff_keys
-from inference.core.trace import Call, Capture, RunRecord, Trace
+from inference.core.trace import Call, Capture, Role, RunRecord, Trace
 from inference.core.tracing import run_with_trace
 from inference.runs.trigger_mining import compact_triggers, mine_triggers, prefix_stream, trigger_tokens
 from tests.conftest import SOURCES, TINY_CORPUS, make_tiny, tiny_config
@@ -264,13 +265,15 @@ def hand_built(ff_out: torch.Tensor, keys: torch.Tensor) -> tuple[Trace, FFMemor
         "dec.layers.0.resid_mid": (torch.zeros(1, t, 3), "batch position d_model"),
     }
     captures = {
-        name: Capture(name, tuple(dims.split()), {"position": "dec"}, "hand-built", [Call({"call": 0}, tensor)])
+        name: Capture(
+            name, tuple(dims.split()), {"position": TokenAxis("dec")}, "hand-built", [Call({"call": 0}, tensor)]
+        )
         for name, (tensor, dims) in tensors.items()
     }
     config = tiny_config("transformer", vocab_size=3)
     run = RunRecord("hand-built", config.family, capabilities_of(config), config, Interventions(), 0, None)
     trace = Trace(
-        run, captures, {"dec": [["x"] * t]}, {"dec": [["tgt"] * t]}, ["src"], [[3] * t], ["x"], ff_out[None], False
+        run, captures, {"dec": [["x"] * t]}, {"dec": [[Role.TGT] * t]}, ["src"], [[3] * t], ["x"], ff_out[None]
     )
     return trace, memories
 

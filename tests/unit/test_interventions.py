@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from inference.analyses.blocks import attention_blocks
+from inference.core.axes import TokenAxis
 from inference.core.hooks import hook_points
 from inference.core.interventions import (
     BlockMemoryReads,
@@ -95,7 +96,7 @@ def test_knocked_out_slots_get_no_attention(tiny_memory):
     checked = []
     for name, capture in trace.captures.items():
         pattern = capture.at()
-        if capture.positions["key"] == "enc":
+        if capture.positions["key"] == TokenAxis("enc"):
             assert pattern[..., [0, 2]].abs().max() == 0.0, name
             assert pattern[..., 1].abs().max() > 0.0, name
             checked.append(name)

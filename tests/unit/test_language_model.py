@@ -8,9 +8,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from inference.core.axes import TokenAxis
 from inference.core.checkpoint import CheckpointRegistry, load_checkpoint, save_checkpoint
 from inference.core.family import config_from_dict
 from inference.core.hooks import hook_points, registered_hooks
+from inference.core.trace import Role
+from inference.core.tracing import token_roles
 from inference.families.language_model.model import LanguageModel, LanguageModelConfig
 from tests.conftest import make_tiny_language_model
 
@@ -54,7 +57,7 @@ def test_hook_points_have_their_declared_shapes(model):
     assert names == list(expected)
     assert {name: tuple(x.shape) for name, x in captured.items()} == expected
     assert all(
-        hook_points(model)[f"layers.{i}.attn.pattern"].positions == {"query": "tok", "key": "tok"}
+        hook_points(model)[f"layers.{i}.attn.pattern"].positions == {"query": TokenAxis("tok"), "key": TokenAxis("tok")}
         for i in range(c.n_layers)
     )
     assert all((captured[f"layers.{i}.ff.keys"] >= 0).all() for i in range(c.n_layers))  # ReLU coefficients
@@ -95,10 +98,10 @@ def test_padding_after_a_sentence_changes_none_of_its_logits(model):
     torch.testing.assert_close(model(padded)[:, :5], model(ids), rtol=1e-5, atol=1e-6)
 
 
-def test_position_roles(model):
+def test_token_roles(model):
     c = model.config
     ids = torch.tensor([[c.eos_id, 10, 11, c.pad_id]])
-    assert model.position_roles(ids) == {"tok": [["special", "text", "text", "pad"]]}
+    assert token_roles(ids.tolist(), c, Role.TEXT) == [["special", "text", "text", "pad"]]
 
 
 def test_config_is_checked():

@@ -16,6 +16,7 @@ from inference.analyses.memory_operations import (
     memory_operations,
     segment_operations,
 )
+from inference.core.axes import TokenAxis
 from inference.core.checkpoint import load_checkpoint
 from inference.core.hooks import registered_hooks
 from inference.core.loaded_model import LoadedModel
@@ -42,7 +43,7 @@ def focused(visible: torch.Tensor, rows: list[int], keys: list[int]) -> torch.Te
 def hand_trace(patterns: list[torch.Tensor], visible: torch.Tensor, query_roles, key_roles, mask=True) -> Trace:
     """A trace of one example of one layer whose heads have the given [q, k] patterns."""
     pattern = torch.stack(patterns)[None]  # [1, h, q, k]
-    positions = {"query": "q", "key": "k"}
+    positions = {"query": TokenAxis("q"), "key": TokenAxis("k")}
     captures = {"layers.0.attn.pattern": Capture("layers.0.attn.pattern", (), positions, "", [Call({}, pattern)])}
     if mask:
         captures["layers.0.attn.mask"] = Capture(
@@ -50,7 +51,7 @@ def hand_trace(patterns: list[torch.Tensor], visible: torch.Tensor, query_roles,
         )
     tokens = {"q": [["x"] * len(query_roles)], "k": [["x"] * len(key_roles)]}
     roles = {"q": [query_roles], "k": [key_roles]}
-    return Trace(None, captures, tokens, roles, [], [], [], torch.zeros(0), False)
+    return Trace(None, captures, tokens, roles, [], [], [], torch.zeros(0))
 
 
 def by_head(heads):

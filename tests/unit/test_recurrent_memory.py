@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from inference.core.axes import TokenAxis
 from inference.core.family import build_model, config_from_dict
 from inference.core.interventions import (
     InterventionError,
@@ -18,6 +19,7 @@ from inference.core.interventions import (
     TransplantMemory,
 )
 from inference.core.loaded_model import LoadedModel
+from inference.core.trace import Role
 from inference.core.tracing import recording, run_with_trace
 from inference.families.recurrent_memory.model import segment_distances, segment_mask
 
@@ -134,8 +136,8 @@ def test_a_trace_keeps_every_segment_with_its_own_tokens_and_a_knockout_applies(
     trace = run_with_trace(loaded, text, names=["layers.0.attn.pattern", "memory.read"])
     pattern = trace.captures["layers.0.attn.pattern"]
     assert [c.index["segment"] for c in pattern.calls] == list(range(segments))
-    assert trace.axis_roles("seg", 0, segment=1)[:2] == ["read_mem", "read_mem"]
-    assert trace.axis_tokens("seg", 0, segment=1)[-2:] == ["[write0]", "[write1]"]
+    assert trace.axis_roles(TokenAxis("seg"), 0, segment=1)[:2] == [Role.READ_MEM, Role.READ_MEM]
+    assert trace.axis_tokens(TokenAxis("seg"), 0, segment=1)[-2:] == ["[write0]", "[write1]"]
     assert trace.run.capabilities >= {"segments", "memory_tokens"}
     knocked = run_with_trace(
         loaded, text, names=["layers.0.attn.pattern"], interventions=Interventions.of(KnockoutSlots(slots=(1,)))

@@ -31,8 +31,9 @@ import torch
 from tqdm import tqdm
 
 from inference.core.checkpoint import load_checkpoint
+from inference.core.controls import MEMORY_LESIONS
 from inference.core.decoding import MAX_NEW_TOKENS
-from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.core.interventions import Interventions
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import CHECKPOINTS_DIR, MEMORY_EXAMPLES_FILE, resolve_data_dir
 from inference.core.tracing import encode_sources
@@ -46,7 +47,6 @@ SPLIT = "val"
 MAX_WORDS = 16  # a sentence that reads at a glance
 MEASURED = 200  # candidates run alone per model (three runs each)
 EXAMPLES_PER_MODEL = 6
-LESIONS = {"masked": Interventions.of(MaskMemory()), "no_memory": Interventions.of(MemorySize(size=0))}
 
 
 @dataclass
@@ -81,7 +81,7 @@ def measure(loaded: LoadedModel, source: str, reference: str) -> Measured:
         return wm_generate(loaded.model, src_ids, interventions, seed=SEED, max_new_tokens=MAX_NEW_TOKENS).examples[0]
 
     plain = run(None)
-    lesioned = {name: tokenizer.decode(run(lesion).translation) for name, lesion in LESIONS.items()}
+    lesioned = {name: tokenizer.decode(run(lesion).translation) for name, lesion in MEMORY_LESIONS.items()}
     return Measured(
         source,
         reference,

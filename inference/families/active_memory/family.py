@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from inference.core.applied_interventions import applied_interventions
+from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability
 from inference.core.decoding import strip_after_eos
 from inference.core.family import FamilyDefaults
@@ -17,8 +18,16 @@ from inference.core.hooks import HookFn
 from inference.core.interventions import ClampGate, EditState, EncoderSteps, Intervention, Interventions
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, teacher_forced_loss
-from inference.core.trace import Trace, TraceRequest
-from inference.core.tracing import encode_sources, own_or_given_output, recording, run_record, token_roles
+from inference.core.trace import Role, Trace, TraceRequest
+from inference.core.tracing import (
+    assembled_trace,
+    encode_sources,
+    model_as,
+    own_or_given_output,
+    recording,
+    token_roles,
+)
+from inference.families.active_memory.cgru import STATE_AXIS
 from inference.families.active_memory.lesions import gate_clamp_hooks, state_edit_hooks
 from inference.families.active_memory.model import CONFIG_NAME, ActiveMemoryConfig, ActiveMemoryModel
 
@@ -48,29 +57,31 @@ class ActiveMemoryFamily(FamilyDefaults):
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Every step of every layer, for sources of one length (the state's length, and so the
         computation, depends on it): greedy outputs, or teacher-forced on the given targets."""
-        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        model = model_as(loaded, ActiveMemoryModel)
+        tokenizer, config = loaded.tokenizer, model.config
         src_ids = encode_sources(loaded, request.sources)  # [b, n]
         lengths = (src_ids != config.pad_id).sum(dim=1)
         if len(set(lengths.tolist())) > 1:
             raise ValueError("trace sources of one length together: the state's length follows the source's")
-        with recording(model, request.names, request.interventions) as (captures, _):
-            output_ids, logits = own_or_given_output(loaded, request, src_ids)  # logits [b, t, vocab]
+        with recording(model, request.names, request.interventions) as (captures, memory_size):
+            output_ids, logits = own_or_given_output(loaded, model, request, src_ids)  # logits [b, t, vocab]
         length = max(config.state_length(src_ids.shape[1]), logits.shape[1])
         state_ids = [row + [config.pad_id] * (length - len(row)) for row in src_ids.tolist()]
         output_tokens = [tokenizer.display_tokens(ids + [config.eos_id]) for ids in output_ids]
-        return Trace(
-            run=run_record(loaded, request, 0, request.decoding if request.targets is None else None),
+        state, tgt = AxisKey(STATE_AXIS), AxisKey("tgt")
+        return assembled_trace(
+            loaded,
+            request,
             captures=captures,
-            tokens={"state": [tokenizer.display_tokens(row) for row in state_ids], "tgt": output_tokens},
+            memory_size=memory_size,
+            tokens={state: [tokenizer.display_tokens(row) for row in state_ids], tgt: output_tokens},
             roles={
-                "state": token_roles(state_ids, config, "src"),
-                "tgt": [["tgt"] * len(row) for row in output_tokens],
+                state: token_roles(state_ids, config, Role.SRC),
+                tgt: [[Role.TGT] * len(row) for row in output_tokens],
             },
-            sources=request.sources,
             output_ids=output_ids,
-            outputs=[tokenizer.decode(ids) for ids in output_ids],
-            logits=logits.detach().cpu(),
-            decoded=request.targets is None,
+            logits=logits,
+            decoding=request.output_decoding,
         )
 
     def translate(

@@ -16,6 +16,7 @@ BEFORE_FIRST_STEP = -1  # the step index of s0, which no step has touched yet
 def state_edit_hooks(model: ActiveMemoryModel, edit: EditState | EncoderSteps) -> list[tuple[str, HookFn]]:
     """EditState: over the whole run (encoder, then decoder); EncoderSteps: a freeze of the
     whole state from step `steps` to the encoder's end."""
+    stacks: tuple[str, ...]
     if isinstance(edit, EncoderSteps):
         edit, stacks = EditState(mode="freeze", from_step=edit.steps), ("encoder",)
     else:

@@ -155,6 +155,18 @@ class ActiveMemoryModel(nn.Module):
         self.logits = HookPoint("batch position vocab", "output logits", {"position": "tgt"}, {"vocab": vocab})
         name_hook_points(self)
 
+    def _output_embed(self) -> nn.Embedding:
+        """E', the embedding of the tokens output so far: Markovian and Extended models only."""
+        if self.output_embed is None:
+            raise TypeError(f"a {self.config.variant} model does not embed its outputs")
+        return self.output_embed
+
+    def _decoder(self) -> Recurrence:
+        """The active memory decoder: Extended models only."""
+        if self.decoder is None:
+            raise TypeError(f"a {self.config.variant} model has no active memory decoder")
+        return self.decoder
+
     def encode(self, src_ids: torch.Tensor, length: int) -> torch.Tensor:  # [b, n] -> s_fin [b, m, w, length]
         """Embed the source into s0 (`length` long) and run `length` steps."""
         b, n = src_ids.shape
@@ -184,7 +196,7 @@ class ActiveMemoryModel(nn.Module):
         t = previous.shape[1]
         cells = final[:, :, 0, :t].transpose(1, 2)  # [b, t, m]
         if self.config.variant == "markovian":
-            cells = torch.cat([cells, self.output_embed(previous)], dim=-1)  # [b, t, 2m]
+            cells = torch.cat([cells, self._output_embed()(previous)], dim=-1)  # [b, t, 2m]
         return self.output(cells)
 
     def run_decoder(
@@ -201,7 +213,7 @@ class ActiveMemoryModel(nn.Module):
         rate = self.config.scheduled_sampling if self.training else 0.0
         for k in range(steps):
             with call_scope(step=length + k):
-                d = self.decoder(d, self._tape_tensor(written))  # tape [b, m, w, length]
+                d = self._decoder()(d, self._tape_tensor(written))  # tape [b, m, w, length]
                 step_logits = self.output(d[:, :, 0, k])  # [b, vocab]
             logits.append(step_logits)
             chosen = step_logits.argmax(dim=-1)  # [b]
@@ -213,7 +225,7 @@ class ActiveMemoryModel(nn.Module):
         return torch.stack(logits, dim=1), written[:, :steps]
 
     def _tape_tensor(self, written: torch.Tensor) -> torch.Tensor:  # [b, length] -> [b, m, w, length]
-        first_row = self.output_embed(written).transpose(1, 2)  # [b, m, length]; pad embeds to zero
+        first_row = self._output_embed()(written).transpose(1, 2)  # [b, m, length]; pad embeds to zero
         rest = first_row.new_zeros(first_row.shape[0], self.config.maps, self.config.width - 1, written.shape[1])
         return torch.cat([first_row.unsqueeze(2), rest], dim=2)
 
@@ -237,7 +249,7 @@ class ActiveMemoryModel(nn.Module):
         previous = final.new_full((final.shape[0], 1), self.config.bos_id, dtype=torch.long)  # [b, 1]
         logits = []
         for k in range(steps):
-            cell = torch.cat([final[:, :, 0, k], self.output_embed(previous[:, -1])], dim=-1)  # [b, 2m]
+            cell = torch.cat([final[:, :, 0, k], self._output_embed()(previous[:, -1])], dim=-1)  # [b, 2m]
             logits.append(self.output(cell))
             previous = torch.cat([previous, logits[-1].argmax(dim=-1, keepdim=True)], dim=1)
         return torch.stack(logits, dim=1), previous[:, 1:]

@@ -8,14 +8,22 @@ import torch
 from torch import nn
 
 from inference.core.applied_interventions import applied_interventions
+from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability
 from inference.core.decoding import strip_after_eos
 from inference.core.family import FamilyDefaults
 from inference.core.interventions import Interventions
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, teacher_forced_loss
-from inference.core.trace import Trace, TraceRequest
-from inference.core.tracing import encode_sources, own_or_given_output, recording, run_record, token_roles
+from inference.core.trace import Role, Trace, TraceRequest
+from inference.core.tracing import (
+    assembled_trace,
+    encode_sources,
+    model_as,
+    own_or_given_output,
+    recording,
+    token_roles,
+)
 from inference.families.gru_attention.model import CONFIG_NAME, GRUAttention, GRUAttentionConfig
 
 
@@ -42,25 +50,27 @@ class GRUAttentionFamily(FamilyDefaults):
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Greedy outputs, or teacher-forced on the given targets; the attention of every step."""
-        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        model, tokenizer, config = model_as(loaded, GRUAttention), loaded.tokenizer, loaded.config
         src_ids = encode_sources(loaded, request.sources)  # [b, n]
-        with recording(model, request.names, request.interventions) as (captures, _):
-            output_ids, logits = own_or_given_output(loaded, request, src_ids)  # logits [b, t, vocab]
+        with recording(model, request.names, request.interventions) as (captures, memory_size):
+            output_ids, logits = own_or_given_output(loaded, model, request, src_ids)  # logits [b, t, vocab]
         steps = logits.shape[1]  # decoder steps: one per output token and the EOS (greedy: up to the cap)
         dec_ids = [([config.bos_id] + ids + [config.pad_id] * steps)[:steps] for ids in output_ids]  # step inputs
-        return Trace(
-            run=run_record(loaded, request, 0, request.decoding if request.targets is None else None),
+        src_rows = src_ids.tolist()
+        enc, dec = AxisKey("enc"), AxisKey("dec")
+        return assembled_trace(
+            loaded,
+            request,
             captures=captures,
+            memory_size=memory_size,
             tokens={
-                "enc": [tokenizer.display_tokens(row) for row in src_ids.tolist()],
-                "dec": [tokenizer.display_tokens(row) for row in dec_ids],
+                enc: [tokenizer.display_tokens(row) for row in src_rows],
+                dec: [tokenizer.display_tokens(row) for row in dec_ids],
             },
-            roles={"enc": token_roles(src_ids.tolist(), config, "src"), "dec": token_roles(dec_ids, config, "tgt")},
-            sources=request.sources,
+            roles={enc: token_roles(src_rows, config, Role.SRC), dec: token_roles(dec_ids, config, Role.TGT)},
             output_ids=output_ids,
-            outputs=[tokenizer.decode(ids) for ids in output_ids],
-            logits=logits.detach().cpu(),
-            decoded=request.targets is None,
+            logits=logits,
+            decoding=request.output_decoding,
         )
 
     def translate(

@@ -9,14 +9,15 @@ import torch
 from torch import nn
 
 from inference.analyses.ff_values import language_model_ff_memories
+from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability
 from inference.core.decoding import GREEDY, pad_batch
 from inference.core.family import FamilyDefaults
 from inference.core.ff_memories import FFMemories
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.trace import Trace, TraceRequest
-from inference.core.tracing import recording, run_record
+from inference.core.trace import Role, Trace, TraceRequest
+from inference.core.tracing import assembled_trace, model_as, recording, token_roles
 from inference.families.language_model.continuation import greedy_continuation, prompt_ids
 from inference.families.language_model.model import AXIS, LanguageModel, LanguageModelConfig
 from inference.families.language_model.model import FAMILY as CONFIG_NAME
@@ -40,10 +41,10 @@ class LanguageModelFamily(FamilyDefaults):
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Continue each text greedily (`max_new_tokens`, none for 0), then
         record the hook points in one pass over [EOS] + text + continuation,
-        one axis "tok"; continuation positions have the role "generated"."""
+        one axis "tok"; continuation positions have the role GENERATED."""
         if request.targets is not None:
             raise ValueError("a language model reads one text: pass it as the source, without a target")
-        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        model, tokenizer, config = model_as(loaded, LanguageModel), loaded.tokenizer, loaded.config
         texts = request.sources
         if not all(text.strip() for text in texts):
             raise ValueError("empty text")
@@ -60,19 +61,22 @@ class LanguageModelFamily(FamilyDefaults):
         ids = pad_batch(streams, config.pad_id, loaded.device)  # [b, t]
         with recording(model, request.names, request.interventions) as (captures, memory_size):
             logits = model(ids)  # [b, t, vocab]
-        roles = model.position_roles(ids.cpu())
-        for row, prompt in zip(roles[AXIS], prompts):
-            row[len(prompt) :] = ["generated" if role != "pad" else role for role in row[len(prompt) :]]
-        return Trace(
-            run=run_record(loaded, request, memory_size, GREEDY if request.max_new_tokens else None),
+        rows = ids.tolist()
+        roles = token_roles(rows, config, Role.TEXT)
+        for row, prompt in zip(roles, prompts):
+            row[len(prompt) :] = [Role.GENERATED if role != Role.PAD else role for role in row[len(prompt) :]]
+        axis = AxisKey(AXIS)
+        return assembled_trace(
+            loaded,
+            request,
             captures=captures,
-            tokens={AXIS: [tokenizer.display_tokens(row) for row in ids.tolist()]},
-            roles=roles,
-            sources=texts,
+            memory_size=memory_size,
+            tokens={axis: [tokenizer.display_tokens(row) for row in rows]},
+            roles={axis: roles},
             output_ids=[stream[1:] for stream in streams],
             outputs=[tokenizer.decode(continuation) for continuation in continuations],
-            logits=logits.detach().cpu(),
-            decoded=request.max_new_tokens > 0,
+            logits=logits,
+            decoding=GREEDY if request.max_new_tokens else None,
         )
 
     def ff_memories(self, model: nn.Module) -> FFMemories:

@@ -110,13 +110,3 @@ class LanguageModel(nn.Module):
             x = layer(x, mask)
         x = self.out(self.final_norm(x))
         return self.logits(F.linear(x, self.embed.weight))  # tied output embedding
-
-    def position_roles(self, ids: torch.Tensor) -> dict[str, list[list[str]]]:
-        """A role for every position of the "tok" axis: text, special (BOS/EOS), pad."""
-        c = self.config
-        special = {c.bos_id, c.eos_id}
-        return {
-            AXIS: [
-                ["pad" if i == c.pad_id else "special" if i in special else "text" for i in row] for row in ids.tolist()
-            ]
-        }

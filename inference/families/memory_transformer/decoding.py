@@ -41,6 +41,8 @@ class _Step:
     def reorder(self, order: torch.Tensor) -> None:
         """Follow beams to their new rows; cross-attention keys are identical
         within a source row, but reordering them keeps every row consistent."""
+        if self.cache is None:  # nothing kept between steps: every step reads all the tokens, reordered by the loop
+            return
         for layer in self.cache:
             for part in layer.values():
                 for key in ("k", "v"):

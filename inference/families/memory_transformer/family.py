@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 from inference.analyses.ff_values import decoder_ff_memories
-from inference.core.capabilities import Capability
+from inference.core.axes import AxisKey, AxisPart, TokenAxis
+from inference.core.capabilities import Capability, config_of
 from inference.core.decoding import pad_batch, strip_after_eos
 from inference.core.family import FamilyDefaults
 from inference.core.ff_memories import FFMemories
@@ -18,12 +19,13 @@ from inference.core.hooks import HookFn, HookPoint, hook_points
 from inference.core.interventions import BlockMemoryReads, Intervention, InterventionError, Interventions, KnockoutSlots
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, teacher_forced_loss
-from inference.core.trace import Trace, TraceRequest
-from inference.core.tracing import encode_sources, recording, run_record
+from inference.core.trace import Role, Trace, TraceRequest
+from inference.core.tracing import assembled_trace, encode_sources, model_as, recording, token_roles
 from inference.families.memory_transformer.decoding import decode, greedy_decode
 from inference.families.memory_transformer.growth import grow_memory
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformer, MemoryTransformerConfig
 
+ENCODER = TokenAxis("enc")  # the source with the memory slots in front of it (the model's layout convention)
 VARIANT_NAMES = {  # config family -> the variant in words
     "transformer": "Transformer baseline",
     "memtransformer": "MemTransformer",
@@ -55,8 +57,9 @@ class MemoryTransformerFamily(FamilyDefaults):
 
     def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> nn.Module:
         """The same model with more memory slots (the paper's Table 3; growth.py)."""
-        grown = {**asdict(source.config), "memory_size": config_fields.get("memory_size")}
-        if source.config.family not in FAMILIES or config_fields != grown:
+        config = config_of(source)
+        grown = {**asdict(config), "memory_size": config_fields.get("memory_size")}
+        if config.family not in FAMILIES or config_fields != grown:
             raise ValueError("a Memory Transformer starts from a trained one of the same sizes, its memory grown")
         return grow_memory(source, config_fields["memory_size"], seed)
 
@@ -68,8 +71,9 @@ class MemoryTransformerFamily(FamilyDefaults):
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Decode (as the request says) unless targets are given, then record
-        the hook points in one teacher-forced pass over BOS + the output."""
-        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        the hook points in one teacher-forced pass over BOS + the output.
+        On "enc" the memory slots (role MEM) come before the source."""
+        model, tokenizer, config = model_as(loaded, MemoryTransformer), loaded.tokenizer, loaded.config
         src_ids = encode_sources(loaded, request.sources)  # [b, n]
         if request.targets is None:
             generated = decode(model, src_ids, request.decoding, request.interventions, request.max_new_tokens)
@@ -82,19 +86,24 @@ class MemoryTransformerFamily(FamilyDefaults):
         with recording(model, request.names, request.interventions) as (captures, memory_size):
             logits = model(src_ids, tgt_in, memory_size)  # [b, t, vocab]
         memory_tokens = [f"[mem{j}]" for j in range(memory_size)]
-        return Trace(
-            run=run_record(loaded, request, memory_size, request.decoding if request.targets is None else None),
+        src_rows, tgt_rows = src_ids.tolist(), tgt_in.tolist()
+        enc, dec = AxisKey(ENCODER.name), AxisKey("dec")
+        return assembled_trace(
+            loaded,
+            request,
             captures=captures,
+            memory_size=memory_size,
             tokens={
-                "enc": [memory_tokens + tokenizer.display_tokens(row) for row in src_ids.tolist()],
-                "dec": [tokenizer.display_tokens(row) for row in tgt_in.tolist()],
+                enc: [memory_tokens + tokenizer.display_tokens(row) for row in src_rows],
+                dec: [tokenizer.display_tokens(row) for row in tgt_rows],
             },
-            roles=model.position_roles(src_ids.cpu(), tgt_in.cpu(), memory_size),
-            sources=request.sources,
+            roles={
+                enc: [[Role.MEM] * memory_size + row for row in token_roles(src_rows, config, Role.SRC)],
+                dec: token_roles(tgt_rows, config, Role.TGT),
+            },
             output_ids=output_ids,
-            outputs=[tokenizer.decode(ids) for ids in output_ids],
-            logits=logits.detach().cpu(),
-            decoded=request.targets is None,
+            logits=logits,
+            decoding=request.output_decoding,
         )
 
     def translate(
@@ -123,8 +132,20 @@ class MemoryTransformerFamily(FamilyDefaults):
 
 
 def _memory_key_masks(model: MemoryTransformer) -> dict[str, HookPoint]:
-    """The attention masks whose keys run over the encoder axis, where the memory is."""
-    return {name: p for name, p in hook_points(model).items() if name.endswith(".mask") and p.positions["key"] == "enc"}
+    """The attention masks whose keys run over the encoder axis, where the memory slots come first."""
+    return {
+        name: p for name, p in hook_points(model).items() if name.endswith(".mask") and p.positions["key"] == ENCODER
+    }
+
+
+def _sequence_rows(query: TokenAxis, memory_size: int) -> slice:
+    """The sequence positions along a query axis: on the encoder axis those after the memory slots, none on its
+    memory part, every position of any other axis."""
+    if query == ENCODER:
+        return slice(memory_size, None)
+    if query == TokenAxis(ENCODER.name, AxisPart.MEMORY):
+        return slice(0, 0)
+    return slice(0, None)
 
 
 def _knockout_hooks(model: MemoryTransformer, item: KnockoutSlots, memory_size: int) -> list[tuple[str, HookFn]]:
@@ -148,9 +169,8 @@ def _blocked_read_hooks(model: MemoryTransformer, item: BlockMemoryReads, memory
     hooks = []
     for name, point in _memory_key_masks(model).items():
         if name.startswith(stacks):
-            _, sequence_rows = model.memory_rows(point.positions["query"], memory_size)
-            memory_keys, _ = model.memory_rows(point.positions["key"], memory_size)
-            hooks.append((name, _block_rows_from_keys(sequence_rows, memory_keys)))
+            sequence_rows = _sequence_rows(point.positions["query"], memory_size)
+            hooks.append((name, _block_rows_from_keys(sequence_rows, slice(0, memory_size))))
     return hooks
 
 

@@ -18,12 +18,15 @@ import torch
 from torch import nn
 
 from inference.core.family import build_model
+from inference.families.memory_transformer.model import MemoryTransformer
 
 NEW_SLOT_NOISE_STD = 0.01
 
 
 def grow_memory(model: nn.Module, memory_size: int, seed: int) -> nn.Module:
     """A new model with `memory_size` slots and all other weights of `model`."""
+    if not isinstance(model, MemoryTransformer):
+        raise ValueError(f"only a Memory Transformer grows its memory, not a {type(model).__name__}")
     trained = model.config.memory_size
     if trained == 0:
         raise ValueError("the baseline transformer has no memory to grow")

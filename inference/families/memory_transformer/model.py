@@ -34,7 +34,7 @@ Open choices of the paper, decided here:
 
 Layout convention: on the encoder axis ("enc") memory is a prefix, slots
 0..m-1, followed by the source tokens. Analyses read positions by role, not
-by this convention; interventions use it through `memory_rows`.
+by this convention.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from inference.layers import (
     DecoderLayer,
     EncoderLayer,
     EncoderOutput,
+    LayerStack,
     TokenEmbedding,
     tie_parameters,
 )
@@ -125,18 +126,20 @@ class MemoryTransformer(nn.Module):
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.max_positions, c.dropout, c.pad_id)
         self.memory = nn.Parameter(torch.randn(c.memory_size, c.d_model))  # [m, d]
         self.memory_in = HookPoint("batch slot d_model", "memory vectors entering the encoder")
-        self.encoder = nn.Module()
+        self.encoder = LayerStack()
+        layers: list[nn.Module]
         if c.family in ("transformer", "memtransformer"):
             layers = [EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout) for _ in range(c.n_encoder_layers)]
         else:
-            layers = [MemoryControllerLayer(c) for _ in range(c.n_encoder_layers)]
+            controllers = [MemoryControllerLayer(c) for _ in range(c.n_encoder_layers)]
+            if c.family == "memctrl_shared":
+                shared = controllers[0].mem
+                for controller in controllers[1:]:
+                    tie_parameters(controller.mem, shared)
+            layers = list(controllers)
         self.encoder.layers = nn.ModuleList(layers)
-        if c.family == "memctrl_shared":
-            controller = self.encoder.layers[0]
-            for layer in self.encoder.layers[1:]:
-                tie_parameters(layer.mem, controller.mem)
         self.encoder.out = HookPoint("batch position d_model", "encoder output [H_mem; H_seq]", {"position": "enc"})
-        self.decoder = nn.Module()
+        self.decoder = LayerStack()
         self.decoder.layers = nn.ModuleList(
             DecoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout) for _ in range(c.n_decoder_layers)
         )
@@ -199,30 +202,3 @@ class MemoryTransformer(nn.Module):
 
     def new_cache(self) -> list[dict]:
         return [{} for _ in self.decoder.layers]
-
-    def memory_rows(self, axis: str, memory_size: int) -> tuple[slice, slice]:
-        """(memory positions, sequence positions) along an axis of a hook,
-        following the layout convention of the module doc."""
-        if axis == "enc":
-            return slice(0, memory_size), slice(memory_size, None)
-        if axis == "enc.mem":
-            return slice(0, None), slice(0, 0)
-        return slice(0, 0), slice(0, None)  # "enc.seq", "dec": no memory rows
-
-    def position_roles(
-        self, src_ids: torch.Tensor, tgt_in: torch.Tensor, memory_size: int
-    ) -> dict[str, list[list[str]]]:
-        """A role for every position of every axis: mem, src, tgt, special, pad."""
-        c = self.config
-
-        def roles(ids: torch.Tensor, content_role: str) -> list[list[str]]:
-            special = {c.bos_id, c.eos_id}
-            return [
-                ["pad" if i == c.pad_id else "special" if i in special else content_role for i in row]
-                for row in ids.tolist()
-            ]
-
-        return {
-            "enc": [["mem"] * memory_size + row for row in roles(src_ids, "src")],
-            "dec": roles(tgt_in, "tgt"),
-        }

@@ -28,10 +28,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from inference.core.hooks import HookPoint
-from inference.layers import FeedForward, MultiHeadAttention, sinusoid
+from inference.layers import AttentionProjections, FeedForward, sinusoid
 
 
-class RelativeAttention(MultiHeadAttention):
+class RelativeAttention(AttentionProjections):
     """MultiHeadAttention's projections and hook points, plus W_r and the two biases."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float, axes: tuple[str, str]):

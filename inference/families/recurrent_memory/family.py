@@ -22,7 +22,7 @@ from inference.core.interventions import (
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
 from inference.core.trace import Trace, TraceRequest
-from inference.core.tracing import recording, run_record
+from inference.core.tracing import assembled_trace, model_as, recording
 from inference.families.recurrent_memory.lesions import knockout_hooks, memory_lesion_hook
 from inference.families.recurrent_memory.model import CONFIG_NAME, RecurrentMemoryConfig, RecurrentMemoryTransformer
 from inference.families.recurrent_memory.segments import encode_text, segment_axes
@@ -49,25 +49,24 @@ class RecurrentMemoryFamily(FamilyDefaults):
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """One teacher-forced pass over the text, segment by segment; every
         capture keeps each segment's call, and each segment has its own query
-        axis ("seg@segment=s") and key axis ("ctx@segment=s": cached tokens, then "seg")."""
+        axis (AxisKey("seg", segment=s)) and key axis (AxisKey("ctx", segment=s): cached tokens, then "seg")."""
         if request.targets is not None:
             raise ValueError("a segment-recurrent model reads one text: pass it as the source")
-        model, tokenizer = loaded.model, loaded.tokenizer
+        model, tokenizer = model_as(loaded, RecurrentMemoryTransformer), loaded.tokenizer
         ids = encode_text(loaded, request.sources)  # [b, n]
         with recording(model, request.names, request.interventions) as (captures, memory_size):
             logits = model(ids, memory_size)  # [b, n, vocab]
         tokens, roles = segment_axes(model, tokenizer.display_tokens, ids.cpu(), memory_size)
-        predicted = logits.argmax(dim=-1).tolist()  # [b, n] the next token at every position
-        return Trace(
-            run=run_record(loaded, request, memory_size, None),
+        return assembled_trace(
+            loaded,
+            request,
             captures=captures,
+            memory_size=memory_size,
             tokens=tokens,
             roles=roles,
-            sources=request.sources,
-            output_ids=predicted,
-            outputs=[tokenizer.decode(row) for row in predicted],
-            logits=logits.detach().cpu(),
-            decoded=False,
+            output_ids=logits.argmax(dim=-1).tolist(),  # [b, n] the next token at every position
+            logits=logits,
+            decoding=None,
         )
 
     def intervention_hooks(

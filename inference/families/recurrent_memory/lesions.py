@@ -4,6 +4,8 @@ made noisy or taken from another input."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from inference.core.hooks import HookFn, HookPoint, current_scope, hook_points
@@ -40,20 +42,33 @@ def memory_lesion_hook(
     model: RecurrentMemoryTransformer, item: ResetMemory | NoiseMemory | TransplantMemory, memory_size: int
 ) -> HookFn:
     """A hook on `memory.read` that changes the memory entering segment `item.segment` only."""
-    replacement = donor_memory(model, item, memory_size) if isinstance(item, TransplantMemory) else None
+    change = _memory_change(model, item, memory_size)
 
     def hook(memory: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, m, d]
         if current_scope().get("segment") != item.segment:
             return memory
-        if isinstance(item, ResetMemory):
-            return model.initial_memory(memory.shape[0], memory_size)
-        if isinstance(item, TransplantMemory):
-            return replacement.expand(memory.shape[0], -1, -1)
-        generator = torch.Generator(device=memory.device).manual_seed(item.seed)
-        noise = torch.randn(memory.shape, generator=generator, device=memory.device, dtype=memory.dtype)
-        return memory + item.scale * memory.pow(2).mean().sqrt() * noise
+        return change(memory)
 
     return hook
+
+
+def _memory_change(
+    model: RecurrentMemoryTransformer, item: ResetMemory | NoiseMemory | TransplantMemory, memory_size: int
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """What the lesion makes of the memory [b, m, d] entering its segment."""
+    if isinstance(item, ResetMemory):
+        return lambda memory: model.initial_memory(memory.shape[0], memory_size)
+    if isinstance(item, TransplantMemory):
+        replacement = donor_memory(model, item, memory_size)  # [1, m, d]
+        return lambda memory: replacement.expand(memory.shape[0], -1, -1)
+    noise = item
+
+    def noisy(memory: torch.Tensor) -> torch.Tensor:
+        generator = torch.Generator(device=memory.device).manual_seed(noise.seed)
+        drawn = torch.randn(memory.shape, generator=generator, device=memory.device, dtype=memory.dtype)
+        return memory + noise.scale * memory.pow(2).mean().sqrt() * drawn
+
+    return noisy
 
 
 def donor_memory(model: RecurrentMemoryTransformer, item: TransplantMemory, memory_size: int) -> torch.Tensor:

@@ -126,13 +126,20 @@ def segment_distances(n: int, cached: int, device: torch.device) -> torch.Tensor
     return cached + torch.arange(n, device=device)[:, None] - torch.arange(cached + n, device=device)[None, :]
 
 
+class RecurrentMemoryHookPoints(nn.Module):
+    """`memory`: the hook points on the memory entering and leaving a segment, set by the model's __init__."""
+
+    read: HookPoint
+    write: HookPoint
+
+
 class RecurrentMemoryTransformer(nn.Module):
     def __init__(self, config: RecurrentMemoryConfig):
         super().__init__()
         c = self.config = config
         self.embed = nn.Parameter(torch.randn(c.vocab_size, c.d_model) * c.d_model**-0.5)  # tied with the output
         self.memory_init = nn.Parameter(torch.randn(max(c.memory_size, 1), c.d_model))  # [m, d] initial memory
-        self.memory = nn.Module()
+        self.memory = RecurrentMemoryHookPoints()
         self.memory.read = HookPoint("batch slot d_model", "memory entering a segment")
         self.layers = nn.ModuleList(
             RelativeLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, (QUERY_AXIS, KEY_AXIS)) for _ in range(c.n_layers)

@@ -1,6 +1,6 @@
 """A text as a segment-recurrent model reads it: ids without special tokens
 added, and per segment the tokens and roles of its query axis ("seg") and
-key axis ("ctx")."""
+key axis ("ctx"), keyed by segment (AxisKey("seg", segment=s))."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from collections.abc import Callable
 
 import torch
 
+from inference.core.axes import AxisKey
 from inference.core.decoding import pad_batch
 from inference.core.loaded_model import LoadedModel
-from inference.core.trace import indexed_axis
+from inference.core.trace import Role
+from inference.core.tracing import token_roles
 from inference.families.recurrent_memory.model import KEY_AXIS, QUERY_AXIS, RecurrentMemoryTransformer
 
 
@@ -32,23 +34,24 @@ def segment_axes(
     display: Callable[[list[int]], list[str]],
     ids: torch.Tensor,  # [b, n]
     memory_size: int,
-) -> tuple[dict[str, list[list[str]]], dict[str, list[list[str]]]]:
-    """(tokens, roles) of every segment's "seg" and "ctx" axes, per example."""
+) -> tuple[dict[AxisKey, list[list[str]]], dict[AxisKey, list[list[Role]]]]:
+    """(tokens, roles) of every segment's "seg" and "ctx" axes, per example, keyed by segment."""
     c = model.config
-    special = {c.bos_id, c.eos_id}
+    rows = ids.tolist()
+    text_roles = token_roles(rows, c, Role.TOK)
     read = [f"[read{j}]" for j in range(memory_size)]
     write = [f"[write{j}]" for j in range(memory_size)]
-    tokens, roles = {}, {}
+    tokens: dict[AxisKey, list[list[str]]] = {}
+    roles: dict[AxisKey, list[list[Role]]] = {}
     for s, start in enumerate(model.segment_starts(ids.shape[1])):
         cached = model.cached_length(s)
-        query, key = indexed_axis(QUERY_AXIS, segment=s), indexed_axis(KEY_AXIS, segment=s)
-        tokens[query], roles[query], tokens[key], roles[key] = [], [], [], []
-        for row in ids.tolist():
-            piece = row[start : start + c.segment_length]
-            kinds = ["pad" if i == c.pad_id else "special" if i in special else "tok" for i in piece]
-            shown = read + display(piece) + write
-            tokens[query].append(shown)
-            roles[query].append(["read_mem"] * memory_size + kinds + ["write_mem"] * memory_size)
-            tokens[key].append(display(row[start - cached : start]) + shown)
-            roles[key].append(["cache"] * cached + roles[query][-1])
+        end = start + c.segment_length
+        query, key = AxisKey(QUERY_AXIS, segment=s), AxisKey(KEY_AXIS, segment=s)
+        tokens[query] = [read + display(row[start:end]) + write for row in rows]
+        roles[query] = [
+            [Role.READ_MEM] * memory_size + row_roles[start:end] + [Role.WRITE_MEM] * memory_size
+            for row_roles in text_roles
+        ]
+        tokens[key] = [display(row[start - cached : start]) + shown for row, shown in zip(rows, tokens[query])]
+        roles[key] = [[Role.CACHE] * cached + shown for shown in roles[query]]
     return tokens, roles

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from inference.analyses.ff_values import decoder_ff_memories
+from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability
 from inference.core.decoding import GREEDY, pad_batch
 from inference.core.family import FamilyDefaults
@@ -26,8 +27,8 @@ from inference.core.interventions import (
 )
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective
-from inference.core.trace import Trace, TraceRequest
-from inference.core.tracing import encode_sources, recording, run_record
+from inference.core.trace import Role, Trace, TraceRequest
+from inference.core.tracing import assembled_trace, encode_sources, model_as, recording, token_roles
 from inference.families.working_memory.corpus import stream_budget
 from inference.families.working_memory.generation import generate_with_memory, wm_generate
 from inference.families.working_memory.model import (
@@ -54,7 +55,7 @@ class WorkingMemoryFamily(FamilyDefaults):
     def build(self, config: WorkingMemoryConfig) -> WorkingMemoryTransformer:
         return WorkingMemoryTransformer(config)
 
-    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+    def training_loss(self, model: WorkingMemoryTransformer, batch: Any, objective: StepObjective) -> torch.Tensor:
         return working_memory_loss(model, batch, objective)
 
     def describe(self, config: WorkingMemoryConfig) -> str:
@@ -76,13 +77,13 @@ class WorkingMemoryFamily(FamilyDefaults):
         decision recorded (`decoder.wm.choice`, `decoder.wm.written`, one call
         per position), then one teacher-forced pass over the generated stream
         (BOS + elements before the final EOS) records the other hook points.
-        On the "dec" axis memory tokens have the role "wm"."""
+        On the "dec" axis memory tokens have the role WM."""
         if request.targets is not None:
             raise ValueError(
                 "a working-memory model is traced on its own output: it chooses its memory while it writes, "
                 "so leave the target out"
             )
-        model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.config
+        model, tokenizer, config = model_as(loaded, WorkingMemoryTransformer), loaded.tokenizer, loaded.config
         src_ids = encode_sources(loaded, request.sources)  # [b, n]
         with recording(model, DECISION_HOOKS, request.interventions) as (decisions, memory_size):
             generation = generate_with_memory(model, src_ids, memory_size, request.seed, request.max_new_tokens)
@@ -97,19 +98,31 @@ class WorkingMemoryFamily(FamilyDefaults):
         names = [name for name in select_hook_names(model, request.names) if name not in DECISION_HOOKS]
         with recording(model, names, request.interventions) as (captures, _):
             logits, _ = model(src_ids, ids, types, key_mask)  # [b, t, vocab]
-        return Trace(
-            run=run_record(loaded, request, memory_size, GREEDY),  # target tokens greedy; memory sampled with the seed
+        src_rows, rows = src_ids.tolist(), ids.tolist()
+        dec_roles = [  # past the stream: PAD; a memory-type element: WM; else its token's role
+            [
+                Role.PAD if not real else Role.WM if kind == MEMORY_TYPE else role
+                for role, kind, real in zip(token_roles_of_row, types_of_row, real_of_row)
+            ]
+            for token_roles_of_row, types_of_row, real_of_row in zip(
+                token_roles(rows, config, Role.TGT), types.tolist(), key_mask.tolist()
+            )
+        ]
+        enc, dec = AxisKey("enc"), AxisKey("dec")
+        return assembled_trace(
+            loaded,
+            request,
             captures={**captures, **decisions},
+            memory_size=memory_size,
             tokens={
-                "enc": [tokenizer.display_tokens(row) for row in src_ids.tolist()],
-                "dec": [tokenizer.display_tokens(row) for row in ids.tolist()],
+                enc: [tokenizer.display_tokens(row) for row in src_rows],
+                dec: [tokenizer.display_tokens(row) for row in rows],
             },
-            roles=model.position_roles(src_ids.cpu(), ids.cpu(), types.cpu(), key_mask.cpu()),
-            sources=request.sources,
+            roles={enc: token_roles(src_rows, config, Role.SRC), dec: dec_roles},
             output_ids=streams,
             outputs=[tokenizer.decode(example.translation) for example in generation.examples],
-            logits=logits.detach().cpu(),
-            decoded=True,
+            logits=logits,
+            decoding=GREEDY,  # target tokens greedy; memory sampled with the seed
         )
 
     def translate(

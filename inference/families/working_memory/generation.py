@@ -257,6 +257,8 @@ class _Writer:
         if self.gold is None:
             return Choice(next_token, is_target & (next_token == self.model.config.eos_id))
         self.appended += is_target
+        if self.lengths is None:
+            raise TypeError("a writer given gold targets needs their lengths")
         return Choice(next_token, active & (self.appended >= self.lengths))
 
 

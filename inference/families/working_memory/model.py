@@ -46,7 +46,7 @@ Hook points (besides those of the reused layers):
 
 Attention axes: encoder self-attention ("enc", "enc"), decoder
 self-attention ("dec", "dec"), cross-attention ("dec", "enc"). On "dec",
-the role of a position is "wm" for memory-type tokens (`position_roles`).
+the role of a position is "wm" for memory-type tokens (the family's trace).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from torch import nn
 
 from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, name_hook_points
-from inference.layers import DecoderLayer, EncoderLayer, EncoderOutput, LayerCache, TokenEmbedding
+from inference.layers import DecoderLayer, EncoderLayer, EncoderOutput, LayerCache, LayerStack, TokenEmbedding
 
 FAMILY = "working_memory"
 MEMORY_TYPE, TARGET_TYPE = 0, 1
@@ -137,6 +137,20 @@ class WMOutput:
     extras: dict = field(default_factory=dict)
 
 
+class WorkingMemoryHookPoints(nn.Module):
+    """`decoder.wm`: the hook points of the working memory, set by the model's __init__."""
+
+    types: HookPoint
+    choice: HookPoint
+    written: HookPoint
+
+
+class WorkingMemoryDecoder(LayerStack):
+    """The decoder stack, with the working memory's hook points under `wm`."""
+
+    wm: WorkingMemoryHookPoints
+
+
 class WorkingMemoryTransformer(nn.Module):
     def __init__(self, config: WorkingMemoryConfig):
         super().__init__()
@@ -146,12 +160,12 @@ class WorkingMemoryTransformer(nn.Module):
         # Zero at the start, so a model whose other weights come from a plain
         # Transformer (the warm-up of Algorithm 1) begins as exactly that Transformer.
         nn.init.zeros_(self.type_embed.weight)
-        self.encoder = nn.Module()
+        self.encoder = LayerStack()
         sizes = (c.d_model, c.n_heads, c.d_ff, c.dropout)
         self.encoder.layers = nn.ModuleList(EncoderLayer(*sizes) for _ in range(c.n_encoder_layers))
         self.encoder.out = HookPoint("batch position d_model", "encoder output", {"position": "enc"})
-        self.decoder = nn.Module()
-        self.decoder.wm = nn.Module()
+        self.decoder = WorkingMemoryDecoder()
+        self.decoder.wm = WorkingMemoryHookPoints()
         self.decoder.wm.types = HookPoint(
             "batch key", "type of every decoder key position so far: 0 memory, 1 target (long)", {"key": "dec"}
         )
@@ -204,7 +218,7 @@ class WorkingMemoryTransformer(nn.Module):
             key_mask = torch.ones(b, t, dtype=torch.bool, device=ids.device)
         all_types, all_keys = types, key_mask
         if cache is not None:
-            if cache.types is not None:
+            if cache.types is not None and cache.key_mask is not None:  # set together, by the step before
                 all_types = torch.cat([cache.types, types], dim=1)  # [b, offset+t]
                 all_keys = torch.cat([cache.key_mask, key_mask], dim=1)
             cache.types, cache.key_mask = all_types, all_keys
@@ -228,25 +242,3 @@ class WorkingMemoryTransformer(nn.Module):
 
     def new_cache(self) -> WMCache:
         return WMCache([{} for _ in self.decoder.layers])
-
-    def position_roles(
-        self, src_ids: torch.Tensor, ids: torch.Tensor, types: torch.Tensor, key_mask: torch.Tensor | None = None
-    ) -> dict[str, list[list[str]]]:
-        """A role for every position: "enc" src/special/pad; "dec" wm (memory
-        tokens), tgt, special (BOS/EOS target elements), pad."""
-        c = self.config
-        special = {c.bos_id, c.eos_id}
-        enc = [
-            ["pad" if i == c.pad_id else "special" if i in special else "src" for i in row] for row in src_ids.tolist()
-        ]
-        if key_mask is None:
-            key_mask = torch.ones_like(ids, dtype=torch.bool)
-        dec = []
-        for row, row_types, row_real in zip(ids.tolist(), types.tolist(), key_mask.tolist()):
-            dec.append(
-                [
-                    "pad" if not real else "wm" if kind == MEMORY_TYPE else "special" if i in special else "tgt"
-                    for i, kind, real in zip(row, row_types, row_real)
-                ]
-            )
-        return {"enc": enc, "dec": dec}

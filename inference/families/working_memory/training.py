@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from inference.core.capabilities import config_of
 from inference.core.family import build_model, config_from_dict
 from inference.core.losses import StepObjective, token_cross_entropy
 from inference.families.working_memory.generation import wm_training_forward
@@ -44,13 +45,16 @@ def working_memory_loss(model: WorkingMemoryTransformer, batch: Any, objective: 
 def from_transformer(transformer: nn.Module, working_memory_fields: dict[str, Any]) -> WorkingMemoryTransformer:
     """A working-memory model with a plain Transformer's sizes and weights: only the type embedding (zero) and
     the type head are new. Raises ValueError for any other source."""
-    if transformer.config.family != "transformer":
+    source_config = config_of(transformer)
+    if source_config.family != "transformer":
         raise ValueError(
             "a working-memory model can start from a plain Transformer checkpoint, "
-            f"not from family {transformer.config.family!r}"
+            f"not from family {source_config.family!r}"
         )
-    sizes = {k: v for k, v in asdict(transformer.config).items() if k not in ("family", "memory_size")}
+    sizes = {k: v for k, v in asdict(source_config).items() if k not in ("family", "memory_size")}
     model = build_model(config_from_dict({**sizes, **working_memory_fields}))  # fields name the working-memory family
+    if not isinstance(model, WorkingMemoryTransformer):
+        raise ValueError(f"the fields name a {type(model).__name__}, not a working-memory model")
     missing, unexpected = model.load_state_dict(transformer.state_dict(), strict=False)
     if set(missing) != NEW_WEIGHTS or any(p.numel() for n, p in transformer.state_dict().items() if n in unexpected):
         raise ValueError(

@@ -1,0 +1,181 @@
+"""The app's one door to the models: loads through the registry, runs one
+request at a time per device, and keeps recent traces.
+
+Inference is serialised with a lock: concurrent requests queue instead of
+fighting over the GPU (or the CPU threads) and interleaving hooks on a
+shared model. Recent traces are read without that lock, so a cached view
+never waits behind a long run, and a request whose client has gone gives
+up its place in the queue. Which page may show which model is decided in
+app/services/gating.py; what a page makes of a run, in its own service.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TypeVar
+
+from app.middleware.client_gone import ClientGone, client_gone
+from app.schemas.validation import InputError, shown, visible_text
+from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
+from inference.core.capabilities import Capability
+from inference.core.checkpoint import CheckpointRegistry
+from inference.core.decoding import GREEDY, Decoding
+from inference.core.family import capabilities_of
+from inference.core.interventions import NO_INTERVENTIONS, Interventions
+from inference.core.loaded_model import LoadedModel
+from inference.core.trace import Trace
+from inference.core.tracing import run_with_trace
+
+RECENT_TRACE_BYTES = 256 * 2**20  # a trace with every pattern of a 256-token input is tens of MB
+LOCK_POLL_SECONDS = 0.05  # how often a request waiting for the model checks that its client is still there
+Result = TypeVar("Result")
+
+
+class UnknownModel(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """What one request may make a model do."""
+
+    max_text_chars: int
+    max_source_tokens: int
+    max_new_tokens: int
+    continuation_tokens: int = 24  # a language model's greedy continuation on the FF memories page
+
+
+class ModelGateway:
+    def __init__(self, registry: CheckpointRegistry, limits: RunLimits, recent_trace_bytes: int = RECENT_TRACE_BYTES):
+        self.registry = registry
+        self.limits = limits
+        self.lock = threading.Lock()  # held for every model run
+        self._recent: ByteBudgetCache[Trace] = ByteBudgetCache(recent_trace_bytes, trace_bytes)
+
+    def model(self, name: str) -> LoadedModel:
+        """The loaded model; unknown: UnknownModel; broken: CheckpointError with its reason."""
+        if name not in self.registry.entries:
+            raise UnknownModel(
+                f"unknown model {shown(name)}; available: {', '.join(self.registry.available()) or 'none'}"
+            )
+        return self.registry.get(name)
+
+    def capabilities(self, name: str) -> frozenset[Capability]:
+        """What a usable or broken model can do, read from its config without loading it; unknown: UnknownModel."""
+        entry = self.registry.entries.get(name)
+        if entry is None or entry.config is None:
+            self.model(name)  # raises: unknown, or broken with its reason
+        assert entry is not None and entry.config is not None
+        return capabilities_of(entry.config)
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Hold the model lock; a request whose client disconnects while it
+        waits raises ClientGone instead of running."""
+        while not self.lock.acquire(timeout=LOCK_POLL_SECONDS):
+            if client_gone():
+                raise ClientGone()
+        try:
+            if client_gone():
+                raise ClientGone()
+            yield
+        finally:
+            self.lock.release()
+
+    def exclusive(self, run: Callable[[], Result]) -> Result:
+        """`run` in the model's turn; a ValueError it raises about its input (a position the output does not
+        have, beam search on a model that samples, a text over the model's window) is an InputError."""
+        with self.turn():
+            try:
+                return run()
+            except ValueError as error:
+                raise InputError(str(error)) from None
+
+    def check_text(self, loaded: LoadedModel, text: str) -> str:
+        """The text, stripped, within the configured characters and source tokens."""
+        text = visible_text(text)
+        if len(text) > self.limits.max_text_chars:
+            raise InputError(f"the text has {len(text)} characters; the limit is {self.limits.max_text_chars}")
+        n_tokens = len(loaded.tokenizer.encode(text))
+        if n_tokens > self.limits.max_source_tokens:
+            raise InputError(f"the text has {n_tokens} tokens; the limit is {self.limits.max_source_tokens}")
+        return text
+
+    @staticmethod
+    def check_vocabulary(loaded: LoadedModel, text: str) -> str:
+        """The text, if the model's tokenizer has a token for every character of it (a task model's is small)."""
+        tokenizer = loaded.tokenizer
+        unknown = sorted({c for c in text if not c.isspace() and tokenizer.unk_id in tokenizer.encode(c)})
+        if unknown:
+            raise InputError(f"the model's vocabulary has no token for {' '.join(repr(c) for c in unknown[:10])}")
+        return text
+
+    def trace(
+        self,
+        loaded: LoadedModel,
+        text: str,
+        interventions: Interventions = NO_INTERVENTIONS,
+        names: list[str] | None = None,
+        seed: int = 0,
+        decoding: Decoding = GREEDY,
+        max_new_tokens: int | None = None,
+    ) -> Trace:
+        """The model's own output for `text` under `interventions`, traced (`seed`: the sampling seed of a model
+        that samples; `max_new_tokens`: fewer than the configured limit).
+
+        Recent traces are kept: toggling a lesion back and forth, or switching the layer on view, re-runs
+        nothing."""
+        text = self.check_text(loaded, text)
+        new_tokens = min(max_new_tokens or self.limits.max_new_tokens, self.limits.max_new_tokens)
+        key = (
+            loaded.name,
+            text,
+            interventions,
+            tuple(names) if names is not None else None,
+            new_tokens,
+            seed,
+            decoding,
+        )
+        trace = self._recent.get(key)
+        if trace is not None:
+            return trace
+        with self.turn():
+            trace = self._recent.get(key)  # another request may have run it while this one waited
+            if trace is not None:
+                return trace
+            try:
+                trace = run_with_trace(
+                    loaded,
+                    text,
+                    names=names,
+                    interventions=interventions,
+                    max_new_tokens=new_tokens,
+                    seed=seed,
+                    decoding=decoding,
+                )
+            except ValueError as error:  # input the checks above cannot see: a text over the model's window
+                raise InputError(str(error)) from None
+        self._recent.put(key, trace)
+        return trace
+
+    def trace_many(
+        self, loaded: LoadedModel, texts: list[str], names: list[str] | None, interventions: Interventions
+    ) -> Trace:
+        """A batch of already checked texts, traced; not kept."""
+        with self.turn():
+            return run_with_trace(
+                loaded, texts, names=names, interventions=interventions, max_new_tokens=self.limits.max_new_tokens
+            )
+
+    @property
+    def recent_bytes(self) -> int:
+        """Bytes held by the recent traces."""
+        return self._recent.nbytes
+
+
+def trace_bytes(trace: Trace) -> int:
+    """Bytes of a trace's tensors: every call of every capture, and the logits."""
+    return tensor_bytes(*(call.tensor for capture in trace.captures.values() for call in capture.calls), trace.logits)

@@ -1,0 +1,91 @@
+"""Lesion controls, as a page, the CLI or a study sets them, turned into `Interventions` in one place.
+
+Every page offers some of these controls (Explore: memory size, slot knock-out, blocked reads, head ablations,
+a scale; Working memory: size, mask, forced memory; Segments: knock-out, reset, noise, transplant; State: state
+edits, encoder steps, a clamped gate; FF memories: key edits), and the CLI offers the Explore ones. A control
+left at its default asks for nothing, and a memory size equal to the trained one is no lesion (a slider always
+sends a size)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from inference.core.interventions import (
+    BlockMemoryReads,
+    ClampGate,
+    EditState,
+    EncoderSteps,
+    ForceMemory,
+    Intervention,
+    Interventions,
+    KnockoutSlots,
+    MaskMemory,
+    MemorySize,
+    NoiseMemory,
+    ResetMemory,
+    Scale,
+    TransplantMemory,
+)
+
+
+@dataclass(frozen=True)
+class LesionControls:
+    memory_size: int | None = None  # None: as trained
+    trained_memory_size: int | None = None  # the model's own; a memory_size equal to it asks for nothing
+    knockout: tuple[int, ...] = ()  # memory slots no query may attend
+    block_reads: Literal["none", "encoder", "decoder", "both"] = "none"
+    mask_memory: bool = False  # working memory: target tokens may not attend memory
+    forced_memory: tuple[int, ...] = ()  # working memory: token ids that are the whole memory
+    scales: tuple[Scale, ...] = ()  # head ablations, a scaled hook, FF key edits
+    reset_at: int | None = None  # segment models: the segment whose incoming memory is reset
+    noise_at: int | None = None  # ... gets noise of `noise_scale` times its size, seeded
+    noise_scale: float = 0.5
+    noise_seed: int = 0
+    transplant_at: int | None = None  # ... gets the memory `donor` (token ids) carried there
+    donor: tuple[int, ...] = ()
+    edit_state: Literal["", "zero", "freeze"] = ""  # recurrent steps: the state region zeroed or frozen
+    edit_from: int = 0
+    edit_start: int = 0
+    edit_stop: int | None = None
+    encoder_steps: int | None = None
+    clamp_gate: Literal["", "update", "reset"] = ""
+    clamp_value: float = 1.0
+    clamp_from: int = 0
+
+
+def lesion_interventions(controls: LesionControls) -> Interventions:
+    """What the controls ask for, as one normalised `Interventions`."""
+    c = controls
+    items: list[Intervention] = []
+    if c.memory_size is not None and c.memory_size != c.trained_memory_size:
+        items.append(MemorySize(size=c.memory_size))
+    if c.knockout:
+        items.append(KnockoutSlots(slots=c.knockout))
+    if c.block_reads != "none":
+        items.append(BlockMemoryReads(stacks=c.block_reads))
+    if c.mask_memory:
+        items.append(MaskMemory())
+    if c.forced_memory:
+        items.append(ForceMemory(tokens=c.forced_memory))
+    if c.reset_at is not None:
+        items.append(ResetMemory(segment=c.reset_at))
+    if c.noise_at is not None:
+        items.append(NoiseMemory(segment=c.noise_at, scale=c.noise_scale, seed=c.noise_seed))
+    if c.transplant_at is not None:
+        items.append(TransplantMemory(segment=c.transplant_at, donor=c.donor))
+    if c.edit_state:
+        items.append(EditState(mode=c.edit_state, from_step=c.edit_from, start=c.edit_start, stop=c.edit_stop))
+    if c.encoder_steps is not None:
+        items.append(EncoderSteps(steps=c.encoder_steps))
+    if c.clamp_gate:
+        items.append(ClampGate(gate=c.clamp_gate, value=c.clamp_value, from_step=c.clamp_from))
+    return Interventions.of(*items, *c.scales)
+
+
+# The working-memory lesions the corpus studies measure (inference/runs/memory_corpus.py,
+# training/studies/memory_examples.py).
+MEMORY_LESIONS = {
+    "masked": lesion_interventions(LesionControls(mask_memory=True)),
+    "no_memory": lesion_interventions(LesionControls(memory_size=0)),
+}

@@ -1,0 +1,56 @@
+"""Hook names, built and read in one place.
+
+A hook point's name is its module path (`name_hook_points`); what it holds
+is its last part: `pattern` (attention probabilities), `mask`, `z` (per-head
+outputs), `keys` and `out` of a feed-forward layer, `logits`. Everything
+that asks for hooks by name builds the name here, and every attention
+pattern's (stack, layer) is read from its name here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+_NAME = r"[A-Za-z0-9_.]{1,100}"
+HOOK_NAME = rf"^{_NAME}$"  # what a hook or module name a client sends may look like
+HOOK_NAME_OR_NONE = rf"^({_NAME})?$"  # the same, or "" for none
+LOGITS = "logits"
+DECODER_SELF_ATTENTION = "decoder.self_attn"  # the stack a decoder-only reading of memory attends in (working memory)
+PATTERN = "pattern"
+EVERY_PATTERN = f"*.{PATTERN}"  # every attention pattern of a model
+EVERY_MASK = "*.mask"  # every attention mask (where memory may be read)
+
+
+def head_outputs(attention: str) -> str:
+    """The per-head outputs [batch position head d_head] of an attention module, e.g. "decoder.layers.1.cross_attn"."""
+    return f"{attention}.z"
+
+
+def ff_keys(ff: str) -> str:
+    """The key coefficients [batch position ff_key] of a feed-forward module, e.g. "layers.3.ff"."""
+    return f"{ff}.keys"
+
+
+def ff_output(ff: str) -> str:
+    """What a feed-forward module adds to the residual stream."""
+    return f"{ff}.out"
+
+
+def stack_of(name: str) -> tuple[str, int] | None:
+    """An attention pattern's hook name -> (stack, layer); None for other hooks.
+    'encoder.layers.2.mem.attn.pattern' -> ('encoder.mem.attn', 2); a pattern
+    outside a `layers` list is a stack of one layer: 'block.attn.pattern' -> ('block.attn', 0)."""
+    parts = name.split(".")
+    if parts[-1] != PATTERN:
+        return None
+    for j in range(1, len(parts) - 1):
+        if parts[j - 1] == "layers" and parts[j].isdigit():
+            return ".".join(parts[: j - 1] + parts[j + 1 : -1]), int(parts[j])
+    return ".".join(parts[:-1]), 0
+
+
+def pattern_hook_name(names: Iterable[str], stack: str, layer: int) -> str:
+    """The pattern hook among `names` of a stack's layer; KeyError when there is none."""
+    for name in names:
+        if stack_of(name) == (stack, layer):
+            return name
+    raise KeyError(f"no attention pattern of {stack} layer {layer}")

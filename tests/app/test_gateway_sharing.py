@@ -1,0 +1,76 @@
+"""How the model gateway shares one model between requests: cached views never wait
+for the model lock, a request whose client has gone gives up its turn, and
+recent traces stay within their byte budget."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from app.middleware.client_gone import _GONE, ClientGone
+from app.services.gateway import ModelGateway, RunLimits, trace_bytes
+from inference.core.checkpoint import CheckpointRegistry
+from inference.core.hook_names import EVERY_PATTERN
+from inference.core.interventions import Interventions
+
+MODEL = "tiny_memtransformer"
+TEXTS = ["ein Hund spielt im Park", "zwei Frauen lesen", "Kinder spielen im Wasser", "eine Frau liest ein Buch"]
+
+
+LIMITS = RunLimits(max_text_chars=300, max_source_tokens=40, max_new_tokens=12)
+
+
+@pytest.fixture
+def gateway(checkpoint_dir) -> ModelGateway:
+    return ModelGateway(CheckpointRegistry(checkpoint_dir, "cpu"), LIMITS)
+
+
+@pytest.fixture
+def model(gateway):
+    return gateway.model(MODEL)
+
+
+def test_a_cached_view_is_served_while_the_model_is_busy(gateway, model):
+    first = gateway.trace(model, TEXTS[0], Interventions(), names=[EVERY_PATTERN])
+    served = []
+    with gateway.lock:  # a long run holds the model
+        reader = threading.Thread(
+            target=lambda: served.append(gateway.trace(model, TEXTS[0], Interventions(), names=[EVERY_PATTERN]))
+        )
+        reader.start()
+        reader.join(timeout=60)
+        assert served and served[0] is first, "the cached trace waited for the model lock"
+
+
+def test_a_request_whose_client_has_gone_gives_up_its_turn(gateway, model):
+    gone = threading.Event()
+    outcome = []
+
+    def waiting_request():
+        _GONE.set(gone)
+        try:
+            gateway.trace(model, TEXTS[1], Interventions(), names=None)
+            outcome.append("ran")
+        except ClientGone:
+            outcome.append("gave up")
+
+    with gateway.lock:
+        request = threading.Thread(target=waiting_request)
+        request.start()
+        gone.set()  # the client disconnects while the request waits for the model
+        request.join(timeout=60)
+    assert outcome == ["gave up"]
+    assert gateway.recent_bytes == 0  # nothing ran for it
+
+
+def test_recent_traces_stay_within_their_byte_budget(gateway, model):
+    one = trace_bytes(gateway.trace(model, TEXTS[0], Interventions(), names=[EVERY_PATTERN]))
+    budget = int(2.5 * one)
+    small = ModelGateway(gateway.registry, LIMITS, recent_trace_bytes=budget)
+    for text in TEXTS:
+        small.trace(model, text, Interventions(), names=[EVERY_PATTERN])
+        assert 0 < small.recent_bytes <= budget
+    assert len(small._recent) < len(TEXTS)  # the oldest were dropped
+    newest = small.trace(model, TEXTS[-1], Interventions(), names=[EVERY_PATTERN])
+    assert small.trace(model, TEXTS[-1], Interventions(), names=[EVERY_PATTERN]) is newest
