@@ -10,8 +10,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import get_args
 
-from inference.core.bounds import MAX_BEAM_SIZE, MAX_LISTED, MAX_SEED
+from inference.core.bounds import MAX_BEAM_SIZE, MAX_MEMORY_SIZE, MAX_SEED
+from inference.core.interventions import MemoryStacks
 
 DEFAULT_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 SHUTDOWN_SECONDS = 3  # how long `memlens serve` lets running requests finish after SIGTERM
@@ -195,12 +197,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p.add_argument(
         "--memory-size",
-        type=bounded(MAX_LISTED),
+        type=bounded(MAX_MEMORY_SIZE),
         default=None,
         help="memory at inference (0 to 3x trained slots; working memory: 0 to 2x)",
     )
-    p.add_argument("--block-reads", choices=["none", "encoder", "decoder", "both"], default="none")
-    p.add_argument("--knockout", type=bounded(MAX_LISTED), nargs="*", default=[], help="memory slots to knock out")
+    p.add_argument("--block-reads", choices=["none", *get_args(MemoryStacks)], default="none")
+    p.add_argument("--knockout", type=bounded(MAX_MEMORY_SIZE), nargs="*", default=[], help="memory slots to knock out")
     p.add_argument("--mask-memory", action="store_true", help="working memory: target tokens may not attend to memory")
     p.add_argument("--seed", type=bounded(MAX_SEED), default=0, help="working memory: seed of the memory sampling")
     p.add_argument(

@@ -22,7 +22,6 @@ from inference.core.trace import Trace
 
 KeyOrder = Literal["agreement", "coefficient", "index"]
 KEY_ORDERS: tuple[str, ...] = get_args(KeyOrder)
-MAX_PICKED_KEYS = 200  # keys picked by number in one request
 VALUE_TOKENS = 8
 TRIGGER_LINES = 10  # lines of trigger examples a key card shows, identical contexts merged
 NEXT_TOKENS = 5  # next tokens a merged line names; the rest are counted

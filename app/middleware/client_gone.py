@@ -14,6 +14,8 @@ import asyncio
 import threading
 from contextvars import ContextVar
 
+from starlette.types import ASGIApp, Receive, Scope, Send
+
 _GONE: ContextVar[threading.Event | None] = ContextVar("memlens_client_gone", default=None)
 
 
@@ -28,10 +30,10 @@ def client_gone() -> bool:
 
 
 class WatchDisconnect:
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp):
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         gone = threading.Event()

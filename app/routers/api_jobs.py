@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Path, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Path, Request, UploadFile
 
-from app.routers.deps import JobsDep
+from app.routers.deps import GatewayDep, JobsDep, ModelFor
 from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, JobResponse, SweepRequest, errors
 from app.schemas.validation import JobId, ModelName
+from app.services.gating import PageModel, page_model
+from app.services.pages import SWEEP, UPLOAD
 from app.services.store import Job
 from app.services.uploads import read_upload
 
@@ -17,19 +19,24 @@ router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
 @router.post("/uploads", response_model=JobResponse, responses=MODEL_ERRORS)
 async def upload(
-    request: Request, jobs: JobsDep, model: Annotated[ModelName, Form()], file: Annotated[UploadFile, File()]
+    request: Request,
+    gateway: GatewayDep,
+    jobs: JobsDep,
+    model: Annotated[ModelName, Form()],
+    file: Annotated[UploadFile, File()],
 ) -> dict:
     """Translate a .txt or .tsv corpus in the background; poll /api/jobs/{id}."""
+    chosen = page_model(gateway, UPLOAD, model)  # refused before the file is read
     settings = request.app.state.settings
     return job_json(
-        jobs.submit_corpus(model, await read_upload(file, settings.max_upload_bytes, settings.max_upload_lines))
+        jobs.submit_corpus(chosen, await read_upload(file, settings.max_upload_bytes, settings.max_upload_lines))
     )
 
 
 @router.post("/sweeps", response_model=JobResponse, responses=MODEL_ERRORS)
-def sweep(request: SweepRequest, jobs: JobsDep) -> dict:
+def sweep(request: SweepRequest, jobs: JobsDep, model: Annotated[PageModel, Depends(ModelFor(SWEEP))]) -> dict:
     """BLEU against inference memory size on "demo" or an uploaded .tsv corpus (its job id); cached."""
-    return job_json(jobs.submit_sweep(request.model, request.reference))
+    return job_json(jobs.submit_sweep(model, request.reference))
 
 
 @router.get("/jobs/{job_id}", response_model=JobResponse, responses=errors(404))

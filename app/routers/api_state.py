@@ -25,6 +25,7 @@ def state(request: StateRequest, gateway: GatewayDep, model: Annotated[PageModel
     return {
         "output": (run.lesioned or run.plain).outputs[0],
         "plain_output": run.plain.outputs[0],
+        "note": run.note,
         "interventions": request.interventions,
         "positions": steps.positions,
         "steps": steps.steps,

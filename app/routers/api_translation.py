@@ -33,7 +33,8 @@ from app.services import explore as explore_service
 from app.services import segments as segments_service
 from app.services import translation as translation_service
 from app.services.gating import PageModel, page_model
-from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE, SEGMENTS, TRANSLATION
+from app.services.lesioned import LesionedRun
+from app.services.pages import ATTENTION, ATTRIBUTION, COMPARE, EXPLORE, SEGMENTS, TRANSLATION
 from inference.analyses.attention import LayerAttention
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
@@ -54,6 +55,17 @@ def attention_json(view: LayerAttention) -> dict:
     }
 
 
+def lesioned_json(runs: LesionedRun, note: str) -> dict:
+    """What every lesioned view answers first: the output with and without the lesion, the lesion (as
+    normalised) and, in words, what it changed."""
+    return {
+        "output": runs.shown.outputs[0],
+        "plain_output": runs.plain.outputs[0],
+        "interventions": runs.shown.run.interventions,
+        "note": note,
+    }
+
+
 @router.post("/translate", response_model=TranslationResponse, responses=MODEL_ERRORS)
 def translate(request: DecodedTextRequest, gateway: GatewayDep, model: TranslationModel) -> dict:
     return asdict(translation_service.translate(gateway, model, request.text, request.interventions, request.decoding))
@@ -71,10 +83,7 @@ def explore(
     )
     run = explore_service.run_explore(gateway, model, asked)
     return {
-        "output": run.runs.shown.outputs[0],
-        "plain_output": run.runs.plain.outputs[0],
-        "interventions": request.interventions,
-        "note": run.note,
+        **lesioned_json(run.runs, run.note),
         "calls": len(run.calls),
         "attention": attention_json(run.view),
         "blocks": [asdict(b) for b in run.blocks],
@@ -84,7 +93,7 @@ def explore(
 
 @router.post("/attention", response_model=AttentionResponse, responses=MODEL_ERRORS)
 def attention(
-    request: AttentionRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(EXPLORE))]
+    request: AttentionRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(ATTENTION))]
 ) -> dict:
     """One layer of one stack: weights [heads, q, k] as uint8 percent."""
     asked = explore_service.ExploreRequest(
@@ -120,7 +129,9 @@ def compare(request: CompareRequest, gateway: GatewayDep) -> dict:
 
 
 @router.post("/blocks", response_model=BlocksResponse, responses=MODEL_ERRORS)
-def blocks(request: DecodedTextRequest, gateway: GatewayDep, model: TranslationModel) -> dict:
+def blocks(
+    request: DecodedTextRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(ATTENTION))]
+) -> dict:
     _, found = translation_service.blocks(gateway, model, request.text, request.interventions, request.decoding)
     return {"blocks": [asdict(b) for b in found]}
 
@@ -136,10 +147,7 @@ def segments(
     )
     run = segments_service.run_segments(gateway, model, asked)
     return {
-        "output": run.runs.shown.outputs[0],
-        "plain_output": run.runs.plain.outputs[0],
-        "interventions": request.interventions,
-        "note": run.note,
+        **lesioned_json(run.runs, run.note),
         "starts": run.spans.starts,
         "lengths": run.spans.lengths,
         "plain_hits": run.plain_hits.hits if run.plain_hits else None,

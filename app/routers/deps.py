@@ -60,13 +60,22 @@ class ModelInPathFor:
         return page_model(gateway, self.page, model)
 
 
+def is_json(content_type: str) -> bool:
+    """A JSON body, as FastAPI reads one: application/json or application/<anything>+json."""
+    kind = content_type.split(";")[0].strip().lower()
+    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+
+
 async def requested_model(request: Request) -> str | None:
     """The `model` field of the address (GET) or of the body (a form or a JSON object), validated as a name."""
     value: object  # a string, or anything a client sent in its place (a number, a file)
     if request.method == "GET":
         value = request.query_params.get("model")
-    elif request.headers.get("content-type", "").startswith("application/json"):
-        body = await request.json()  # FastAPI has read and parsed it already: Starlette caches it
+    elif is_json(request.headers.get("content-type", "")):
+        try:
+            body = await request.json()  # FastAPI has read it already: Starlette caches it
+        except ValueError:  # empty or not JSON: the body's own validation says so
+            body = None
         value = body.get("model") if isinstance(body, dict) else None
     else:
         value = (await request.form()).get("model")

@@ -27,6 +27,7 @@ STATUS = {InputError: 400, InterventionError: 400, ViewError: 400, UnknownModel:
 MAX_MESSAGE_CHARS = 1000
 MAX_PROBLEMS = 5  # validation problems listed in one message
 TUPLE_ERRORS = ("tuple_type", "too_long", "too_short")
+KEPT_INPUT = ("text",)  # what a refused page's links carry on, so the input is not lost
 CLIENT_CLOSED = 499  # nobody reads it: the client has gone
 
 
@@ -56,10 +57,11 @@ def refused(request: Request, error: Exception) -> Response:
     if wants_json(request) or request.headers.get("HX-Request"):
         return error_response(request, error.status, str(error))
     page = error.page
-    links = [(name, f"{page.path}?{urlencode({'model': name})}") for name in error.offered]
+    kept = {key: request.query_params[key] for key in KEPT_INPUT if request.query_params.get(key)}
+    links = [(name, f"{page.path}?{urlencode({'model': name, **kept})}") for name in error.offered]
     elsewhere = None
     if error.shown_on is not None:
-        home, address = error.shown_on, urlencode({"model": error.model})
+        home, address = error.shown_on, urlencode({"model": error.model, **kept})
         elsewhere = (f"{error.model} is shown on", f"the {home.title} page", f"{home.path}?{address}")
     heading = f"{page.kind[:1].upper()}{page.kind[1:]} models:" if links else ""
     return error_page(request, error.status, str(error), f"No {page.kind} view", links, heading, elsewhere)

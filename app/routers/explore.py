@@ -26,7 +26,7 @@ from app.services.explore import ExploreRequest, attribution, explore_controls, 
 from app.services.gating import PageModel, offered, page_model
 from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE
 from app.services.translation import compare
-from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX
+from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_MEMORY_SIZE, MAX_NAME_CHARS
 from inference.core.capabilities import Capability
 
 router = APIRouter(include_in_schema=False)
@@ -38,7 +38,7 @@ def explore(
     request: Request,
     model: ExploreModel,
     text: Annotated[FieldText, Query()] = "",
-    memory_size: Annotated[int | None, Query(ge=0, le=MAX_INDEX)] = None,
+    memory_size: Annotated[int | None, Query(ge=0, le=MAX_MEMORY_SIZE)] = None,
 ):
     """model, text and a memory size in the address open a view; without a text the model's example runs."""
     config = model.loaded.config
@@ -66,7 +66,7 @@ def explore_run(
     lesion: LesionDep,
     decoding: DecodingDep,
     text: Annotated[FieldText, Form()] = "",
-    stack: Annotated[str, Form(max_length=100)] = "",
+    stack: Annotated[str, Form(max_length=MAX_NAME_CHARS)] = "",
     layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     head: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     call: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
@@ -135,8 +135,6 @@ def compare_run(
     models: Annotated[list[ModelName], Form(max_length=MAX_COMPARED_MODELS)] = [],  # noqa: B006 (a copy each)
     text: Annotated[FieldText, Form()] = "",
 ):
-    if len(models) < 2:
-        raise InputError("choose at least two models to compare")
     compared = compare(gateway, [page_model(gateway, COMPARE, name) for name in models], text, decoding)
     return render(
         request,

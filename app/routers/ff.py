@@ -12,7 +12,6 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from app.figures.ff import study_figures
 from app.figures.ff_views import (
     KEY_ORDERS,
-    MAX_PICKED_KEYS,
     NEXT_TOKENS,
     TRIGGER_LINES,
     KeyOrder,
@@ -27,8 +26,7 @@ from app.services.ff import KeysRequest, keys_page, run_ff
 from app.services.ff_study import ff_layer
 from app.services.gating import PageModel
 from app.services.pages import FF
-from app.services.textdiff import word_diff
-from inference.core.bounds import MAX_INDEX
+from inference.core.bounds import MAX_INDEX, MAX_PICKED_KEYS
 from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls
 
@@ -128,14 +126,14 @@ def ff_run(
     ff_layer(memories, layer)
     lesion = model.lesion(LesionControls(scales=tuple(parse_key_edits(edits, memories.layers))))
     run = run_ff(gateway, studies, model, text, lesion, LENS_KEYS, LENS_TOKENS)
-    plain, shown = run.runs.plain, run.runs.shown
+    plain = run.runs.plain
     return render(
         request,
         "partials/ff_results.html",
         plain=plain,
         edited=run.runs.lesioned,
         interventions=lesion,
-        diff=word_diff(plain.outputs[0], shown.outputs[0]),
+        diff=run.diff,
         lens=run.lens,
         layer=layer,
         changes=run.changes,

@@ -14,7 +14,7 @@ from app.figures.focus import focus_map
 from app.routers.deps import GatewayDep, ModelFor
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import INTEGRATION_STEPS, FieldText, IntegrationSteps, ModelName
-from app.services.focus import attributable_text, model_focus
+from app.services.focus import focus_side_by_side
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel, page_model
 from app.services.pages import FOCUS
@@ -76,9 +76,7 @@ def focus_run(
     steps: Annotated[IntegrationSteps, Form()] = DEFAULT_STEPS,
 ):
     models = [model] if not other or other == model.name else [model, page_model(gateway, FOCUS, other)]
-    for each in models:
-        attributable_text(gateway, each, text)  # either refused before either runs
-    shown = [model_focus(gateway, each, text, steps) for each in models]
+    shown = focus_side_by_side(gateway, models, text, steps)
     columns = []  # one column of figures per model, side by side
     for i, found in enumerate(shown):
         view = found.focus

@@ -9,8 +9,15 @@ from fastapi import Depends, Form
 from pydantic import ValidationError
 
 from app.schemas.validation import FieldText, InputError, parse_decimal, parse_number, parse_numbers, shown
-from inference.core.bounds import MAX_BEAM_SIZE, MAX_FACTOR, MAX_INDEX, MAX_LENGTH_PENALTY, MAX_LISTED
-from inference.core.controls import LesionControls
+from inference.core.bounds import (
+    MAX_BEAM_SIZE,
+    MAX_FACTOR,
+    MAX_INDEX,
+    MAX_LENGTH_PENALTY,
+    MAX_LISTED,
+    MAX_MEMORY_SIZE,
+)
+from inference.core.controls import BlockReads, LesionControls
 from inference.core.decoding import Decoding
 from inference.core.hook_names import HOOK_NAME_OR_NONE
 from inference.core.interventions import Scale, ablate_head, scale_ff_keys
@@ -40,9 +47,9 @@ def parse_heads(text: str) -> list[Scale]:
 
 
 def lesion_form(
-    memory_size: Annotated[int | None, Form(ge=0, le=MAX_LISTED)] = None,
+    memory_size: Annotated[int | None, Form(ge=0, le=MAX_MEMORY_SIZE)] = None,
     knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],  # noqa: B006 (each request gets a copy)
-    block_reads: Annotated[Literal["none", "encoder", "decoder", "both"], Form()] = "none",
+    block_reads: Annotated[BlockReads, Form()] = "none",
     ablate: Annotated[FieldText, Form()] = "",
     scale_hook: Annotated[str, Form(pattern=HOOK_NAME_OR_NONE)] = "",  # a hook point's name, or none
     scale_factor: Annotated[float, Form(ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False)] = 0.0,
@@ -86,7 +93,7 @@ def parse_key_edits(text: str, layers: list[str]) -> list[Scale]:
         layer, _, keys = body.rpartition(":")
         try:
             factor = parse_decimal(scale, "scale") if scale.strip() else 0.0
-            numbers = parse_numbers(keys, "key", MAX_INDEX)
+            numbers = parse_numbers(keys, "key", MAX_LISTED)
         except ValueError:
             numbers, factor = (), None
         if not layer.strip() or not numbers or factor is None or abs(factor) > MAX_FACTOR:
@@ -95,5 +102,7 @@ def parse_key_edits(text: str, layers: list[str]) -> list[Scale]:
             )
         if layer.strip() not in layers:
             raise InputError(f"unknown feed-forward module {shown(layer.strip())}; this model has {', '.join(layers)}")
+        if max(numbers) > MAX_INDEX:  # the layer's own width is checked when the edit is applied
+            raise InputError(f"key {max(numbers)} is out of range: a key index is at most {MAX_INDEX:,}")
         edits.append(scale_ff_keys(layer.strip(), numbers, factor))
     return edits

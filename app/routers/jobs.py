@@ -13,7 +13,7 @@ from app.routers.deps import GatewayDep, JobsDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import ModelName, Reference, shown
 from app.services.gating import page_model
-from app.services.pages import UPLOAD
+from app.services.pages import SWEEP, UPLOAD
 from app.services.store import Job
 from app.services.uploads import read_upload
 from inference.analyses.blocks import HeadBlocks
@@ -40,21 +40,27 @@ def upload_page(request: Request, gateway: GatewayDep, jobs: JobsDep):
 
 @router.post("/upload")
 async def upload(
-    request: Request, jobs: JobsDep, model: Annotated[ModelName, Form()], file: Annotated[UploadFile, File()]
+    request: Request,
+    gateway: GatewayDep,
+    jobs: JobsDep,
+    model: Annotated[ModelName, Form()],
+    file: Annotated[UploadFile, File()],
 ):
+    chosen = page_model(gateway, UPLOAD, model)  # refused before the file is read
     settings = request.app.state.settings
-    job = jobs.submit_corpus(model, await read_upload(file, settings.max_upload_bytes, settings.max_upload_lines))
+    job = jobs.submit_corpus(chosen, await read_upload(file, settings.max_upload_bytes, settings.max_upload_lines))
     return go_to(request, f"/results/{job.id}")
 
 
 @router.post("/sweep")
 def sweep(
     request: Request,
+    gateway: GatewayDep,
     jobs: JobsDep,
     model: Annotated[ModelName, Form()],
     reference: Annotated[Reference, Form()] = "demo",
 ):
-    job = jobs.submit_sweep(model, reference)
+    job = jobs.submit_sweep(page_model(gateway, SWEEP, model), reference)
     return go_to(request, f"/results/{job.id}")
 
 

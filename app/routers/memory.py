@@ -19,7 +19,7 @@ from app.services.examples import memory_examples
 from app.services.gating import PageModel
 from app.services.memory import forced_memory_ids, run_memory
 from app.services.pages import MEMORY
-from inference.core.bounds import MAX_INDEX, MAX_LISTED, MAX_SEED
+from inference.core.bounds import MAX_INDEX, MAX_MEMORY_SIZE, MAX_SEED
 from inference.core.controls import LesionControls
 
 router = APIRouter(include_in_schema=False)
@@ -59,7 +59,7 @@ def memory_run(
     model: MemoryModel,
     text: Annotated[FieldText, Form()] = "",
     seed: Annotated[int, Form(ge=0, le=MAX_SEED)] = 0,
-    memory_size: Annotated[int | None, Form(ge=0, le=MAX_LISTED)] = None,
+    memory_size: Annotated[int | None, Form(ge=0, le=MAX_MEMORY_SIZE)] = None,
     mask_memory: Annotated[bool, Form()] = False,
     forced: Annotated[FieldText, Form()] = "",
     layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,

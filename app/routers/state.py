@@ -9,7 +9,7 @@ the changed output marked."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 
@@ -18,11 +18,10 @@ from app.routers.deps import GatewayDep, ModelFor
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText
 from app.services.gating import PageModel
-from app.services.lesion_notes import lesion_note, word_change
 from app.services.pages import STATE
 from app.services.state import examples, rounded, run_state
 from inference.core.bounds import MAX_INDEX
-from inference.core.controls import LesionControls
+from inference.core.controls import GateOrNone, LesionControls, StateEditOrNone
 from inference.core.family import family_of
 
 router = APIRouter(include_in_schema=False)
@@ -54,12 +53,12 @@ def state_run(
     gateway: GatewayDep,
     model: StateModel,
     text: Annotated[FieldText, Form()] = "",
-    edit: Annotated[Literal["", "zero", "freeze"], Form()] = "",
+    edit: Annotated[StateEditOrNone, Form()] = "",
     edit_from: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     edit_start: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     edit_stop: Annotated[int | None, Form(ge=1, le=MAX_INDEX)] = None,
     encoder_steps: Annotated[int | None, Form(ge=0, le=MAX_INDEX)] = None,
-    clamp: Annotated[Literal["", "update", "reset"], Form()] = "",
+    clamp: Annotated[GateOrNone, Form()] = "",
     clamp_value: Annotated[float, Form(ge=0.0, le=1.0, allow_inf_nan=False)] = 1.0,
     clamp_from: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
 ):
@@ -92,7 +91,7 @@ def state_run(
         plain_steps=run.plain_steps,
         diff=run.diff,
         separator=run.separator,
-        note=lesion_note(run.lesioned.run.interventions, 0, word_change(run.diff)) if run.lesioned and run.diff else "",
+        note=run.note,
         figures=figures,
         frames=frames.replace("<", "\\u003c"),
         labels=labels,

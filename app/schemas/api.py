@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.schemas.validation import URL_TOO_LONG, CallIndex, FieldText, IntegrationSteps, ModelName, Reference
-from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_SEED
+from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_NAME_CHARS, MAX_SEED
 from inference.core.capabilities import Capability
 from inference.core.decoding import Decoding
 from inference.core.interventions import Interventions
@@ -117,7 +117,8 @@ class AttentionRequest(DecodedTextRequest):
         }
     )
     stack: str = Field(
-        max_length=100, description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn"
+        max_length=MAX_NAME_CHARS,
+        description="e.g. encoder.attn, encoder.mem.attn, decoder.self_attn, decoder.cross_attn",
     )
     layer: int = Field(ge=0, le=MAX_INDEX)
     at: CallIndex = Field(
@@ -143,7 +144,7 @@ class ExploreRequest(DecodedTextRequest):
             ]
         }
     )
-    stack: str = Field("", max_length=100, description="an attention stack of the model; empty: its first")
+    stack: str = Field("", max_length=MAX_NAME_CHARS, description="an attention stack of the model; empty: its first")
     layer: int = Field(0, ge=0, le=MAX_INDEX)
     head: int = Field(0, ge=0, le=MAX_INDEX, description="the head the page's heatmap shows (checked, not used here)")
     call: int = Field(0, ge=0, le=MAX_INDEX, description="which call (segment) of a layer that runs more than once")
@@ -420,6 +421,7 @@ class MemoryResponse(BaseModel):
 class StateResponse(BaseModel):
     output: str = Field(description="the output of the run with the interventions")
     plain_output: str = Field(description="the output without them")
+    note: str = Field(description="the interventions in words and what they changed; empty without interventions")
     interventions: Interventions
     positions: list[str] = Field(description="the state's length axis: the input tokens, then padding")
     steps: list[int] = Field(description="the global index of every step, encoder steps then decoder steps")

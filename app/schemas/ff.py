@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.figures.ff_views import MAX_PICKED_KEYS, KeyOrder
+from app.figures.ff_views import KeyOrder
 from app.schemas.validation import FieldText, ModelName
-from inference.core.bounds import MAX_INDEX, MAX_PAGE_SIZE, MAX_TOP
+from inference.core.bounds import MAX_INDEX, MAX_PAGE_SIZE, MAX_PICKED_KEYS, MAX_TOP
 from inference.core.interventions import Interventions
 
 

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from inference.core.bounds import MAX_CALL_INDEX_KEYS, MAX_INDEX
+from inference.core.bounds import MAX_CALL_INDEX_KEYS, MAX_INDEX, MAX_NAME_CHARS
 from inference.core.hook_names import HOOK_NAME
 
 ECHO_CHARS = 60  # the most of a client's string that an error message repeats
@@ -101,7 +101,7 @@ def parse_numbers(text: str, what: str, limit: int) -> tuple[int, ...]:
 FieldText = Annotated[str, Field(max_length=MAX_FIELD_CHARS), AfterValidator(valid_unicode)]
 ModelName = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"),
+    StringConstraints(min_length=1, max_length=MAX_NAME_CHARS, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"),
     Field(description="checkpoint name, as listed by GET /api/models", examples=["memtransformer_10"]),
 ]
 JobId = Annotated[

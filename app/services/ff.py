@@ -19,6 +19,7 @@ from app.services.ff_study import FFStudies, FFStudy, ff_layer
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
 from app.services.lesioned import LesionedRun, plain_then_lesioned
+from app.services.textdiff import DiffPart, word_diff
 from inference.analyses.ff_aggregation import logit_lens
 from inference.core.capabilities import Capability
 from inference.core.interventions import Interventions
@@ -66,6 +67,7 @@ class FFRun:
     runs: LesionedRun  # lesioned: the run under the key edits
     lens: LensTable  # of the shown run
     changes: list[PredictionChange]  # every shared position's prediction, plain against edited
+    diff: list[DiffPart]  # the edited output's words against the plain one's
     outcome: EditOutcome | None  # what the edits did; None without edits
 
 
@@ -86,7 +88,8 @@ def run_ff(
     runs = plain_then_lesioned(gateway, model.loaded, text, edits, memories.capture_hooks(), max_new_tokens=new_tokens)
     tokenizer = model.loaded.tokenizer
     lens = lens_table(logit_lens(runs.shown, memories, top_keys=top_keys, top_tokens=top_tokens), tokenizer)
+    diff = word_diff(runs.plain.outputs[0], runs.shown.outputs[0])
     if runs.lesioned is None:
-        return FFRun(runs, lens, [], None)
+        return FFRun(runs, lens, [], diff, None)
     changes = prediction_changes(runs.plain, runs.lesioned, memories.axis, tokenizer)
-    return FFRun(runs, lens, changes, edit_outcome(changes, runs.plain.outputs[0], runs.lesioned.outputs[0]))
+    return FFRun(runs, lens, changes, diff, edit_outcome(changes, runs.plain.outputs[0], runs.lesioned.outputs[0]))

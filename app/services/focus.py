@@ -53,3 +53,10 @@ def model_focus(gateway: ModelGateway, model: PageModel, text: str, n_steps: int
         focus=focus(attribution, attention),
         attention_stack=f"{stack[0]} layer {stack[1]}" if stack else None,
     )
+
+
+def focus_side_by_side(gateway: ModelGateway, models: list[PageModel], text: str, n_steps: int) -> list[ModelFocus]:
+    """Each model's Focus on one text, in order; the text is checked for every model before any runs."""
+    for model in models:
+        attributable_text(gateway, model, text)
+    return [model_focus(gateway, model, text, n_steps) for model in models]

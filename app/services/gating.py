@@ -104,7 +104,8 @@ def page_model(gateway: ModelGateway, page: Page, name: str | None) -> PageModel
             raise ModelRefused(message, 400, page, models, name)
         home = home_of(capabilities)
         raise ModelRefused(
-            f"{name} is not a {page.kind} model: its views are on the {home.title} page ({home.path}); "
+            f"{name} is not {'an' if page.kind[0] in 'aeiou' else 'a'} {page.kind} model: its views are on the "
+            f"{home.title} page ({home.path}); "
             f"{page.kind} models: {listed}",
             400,
             page,

@@ -19,8 +19,7 @@ from pathlib import Path
 from app.schemas.validation import InputError, shown
 from app.services.demo import demo_sentences
 from app.services.gateway import ModelGateway
-from app.services.gating import page_model
-from app.services.pages import SWEEP, UPLOAD
+from app.services.gating import PageModel
 from app.services.store import Job, JobStore
 from app.services.uploads import Corpus
 from inference.analyses.attention import attention_stacks
@@ -79,15 +78,16 @@ class JobRunner:
         if self._stopping.is_set():
             raise JobInterrupted()
 
-    def submit_corpus(self, model: str, corpus: Corpus) -> Job:
-        loaded = page_model(self.gateway, UPLOAD, model).loaded
+    def submit_corpus(self, model: PageModel, corpus: Corpus) -> Job:
+        """Translate (or, for a working-memory model, read the memory of) every line of `corpus` in the background."""
+        loaded = model.loaded
         for number, source in enumerate(corpus.sources, start=1):
             try:
                 self.gateway.check_text(loaded, source)
             except InputError as error:
                 raise InputError(f"{corpus.filename}, line {number}: {error}") from None
         params = {
-            "model": model,
+            "model": model.name,
             "filename": corpus.filename,
             "sources": corpus.sources,
             "references": corpus.references,
@@ -96,14 +96,14 @@ class JobRunner:
         self._pool.submit(self._run, job.id, self._work["corpus"])
         return job
 
-    def submit_sweep(self, model: str, reference: str) -> Job:
+    def submit_sweep(self, model: PageModel, reference: str) -> Job:
         """BLEU against inference memory size on a reference set: "demo",
         "multi30k_test_2016" (from the data directory) or the id of an
         uploaded .tsv corpus. A finished identical sweep is reused."""
-        loaded = page_model(self.gateway, SWEEP, model).loaded
+        loaded = model.loaded
         self.reference_set(reference)  # refuse an unusable reference before queueing
         params = {
-            "model": model,
+            "model": model.name,
             "reference": reference,
             "sizes": lesion_sizes(loaded.config.memory_size, loaded.config.max_memory_size),
         }

@@ -52,6 +52,8 @@ COMPARE = Page(
     lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c,
     reads_language=True,
 )
+# Any model with attention patterns (every one but the recurrent-step models), through /api/attention and /api/blocks.
+ATTENTION = Page("attention", "/api/attention", "attention", lambda c: C.RECURRENT_STEPS not in c)
 ATTRIBUTION = Page("attribution", "/api/attribution", "token-and-slot attribution", lambda c: C.ATTRIBUTION in c)
 UPLOAD = Page("upload", "/upload", "translation", lambda c: C.TRANSLATES in c, reads_language=True)
 SWEEP = Page("lesion sweep", "/sweep", "memory-lesion", lambda c: C.TRANSLATES in c and C.MEMORY_TOKENS in c)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from app.schemas.validation import InputError
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
+from app.services.lesion_notes import lesion_note, word_change
 from app.services.lesioned import plain_then_lesioned
 from app.services.textdiff import DiffPart, token_diff
 from inference.analyses.state import StateSteps, state_hooks, state_steps
@@ -29,6 +30,7 @@ class StateRun:
     steps: StateSteps  # of the lesioned run where there is one, else of the plain run
     plain_steps: StateSteps
     diff: list[DiffPart] | None  # the lesioned output against the plain one, token by token
+    note: str = ""  # the lesion in words and what it changed; "" without a lesion
     separator: str = " "  # between the diff's parts: none where every token is one character (bits, digits)
 
 
@@ -90,4 +92,5 @@ def run_state(gateway: ModelGateway, model: PageModel, text: str, lesion: Interv
     tokens = output_tokens(plain), output_tokens(lesioned)
     separator = "" if all(len(token) == 1 for token in [*tokens[0], *tokens[1]]) else " "  # as the plain output reads
     diff = token_diff(*tokens, separator)
-    return StateRun(plain, lesioned, state_steps(lesioned), plain_steps, diff, separator)
+    note = lesion_note(lesion, 0, word_change(diff))  # no memory size: a state has no slots to count
+    return StateRun(plain, lesioned, state_steps(lesioned), plain_steps, diff, note, separator)

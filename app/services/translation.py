@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.schemas.validation import InputError
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
 from inference.analyses.blocks import HeadBlocks, attention_blocks
@@ -61,6 +62,8 @@ class Compared:
 
 
 def compare(gateway: ModelGateway, models: list[PageModel], text: str, decoding: Decoding) -> list[Compared]:
-    """Each model (once, in the order given) on one sentence, unlesioned."""
+    """Each model (once, in the order given) on one sentence, unlesioned; at least two different models."""
     unique = {model.name: model for model in models}
+    if len(unique) < 2:
+        raise InputError("choose at least two different models to compare")
     return [Compared(name, *blocks(gateway, model, text, NO_INTERVENTIONS, decoding)) for name, model in unique.items()]

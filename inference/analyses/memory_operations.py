@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import torch
 
 from inference.analyses.blocks import PatternCall, block_mass, pattern_calls, role_selection, sequence_selection
-from inference.core.hook_names import EVERY_MASK, EVERY_PATTERN
+from inference.core.hook_names import EVERY_MASK, EVERY_PATTERN, PATTERN, attention_mask
 from inference.core.trace import MEMORY_ROLES, Role, Trace
 
 OPERATIONS = ("write", "read", "rewrite", "process")
@@ -167,7 +167,7 @@ def segment_operations(trace: Trace) -> dict[int, list[HeadOperations]]:
 
 def visible_keys(trace: Trace, call: PatternCall) -> torch.Tensor:
     """[q, k] True where the call's query could attend the key, from the captured mask."""
-    mask_name = call.name.removesuffix("pattern") + "mask"
+    mask_name = attention_mask(call.name.removesuffix(f".{PATTERN}"))
     if mask_name not in trace.captures:
         raise ValueError(f"{mask_name} was not captured: trace with names=MEMORY_OPERATION_HOOKS")
     mask = trace.captures[mask_name].at(**call.index)[call.example, 0]  # [q, k] or [1, k]

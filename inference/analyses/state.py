@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from inference.core.hook_names import STATE_INPUT, tape
 from inference.core.trace import Trace
 
 LAYER_HOOK = re.compile(r"^(?P<stack>\w+)\.layers\.(?P<layer>\d+)\.(?P<kind>state|update_gate|reset_gate)$")
@@ -42,11 +43,12 @@ def state_hooks(names: list[str]) -> list[str]:
     last: dict[str, int] = {}
     for match in filter(None, map(LAYER_HOOK.match, names)):
         last[match["stack"]] = max(last.get(match["stack"], 0), int(match["layer"]))
+    tapes = {tape(stack) for stack in last}
 
     def read(name: str) -> bool:
         match = LAYER_HOOK.match(name)
         if match is None:
-            return name == "input" or name.endswith(".tape")
+            return name == STATE_INPUT or name in tapes
         return match["kind"] != "state" or int(match["layer"]) == last[match["stack"]]
 
     return [name for name in names if read(name)]
@@ -84,7 +86,7 @@ def state_steps(trace: Trace, groups: int = MAP_GROUPS) -> StateSteps:
     update: list[list[float]] = []  # [steps, length], and so are the two below
     reset: list[list[float]] = []
     change: list[list[float]] = []
-    before = trace.captures["input"].calls[0].tensor[0].float()  # [map width length]
+    before = trace.captures[STATE_INPUT].calls[0].tensor[0].float()  # [map width length]
     maps = before.shape[0]
     bounds = [(g * maps // groups, (g + 1) * maps // groups) for g in range(min(groups, maps))]
     for stack, kinds in stacks.items():
@@ -100,8 +102,8 @@ def state_steps(trace: Trace, groups: int = MAP_GROUPS) -> StateSteps:
             change.append((after - before).norm(dim=(0, 1)).tolist())  # [length]
             before = after
     flat = [v for step in state for group in step for row in group for v in row]
-    tape_hooks = [name for name in trace.captures if name.endswith(".tape")]
-    tape = [t.norm(dim=(0, 1)).tolist() for _, t in _row(trace, tape_hooks[0])] if tape_hooks else None
+    tape_hooks = [tape(stack) for stack in stacks if tape(stack) in trace.captures]
+    tape_norms = [t.norm(dim=(0, 1)).tolist() for _, t in _row(trace, tape_hooks[0])] if tape_hooks else None
     return StateSteps(
         positions=trace.tokens["state"][0],
         steps=steps,
@@ -112,5 +114,5 @@ def state_steps(trace: Trace, groups: int = MAP_GROUPS) -> StateSteps:
         update=update,
         reset=reset,
         change=change,
-        tape=tape,
+        tape=tape_norms,
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from inference.analyses.attention import layer_attention
-from inference.core.hook_names import DECODER_SELF_ATTENTION
+from inference.core.hook_names import DECODER_SELF_ATTENTION, WORKING_MEMORY_WRITTEN
 from inference.core.interventions import ForceMemory
 from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Role, Trace
@@ -46,7 +46,7 @@ class MemoryAttention:
         return self.weights.sum(dim=-1).mean(dim=-1)
 
 
-DECISIONS = "decoder.wm.written"  # one call per generated element: the decision as written
+DECISIONS = WORKING_MEMORY_WRITTEN  # one call per generated element: the decision as written
 
 
 def require_working_memory(trace: Trace) -> torch.Tensor:  # [b, steps, 7]

@@ -7,6 +7,9 @@ run is built."""
 from __future__ import annotations
 
 MAX_INDEX = 8192  # any index a request names: layer, head, position, segment, step, FF key (the widest FF has 2,048)
+MAX_MEMORY_SIZE = 1024  # memory a lesion may ask for (the model's own max_memory_size is checked after)
+MAX_NAME_CHARS = 100  # a model's, stack's, hook's or module's name
+MAX_PICKED_KEYS = 200  # FF keys picked by number on one request
 MAX_LISTED = 1024  # items of one list: interventions in a request, slots or forced tokens in one, numbers in a field
 MAX_FACTOR = 1000.0  # the largest |factor| of a scale, and of a noise's size
 MAX_SEED = 2**31 - 1  # sampling and noise seeds

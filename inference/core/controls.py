@@ -9,7 +9,7 @@ sends a size)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from inference.core.interventions import (
     BlockMemoryReads,
@@ -17,16 +17,26 @@ from inference.core.interventions import (
     EditState,
     EncoderSteps,
     ForceMemory,
+    Gate,
     Intervention,
     Interventions,
     KnockoutSlots,
     MaskMemory,
     MemorySize,
+    MemoryStacks,
     NoiseMemory,
     ResetMemory,
     Scale,
+    StateEdit,
     TransplantMemory,
 )
+
+# A control's choices: those of its intervention, and "none" or "" for asking nothing (forms and the CLI offer these).
+BlockReads = Literal["none", "encoder", "decoder", "both"]
+StateEditOrNone = Literal["", "zero", "freeze"]
+GateOrNone = Literal["", "update", "reset"]
+for _control, _kind in ((BlockReads, MemoryStacks), (StateEditOrNone, StateEdit), (GateOrNone, Gate)):
+    assert get_args(_control)[1:] == get_args(_kind), "a control offers its intervention's choices"
 
 
 @dataclass(frozen=True)
@@ -34,7 +44,7 @@ class LesionControls:
     memory_size: int | None = None  # None: as trained
     trained_memory_size: int | None = None  # the model's own; a memory_size equal to it asks for nothing
     knockout: tuple[int, ...] = ()  # memory slots no query may attend
-    block_reads: Literal["none", "encoder", "decoder", "both"] = "none"
+    block_reads: BlockReads = "none"
     mask_memory: bool = False  # working memory: target tokens may not attend memory
     forced_memory: tuple[int, ...] = ()  # working memory: token ids that are the whole memory
     scales: tuple[Scale, ...] = ()  # head ablations, a scaled hook, FF key edits
@@ -44,12 +54,12 @@ class LesionControls:
     noise_seed: int = 0
     transplant_at: int | None = None  # ... gets the memory `donor` (token ids) carried there
     donor: tuple[int, ...] = ()
-    edit_state: Literal["", "zero", "freeze"] = ""  # recurrent steps: the state region zeroed or frozen
+    edit_state: StateEditOrNone = ""  # recurrent steps: the state region zeroed or frozen
     edit_from: int = 0
     edit_start: int = 0
     edit_stop: int | None = None
     encoder_steps: int | None = None
-    clamp_gate: Literal["", "update", "reset"] = ""
+    clamp_gate: GateOrNone = ""
     clamp_value: float = 1.0
     clamp_from: int = 0
 

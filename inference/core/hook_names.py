@@ -10,14 +10,49 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-_NAME = r"[A-Za-z0-9_.]{1,100}"
+from inference.core.bounds import MAX_NAME_CHARS
+
+_NAME = rf"[A-Za-z0-9_.]{{1,{MAX_NAME_CHARS}}}"
 HOOK_NAME = rf"^{_NAME}$"  # what a hook or module name a client sends may look like
 HOOK_NAME_OR_NONE = rf"^({_NAME})?$"  # the same, or "" for none
 LOGITS = "logits"
 DECODER_SELF_ATTENTION = "decoder.self_attn"  # the stack a decoder-only reading of memory attends in (working memory)
 PATTERN = "pattern"
 EVERY_PATTERN = f"*.{PATTERN}"  # every attention pattern of a model
-EVERY_MASK = "*.mask"  # every attention mask (where memory may be read)
+MASK = "mask"
+EVERY_MASK = f"*.{MASK}"  # every attention mask (where memory may be read)
+
+# The working-memory decoder's decisions, one call per generated element (paper 004's family).
+WORKING_MEMORY_CHOICE = "decoder.wm.choice"
+WORKING_MEMORY_WRITTEN = "decoder.wm.written"
+# The memory a segment-recurrent model writes at the end of every segment (paper 002's RMT).
+MEMORY_WRITE = "memory.write"
+# What a model with recurrent steps promises the State page (docs/architecture.md): the state before the first step,
+# every layer's state and gates at every step, and the output tape a decoder reads.
+STATE_INPUT = "input"
+
+
+def state(stack: str, layer: int) -> str:
+    return f"{stack}.layers.{layer}.state"
+
+
+def gate(stack: str, layer: int, which: str) -> str:
+    """A CGRU layer's update or reset gate."""
+    return f"{stack}.layers.{layer}.{which}_gate"
+
+
+def tape(stack: str) -> str:
+    return f"{stack}.tape"
+
+
+def kind_of(name: str) -> str:
+    """What a hook holds, from its name's last part: "pattern", "mask", "z", "keys", "tape", ..."""
+    return name.rpartition(".")[2]
+
+
+def attention_mask(attention: str) -> str:
+    """The mask [batch head query key] of an attention module, True where the query may attend the key."""
+    return f"{attention}.{MASK}"
 
 
 def head_outputs(attention: str) -> str:

@@ -22,12 +22,17 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
-from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_SEED
+from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_MEMORY_SIZE, MAX_SEED
 from inference.core.hook_names import HOOK_NAME, ff_keys, head_outputs
 
 
 class InterventionError(ValueError):
     """An intervention that does not fit the model (out-of-range value, unknown hook)."""
+
+
+MemoryStacks = Literal["encoder", "decoder", "both"]  # where memory reads can be blocked
+StateEdit = Literal["zero", "freeze"]
+Gate = Literal["update", "reset"]  # a CGRU layer's gates
 
 
 def _unique(items: tuple) -> tuple:
@@ -48,14 +53,14 @@ class MemorySize(_Kind):
     """Run with this much memory: [mem] slots, working-memory tokens, state cells."""
 
     kind: Literal["memory_size"] = "memory_size"
-    size: int = Field(ge=0, le=MAX_LISTED, description="up to the model's max_memory_size; 0 = no memory")
+    size: int = Field(ge=0, le=MAX_MEMORY_SIZE, description="up to the model's max_memory_size; 0 = no memory")
 
 
 class KnockoutSlots(_Kind):
     """No query may attend these memory slots."""
 
     kind: Literal["knockout_slots"] = "knockout_slots"
-    slots: tuple[Annotated[int, Field(ge=0, le=MAX_LISTED)], ...] = Field(min_length=1, max_length=MAX_LISTED)
+    slots: tuple[Annotated[int, Field(ge=0, le=MAX_MEMORY_SIZE)], ...] = Field(min_length=1, max_length=MAX_LISTED)
 
     _sorted_slots = field_validator("slots")(_sorted_set)
 
@@ -64,9 +69,7 @@ class BlockMemoryReads(_Kind):
     """Sequence queries may not attend memory keys."""
 
     kind: Literal["block_memory_reads"] = "block_memory_reads"
-    stacks: Literal["encoder", "decoder", "both"] = Field(
-        description="encoder self-attention, decoder cross-attention, or both"
-    )
+    stacks: MemoryStacks = Field(description="encoder self-attention, decoder cross-attention, or both")
 
 
 class MaskMemory(_Kind):
@@ -115,7 +118,7 @@ class EditState(_Kind):
     (exclusive; None: to the end) of its length is zeroed, or frozen at its value before that step."""
 
     kind: Literal["edit_state"] = "edit_state"
-    mode: Literal["zero", "freeze"]
+    mode: StateEdit
     from_step: int = Field(0, ge=0, le=MAX_INDEX)
     start: int = Field(0, ge=0, le=MAX_INDEX)
     stop: int | None = Field(None, ge=1, le=MAX_INDEX)
@@ -139,7 +142,7 @@ class ClampGate(_Kind):
     (update 1: the state never changes; update 0: it is replaced by the candidate)."""
 
     kind: Literal["clamp_gate"] = "clamp_gate"
-    gate: Literal["update", "reset"]
+    gate: Gate
     value: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     from_step: int = Field(0, ge=0, le=MAX_INDEX)
 
@@ -156,7 +159,9 @@ class Scale(_Kind):
     axis: str | None = Field(
         None, pattern=r"^[a-z_]{1,30}$", description="axis to index, e.g. head, ff_key; None = all"
     )
-    index: tuple[Annotated[int, Field(ge=0)], ...] = Field((), max_length=MAX_INDEX, description="entries along axis")
+    index: tuple[Annotated[int, Field(ge=0, le=MAX_INDEX)], ...] = Field(
+        (), max_length=MAX_INDEX, description="entries along axis"
+    )
     factor: float = Field(0.0, ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False, description="0 zeroes, 2 doubles")
 
     _sorted_index = field_validator("index")(_sorted_set)

@@ -77,12 +77,13 @@ def assembled_trace(
     memory size in force (`recording`), a display token and a role for every position of every token axis,
     per example (an axis keyed with a call, AxisKey("seg", segment=2), differs from call to call), the output
     ids the logits score, how the output was chosen (None where it was given), and the output text where it
-    is not the output ids detokenized. Raises ValueError where the axes' tokens and roles do not match."""
+    is not the output ids detokenized. Raises RuntimeError (a family's bug, not the input's) where the axes'
+    tokens and roles do not match."""
     for key in tokens.keys() | roles.keys():
         token_lengths = [len(row) for row in tokens.get(key, [])]
         role_lengths = [len(row) for row in roles.get(key, [])]
         if token_lengths != role_lengths or len(role_lengths) != len(request.sources):
-            raise ValueError(f"token axis {key}: its tokens and roles do not match, one row per source")
+            raise RuntimeError(f"token axis {key}: its tokens and roles do not match, one row per source")
     run = RunRecord(
         model=loaded.name,
         family=loaded.config.family,
@@ -108,13 +109,13 @@ def assembled_trace(
 
 def _call_axes(keys: Iterable[AxisKey]) -> dict[str, str]:
     """Token axis -> the call-scope key its keys name, for the axes keyed with a call (Trace.call_axes);
-    ValueError where an axis is keyed both with and without a call, or with two scope keys."""
+    RuntimeError where an axis is keyed both with and without a call, or with two scope keys."""
     scopes: dict[str, set[str | None]] = {}
     for key in keys:
         scopes.setdefault(key.name, set()).add(key.call[0] if key.call else None)
     mixed = sorted(name for name, found in scopes.items() if len(found) > 1)
     if mixed:
-        raise ValueError(f"token axes {mixed} are keyed with more than one call scope (or with one and without)")
+        raise RuntimeError(f"token axes {mixed} are keyed with more than one call scope (or with one and without)")
     return {name: scope for name, (scope,) in scopes.items() if scope is not None}
 
 

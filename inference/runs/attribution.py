@@ -20,7 +20,7 @@ from captum.attr import IntegratedGradients, Saliency
 from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import GREEDY, Decoding, pad_batch
 from inference.core.hook_names import LOGITS
-from inference.core.interventions import Interventions
+from inference.core.interventions import NO_INTERVENTIONS, Interventions
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.layers import EncoderOutput
@@ -71,7 +71,7 @@ def attribute(
     model, config, tokenizer = loaded.model, loaded.config, loaded.tokenizer
     if not isinstance(model, MemoryEncoderDecoder):
         raise TypeError(f"a {type(model).__name__} does not run its encoder from memory and source vectors")
-    interventions = interventions or Interventions()
+    interventions = interventions or NO_INTERVENTIONS
     trace = run_with_trace(loaded, text, names=[LOGITS], interventions=interventions, decoding=decoding)
     target_ids = trace.output_ids[0] + [config.eos_id]  # what each decoder position predicts
     if not 0 <= position < len(target_ids):

@@ -23,6 +23,7 @@ TEXT_ROUTES = {
     "/api/blocks": {"model": MT},
     "/api/memory": {"model": WM},
     "/api/ff/lens": {"model": LM},
+    "/api/explore": {"model": MT},
 }
 SURROGATE_BODY = '{"model": "%s", "text": "ein \\ud800 Hund"}'
 INVISIBLE_TEXTS = ["\u200b\u200b", "\u202e\u2066", "\x00", " \u200d\t", "\ufeff"]
@@ -197,3 +198,24 @@ def test_an_upload_file_name_is_bounded_and_valid(client):
 def test_a_layer_the_ff_page_does_not_have_is_a_400_page(client):
     response = client.get("/ff", params={"model": LM, "layer": 99})
     assert response.status_code == 400 and "out of range" in html.unescape(response.text)
+
+
+@pytest.mark.parametrize("route", sorted(TEXT_ROUTES))
+@pytest.mark.parametrize(
+    ("content", "content_type"),
+    [(b"", "application/json"), (b"{oops", "application/json"), (b"[1, 2]", "application/json"),
+     (b'{"model": 5}', "application/vnd.api+json"), (b"model=tiny_memtransformer", "text/plain")],
+)  # fmt: skip
+def test_a_body_that_is_no_json_object_is_a_422(client, route, content, content_type):
+    """The model is read from the body before the body is validated: an empty, broken or foreign body is the
+    body's own 422, never a 500 or a model run."""
+    response = client.post(route, content=content, headers={"Content-Type": content_type})
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"]
+
+
+def test_a_refused_page_keeps_the_input_in_its_links(client):
+    page = client.get("/memory", params={"model": "tiny_transformer", "text": "ein Hund"})
+    assert page.status_code == 400
+    assert 'href="/explore?model=tiny_transformer&amp;text=ein+Hund"' in page.text  # where the model is shown
+    assert 'href="/memory?model=tiny_working_memory&amp;text=ein+Hund"' in page.text  # the page's own models

@@ -225,3 +225,20 @@ def test_beam_search_on_a_model_that_samples_its_memory_is_a_400(client):
         "/api/translate", json={"model": MODEL, "text": TEXT, "decoding": {"method": "beam", "beam_size": 50}}
     )
     assert bad.status_code == 422
+
+
+def test_attention_and_blocks_answer_for_every_model_with_attention(client):
+    """/api/attention and /api/blocks serve any model that attends (a working-memory decoder, the language model),
+    not only the Explore page's; a model without attention (a Neural GPU) is refused naming the models that do."""
+    wm = client.post(
+        "/api/attention",
+        json={"model": "tiny_working_memory", "text": TEXT, "stack": "decoder.self_attn", "layer": 0},
+    )
+    assert wm.status_code == 200 and wm.json()["stack"] == "decoder.self_attn"
+    lm_blocks = client.post("/api/blocks", json={"model": "tiny_language_model", "text": "a man"})
+    assert lm_blocks.status_code == 200 and lm_blocks.json()["blocks"]
+    refused = client.post(
+        "/api/attention", json={"model": "neural_gpu_addition", "text": "1+1", "stack": "x", "layer": 0}
+    )
+    assert refused.status_code == 400
+    assert "neural_gpu_addition is not an attention model" in refused.json()["detail"]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import time
 
 from app.services.gateway import ModelGateway, RunLimits
+from app.services.gating import page_model
 from app.services.jobs import JobRunner
+from app.services.pages import SWEEP
 from app.services.store import DIED_DURING_JOB, JobStore
 from inference.core.checkpoint import CheckpointRegistry
 
@@ -46,7 +48,7 @@ def test_a_clean_stop_puts_the_running_job_back_in_the_queue(checkpoint_dir, tmp
     gateway = ModelGateway(CheckpointRegistry(checkpoint_dir, "cpu"), RunLimits(300, 40, 12))
     jobs = JobRunner(store, gateway, tmp_path / "no-data")
     with gateway.lock:  # hold the model so the job is mid-way when the server stops
-        job = jobs.submit_sweep(MODEL, "demo")
+        job = jobs.submit_sweep(page_model(gateway, SWEEP, MODEL), "demo")
         deadline = time.monotonic() + 60
         while store.get(job.id).status != "running" and time.monotonic() < deadline:
             time.sleep(0.05)

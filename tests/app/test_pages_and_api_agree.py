@@ -43,6 +43,12 @@ def text_of(page: str, element_id: str) -> str:
     raise AssertionError(f"{element_id} is not closed")
 
 
+def changed_text(page: str, element_id: str) -> str:
+    """The words of an output shown as a difference from the plain one, its removed words dropped."""
+    kept = re.sub(r'<span class="diff-removed">[^<]*</span>', "", page)
+    return text_of(kept, element_id)
+
+
 def post_html(client, path: str, form: dict) -> str:
     response = client.post(path, data=form, headers=HTMX)
     assert response.status_code == 200, response.text
@@ -65,7 +71,7 @@ def test_explore(client):
          "stack": "decoder.cross_attn", "layer": 1, "head": 1},
     )  # fmt: skip
     assert text_of(page, "translation-plain") == body["plain_output"]
-    assert text_of(page, "translation-lesioned") == body["output"]
+    assert changed_text(page, "translation-lesioned") == body["output"]
     assert html.escape(body["note"], quote=False) in page
     heatmap = values(figures(page)["heatmap"]["data"][0]["z"])
     weights = values(body["attention"]["weights"])  # [heads, q, k] uint8 percent
@@ -77,8 +83,10 @@ def test_explore(client):
 def test_compare(client):
     page = post_html(client, "/compare/run", {"models": [MT, "tiny_transformer"], "text": GERMAN})
     body = post_json(client, "/api/compare", {"models": [MT, "tiny_transformer"], "text": GERMAN})
-    for row in body["models"]:
-        assert html.escape(row["translation"], quote=False) in page
+    rows = re.findall(r'<tr><td>([\w]+)</td><td class="compare-translation">(.*?)</td></tr>', page)
+    assert [(model, html.unescape(text)) for model, text in rows] == [
+        (row["model"], row["translation"]) for row in body["models"]
+    ]
     bars = figures(page)["compare"]["data"]
     for column, row in enumerate(body["models"]):
         shown = [bar for bar in bars if bar.get("xaxis", "x") == ("x" if column == 0 else f"x{column + 1}")]
@@ -101,6 +109,7 @@ def test_working_memory(client):
          "interventions": [{"kind": "force_memory", "tokens": forced_ids}]},
     )  # fmt: skip
     assert text_of(page, "translation-plain") == body["plain_translation"]
+    assert changed_text(page, "translation-lesioned") == body["translation"]
     assert html.escape(body["outcome"], quote=False) in page
     stream = re.search(r'id="stream-lesioned">(.*?)</span>\n', page, re.S).group(1)
     shown_memory = re.findall(r'<span class="wm-token" title="memory">(.*?)</span>', stream)
@@ -120,6 +129,7 @@ def test_ff_memories(client):
                             "factor": 0}]},
     )  # fmt: skip
     assert text_of(page, "output-plain") == body["plain_output"]
+    assert changed_text(page, "output-edited") == body["output"]
     rows = re.findall(r"<tr class=\"(changed)?\">(.*?)</tr>", page.split('id="prediction-changes"')[1], re.S)
     assert len(rows) == len(body["prediction_changes"])
     for (_, row), change in zip(rows, body["prediction_changes"]):
@@ -129,6 +139,32 @@ def test_ff_memories(client):
     first_cell = body["layers"][0]["positions"][0]
     residual = re.findall(r"<small>([0-9.]+)</small>", lens.split("<tr>")[2].split("</td>")[2])
     assert residual == [f"{p:.2f}" for _, p in first_cell["residual"]]
+
+
+def test_ff_key_cards(client):
+    page = client.get("/ff/keys", params={"model": LM, "layer": 1, "key": "5, 2"}, headers=HTMX)
+    assert page.status_code == 200
+    body = post_json(client, "/api/ff/keys", {"model": LM, "layer": 1, "keys": [5, 2], "triggers": 50})
+    cards = re.findall(r'<article class="key-card" data-key="([\w.]+):(\d+)">(.*?)</article>', page.text, re.S)
+    assert [(layer, int(key)) for layer, key, _ in cards] == [(card["layer"], card["key"]) for card in body["keys"]]
+    for (_, _, card_html), card in zip(cards, body["keys"]):
+        assert f"‖v‖ {card['value_norm']:.2f}" in card_html
+        shown = re.findall(r'title="p ([0-9.]+)"', card_html)
+        assert shown == [f"{p:.3f}" for _, p in card["value_tokens"]]
+
+
+def test_attribution(client):
+    form = {"model": MT, "text": GERMAN, "position": "1", "knockout": "0"}
+    page = post_html(client, "/explore/attribution", form)
+    body = post_json(
+        client,
+        "/api/attribution",
+        {"model": MT, "text": GERMAN, "position": 1, "interventions": [{"kind": "knockout_slots", "slots": [0]}]},
+    )
+    bars = figures(page)["attribution"]["data"]  # integrated gradients: source, memory; saliency: source, memory
+    fields = ["integrated_gradients_source", "integrated_gradients_memory", "saliency_source", "saliency_memory"]
+    for bar, field in zip(bars, fields):
+        assert np.allclose(values(bar["y"]), body[field], atol=1e-6), field
 
 
 def test_state(shipped_client):

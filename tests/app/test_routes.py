@@ -165,7 +165,7 @@ def test_compare_page_and_fragment(client):
     assert response.status_code == 200 and response.text.count('class="compare-translation"') == 2
     assert 'id="figure-data-compare"' in response.text
     one = client.post("/compare/run", data={"models": [MODEL], "text": TEXT}, headers=HTMX)
-    assert one.status_code == 400 and "at least two models" in one.text
+    assert one.status_code == 400 and "at least two different models" in one.text
 
 
 def test_explore_decodes_by_beam_search_when_asked(client):

@@ -139,14 +139,15 @@ def test_attribution_onto_slots_is_refused_for_working_memory(client):
 def test_explore_points_a_working_memory_model_to_its_page(client):
     response = client.get("/explore", params={"model": WM, "text": "Собака"})
     assert response.status_code == 400
-    assert f'{WM} is shown on <a href="/memory?model={WM}">the working memory page</a>' in response.text
+    where = f"/memory?model={WM}&amp;text=%D0%A1%D0%BE%D0%B1%D0%B0%D0%BA%D0%B0"  # the input kept
+    assert f'{WM} is shown on <a href="{where}">the working memory page</a>' in response.text
 
 
 def test_address_with_a_seed_reproduces_the_view(client):
     fragment = run(client, seed=4).text
     link = re.search(r'<a id="permalink" href="([^"]+)"', fragment).group(1).replace("&amp;", "&")
     page = client.get(link).text
-    assert 'name="seed" min="0" value="4"' in page and TEXT in page
+    assert 'name="seed" min="0" max="2147483647" value="4"' in page and TEXT in page
     assert client.get("/memory", params={"seed": -2}).status_code == 422
 
 
@@ -270,12 +271,13 @@ def test_an_unsuitable_model_gets_a_readable_page_that_links_to_the_suitable_one
     page = html.unescape(response.text)
     assert reason in page and '<select name="model"' not in page  # the page of another model is not shown
     assert re.findall(r'<ul id="suitable-models">\s*<li><a href="([^"]+)">', response.text) == [
-        "/memory?model=tiny_working_memory"
+        "/memory?model=tiny_working_memory&amp;text=ein+Hund+spielt+im+Park"  # the input is kept
     ]
     if elsewhere:  # the model's own page, by its title and address
         title, href = elsewhere
         assert (
-            f'<p id="shown-elsewhere">{model} is shown on <a href="{href}">the {title} page</a>.</p>' in response.text
+            f'<p id="shown-elsewhere">{model} is shown on <a href="{href}&amp;text=ein+Hund+spielt+im+Park">'
+            f"the {title} page</a>.</p>" in response.text
         )
 
 

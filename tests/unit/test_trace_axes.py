@@ -124,10 +124,10 @@ def test_the_assembly_refuses_axes_whose_tokens_and_roles_differ(tiny_tokenizer)
     request = TraceRequest(["x"], None, None, Interventions(), 0, 0, GREEDY)
     parts = {"captures": {}, "memory_size": 0, "output_ids": [[]], "logits": torch.zeros(1, 0, 4), "decoding": None}
 
-    with pytest.raises(ValueError, match="token axis dec: its tokens and roles do not match"):
+    with pytest.raises(RuntimeError, match="token axis dec: its tokens and roles do not match"):
         assembled_trace(
             loaded, request, tokens={AxisKey("dec"): [["a", "b"]]}, roles={AxisKey("dec"): [[Role.TGT]]}, **parts
         )
     mixed = {AxisKey("seg"): [[]], AxisKey("seg", segment=0): [[]]}
-    with pytest.raises(ValueError, match=r"token axes \['seg'\] are keyed with more than one call scope"):
+    with pytest.raises(RuntimeError, match=r"token axes \['seg'\] are keyed with more than one call scope"):
         assembled_trace(loaded, request, tokens=mixed, roles=mixed, **parts)

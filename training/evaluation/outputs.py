@@ -16,8 +16,9 @@ import json
 from pathlib import Path
 
 from inference.core.capabilities import Capability
+from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.family import capabilities_of
-from inference.core.interventions import Interventions, MaskMemory, MemorySize
+from inference.core.interventions import NO_INTERVENTIONS, Interventions
 from inference.core.loaded_model import LoadedModel
 from inference.runs.lesion import lesion_sizes
 from inference.runs.translate import translate_all
@@ -43,13 +44,13 @@ def conditions(loaded: LoadedModel) -> dict[str, Interventions]:
     """What the tables compare for this model: as trained; each lesion size but the trained one (that is the
     model as trained); the working memory masked."""
     config = loaded.config
-    asked = {AS_TRAINED: Interventions()}
+    asked = {AS_TRAINED: NO_INTERVENTIONS}
     if config.memory_size:
         for size in lesion_sizes(config.memory_size, config.max_memory_size):
             if size != config.memory_size:
-                asked[memory_condition(size)] = Interventions.of(MemorySize(size=size))
+                asked[memory_condition(size)] = lesion_interventions(LesionControls(memory_size=size))
     if Capability.WORKING_MEMORY in capabilities_of(config):
-        asked[MASKED] = Interventions.of(MaskMemory())
+        asked[MASKED] = lesion_interventions(LesionControls(mask_memory=True))
     return asked
 
 

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 
 from inference.analyses.memory_probe import STEPS, Labelled, probe_accuracy
-from inference.core.interventions import Interventions
+from inference.core.hook_names import MEMORY_WRITE
+from inference.core.interventions import NO_INTERVENTIONS
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import recording
 from training.tasks.rmt_tasks import GENERATORS, TOKENS, Sample, task_split
@@ -98,9 +99,9 @@ def memory_after_each_segment(model: torch.nn.Module, samples: list[Sample]) -> 
     batches = []
     for first in range(0, len(samples), BATCH_SIZE):
         ids = torch.tensor([s.stream for s in samples[first : first + BATCH_SIZE]])  # [b, n]
-        with recording(model, ["memory.write"], Interventions()) as (captures, _):
+        with recording(model, [MEMORY_WRITE], NO_INTERVENTIONS) as (captures, _):
             model(ids)
-        written, _ = captures["memory.write"].stacked()  # [segment, b, slot, d]
+        written, _ = captures[MEMORY_WRITE].stacked()  # [segment, b, slot, d]
         batches.append(written)
     return torch.cat(batches, dim=1)
 

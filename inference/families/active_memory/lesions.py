@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from inference.core import hook_names
 from inference.core.hooks import HookFn, HookPoint, current_scope
 from inference.core.interventions import ClampGate, EditState, EncoderSteps, InterventionError
 from inference.families.active_memory.model import ActiveMemoryModel
@@ -23,7 +24,7 @@ def state_edit_hooks(model: ActiveMemoryModel, edit: EditState | EncoderSteps) -
         stacks = ("encoder", "decoder") if model.decoder is not None else ("encoder",)
     last = model.config.n_layers - 1
     hook = region_edit(edit)  # one hook for all: a freeze remembers the region wherever step from_step - 1 ran
-    return [(name, hook) for name in ["input", *(f"{stack}.layers.{last}.state" for stack in stacks)]]
+    return [(name, hook) for name in [hook_names.STATE_INPUT, *(hook_names.state(stack, last) for stack in stacks)]]
 
 
 def region_edit(edit: EditState) -> HookFn:
@@ -49,7 +50,7 @@ def region_edit(edit: EditState) -> HookFn:
 
 def gate_clamp_hooks(model: ActiveMemoryModel, clamp: ClampGate) -> list[tuple[str, HookFn]]:
     stacks = ("encoder", "decoder") if model.decoder is not None else ("encoder",)
-    names = [f"{stack}.layers.{i}.{clamp.gate}_gate" for stack in stacks for i in range(model.config.n_layers)]
+    names = [hook_names.gate(stack, i, clamp.gate) for stack in stacks for i in range(model.config.n_layers)]
 
     def hook(gate: torch.Tensor, point: HookPoint) -> torch.Tensor | None:  # [b, m, w, n]
         if current_scope().get("step", BEFORE_FIRST_STEP) < clamp.from_step:

@@ -15,6 +15,7 @@ from inference.core.capabilities import Capability, config_of
 from inference.core.decoding import pad_batch, strip_after_eos
 from inference.core.family import FamilyDefaults
 from inference.core.ff_memories import FFMemories
+from inference.core.hook_names import MASK, kind_of
 from inference.core.hooks import HookFn, HookPoint, hook_points
 from inference.core.interventions import BlockMemoryReads, Intervention, InterventionError, Interventions, KnockoutSlots
 from inference.core.loaded_model import LoadedModel
@@ -134,7 +135,7 @@ class MemoryTransformerFamily(FamilyDefaults):
 def _memory_key_masks(model: MemoryTransformer) -> dict[str, HookPoint]:
     """The attention masks whose keys run over the encoder axis, where the memory slots come first."""
     return {
-        name: p for name, p in hook_points(model).items() if name.endswith(".mask") and p.positions["key"] == ENCODER
+        name: p for name, p in hook_points(model).items() if kind_of(name) == MASK and p.positions["key"] == ENCODER
     }
 
 

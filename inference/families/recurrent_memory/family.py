@@ -77,7 +77,7 @@ class RecurrentMemoryFamily(FamilyDefaults):
         if isinstance(intervention, KnockoutSlots):
             return knockout_hooks(model, intervention, memory_size)
         if isinstance(intervention, ResetMemory | NoiseMemory | TransplantMemory):
-            return [("memory.read", memory_lesion_hook(model, intervention, memory_size))]
+            return [(model.memory.read.name, memory_lesion_hook(model, intervention, memory_size))]
         return None
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import torch
 
+from inference.core.hook_names import MASK, kind_of
 from inference.core.hooks import HookFn, HookPoint, current_scope, hook_points
 from inference.core.interventions import (
     InterventionError,
@@ -35,7 +36,7 @@ def knockout_hooks(
         mask[..., [cached + slot for slot in item.slots]] = False
         return mask
 
-    return [(name, hook) for name in hook_points(model) if name.endswith(".attn.mask")]
+    return [(name, hook) for name in hook_points(model) if kind_of(name) == MASK]
 
 
 def memory_lesion_hook(

@@ -15,6 +15,7 @@ from inference.core.capabilities import Capability
 from inference.core.decoding import GREEDY, pad_batch
 from inference.core.family import FamilyDefaults
 from inference.core.ff_memories import FFMemories
+from inference.core.hook_names import MASK, WORKING_MEMORY_CHOICE, WORKING_MEMORY_WRITTEN, kind_of
 from inference.core.hooks import HookFn, HookPoint, hook_points, select_hook_names
 from inference.core.interventions import (
     BlockMemoryReads,
@@ -43,7 +44,7 @@ from inference.families.working_memory.model import (
 )
 from inference.families.working_memory.training import from_transformer, working_memory_loss
 
-DECISION_HOOKS = ["decoder.wm.choice", "decoder.wm.written"]  # called once per generated element
+DECISION_HOOKS = [WORKING_MEMORY_CHOICE, WORKING_MEMORY_WRITTEN]  # called once per generated element
 
 
 class WorkingMemoryFamily(FamilyDefaults):
@@ -151,7 +152,7 @@ class WorkingMemoryFamily(FamilyDefaults):
         if isinstance(intervention, MaskMemory):
             return _mask_memory_hooks(model)
         if isinstance(intervention, ForceMemory):
-            return [("decoder.wm.choice", _force_memory(model, intervention, memory_size))]
+            return [(WORKING_MEMORY_CHOICE, _force_memory(model, intervention, memory_size))]
         return None
 
 
@@ -170,9 +171,10 @@ def _mask_memory_hooks(model: WorkingMemoryTransformer) -> list[tuple[str, HookF
         memory_keys = types == MEMORY_TYPE  # [b, k]
         return mask & ~(target_queries[:, None, :, None] & memory_keys[:, None, None, :])
 
-    hooks: list[tuple[str, HookFn]] = [("decoder.wm.types", remember_types)]
-    for name in hook_points(model):
-        if name.startswith("decoder.") and name.endswith(".self_attn.mask"):
+    types = model.decoder.wm.types  # its key axis is the decoder stream: the keys of every decoder self-attention
+    hooks: list[tuple[str, HookFn]] = [(types.name, remember_types)]
+    for name, point in hook_points(model).items():
+        if kind_of(name) == MASK and point.positions.get("key") == types.positions["key"]:
             hooks.append((name, block))
     return hooks
 
