@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
 
@@ -47,7 +48,10 @@ class ModelFor:
         name = await requested_model(request)
         if name is None and request.method != "GET":
             raise RequestValidationError([{"type": "missing", "loc": ("body", "model"), "msg": "Field required"}])
-        return page_model(gateway, self.page, name)
+        # In a worker thread, as the model runs: torch work on the event loop's thread (loading the model) starts a
+        # second OpenMP thread team there, which slowed every later run by about 40% on 2 cores
+        # (benchmarks/latency.py).
+        return await run_in_threadpool(page_model, gateway, self.page, name)
 
 
 class ModelInPathFor:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import torch
@@ -183,8 +184,10 @@ def register(family: FamilyT) -> FamilyT:
     return family
 
 
+@cache
 def load_families() -> None:
-    """Import every family folder under inference/families, so each registers itself."""
+    """Import every family folder under inference/families, so each registers itself (once: the folders are
+    listed on the first call only, not on every lookup)."""
     package = importlib.import_module("inference.families")
     for module in pkgutil.iter_modules(package.__path__):
         if module.ispkg:
