@@ -52,7 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         limit_malloc_arenas()  # before the worker threads that run requests start
         registry = CheckpointRegistry(
-            settings.checkpoint_dir, settings.device, settings.max_models_mb * 2**20
+            settings.checkpoint_dir, settings.device, settings.max_models_mb * 2**20, settings.models_dirs
         )  # scans only; models load on first use
         limits = RunLimits(settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens)
         app.state.gateway = ModelGateway(registry, limits, recent_trace_bytes=settings.max_cache_mb * 2**20)

@@ -15,6 +15,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMLENS_")
 
     checkpoint_dir: Path = Field(CHECKPOINTS_DIR, description="folder of checkpoint folders")
+    models_dirs: list[Path] = Field(
+        [], description="more folders of model folders, e.g. MEMLENS_MODELS_DIRS='[\"/data/models\"]'"
+    )
     device: str = Field("auto", description="auto (CUDA when available), cpu, cuda, cuda:N")
     data_dir: Path = Field(DEFAULT_DATA_DIR, description="raw corpora (training and reference sets)")
     max_text_chars: int = Field(2000, description="longest input text accepted")

@@ -27,7 +27,8 @@ def load_model(args: argparse.Namespace):
     """The one checkpoint named by --model (the others are not scanned); KeyError if there is none."""
     from inference.core.checkpoint import CheckpointError, load_checkpoint
 
-    folder = checkpoint_dir(args.checkpoints) / args.model
+    roots = [checkpoint_dir(args.checkpoints), *(Path(more) for more in args.models_dir)]
+    folder = next((root / args.model for root in roots if (root / args.model).is_dir()), roots[0] / args.model)
     if args.model != folder.name or args.model.startswith(".") or not folder.is_dir():
         raise KeyError(args.model)
     try:
@@ -39,9 +40,9 @@ def load_model(args: argparse.Namespace):
 def list_models(args: argparse.Namespace) -> int:
     from inference.core.checkpoint import CheckpointRegistry
 
-    registry = CheckpointRegistry(checkpoint_dir(args.checkpoints), args.device)
+    registry = CheckpointRegistry(checkpoint_dir(args.checkpoints), args.device, more_roots=args.models_dir)
     if not registry.entries:
-        print(f"no checkpoints under {registry.root}")
+        print(f"no checkpoints under {', '.join(str(root) for root in registry.roots)}")
     for name, entry in registry.entries.items():
         if entry.ok:
             tests = {split: bleu for split, bleu in entry.metrics.get("bleu", {}).items() if split != "val"}
@@ -130,7 +131,9 @@ def serve(args: argparse.Namespace) -> int:
     from app.server import server_options
     from app.settings import Settings
 
-    overrides = {"checkpoint_dir": checkpoint_dir(args.checkpoints)}
+    overrides: dict[str, object] = {"checkpoint_dir": checkpoint_dir(args.checkpoints)}
+    if args.models_dir:
+        overrides["models_dirs"] = [Path(folder) for folder in args.models_dir]
     if args.device:
         overrides["device"] = args.device
     # On SIGTERM, requests still running after SHUTDOWN_SECONDS are cancelled (their clients get no answer)
@@ -187,6 +190,14 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="memlens", description=__doc__)
     root.add_argument(
         "--checkpoints", help="checkpoint folder (default: env MEMLENS_CHECKPOINT_DIR, else ./checkpoints)"
+    )
+    root.add_argument(
+        "--models-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another folder of model folders, beside the checkpoints (repeatable); `models` lists them, `serve` "
+        "serves them, `translate --model` finds a model in them",
     )
     root.add_argument("--device", default=None, help="auto (default), cpu, cuda, cuda:1 ...")
     commands = root.add_subparsers(dest="command", required=True)

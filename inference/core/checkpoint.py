@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -104,6 +105,11 @@ def read_json_object(path: Path) -> dict:
 def read_config(folder: Path) -> tuple[FamilyConfig, dict]:
     """(model config, meta) from config.json, validated."""
     raw = read_json_object(folder / "config.json")
+    if "format_version" not in raw and "model_type" in raw:
+        raise CheckpointError(
+            f"a Hugging Face model folder (model_type {str(raw['model_type'])!r}): this version of MemLens opens "
+            "only its own checkpoints (config.json with a format_version)"
+        )
     if raw.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(
             f"config.json has format_version {raw.get('format_version')!r}; expected {FORMAT_VERSION}"
@@ -199,14 +205,29 @@ def is_results_collection(folder: Path) -> bool:
     return not (folder / "config.json").exists() and any(path.is_file() for path in folder.rglob("config.json"))
 
 
+def model_folders(root: Path) -> list[Path]:
+    """The model folders directly under `root`, by name: hidden folders and results collections left out; none
+    where `root` is no folder."""
+    if not root.is_dir():
+        return []
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return [folder for folder in folders if not is_results_collection(folder)]
+
+
 class CheckpointRegistry:
-    """All checkpoint folders under a root; models load on first use and stay
-    loaded within a byte budget (the least recently used is dropped first)."""
+    """All checkpoint folders under a root and any more roots (the server operator's models folders); models load
+    on first use and stay loaded within a byte budget (the least recently used is dropped first). A name is a
+    folder's name: the same name in two roots is listed once, and the later folder as broken, saying where."""
 
     def __init__(
-        self, root: str | Path, device: torch.device | str | None = None, loaded_bytes: int = LOADED_MODEL_BYTES
+        self,
+        root: str | Path,
+        device: torch.device | str | None = None,
+        loaded_bytes: int = LOADED_MODEL_BYTES,
+        more_roots: Sequence[str | Path] = (),
     ):
         self.root = Path(root)
+        self.roots = [self.root, *(Path(more) for more in more_roots)]
         self.device = select_device(str(device)) if device is not None else select_device()
         self._loaded: ByteBudgetCache[LoadedModel] = ByteBudgetCache(
             loaded_bytes, model_bytes
@@ -216,15 +237,17 @@ class CheckpointRegistry:
         self.scan()
 
     def scan(self) -> None:
-        entries = {}
-        folders = (
-            sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
-            if self.root.is_dir()
-            else []
-        )
-        for folder in folders:
-            if not is_results_collection(folder):
-                entries[folder.name] = self._check(folder)
+        entries: dict[str, RegistryEntry] = {}
+        for root in self.roots:
+            for folder in model_folders(root):
+                first = entries.get(folder.name)
+                if first is None:
+                    entries[folder.name] = self._check(folder)
+                    continue
+                twin = f"{folder.name}-in-{root.name}"  # listed, so the operator sees why it is not served
+                entries[twin] = RegistryEntry(
+                    twin, folder, error=f"{first.path} has the same name {folder.name!r}: rename one of the folders"
+                )
         self.entries = entries
 
     @staticmethod
