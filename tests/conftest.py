@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,10 @@ from inference.families.language_model.model import LanguageModel, LanguageModel
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformerConfig
 from inference.families.working_memory.model import WorkingMemoryConfig
 from training.data.fetch import load_manifest, missing_files
+
+# Tests never reach outside the machine: Hugging Face libraries read local folders only.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 TINY_CORPUS = [
     "ein Hund läuft durch den Park",

@@ -108,6 +108,8 @@ class ModelGateway:
     def check_vocabulary(loaded: LoadedModel, text: str) -> str:
         """The text, if the model's tokenizer has a token for every character of it (a task model's is small)."""
         tokenizer = loaded.tokenizer
+        if tokenizer.unk_id is None:  # a byte-level vocabulary has a token for everything
+            return text
         unknown = sorted({c for c in text if not c.isspace() and tokenizer.unk_id in tokenizer.encode(c)})
         if unknown:
             raise InputError(f"the model's vocabulary has no token for {' '.join(repr(c) for c in unknown[:10])}")

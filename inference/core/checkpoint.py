@@ -30,7 +30,8 @@ from safetensors.torch import load_model, save_model
 
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import FamilyConfig, config_of
-from inference.core.family import build_model, config_from_dict
+from inference.core.family import build_model, config_from_dict, load_families
+from inference.core.folders import FolderReader, folder_reader_for
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer
@@ -102,14 +103,32 @@ def read_json_object(path: Path) -> dict:
     return value
 
 
+def outside_reader(folder: Path) -> FolderReader | None:
+    """The reader of a folder in another format than MemLens's (a registered FolderReader); None for a MemLens
+    checkpoint; CheckpointError for a folder nobody reads."""
+    raw = read_json_object(folder / "config.json")
+    if "format_version" in raw:
+        return None
+    load_families()  # the families register their readers when imported
+    reader = folder_reader_for(raw)
+    if reader is None:
+        raise CheckpointError(
+            "config.json has no format_version: neither a MemLens checkpoint nor a folder any family reads"
+        )
+    return reader
+
+
+def read_outside_config(folder: Path, reader: FolderReader) -> tuple[FamilyConfig, dict]:
+    """(model config, meta) of a folder in another format, as its reader says; meta names the format."""
+    try:
+        return reader.config(folder, read_json_object(folder / "config.json")), {"format": reader.format}
+    except ValueError as error:
+        raise CheckpointError(f"a {reader.format} folder MemLens cannot open: {error}") from None
+
+
 def read_config(folder: Path) -> tuple[FamilyConfig, dict]:
     """(model config, meta) from config.json, validated."""
     raw = read_json_object(folder / "config.json")
-    if "format_version" not in raw and "model_type" in raw:
-        raise CheckpointError(
-            f"a Hugging Face model folder (model_type {str(raw['model_type'])!r}): this version of MemLens opens "
-            "only its own checkpoints (config.json with a format_version)"
-        )
     if raw.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(
             f"config.json has format_version {raw.get('format_version')!r}; expected {FORMAT_VERSION}"
@@ -166,6 +185,16 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     folder = Path(folder)
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a folder")
+    device = select_device(str(device)) if device is not None else select_device()
+    reader = outside_reader(folder)
+    if reader is not None:
+        config, meta = read_outside_config(folder, reader)
+        try:
+            model, tokenizer = reader.load(folder, config, device)
+        except ValueError as error:
+            raise CheckpointError(f"a {reader.format} folder MemLens cannot open: {error}") from None
+        metrics = read_json_object(folder / "metrics.json") if (folder / "metrics.json").exists() else {}
+        return LoadedModel(folder.name, model.eval(), tokenizer, meta, metrics)
     config, meta = read_config(folder)
     model = build_model(config)
     check_weights(folder, parameter_shapes(model))
@@ -174,7 +203,7 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     # Names, shapes and size were checked above; float16 weights become
     # float32 here, as load_state_dict casts into the float32 model.
     load_model(model, str(folder / "model.safetensors"), strict=True)
-    model.to(select_device(str(device)) if device is not None else select_device()).eval()
+    model.to(device).eval()
     return LoadedModel(folder.name, model, tokenizer, meta, metrics)
 
 
@@ -254,6 +283,16 @@ class CheckpointRegistry:
     def _check(folder: Path) -> RegistryEntry:
         entry = RegistryEntry(folder.name, folder)
         try:
+            reader = outside_reader(folder)
+            if reader is not None:
+                entry.config, entry.meta = read_outside_config(folder, reader)
+                try:
+                    reader.check(folder, entry.config)
+                except ValueError as error:
+                    raise CheckpointError(f"a {reader.format} folder MemLens cannot open: {error}") from None
+                if (folder / "metrics.json").exists():
+                    entry.metrics = read_json_object(folder / "metrics.json")
+                return entry
             entry.config, entry.meta = read_config(folder)
             with torch.device("meta"):  # shapes without memory
                 shapes = parameter_shapes(build_model(entry.config))

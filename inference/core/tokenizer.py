@@ -3,15 +3,19 @@ display strings the views need: BPE for text, one token per character for
 the algorithmic tasks.
 
 BPE splits words SentencePiece-style: a word-initial piece carries the
-metaspace marker "▁". For display, word-initial pieces are shown bare and
-word-internal pieces with a leading "##", so a reader sees both the pieces
-and where words begin. A character vocabulary has no word pieces: its
-tokens are shown as they are.
+metaspace marker "▁" (a byte-level BPE, GPT-2's, marks it "Ġ"). For display,
+word-initial pieces are shown bare and word-internal pieces with a leading
+"##", so a reader sees both the pieces and where words begin. A character
+vocabulary has no word pieces: its tokens are shown as they are.
+
+MemLens's own tokenizers put the four special tokens at ids 0 to 3; a model
+trained elsewhere names its own (`SpecialIds`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
@@ -19,16 +23,33 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0..3, in this order
 METASPACE = "▁"
+WORD_MARKERS = (METASPACE, "Ġ")  # SentencePiece-style and byte-level BPE
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    """The special tokens' ids of a tokenizer trained elsewhere (one id may serve several: GPT-2's end of text is
+    its BOS, EOS and padding); unk None where unknown text falls back to bytes instead."""
+
+    pad: int
+    bos: int
+    eos: int
+    unk: int | None
 
 
 class TextTokenizer:
-    def __init__(self, tokenizer: Tokenizer):
+    def __init__(self, tokenizer: Tokenizer, special: SpecialIds | None = None):
+        """`special`: the ids of a tokenizer trained elsewhere; None: MemLens's own layout (ids 0 to 3), checked."""
         self.tokenizer = tokenizer
-        for expected_id, token in enumerate(SPECIAL_TOKENS):
-            if tokenizer.token_to_id(token) != expected_id:
-                raise ValueError(f"tokenizer must map {token} to id {expected_id}")
-        self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(4)
-        self.marks_words = any(piece.startswith(METASPACE) for piece in tokenizer.get_vocab())
+        if special is None:
+            for expected_id, token in enumerate(SPECIAL_TOKENS):
+                if tokenizer.token_to_id(token) != expected_id:
+                    raise ValueError(f"tokenizer must map {token} to id {expected_id}")
+            special = SpecialIds(*range(4))
+        self.pad_id, self.bos_id, self.eos_id, self.unk_id = special.pad, special.bos, special.eos, special.unk
+        self.special_ids = frozenset({special.pad, special.bos, special.eos} | ({special.unk} - {None}))
+        vocab = tokenizer.get_vocab()
+        self.word_marker = next((m for m in WORD_MARKERS if any(piece.startswith(m) for piece in vocab)), None)
 
     @classmethod
     def load(cls, path: str | Path) -> TextTokenizer:
@@ -55,7 +76,7 @@ class TextTokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Detokenized text; special tokens are dropped."""
-        return self.tokenizer.decode([i for i in ids if i >= len(SPECIAL_TOKENS)])
+        return self.tokenizer.decode([i for i in ids if i not in self.special_ids])
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         """The raw vocabulary piece of each id ("▁Hund", "chen"); "" for an unknown id."""
@@ -68,12 +89,10 @@ class TextTokenizer:
             piece = self.tokenizer.id_to_token(i)
             if piece is None:
                 shown.append(f"<id {i}>")
-            elif i < len(SPECIAL_TOKENS):
+            elif i in self.special_ids or self.word_marker is None:
                 shown.append(piece)
-            elif not self.marks_words:
-                shown.append(piece)
-            elif piece.startswith(METASPACE):
-                shown.append(piece[len(METASPACE) :] or METASPACE)
+            elif piece.startswith(self.word_marker):
+                shown.append(piece[len(self.word_marker) :] or self.word_marker)
             else:
                 shown.append("##" + piece)
         return shown

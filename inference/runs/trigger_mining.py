@@ -20,6 +20,7 @@ from inference.analyses.ff_values import ff_memories
 from inference.core.capabilities import Capability
 from inference.core.family import capabilities_of
 from inference.core.hook_names import ff_keys
+from inference.core.hooks import hook_points
 from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Trace
 from inference.core.tracing import run_with_trace
@@ -67,11 +68,8 @@ def mine_triggers(
 
 
 def _key_count(model: nn.Module, layer: str) -> int:
-    """The keys of FF layer `layer`: the outputs of its first matrix, `w_in`."""
-    w_in = model.get_submodule(f"{layer}.w_in")
-    if not isinstance(w_in, nn.Linear):
-        raise TypeError(f"{layer}.w_in is a {type(w_in).__name__}, not a linear layer")
-    return w_in.out_features
+    """The keys of FF layer `layer`, as its key hook point declares them (every family's, however it computes them)."""
+    return hook_points(model)[ff_keys(layer)].sizes["ff_key"]
 
 
 def _batch_keys(

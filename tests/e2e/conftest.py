@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -49,10 +49,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(checkpoint_dir: Path, database: Path) -> Iterator[str]:
-    """A real server on loopback over `checkpoint_dir`, in a thread of this process; yields its address."""
+def serve(checkpoint_dir: Path, database: Path, models_dirs: Sequence[Path] = ()) -> Iterator[str]:
+    """A real server on loopback over `checkpoint_dir` (and `models_dirs`), in a thread of this process; yields its
+    address."""
     port = free_port()
-    settings = Settings(checkpoint_dir=checkpoint_dir, device="cpu", database=database)
+    settings = Settings(checkpoint_dir=checkpoint_dir, models_dirs=list(models_dirs), device="cpu", database=database)
     server = uvicorn.Server(
         uvicorn.Config(create_app(settings), **server_options("127.0.0.1", port, log_level="warning"))
     )

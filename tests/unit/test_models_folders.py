@@ -20,7 +20,7 @@ from tests.conftest import make_tiny
 @pytest.fixture
 def folders(tiny_tokenizer, tmp_path):
     """Two roots: the checkpoints (tiny_mem) and a models folder (own_mem, a second tiny_mem, a Hugging Face
-    folder, an empty folder)."""
+    folder without its weights, an empty folder)."""
     checkpoints, models = tmp_path / "checkpoints", tmp_path / "models"
     loaded = make_tiny("memtransformer", tiny_tokenizer)
     for folder in (checkpoints / "tiny_mem", models / "own_mem", models / "tiny_mem"):
@@ -38,8 +38,7 @@ def test_the_registry_serves_every_root_and_names_each_model_once(folders):
     assert registry.entries["tiny_mem"].path == checkpoints / "tiny_mem"  # the checkpoints come first
     assert registry.broken() == {
         "empty": "config.json is missing",
-        "gpt2_folder": "a Hugging Face model folder (model_type 'gpt2'): this version of MemLens opens only its own "
-        "checkpoints (config.json with a format_version)",
+        "gpt2_folder": "a Hugging Face folder MemLens cannot open: model.safetensors is missing",
         "tiny_mem-in-models": f"{checkpoints / 'tiny_mem'} has the same name 'tiny_mem': rename one of the folders",
     }
     assert CheckpointRegistry(checkpoints, "cpu", more_roots=[models / "nowhere"]).available() == ["tiny_mem"]
@@ -50,7 +49,7 @@ def test_the_cli_lists_and_translates_with_a_models_folder(folders, capsys):
     base = ["--checkpoints", str(checkpoints), "--models-dir", str(models), "--device", "cpu"]
     assert main([*base, "models"]) == 0
     out = capsys.readouterr().out
-    assert "own_mem" in out and "gpt2_folder" in out and "BROKEN: a Hugging Face model folder" in out
+    assert "own_mem" in out and "gpt2_folder" in out and "BROKEN: a Hugging Face folder MemLens cannot open" in out
     assert main([*base, "translate", "--model", "own_mem", "ein Hund"]) == 0
     assert capsys.readouterr().out.startswith("ein Hund\t")
     assert main(["--checkpoints", str(checkpoints), "--device", "cpu", "translate", "--model", "own_mem", "x"]) == 2
@@ -74,7 +73,7 @@ def test_the_app_lists_and_runs_a_model_from_a_models_folder(folders, tmp_path):
         assert [m["name"] for m in listed["models"]] == ["tiny_mem", "own_mem"]
         assert {b["name"] for b in listed["broken"]} == {"empty", "gpt2_folder", "tiny_mem-in-models"}
         home = client.get("/").text
-        assert "own_mem" in home and "a Hugging Face model folder" in home
+        assert "own_mem" in home and "a Hugging Face folder MemLens cannot open" in home
         answer = client.post("/api/translate", json={"model": "own_mem", "text": "ein Hund"})
         assert answer.status_code == 200 and answer.json()["model"] == "own_mem"
         for path_like in ("../checkpoints/tiny_mem", str(models / "own_mem"), "models/own_mem"):

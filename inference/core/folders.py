@@ -1,0 +1,46 @@
+"""Model folders that are not MemLens checkpoints: a family that opens another format (a Hugging Face folder saved
+with `save_pretrained`) registers a `FolderReader`, and the checkpoint registry asks the readers about any folder
+whose config.json has no MemLens `format_version`. The registry still does the rest: names, the loaded-models
+memory budget, and a broken folder listed with the reader's reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from inference.core.capabilities import FamilyConfig
+from inference.core.tokenizer import TextTokenizer
+
+
+class FolderReader(Protocol):
+    """Opens the model folders of one outside format. Every method raises ValueError saying what is missing or
+    unsupported, in words a person can act on."""
+
+    @property
+    def format(self) -> str: ...  # the format in words, e.g. "Hugging Face"
+
+    def reads(self, config_json: dict[str, Any]) -> bool: ...  # a folder of this format, from its config.json
+
+    def config(self, folder: Path, config_json: dict[str, Any]) -> FamilyConfig: ...  # the family config
+
+    def check(self, folder: Path, config: FamilyConfig) -> None: ...  # cheap: the weights' header, the tokenizer
+
+    def load(self, folder: Path, config: FamilyConfig, device: torch.device) -> tuple[nn.Module, TextTokenizer]: ...
+
+
+_READERS: list[FolderReader] = []
+
+
+def register_folder_reader(reader: FolderReader) -> FolderReader:
+    if reader not in _READERS:
+        _READERS.append(reader)
+    return reader
+
+
+def folder_reader_for(config_json: dict[str, Any]) -> FolderReader | None:
+    """The reader of a folder with this config.json; None where no registered reader reads it (call
+    `load_families` first: families register their readers when imported)."""
+    return next((reader for reader in _READERS if reader.reads(config_json)), None)

@@ -1,0 +1,339 @@
+"""A causal language model from Hugging Face (GPT-2, GPT-NeoX, Llama: `architectures`), wrapped so that MemLens
+reads and edits it through the hook points every language model has.
+
+The Hugging Face model is kept as it is (submodule `hf`, eager attention, so its attention modules return their
+probabilities). Torch hooks, installed once when the wrapper is built, pass each tensor through one of our
+`HookPoint`s; a tensor a hook point's hooks replace replaces the module's input (pre-hooks) or output (hooks):
+
+    layers.{i}.resid_pre    [batch position d_model]    block input                  pre-hook on the block
+    layers.{i}.attn.pattern [batch head query key]      attention probabilities       hook on the attention (READ ONLY)
+    layers.{i}.attn.z       [batch head query d_head]   per-head outputs              pre-hook on the output projection
+    layers.{i}.resid_mid    [batch position d_model]    residual entering the FF      pre-hook on the FF norm
+    layers.{i}.ff.keys      [batch position ff_key]     key coefficients              pre-hook on the down projection
+    layers.{i}.ff.out       [batch position d_model]    FF output                     hook on the MLP
+    out                     [batch position d_model]    final norm output             hook on the final norm
+    logits                  [batch position vocab]      next-token logits             hook on the LM head
+
+All positions run over one token axis, "tok". Two readings differ from MemLens's own language model:
+
+- The attention probabilities are already applied when the hook sees them, so a pattern is read, never edited
+  (an edit raises InterventionError); scale `layers.{i}.attn.z` to ablate a head.
+- The residual entering the FF sub-layer is the FF norm's input: editing `resid_mid` changes what the FF reads,
+  not the residual its output is added to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from inference.core.hooks import HookPoint, name_hook_points
+from inference.core.interventions import InterventionError
+from inference.families.hugging_face.architectures import Architecture, architecture
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig
+
+FAMILY = "hugging_face"
+AXIS = "tok"
+INPUT_KEYWORDS = ("hidden_states", "input", "x")  # where a module called with keywords finds its input
+
+
+@dataclass
+class HuggingFaceConfig:
+    """A Hugging Face causal language model as MemLens sees it (read from its folder, never changed after: the
+    fields stay settable only because FamilyConfig says so). `hf_config` is the folder's config.json, kept so
+    that `build` makes the same model with fresh weights. GPT-2 has one id for BOS, EOS and padding: pad, bos and
+    eos need not differ (MemLens's own families demand they do)."""
+
+    model_type: str
+    vocab_size: int
+    max_positions: int
+    pad_id: int
+    bos_id: int
+    eos_id: int
+    n_layers: int
+    n_heads: int  # query heads
+    d_model: int
+    d_ff: int  # FF keys per layer
+    hf_config: dict[str, Any] = field(default_factory=dict)
+    family: str = FAMILY
+
+    def __post_init__(self) -> None:
+        if self.family != FAMILY:
+            raise ValueError(f"HuggingFaceConfig has family {FAMILY!r}, not {self.family!r}")
+        architecture(self.model_type)
+        sizes = {name: getattr(self, name) for name in ("vocab_size", "n_layers", "n_heads", "d_model", "d_ff")}
+        bad = [name for name, value in sizes.items() if value < 1]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} must be positive")
+        if self.max_positions < 2:
+            raise ValueError("max_positions must be at least 2")
+        outside = {name: i for name, i in self.special_ids().items() if not 0 <= i < self.vocab_size}
+        if outside:
+            raise ValueError(f"special ids {outside} lie outside the vocabulary of {self.vocab_size}")
+
+    def special_ids(self) -> dict[str, int]:
+        return {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+
+    @property
+    def masks_padding(self) -> bool:
+        """True where the pad id is no other special token's, so padding can be told from text and masked."""
+        return self.pad_id not in (self.bos_id, self.eos_id)
+
+    # No memory: the model listings and the interventions' memory-size check read these of every family.
+    @property
+    def memory_size(self) -> int:
+        return 0
+
+    @property
+    def max_memory_size(self) -> int:
+        return 0
+
+
+def transformers_config(model_type: str, values: dict[str, Any]) -> PreTrainedConfig:
+    """The transformers config object of a config.json (its class fills in the defaults the file leaves out);
+    ValueError where transformers refuses it."""
+    from transformers import CONFIG_MAPPING
+
+    try:
+        return CONFIG_MAPPING[model_type].from_dict(dict(values))
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(f"transformers cannot read the {model_type} config: {error}") from None
+
+
+def refuse_unsupported(arch: Architecture, hf_config: Any) -> None:
+    """ValueError where the config is a variant of its architecture that the table does not describe."""
+    reason = arch.refusal(hf_config)
+    if reason is not None:
+        raise ValueError(reason)
+
+
+class AttentionHooks(nn.Module):
+    def __init__(self, n_heads: int):
+        super().__init__()
+        self.pattern = HookPoint(
+            "batch head query key",
+            "attention probabilities (read only: scale attn.z to ablate a head)",
+            {"query": AXIS, "key": AXIS},
+            {"head": n_heads},
+        )
+        self.z = HookPoint(
+            "batch head query d_head",
+            "per-head outputs before the output projection",
+            {"query": AXIS},
+            {"head": n_heads},
+        )
+
+
+class FeedForwardHooks(nn.Module):
+    def __init__(self, d_ff: int):
+        super().__init__()
+        tokens = {"position": AXIS}
+        self.keys = HookPoint(
+            "batch position ff_key",
+            "key coefficients: the down projection's input (after the activation; a gated FF's gate x up)",
+            tokens,
+            {"ff_key": d_ff},
+        )
+        self.out = HookPoint("batch position d_model", "feed-forward output, added to resid_mid", tokens)
+
+
+class LayerHooks(nn.Module):
+    def __init__(self, n_heads: int, d_ff: int):
+        super().__init__()
+        tokens = {"position": AXIS}
+        self.resid_pre = HookPoint("batch position d_model", "residual stream entering the block", tokens)
+        self.attn = AttentionHooks(n_heads)
+        self.resid_mid = HookPoint(
+            "batch position d_model", "residual stream entering the feed-forward sub-layer (before its norm)", tokens
+        )
+        self.ff = FeedForwardHooks(d_ff)
+
+
+class HookedCausalLM(nn.Module):
+    """A Hugging Face causal LM (`hf`) with MemLens's hook points (module doc); `config` is its HuggingFaceConfig.
+    ValueError where the model lacks a module its architecture's table names, or holds another shape."""
+
+    def __init__(self, hf: nn.Module, config: HuggingFaceConfig):
+        super().__init__()
+        arch = architecture(config.model_type)
+        refuse_unsupported(arch, getattr(hf, "config", None))
+        self.hf = hf
+        self.config = config
+        self.layers = nn.ModuleList(LayerHooks(config.n_heads, config.d_ff) for _ in range(config.n_layers))
+        tokens = {"position": AXIS}
+        self.out = HookPoint("batch position d_model", "final norm output: what the LM head reads", tokens)
+        self.logits = HookPoint("batch position vocab", "next-token logits", tokens)
+        name_hook_points(self)
+        self._check_shapes(arch)
+        self._install_hooks(arch)
+
+    def part(self, path: str) -> nn.Module:
+        """The Hugging Face model's module at `path`; ValueError naming it where there is none."""
+        try:
+            return self.hf.get_submodule(path)
+        except AttributeError:
+            raise ValueError(
+                f"the {self.config.model_type} model has no module {path}: not the layout MemLens reads"
+            ) from None
+
+    def down_projection_weight(self, layer: int) -> torch.Tensor:
+        return _weight(self.part(architecture(self.config.model_type).block(layer, "down_proj")))
+
+    def _check_shapes(self, arch: Architecture) -> None:
+        c = self.config
+        blocks = self.part(arch.blocks)
+        if not isinstance(blocks, nn.ModuleList) or len(blocks) != c.n_layers:
+            raise ValueError(f"{arch.blocks} should be a list of {c.n_layers} blocks")
+        down = (c.d_ff, c.d_model) if arch.down_layout == "conv1d" else (c.d_model, c.d_ff)
+        for i in range(c.n_layers):
+            for part in ("attention", "out_proj", "ff_norm", "mlp"):
+                self.part(arch.block(i, part))
+            weight = self.down_projection_weight(i)
+            if tuple(weight.shape) != down:
+                raise ValueError(
+                    f"{arch.block(i, 'down_proj')} has a weight of shape {tuple(weight.shape)}; a {arch.down_layout} "
+                    f"down projection of d_ff {c.d_ff} and d_model {c.d_model} has {down}"
+                )
+        head = _weight(self.part(arch.lm_head))
+        if tuple(head.shape) != (c.vocab_size, c.d_model):
+            raise ValueError(
+                f"{arch.lm_head} has a weight of shape {tuple(head.shape)}, not {(c.vocab_size, c.d_model)}"
+            )
+        norm = self.part(arch.final_norm)
+        if arch.final_norm_kind == "layer_norm" and not isinstance(norm, nn.LayerNorm):
+            raise ValueError(f"{arch.final_norm} is a {type(norm).__name__}, not a LayerNorm")
+        if arch.final_norm_kind == "rms_norm" and rms_norm_eps(norm) is None:
+            raise ValueError(f"{arch.final_norm} is a {type(norm).__name__}, not an RMS norm with a weight")
+
+    def _install_hooks(self, arch: Architecture) -> None:
+        """Hooks on the Hugging Face modules, for the wrapper's lifetime (they cost nothing while no hook point has
+        hooks of its own)."""
+        for i, layer in enumerate(self.layers):
+            assert isinstance(layer, LayerHooks)
+            self.part(arch.block(i)).register_forward_pre_hook(_InputRoute(layer.resid_pre), with_kwargs=True)
+            self.part(arch.block(i, "attention")).register_forward_hook(_PatternRead(layer.attn.pattern, i))
+            self.part(arch.block(i, "out_proj")).register_forward_pre_hook(
+                _InputRoute(_ByHeads(layer.attn.z, self.config.n_heads)), with_kwargs=True
+            )
+            self.part(arch.block(i, "ff_norm")).register_forward_pre_hook(
+                _InputRoute(layer.resid_mid), with_kwargs=True
+            )
+            self.part(arch.block(i, "down_proj")).register_forward_pre_hook(
+                _InputRoute(layer.ff.keys), with_kwargs=True
+            )
+            self.part(arch.block(i, "mlp")).register_forward_hook(_OutputRoute(layer.ff.out))
+        self.part(arch.final_norm).register_forward_hook(_OutputRoute(self.out))
+        self.part(arch.lm_head).register_forward_hook(_OutputRoute(self.logits))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:  # [b, t] -> [b, t, vocab]
+        """Logits at every position for the token that follows it; padding is masked where the pad id is its own
+        (right padding: a causal model's real tokens never see it anyway)."""
+        mask = (ids != self.config.pad_id).long() if self.config.masks_padding else None  # [b, t] 1: a real token
+        return self.hf(input_ids=ids, attention_mask=mask, use_cache=False).logits  # [b, t, vocab]
+
+
+def build_hooked(config: HuggingFaceConfig) -> HookedCausalLM:
+    """A model of `config` with fresh (random) weights, drawn from torch's generator."""
+    from transformers import AutoModelForCausalLM
+
+    hf_config = transformers_config(config.model_type, config.hf_config)
+    refuse_unsupported(architecture(config.model_type), hf_config)
+    hf = AutoModelForCausalLM.from_config(hf_config, attn_implementation="eager", dtype=torch.float32)
+    return HookedCausalLM(hf, config)
+
+
+def rms_norm_eps(norm: nn.Module) -> float | None:
+    """The epsilon of an RMS norm with a weight (Llama's `variance_epsilon`, torch's `eps`); None for another
+    module."""
+    weight = getattr(norm, "weight", None)
+    eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
+    if not isinstance(weight, torch.Tensor) or isinstance(norm, nn.LayerNorm):
+        return None
+    if eps is None and isinstance(norm, nn.RMSNorm):
+        return torch.finfo(weight.dtype).eps
+    return float(eps) if isinstance(eps, (int, float)) else None
+
+
+def _weight(module: nn.Module) -> torch.Tensor:
+    weight = getattr(module, "weight", None)
+    if not isinstance(weight, torch.Tensor):
+        raise ValueError(f"a {type(module).__name__} has no weight")
+    return weight
+
+
+# The torch hooks are small objects rather than closures, so that a deep copy of the wrapper (hooks and hook points
+# copied together) routes the copy's tensors through the copy's hook points.
+
+TensorRoute = Callable[[torch.Tensor], torch.Tensor]  # a tensor -> what replaces it (the same object: nothing)
+
+
+class _InputRoute:
+    """A forward pre-hook (with_kwargs) passing a module's tensor input through `route`; a replacement replaces it."""
+
+    def __init__(self, route: TensorRoute):
+        self.route = route
+
+    def __call__(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if args and isinstance(args[0], torch.Tensor):
+            x = args[0]
+            new = self.route(x)
+            return None if new is x else ((new, *args[1:]), kwargs)
+        key = next((key for key in INPUT_KEYWORDS if isinstance(kwargs.get(key), torch.Tensor)), None)
+        if key is None:
+            raise RuntimeError(f"a {type(module).__name__} was called without a tensor input the hooks can find")
+        x = kwargs[key]
+        new = self.route(x)
+        return None if new is x else (args, {**kwargs, key: new})
+
+
+class _OutputRoute:
+    """A forward hook passing a module's tensor output through `point`; a replacement replaces it."""
+
+    def __init__(self, point: HookPoint):
+        self.point = point
+
+    def __call__(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
+        if not isinstance(output, torch.Tensor):
+            raise RuntimeError(f"{self.point.name}: a {type(module).__name__} returned a {type(output).__name__}")
+        new = self.point(output)
+        return None if new is output else new
+
+
+class _ByHeads:
+    """The output projection's input [b, t, h*d_head] (head-major) through `point` as [b, h, t, d_head]."""
+
+    def __init__(self, point: HookPoint, n_heads: int):
+        self.point, self.n_heads = point, n_heads
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, width = x.shape
+        z = x.reshape(b, t, self.n_heads, width // self.n_heads).transpose(1, 2)  # [b, h, t, d_head]
+        new = self.point(z)
+        return x if new is z else new.transpose(1, 2).reshape(b, t, width)  # [b, t, h*d_head]
+
+
+class _PatternRead:
+    """A forward hook showing an attention module's probabilities (output[1], eager attention) to `point`;
+    InterventionError where a hook there replaces them: they were applied already."""
+
+    def __init__(self, point: HookPoint, layer: int):
+        self.point, self.layer = point, layer
+
+    def __call__(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None  # [b, h, q, k]
+        if not isinstance(weights, torch.Tensor):
+            raise RuntimeError(
+                f"{self.point.name}: the attention returned no probabilities; MemLens runs Hugging Face models with "
+                'attn_implementation="eager"'
+            )
+        if self.point(weights) is not weights:
+            raise InterventionError(
+                "attention patterns of a Hugging Face model are read, not edited: "
+                f"scale layers.{self.layer}.attn.z to ablate a head"
+            )

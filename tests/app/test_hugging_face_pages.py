@@ -1,0 +1,68 @@
+"""A researcher's own Hugging Face model, served from a models folder (`memlens --models-dir DIR serve`): listed on
+the home page and by /api/models with what it can do, its FF memories page and the logit lens, a key edit that
+changes a prediction, and its attention through the JSON API."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from tests.app.conftest import HTMX
+from tests.hugging_face_models import N_HEADS, N_LAYERS, build_folder
+
+MODEL = "my_gpt2"
+TEXT = "the king saw a dog in the city"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory, checkpoint_dir):
+    models = tmp_path_factory.mktemp("models")
+    build_folder("gpt2", models / MODEL)
+    settings = Settings(checkpoint_dir=checkpoint_dir, models_dirs=[models], device="cpu", max_new_tokens=12,
+                        database=tmp_path_factory.mktemp("hf_db") / "memlens.sqlite3")  # fmt: skip
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def test_the_model_is_listed_with_what_it_can_do(client):
+    listed = {m["name"]: m for m in client.get("/api/models").json()["models"]}
+    assert sorted(listed[MODEL]["capabilities"]) == ["ff_keys", "generates_text", "next_token"]
+    assert listed[MODEL]["meta"] == {"format": "Hugging Face"}
+    home = client.get("/").text
+    assert f'href="/ff?model={MODEL}"' in home
+
+
+def test_the_ff_page_shows_its_keys_and_an_edit_changes_a_prediction(client):
+    page = client.get("/ff", params={"model": MODEL})
+    assert page.status_code == 200 and f'<option value="{MODEL}" selected' in page.text
+    keys = client.get("/ff/keys", params={"model": MODEL, "layer": 1, "key": "3"}, headers=HTMX)
+    assert keys.status_code == 200 and 'data-key="layers.1.ff:3"' in keys.text
+    every_key = ",".join(str(k) for k in range(64))
+    edits = "; ".join(f"layers.{layer}.ff:{every_key} x0" for layer in range(N_LAYERS))
+    lens = client.post(
+        "/api/ff/lens",
+        json={"model": MODEL, "text": TEXT, "interventions": [
+            {"kind": "scale", "hook": f"layers.{layer}.ff.keys", "axis": "ff_key", "index": list(range(64)),
+             "factor": 0} for layer in range(N_LAYERS)]},
+    ).json()  # fmt: skip
+    changed = [c for c in lens["prediction_changes"] if c["before"] != c["after"]]
+    assert changed, "zeroing every FF key changes no prediction"
+    fragment = client.post("/ff/run", data={"model": MODEL, "text": TEXT, "edits": edits}, headers=HTMX)
+    assert fragment.status_code == 200
+    rows = re.findall(r'<tr class="changed">', fragment.text)
+    assert len(rows) == len(changed)
+
+
+def test_its_attention_comes_through_the_api(client):
+    answer = client.post("/api/attention", json={"model": MODEL, "text": TEXT, "stack": "attn", "layer": 1})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["weights"]["shape"][0] == N_HEADS and body["query_tokens"][1:4] == ["the", "king", "saw"]
+    ablated = client.post(
+        "/api/translate", json={"model": MODEL, "text": TEXT}
+    )  # a language model translates nothing: refused, naming where its views are
+    assert ablated.status_code == 400 and "its views are on the FF memories page" in ablated.json()["detail"]

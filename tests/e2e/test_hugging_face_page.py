@@ -1,0 +1,49 @@
+"""A researcher's own Hugging Face model in a real browser: the server started with a models folder holding a tiny
+GPT-2 (`memlens --models-dir DIR serve`); the home page lists it, its FF memories page shows its keys, and zeroing
+keys changes what it predicts, marked in the page."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.core.places import REPO_ROOT
+from tests.e2e.conftest import open_page, serve, swap
+from tests.hugging_face_models import N_LAYERS, build_folder
+
+MODEL = "my_gpt2"
+TEXT = "the king saw a dog in the city"
+
+
+@pytest.fixture(scope="module")
+def hf_server(tmp_path_factory):
+    models = tmp_path_factory.mktemp("models")
+    build_folder("gpt2", models / MODEL)
+    database = tmp_path_factory.mktemp("hf_db") / "memlens.sqlite3"
+    with serve(REPO_ROOT / "checkpoints", database, [models]) as url:
+        yield url
+
+
+def test_the_home_page_lists_it_and_its_ff_page_shows_keys_and_edits(page, hf_server):
+    open_page(page, hf_server)
+    link = page.locator(f'a[href="/ff?model={MODEL}"]').first
+    assert link.is_visible()
+    open_page(page, f"{hf_server}/ff?model={MODEL}")
+    page.wait_for_selector("#keys .key-card")
+    assert page.locator("#keys .key-card").first.get_attribute("data-key") == "layers.0.ff:0"
+    every_key = ",".join(str(k) for k in range(64))
+    page.fill("#edits", "; ".join(f"layers.{layer}.ff:{every_key} x0" for layer in range(N_LAYERS)))
+    page.fill("#ff-run textarea[name=text]", TEXT)
+    swap(page, lambda: page.click("#ff-run button[type=submit]"))
+    page.wait_for_selector("#lens-table tbody tr")
+    assert page.text_content("#output-plain").strip()
+    changed = page.locator("#prediction-changes tr.changed")
+    assert changed.count() >= 1  # zeroing every key changes what the model predicts somewhere
+    button = page.locator("#ff-run button[type=submit]")
+    box = button.bounding_box()
+    assert box is not None and box["width"] > 0 and box["height"] > 0
+    on_top = page.evaluate(
+        "([x, y]) => document.elementFromPoint(x, y).closest('button') === document.querySelector("
+        "'#ff-run button[type=submit]')",
+        [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+    )
+    assert on_top  # nothing covers the run button after the swap

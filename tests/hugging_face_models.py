@@ -1,0 +1,109 @@
+"""Tiny random Hugging Face causal language models in `save_pretrained` folders, with a word-level tokenizer saved as
+tokenizer.json beside them: built offline and seeded, for the Hugging Face family's tests.
+
+    build_folder("gpt2", folder)      GPT-2: one id for BOS and EOS, no pad id (as the real GPT-2)
+    build_folder("gpt_neox", folder)  GPT-NeoX, sequential residual (use_parallel_residual False)
+    build_folder("llama", folder)     Llama, 4 query heads sharing 2 key/value heads
+
+Every model: 2 layers, d_model 32, 4 heads, 64 FF keys, 100 tokens, 64 positions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may reach the network (transformers is imported below)
+
+PAD, EOS, UNK, BOS = 0, 1, 2, 3
+SPECIALS = ["<pad>", "</s>", "<unk>", "<s>"]
+WORDS = (
+    "the a an of to in is was and on at for with by from that this it he she they we you i "
+    "cat dog bird fish house car tree city river king queen man woman boy girl child mother "
+    "father friend teacher doctor paris london berlin rome france germany italy england "
+    "red blue green big small old new good bad happy sad fast slow hot cold one two three four "
+    "five six seven eight nine ten run walk eat drink see go come went saw ate said has have "
+    "had be are were not"
+).split()
+VOCAB_SIZE = 100
+VOCAB = {token: i for i, token in enumerate((SPECIALS + WORDS)[:VOCAB_SIZE])}
+N_LAYERS, N_HEADS, N_KV_HEADS, D_MODEL, D_FF, MAX_POSITIONS = 2, 4, 2, 32, 64, 64
+INIT_STD = 0.2  # larger than the usual 0.02, so that edits move the logits visibly and greedy choices are clear
+ARCHITECTURES = ("gpt2", "gpt_neox", "llama")
+
+
+def word_tokenizer() -> Tokenizer:
+    """Words split at whitespace, one id each (unknown words: <unk>); decoding joins them with spaces."""
+    tokenizer = Tokenizer(models.WordLevel(vocab=VOCAB, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.decoder = decoders.WordPiece(prefix="##")
+    tokenizer.add_special_tokens(SPECIALS)
+    return tokenizer
+
+
+def hf_config(arch: str, **overrides: Any):
+    """The transformers config of a tiny model of `arch`."""
+    from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig
+
+    if arch == "gpt2":
+        values: dict[str, Any] = dict(
+            vocab_size=VOCAB_SIZE,
+            n_positions=MAX_POSITIONS,
+            n_embd=D_MODEL,
+            n_layer=N_LAYERS,
+            n_head=N_HEADS,
+            n_inner=D_FF,
+            bos_token_id=EOS,
+            eos_token_id=EOS,
+            pad_token_id=None,
+            initializer_range=INIT_STD,
+        )
+        return GPT2Config(**{**values, **overrides})
+    common: dict[str, Any] = dict(
+        vocab_size=VOCAB_SIZE,
+        hidden_size=D_MODEL,
+        num_hidden_layers=N_LAYERS,
+        num_attention_heads=N_HEADS,
+        intermediate_size=D_FF,
+        max_position_embeddings=MAX_POSITIONS,
+        pad_token_id=PAD,
+        bos_token_id=BOS,
+        eos_token_id=EOS,
+        initializer_range=INIT_STD,
+    )
+    if arch == "gpt_neox":
+        return GPTNeoXConfig(**{**common, "use_parallel_residual": False, **overrides})
+    if arch == "llama":
+        return LlamaConfig(**{**common, "num_key_value_heads": N_KV_HEADS, **overrides})
+    raise ValueError(f"no tiny {arch!r}; built: {', '.join(ARCHITECTURES)}")
+
+
+def build_folder(arch: str, folder: Path, seed: int = 0, tokenizer: bool = True, **overrides: Any) -> Path:
+    """A tiny random model of `arch` saved in `folder` (config.json, model.safetensors, generation_config.json) with
+    tokenizer.json (unless `tokenizer` is False); `overrides` change its config."""
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(hf_config(arch, **overrides), attn_implementation="eager").eval()
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    if tokenizer:
+        word_tokenizer().save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def unsupported_folder(folder: Path, model_type: str = "bloom") -> Path:
+    """A folder whose config.json names a model type MemLens does not read (a small BLOOM-like config), with a
+    tokenizer and a stand-in weights file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"model_type": model_type, "n_layer": N_LAYERS, "n_head": N_HEADS, "hidden_size": D_MODEL}
+    config |= {"vocab_size": VOCAB_SIZE, "architectures": ["BloomForCausalLM"]}
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (folder / "model.safetensors").write_bytes(b"")
+    word_tokenizer().save(str(folder / "tokenizer.json"))
+    return folder
