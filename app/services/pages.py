@@ -22,6 +22,7 @@ class Page:
     kind: str  # what the page needs, for messages: "no usable {kind} checkpoint"
     shows: Needs
     reads_language: bool = False  # the page's input is a natural language: only models trained on one
+    home_to: Needs | None = None  # the models whose own page it is, where fewer than it shows; None: all it shows
 
     @property
     def opens_on(self) -> tuple[str, ...]:
@@ -36,7 +37,8 @@ EXPLORE = Page(
     "explore",
     "/explore",
     "attention",
-    lambda c: not c & {C.WORKING_MEMORY, C.GENERATES_TEXT, C.RECURRENT_STEPS},  # a state, not attention
+    lambda c: not c & {C.WORKING_MEMORY, C.RECURRENT_STEPS},  # a state, not attention
+    home_to=lambda c: C.GENERATES_TEXT not in c,  # a language model's own page is its FF memories
 )
 SEGMENTS = Page("segments", "/segments", "segment", lambda c: C.SEGMENTS in c)
 STATE = Page("state", "/state", "recurrent-step", lambda c: C.RECURRENT_STEPS in c)
@@ -60,10 +62,12 @@ SWEEP = Page("lesion sweep", "/sweep", "memory-lesion", lambda c: C.TRANSLATES i
 
 
 def pages_of(capabilities: frozenset[C]) -> list[Page]:
-    """The pages of one model's views, as the home page links them."""
-    return [page for page in MODEL_PAGES if page.shows(capabilities)]
+    """The pages of one model's views, its own page first, as the home page links them."""
+    showing = [page for page in MODEL_PAGES if page.shows(capabilities)]
+    home = next(page for page in showing if page.home_to is None or page.home_to(capabilities))
+    return [home, *(page for page in showing if page is not home)]
 
 
 def home_of(capabilities: frozenset[C]) -> Page:
-    """Where a model's views are: its first page."""
+    """Where a model's views are: its own page."""
     return pages_of(capabilities)[0]

@@ -66,3 +66,22 @@ def test_its_attention_comes_through_the_api(client):
         "/api/translate", json={"model": MODEL, "text": TEXT}
     )  # a language model translates nothing: refused, naming where its views are
     assert ablated.status_code == 400 and "its views are on the FF memories page" in ablated.json()["detail"]
+
+
+def test_explore_shows_its_attention_and_a_head_ablation_changes_it(client):
+    page = client.get("/explore", params={"model": MODEL})
+    assert page.status_code == 200 and '<option value="attn">attn</option>' in page.text
+    plain = client.post("/api/explore", json={"model": MODEL, "text": TEXT, "stack": "attn", "layer": 1}).json()
+    ablated = client.post(
+        "/api/explore",
+        json={"model": MODEL, "text": TEXT, "stack": "attn", "layer": 1,
+              "interventions": [{"kind": "scale", "hook": "layers.0.attn.z", "axis": "head", "index": [1]}]},
+    ).json()  # fmt: skip
+    assert ablated["plain_output"] == plain["output"] and ablated["note"] == "layers.0.attn.z head 1 zeroed"
+    assert ablated["attention"]["weights"]["bdata"] != plain["attention"]["weights"]["bdata"]  # layer 1 reads it
+    fragment = client.post(
+        "/explore/run",
+        data={"model": MODEL, "text": TEXT, "stack": "attn", "layer": "1", "ablate": "layers.0.attn:1"},
+        headers=HTMX,
+    )
+    assert fragment.status_code == 200 and 'id="figure-data-heatmap"' in fragment.text

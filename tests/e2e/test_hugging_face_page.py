@@ -47,3 +47,20 @@ def test_the_home_page_lists_it_and_its_ff_page_shows_keys_and_edits(page, hf_se
         [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
     )
     assert on_top  # nothing covers the run button after the swap
+
+
+def test_explore_shows_its_attention_and_keeps_the_map_through_a_head_ablation(page, hf_server):
+    open_page(page, f"{hf_server}/explore?model={MODEL}")
+    heatmap = page.locator("#figure-heatmap .main-svg").first
+    before = heatmap.bounding_box()
+    assert before is not None and before["width"] > 100 and before["height"] > 100
+    assert page.input_value("select[name=stack]") == "attn"
+    swap(page, lambda: page.select_option("select[name=layer]", "1"))
+    plain = page.text_content("#figure-data-heatmap")
+    page.fill("input[name=ablate]", "layers.0.attn:1")
+    swap(page, lambda: page.dispatch_event("input[name=ablate]", "change"))  # as leaving the field does
+    note = page.locator(".lesion-note").first
+    assert "layers.0.attn.z head 1 zeroed" in note.text_content()
+    assert page.text_content("#figure-data-heatmap") != plain  # layer 1 reads the ablated head's output
+    after = page.locator("#figure-heatmap .main-svg").first.bounding_box()
+    assert after is not None and (after["width"], after["height"]) == (before["width"], before["height"])
