@@ -47,6 +47,19 @@ class FamilyConfig(Protocol):
     def max_memory_size(self) -> int: ...  # largest memory a lesion may ask for
 
 
+class NoMemory:
+    """A config mixin for models without memory: the model listings and the interventions' memory-size check read
+    these of every family."""
+
+    @property
+    def memory_size(self) -> int:
+        return 0
+
+    @property
+    def max_memory_size(self) -> int:
+        return 0
+
+
 def config_of(model: nn.Module) -> FamilyConfig:
     """The config a family's model keeps as `model.config` (every family's model sets it; the type checker sees
     an nn.Module's parameters, buffers and submodules only); TypeError for a model without one."""

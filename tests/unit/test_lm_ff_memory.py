@@ -8,10 +8,10 @@ import torch
 
 from inference.analyses.ff_aggregation import ff_aggregation, logit_lens
 from inference.analyses.ff_values import ff_memories, language_model_ff_memories
+from inference.core.continuation import greedy_continuation
 from inference.core.interventions import Interventions, scale_ff_keys
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import run_with_trace
-from inference.families.language_model.continuation import greedy_continuation
 from inference.families.language_model.model import AXIS
 from inference.runs.trigger_mining import mine_triggers, prefix_stream, trigger_tokens
 from tests.conftest import TINY_CORPUS, make_tiny_language_model

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from inference.core.capabilities import check_positions_and_special_ids
+from inference.core.capabilities import NoMemory, check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
 
 CONFIG_NAME = "gru_attention"
 
 
 @dataclass
-class GRUAttentionConfig:
+class GRUAttentionConfig(NoMemory):
     family: str = CONFIG_NAME
     vocab_size: int = 32
     embed_size: int = 32  # e
@@ -47,14 +47,6 @@ class GRUAttentionConfig:
         if self.d_model % 2 or min(self.embed_size, self.d_model) < 2:
             raise ValueError("d_model must be even (two directions) and the sizes at least 2")
         check_positions_and_special_ids(self)
-
-    @property
-    def memory_size(self) -> int:
-        return 0
-
-    @property
-    def max_memory_size(self) -> int:
-        return 0
 
     @property
     def title(self) -> str:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from inference.core.capabilities import NoMemory
 from inference.core.hooks import HookPoint, name_hook_points
 from inference.core.interventions import InterventionError
 from inference.families.hugging_face.architectures import Architecture, architecture
@@ -44,7 +45,7 @@ INPUT_KEYWORDS = ("hidden_states", "input", "x")  # where a module called with k
 
 
 @dataclass
-class HuggingFaceConfig:
+class HuggingFaceConfig(NoMemory):
     """A Hugging Face causal language model as MemLens sees it (read from its folder, never changed after: the
     fields stay settable only because FamilyConfig says so). `hf_config` is the folder's config.json, kept so
     that `build` makes the same model with fresh weights. GPT-2 has one id for BOS, EOS and padding: pad, bos and
@@ -84,15 +85,6 @@ class HuggingFaceConfig:
     def masks_padding(self) -> bool:
         """True where the pad id is no other special token's, so padding can be told from text and masked."""
         return self.pad_id not in (self.bos_id, self.eos_id)
-
-    # No memory: the model listings and the interventions' memory-size check read these of every family.
-    @property
-    def memory_size(self) -> int:
-        return 0
-
-    @property
-    def max_memory_size(self) -> int:
-        return 0
 
 
 def transformers_config(model_type: str, values: dict[str, Any]) -> PreTrainedConfig:

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.core.capabilities import check_positions_and_special_ids
+from inference.core.capabilities import NoMemory, check_positions_and_special_ids
 from inference.core.hooks import HookPoint, name_hook_points
 from inference.layers import PreNormAttentionFeedForward, TokenEmbedding
 
@@ -48,7 +48,7 @@ AXIS = "tok"
 
 
 @dataclass
-class LanguageModelConfig:
+class LanguageModelConfig(NoMemory):
     family: str = FAMILY
     vocab_size: int = 8000
     d_model: int = 256
@@ -71,16 +71,6 @@ class LanguageModelConfig:
         if min(self.vocab_size, self.d_ff, self.n_layers) < 1:
             raise ValueError("vocab_size, d_ff and n_layers must be positive")
         check_positions_and_special_ids(self)
-
-    # No memory slots: the model listings and the interventions' memory-size
-    # check read these of every family.
-    @property
-    def memory_size(self) -> int:
-        return 0
-
-    @property
-    def max_memory_size(self) -> int:
-        return 0
 
 
 class LanguageModel(nn.Module):
