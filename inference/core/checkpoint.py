@@ -20,9 +20,10 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from safetensors import safe_open
@@ -41,6 +42,7 @@ FILES = ("config.json", "model.safetensors", "tokenizer.json", "metrics.json")
 # How model.safetensors may store the weights. float16 halves the file (the
 # repository's checkpoints/ has a size budget); loading always gives float32
 # parameters, since load_state_dict copies into the model's own tensors.
+Result = TypeVar("Result")
 WEIGHTS_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
 
@@ -103,41 +105,39 @@ def read_json_object(path: Path) -> dict:
     return value
 
 
-def outside_reader(folder: Path) -> FolderReader | None:
-    """The reader of a folder in another format than MemLens's (a registered FolderReader); None for a MemLens
-    checkpoint; CheckpointError for a folder nobody reads."""
+def read_config(folder: Path) -> tuple[FamilyConfig, dict, FolderReader | None]:
+    """(model config, meta, the reader of a folder in another format) from config.json, read once and validated:
+    a MemLens checkpoint's own (reader None), or what a registered FolderReader makes of another format's (meta
+    names the format)."""
     raw = read_json_object(folder / "config.json")
-    if "format_version" in raw:
-        return None
-    load_families()  # the families register their readers when imported
-    reader = folder_reader_for(raw)
-    if reader is None:
-        raise CheckpointError(
-            "config.json has no format_version: neither a MemLens checkpoint nor a folder any family reads"
-        )
-    return reader
-
-
-def read_outside_config(folder: Path, reader: FolderReader) -> tuple[FamilyConfig, dict]:
-    """(model config, meta) of a folder in another format, as its reader says; meta names the format."""
-    try:
-        return reader.config(folder, read_json_object(folder / "config.json")), {"format": reader.format}
-    except ValueError as error:
-        raise CheckpointError(f"a {reader.format} folder MemLens cannot open: {error}") from None
-
-
-def read_config(folder: Path) -> tuple[FamilyConfig, dict]:
-    """(model config, meta) from config.json, validated."""
-    raw = read_json_object(folder / "config.json")
-    if raw.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(
-            f"config.json has format_version {raw.get('format_version')!r}; expected {FORMAT_VERSION}"
-        )
+    if "format_version" not in raw:
+        load_families()  # the families register their readers when imported
+        reader = folder_reader_for(raw)
+        if reader is None:
+            raise CheckpointError(
+                "config.json has no format_version: neither a MemLens checkpoint nor a folder any family reads"
+            )
+        return outside(reader, lambda: reader.config(folder, raw)), {"format": reader.format}, reader
+    if raw["format_version"] != FORMAT_VERSION:
+        raise CheckpointError(f"config.json has format_version {raw['format_version']!r}; expected {FORMAT_VERSION}")
     try:
         config = config_from_dict(raw.get("model") or {})
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"config.json has an invalid model config: {error}") from None
-    return config, raw.get("meta") or {}
+    return config, raw.get("meta") or {}, None
+
+
+def outside(reader: FolderReader, step: Callable[[], Result]) -> Result:
+    """A reader's step, its ValueError (what the folder lacks, in words) a CheckpointError naming the format."""
+    try:
+        return step()
+    except ValueError as error:
+        raise CheckpointError(f"a {reader.format} folder MemLens cannot open: {error}") from None
+
+
+def optional_metrics(folder: Path) -> dict:
+    """metrics.json, which a folder of another format may lack."""
+    return read_json_object(folder / "metrics.json") if (folder / "metrics.json").exists() else {}
 
 
 def parameter_shapes(model: torch.nn.Module) -> dict[str, tuple[int, ...]]:
@@ -186,16 +186,10 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a folder")
     device = select_device(str(device)) if device is not None else select_device()
-    reader = outside_reader(folder)
+    config, meta, reader = read_config(folder)
     if reader is not None:
-        config, meta = read_outside_config(folder, reader)
-        try:
-            model, tokenizer = reader.load(folder, config, device)
-        except ValueError as error:
-            raise CheckpointError(f"a {reader.format} folder MemLens cannot open: {error}") from None
-        metrics = read_json_object(folder / "metrics.json") if (folder / "metrics.json").exists() else {}
-        return LoadedModel(folder.name, model.eval(), tokenizer, meta, metrics)
-    config, meta = read_config(folder)
+        model, tokenizer = outside(reader, lambda: reader.load(folder, config, device))
+        return LoadedModel(folder.name, model.eval(), tokenizer, meta, optional_metrics(folder))
     model = build_model(config)
     check_weights(folder, parameter_shapes(model))
     tokenizer = load_tokenizer(folder, config)
@@ -283,17 +277,12 @@ class CheckpointRegistry:
     def _check(folder: Path) -> RegistryEntry:
         entry = RegistryEntry(folder.name, folder)
         try:
-            reader = outside_reader(folder)
+            config, entry.meta, reader = read_config(folder)
+            entry.config = config
             if reader is not None:
-                entry.config, entry.meta = read_outside_config(folder, reader)
-                try:
-                    reader.check(folder, entry.config)
-                except ValueError as error:
-                    raise CheckpointError(f"a {reader.format} folder MemLens cannot open: {error}") from None
-                if (folder / "metrics.json").exists():
-                    entry.metrics = read_json_object(folder / "metrics.json")
+                outside(reader, lambda: reader.check(folder, config))
+                entry.metrics = optional_metrics(folder)
                 return entry
-            entry.config, entry.meta = read_config(folder)
             with torch.device("meta"):  # shapes without memory
                 shapes = parameter_shapes(build_model(entry.config))
             check_weights(folder, shapes)
