@@ -170,7 +170,17 @@ def add_task_commands(commands: argparse._SubParsersAction) -> None:
     )
     task.add_argument("--task", required=True, choices=["copy", "reverse", "retrieval", "quadratic"])
     task.add_argument("--segments", type=int, required=True, help="segments the task's stream is cut into")
-    task.add_argument("--carry", required=True, choices=["rmt", "xl", "none"], help="memory tokens, cache or nothing")
+    task.add_argument(
+        "--carry",
+        required=True,
+        choices=["rmt", "xl", "none", "reset"],
+        help="memory tokens, cache or nothing; with --base: rmt (carried) or reset (memory reset at every segment)",
+    )
+    task.add_argument(
+        "--base", help="a Hugging Face causal LM's folder to add the memory to (e.g. checkpoints/gpt2_enwiki)"
+    )
+    task.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's learning rate (default 1e-3)")
+    task.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     task.add_argument("--seed", type=int, default=1)
     task.add_argument("--steps", type=int, default=2000)
     task.add_argument("--memory", type=int, default=8, help="memory tokens (rmt) or cache length (xl)")

@@ -102,9 +102,19 @@ def memory_examples_command(args: argparse.Namespace) -> None:
 def segment_task_command(args: argparse.Namespace) -> None:
     from training.loop.segment_task_run import TaskRun, train_task
 
-    run = TaskRun(args.task, args.segments, args.carry, args.seed, args.steps, args.batch_size, memory=args.memory)
+    run = TaskRun(
+        args.task,
+        args.segments,
+        args.carry,
+        args.seed,
+        args.steps,
+        args.batch_size,
+        memory=args.memory,
+        learning_rate=args.learning_rate,
+        base=args.base,
+    )
     out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / "tasks" / run.name
-    train_task(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name)
+    train_task(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name, device=args.device)
 
 
 def algorithmic_task_command(args: argparse.Namespace) -> None:

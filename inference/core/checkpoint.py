@@ -31,14 +31,15 @@ from safetensors.torch import load_model, save_model
 
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import FamilyConfig, config_of
-from inference.core.family import build_model, config_from_dict, load_families
+from inference.core.family import FamilyDefaults, build_model, config_from_dict, load_families
 from inference.core.folders import FolderReader, folder_reader_for
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer
 
 FORMAT_VERSION = 1
-FILES = ("config.json", "model.safetensors", "tokenizer.json", "metrics.json")
+FILES = FamilyDefaults.folder_files  # config.json, model.safetensors, tokenizer.json, metrics.json
+OUTSIDE_META = "memlens.json"  # a folder of another format trained here: its meta (how it was trained)
 # How model.safetensors may store the weights. float16 halves the file (the
 # repository's checkpoints/ has a size budget); loading always gives float32
 # parameters, since load_state_dict copies into the model's own tensors.
@@ -117,7 +118,8 @@ def read_config(folder: Path) -> tuple[FamilyConfig, dict, FolderReader | None]:
             raise CheckpointError(
                 "config.json has no format_version: neither a MemLens checkpoint nor a folder any family reads"
             )
-        return outside(reader, lambda: reader.config(folder, raw)), {"format": reader.format}, reader
+        meta = {**optional_json(folder, OUTSIDE_META), "format": reader.format}
+        return outside(reader, lambda: reader.config(folder, raw)), meta, reader
     if raw["format_version"] != FORMAT_VERSION:
         raise CheckpointError(f"config.json has format_version {raw['format_version']!r}; expected {FORMAT_VERSION}")
     try:
@@ -135,16 +137,23 @@ def outside(reader: FolderReader, step: Callable[[], Result]) -> Result:
         raise CheckpointError(f"a {reader.format} folder MemLens cannot open: {error}") from None
 
 
-def optional_metrics(folder: Path) -> dict:
-    """metrics.json, which a folder of another format may lack."""
-    return read_json_object(folder / "metrics.json") if (folder / "metrics.json").exists() else {}
+def optional_json(folder: Path, name: str) -> dict:
+    """A JSON object a folder of another format may lack: metrics.json, or OUTSIDE_META."""
+    return read_json_object(folder / name) if (folder / name).exists() else {}
 
 
-def parameter_shapes(model: torch.nn.Module) -> dict[str, tuple[int, ...]]:
-    return {name: tuple(p.shape) for name, p in model.named_parameters()}
+def parameter_shapes(model: torch.nn.Module) -> dict[tuple[str, ...], tuple[int, ...]]:
+    """The shape of every parameter under all its names: a tied weight (a Hugging Face model's embedding and LM
+    head) has several, and the file stores it under one of them."""
+    names: dict[int, list[str]] = {}
+    shapes: dict[int, tuple[int, ...]] = {}
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(parameter), []).append(name)
+        shapes[id(parameter)] = tuple(parameter.shape)
+    return {tuple(aliases): shapes[key] for key, aliases in names.items()}
 
 
-def check_weights(folder: Path, expected: dict[str, tuple[int, ...]]) -> None:
+def check_weights(folder: Path, expected: dict[tuple[str, ...], tuple[int, ...]]) -> None:
     """Compare the safetensors header with the parameter shapes of the model
     the config builds, without reading the weights."""
     path = folder / "model.safetensors"
@@ -155,10 +164,13 @@ def check_weights(folder: Path, expected: dict[str, tuple[int, ...]]) -> None:
             found = {name: tuple(stored.get_slice(name).get_shape()) for name in stored.keys()}
     except Exception as error:  # safetensors raises its own error types for corrupt headers
         raise CheckpointError(f"model.safetensors cannot be read: {error}") from None
-    missing = sorted(set(expected) - set(found))
+    stored = {aliases: next((name for name in aliases if name in found), None) for aliases in expected}
+    missing = sorted(aliases[0] for aliases, name in stored.items() if name is None)
     if missing:
         raise CheckpointError(f"model.safetensors lacks {len(missing)} tensors, e.g. {missing[0]}")
-    for name, shape in expected.items():
+    for aliases, shape in expected.items():
+        name = stored[aliases]
+        assert name is not None
         if found[name] != shape:
             raise CheckpointError(
                 f"shape mismatch for {name}: file has {list(found[name])}, config implies {list(shape)}"
@@ -170,7 +182,7 @@ def load_tokenizer(folder: Path, config: FamilyConfig) -> TextTokenizer:
     if not path.exists():
         raise CheckpointError("tokenizer.json is missing")
     try:
-        tokenizer = TextTokenizer.load(path)
+        tokenizer = TextTokenizer.load(path, (config.pad_id, config.bos_id, config.eos_id))
     except Exception as error:  # tokenizers raises a bare Exception on malformed files
         raise CheckpointError(f"tokenizer.json cannot be loaded: {error}") from None
     if tokenizer.vocab_size != config.vocab_size:
@@ -189,7 +201,7 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     config, meta, reader = read_config(folder)
     if reader is not None:
         model, tokenizer = outside(reader, lambda: reader.load(folder, config, device))
-        return LoadedModel(folder.name, model.eval(), tokenizer, meta, optional_metrics(folder))
+        return LoadedModel(folder.name, model.eval(), tokenizer, meta, optional_json(folder, "metrics.json"))
     model = build_model(config)
     check_weights(folder, parameter_shapes(model))
     tokenizer = load_tokenizer(folder, config)
@@ -281,7 +293,7 @@ class CheckpointRegistry:
             entry.config = config
             if reader is not None:
                 outside(reader, lambda: reader.check(folder, config))
-                entry.metrics = optional_metrics(folder)
+                entry.metrics = optional_json(folder, "metrics.json")
                 return entry
             with torch.device("meta"):  # shapes without memory
                 shapes = parameter_shapes(build_model(entry.config))

@@ -14,6 +14,7 @@ trained elsewhere names its own (`SpecialIds`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0..3, in this order
+MEMLENS_SPECIAL_IDS = (0, 1, 2)  # pad, bos, eos of MemLens's own layout
 METASPACE = "▁"
 WORD_MARKERS = (METASPACE, "Ġ")  # SentencePiece-style and byte-level BPE
 
@@ -52,8 +54,13 @@ class TextTokenizer:
         self.word_marker = next((m for m in WORD_MARKERS if any(piece.startswith(m) for piece in vocab)), None)
 
     @classmethod
-    def load(cls, path: str | Path) -> TextTokenizer:
-        return cls(Tokenizer.from_file(str(path)))
+    def load(cls, path: str | Path, special: tuple[int, int, int] | None = None) -> TextTokenizer:
+        """`special`: (pad, bos, eos) ids of a tokenizer trained elsewhere (its unknown token its own); None:
+        MemLens's own layout."""
+        tokenizer = Tokenizer.from_file(str(path))
+        if special is None or special == MEMLENS_SPECIAL_IDS:
+            return cls(tokenizer)
+        return cls(tokenizer, SpecialIds(*special, unknown_id(tokenizer)))
 
     def save(self, path: str | Path) -> None:
         self.tokenizer.save(str(path))
@@ -120,3 +127,14 @@ def character_tokenizer(characters: Iterable[str]) -> TextTokenizer:
     tokenizer.decoder = decoders.Fuse()
     tokenizer.add_special_tokens(SPECIAL_TOKENS)
     return TextTokenizer(tokenizer)
+
+
+def unknown_id(tokenizer: Tokenizer) -> int | None:
+    """The id of the tokenizer's unknown token (its model's unk_token, or a Unigram model's unk_id); None where
+    it has none (a byte-level BPE needs none)."""
+    model = json.loads(tokenizer.to_str()).get("model", {})
+    token = model.get("unk_token")
+    if isinstance(token, str):
+        return tokenizer.token_to_id(token)
+    unk_id = model.get("unk_id")
+    return unk_id if isinstance(unk_id, int) else None

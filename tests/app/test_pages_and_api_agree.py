@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 
+from inference.core.places import REPO_ROOT
 from tests.app.conftest import HTMX
 from training.tasks.rmt_tasks import task_split, text
 
@@ -208,3 +209,22 @@ def test_segments(segments_client):
     attention = values(figures(page)["segment"]["data"][0]["z"])
     assert np.array_equal(attention, values(body["attention"]["weights"])[0])
     assert body["starts"] == [int(s) for s in re.findall(r"(\d+)–", page.split('id="segment-count"')[1])[:3]]
+
+
+def test_segments_of_memory_added_to_a_pretrained_model(shipped_client):
+    copy = REPO_ROOT / "checkpoints" / "gpt2_copy_memory10"
+    example = json.loads((copy / "config.json").read_text())["meta"]["example"]
+    form = {"model": "gpt2_copy_memory10", "text": example, "segment": "2", "knockout": ["0", "1", "2", "3"]}
+    page = post_html(shipped_client, "/segments/run", form)
+    body = post_json(
+        shipped_client,
+        "/api/segments",
+        {"model": "gpt2_copy_memory10", "text": example, "segment": 2,
+         "interventions": [{"kind": "knockout_slots", "slots": [0, 1, 2, 3]}]},
+    )  # fmt: skip
+    for run in ("plain", "lesioned"):
+        scored = [hit for hit in body[f"{run}_hits"] if hit is not None]
+        assert text_of(page, f"accuracy-{run}") == f"{100 * sum(scored) / len(scored):.1f}%"
+    assert body["lesioned_hits"] != body["plain_hits"]
+    attention = values(figures(page)["segment"]["data"][0]["z"])
+    assert np.array_equal(attention, values(body["attention"]["weights"])[0])

@@ -18,11 +18,13 @@ unknown or misspelt key is an error, not a silently ignored setting.
 
 A run with `init_from` takes its architecture and its tokenizer from that
 checkpoint (the weights only make sense with both), so it has no "model"
-section and no data.vocab_size. One exception: a working-memory model may
+section and no data.vocab_size. Two exceptions: a working-memory model may
 start from a plain Transformer checkpoint (Algorithm 1's warm-up epochs,
 already trained); its "model" section then holds only the working-memory
 fields (family "working_memory", memory_size, top_p) and the sizes come
-from the checkpoint.
+from the checkpoint. And memory may be added to a trained Hugging Face
+language model: "model" names family "pretrained_memory" and the memory's
+fields (memory_size, segment_length, bptt_depth, carry_memory).
 
 The "working_memory" section (working-memory models only) sets Algorithm 1:
 plain_epochs epochs as a plain Transformer first (no memory written), then
@@ -51,6 +53,7 @@ from inference.core.family import capabilities_of, families
 from inference.core.family import config_from_dict as model_config_from_dict
 from inference.core.places import REPO_ROOT
 from inference.core.tokenizer import TextTokenizer
+from inference.families.hugging_face.memory_model import CONFIG_NAME as PRETRAINED_MEMORY_FAMILY
 from inference.families.working_memory.model import FAMILY as WORKING_MEMORY_FAMILY
 from training.data.lm_corpora import ENWIKI
 
@@ -81,6 +84,8 @@ class DataConfig:
     max_articles: int | None = Field(
         None, ge=1
     )  # language model only: train on the first N training articles (quick runs); None: all
+    tokenizer_from: str | None = None  # language model only: a checkpoint folder whose tokenizer.json to read with
+    # (the same tokens as that model; a relative path is relative to the repository root); None: train a BPE vocabulary
     wikitext: list[Literal["wikitext2_valid", "wikitext2_test", "wikitext103_valid", "wikitext103_test"]] | None = (
         None  # language model only: the WikiText splits perplexity is measured on (enwiki val always); None: all four
     )
@@ -210,10 +215,13 @@ def _check_model_source(config: TrainConfig) -> None:
         raise ConfigError(
             "a working-memory model needs the 'working_memory' section (plain_epochs, type_threshold, type_loss_weight)"
         )
-    if config.is_language_model and config.init_from is not None:
-        raise ConfigError("a language model starts from scratch: init_from is for translation models")
-    if (config.data.max_articles is not None or config.data.wikitext is not None) and not config.is_language_model:
-        raise ConfigError("data.max_articles and data.wikitext apply to a language model's corpus")
+    language_only = (config.data.max_articles, config.data.wikitext, config.data.tokenizer_from)
+    if any(value is not None for value in language_only) and not config.is_language_model:
+        raise ConfigError("data.max_articles, data.wikitext and data.tokenizer_from apply to a language model's corpus")
+    if config.data.tokenizer_from is not None and (config.data.vocab_size is not None or config.init_from is not None):
+        raise ConfigError(
+            "data.tokenizer_from sets the vocabulary: remove data.vocab_size (and init_from brings its own)"
+        )
     if config.is_language_model and (config.data.max_pairs is not None or config.data.max_eval_pairs is not None):
         raise ConfigError(
             "data.max_pairs and data.max_eval_pairs apply to a parallel corpus; a language model has data.max_articles"
@@ -228,7 +236,7 @@ def _check_model_source(config: TrainConfig) -> None:
                 )
             if config.grow_memory_to is not None:
                 raise ConfigError("grow_memory_to applies to Memory Transformer slots, not to a working memory")
-        elif config.model is not None:
+        elif config.model is not None and config.model.get("family") != PRETRAINED_MEMORY_FAMILY:
             raise ConfigError(
                 "a run with init_from takes its architecture from that checkpoint: remove the 'model' section"
             )

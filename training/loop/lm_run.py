@@ -11,9 +11,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from inference.core.capabilities import Capability, FamilyConfig
-from inference.core.checkpoint import save_checkpoint
-from inference.core.family import build_model, capabilities_of, family_of
+from inference.core.capabilities import FamilyConfig
+from inference.core.checkpoint import load_checkpoint
+from inference.core.family import build_model, family_of
 from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from training.data.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext
@@ -26,7 +26,7 @@ from training.data.lm_streams import (
 )
 from training.data.vocabulary import DEFAULT_VOCAB_SIZE, load_or_train
 from training.evaluation.perplexity import EvalText, perplexity_metrics
-from training.loop.config import TrainConfig
+from training.loop.config import ConfigError, TrainConfig
 from training.loop.epochs import train
 from training.loop.run_dir import RunDir
 
@@ -49,10 +49,18 @@ def run_language_model_training(
     run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
     torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
     vocab_size = config.data.vocab_size or DEFAULT_VOCAB_SIZE
-    tokenizer = load_or_train(
-        run.tokenizer_path, lambda: train_bpe((s for document in train_documents for s in document), vocab_size)
-    )
-    model = build_model(config.model_config(tokenizer)).to(device)
+    if config.init_from_folder is None:
+        tokenizer = load_or_train(
+            run.tokenizer_path,
+            lambda: (
+                TextTokenizer.load(REPO_ROOT / config.data.tokenizer_from / "tokenizer.json")
+                if config.data.tokenizer_from
+                else train_bpe((s for document in train_documents for s in document), vocab_size)
+            ),
+        )
+        model = build_model(config.model_config(tokenizer)).to(device)
+    else:
+        model, tokenizer = started_model(config, device)
     data = LanguageModelData(
         load_or_tokenize(run.path / TRAIN_STREAM, tokenizer, train_documents),
         load_or_tokenize(run.path / VAL_STREAM, tokenizer, documents["val"]),
@@ -71,11 +79,27 @@ def run_language_model_training(
     measured = evaluation_metrics(model, tokenizer, texts, device, config.data.max_len)
     metrics = {**measured, "train": progress.train_record(device, 0, None)}
     meta = checkpoint_meta(config, model.config, len(train_documents), data, progress.step)
-    folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
+    folder = family_of(model.config.family).save(
+        Path(out_dir or REPO_ROOT / "checkpoints" / config.name), model, tokenizer, meta, metrics
+    )
     run.log(
         f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}"
     )
     return folder
+
+
+def started_model(config: TrainConfig, device: torch.device) -> tuple[nn.Module, TextTokenizer]:
+    """The init_from checkpoint's model and tokenizer; with a "model" section, a model of that family started from
+    it (memory added to a pretrained language model)."""
+    assert config.init_from_folder is not None
+    start = load_checkpoint(config.init_from_folder, device)
+    if config.model is None:
+        return start.model.train(), start.tokenizer
+    try:
+        model = family_of(config.model["family"]).warm_start(start.model, config.model, config.train.seed)
+    except ValueError as error:
+        raise ConfigError(f"model: {error}") from None
+    return model.to(device), start.tokenizer
 
 
 def evaluation_texts(
@@ -137,11 +161,7 @@ def checkpoint_meta(
         f"{steps:,} steps of {config.train.batch_size} blocks "
         f"({tokens:,} tokens, {tokens / len(data.train.tokens):.2f} epochs)"
     )
-    reads = (
-        f"; segments of {c.segment_length} tokens, {c.variant}, BPTT depth {c.bptt_depth}"
-        if Capability.SEGMENTS in capabilities_of(c)
-        else ""
-    )
+    started = f" from {config.init_from}" if config.init_from else ""
     return {
         "family": c.family,
         "memory_size": c.memory_size,
@@ -151,7 +171,6 @@ def checkpoint_meta(
             f"{len(data.train.tokens):,} tokens)"
         ),
         "description": (
-            f"{family_of(c.family).title}; d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}{reads}; "
-            f"{trained} on enwiki, blocks of {data.block_len} tokens"
+            f"{family_of(c.family).describe(c)}; {trained} on enwiki{started}, blocks of {data.block_len} tokens"
         ),
     }

@@ -20,6 +20,11 @@ one of paper 002's algorithmic tasks, and write its checkpoint folder.
   (`--run-dir` lets a longer schedule start from a shorter one's state).
 - Sizes: segment length = ceil(stream / segments); memory tokens (RMT) and
   cache length (Transformer-XL) are both `--memory`.
+- A pretrained base (`--base FOLDER`, a Hugging Face causal LM such as the
+  GPT-2 trained here): memory is added to it (the pretrained_memory family),
+  `--carry rmt` carries it between segments and `--carry reset` resets it at
+  every segment (the control); the task's characters are read as the base
+  tokenizer's tokens for them (each must be one token), GO as its BOS.
 """
 
 from __future__ import annotations
@@ -31,15 +36,18 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from inference.core.checkpoint import cast_copy, save_checkpoint
-from inference.core.family import build_model, config_from_dict
-from inference.core.tokenizer import character_tokenizer
+from inference.core.checkpoint import cast_copy, load_checkpoint, save_checkpoint
+from inference.core.family import build_model, config_from_dict, family_of
+from inference.core.places import select_device
+from inference.core.tokenizer import TextTokenizer, character_tokenizer
+from inference.families.hugging_face.memory_model import CONFIG_NAME as PRETRAINED_MEMORY
 from training.loop.steps import StepSettings
 from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
-from training.tasks.rmt_tasks import GENERATORS, TOKENS, Sample, task_split, text
+from training.tasks.rmt_tasks import GENERATORS, GO, TOKENS, Sample, task_split, text
 
-CARRIES = ("rmt", "xl", "none")
+CARRIES = ("rmt", "xl", "none", "reset")  # reset: memory reset at every segment (a pretrained base only)
 VALIDATION_SIZE, TEST_SIZE = 256, 1000
 
 
@@ -59,16 +67,22 @@ class TaskRun:
     n_heads: int = 4
     n_layers: int = 2
     eval_every: int = 100
+    base: str | None = None  # a Hugging Face causal LM's folder: memory is added to it (module doc)
 
     def __post_init__(self):
         if self.carry not in CARRIES:
             raise ValueError(f"carry is one of {', '.join(CARRIES)}, got {self.carry!r}")
+        if self.base is not None and self.carry not in ("rmt", "reset"):
+            raise ValueError("memory added to a pretrained base is carried (rmt) or reset at every segment (reset)")
+        if self.base is None and self.carry == "reset":
+            raise ValueError("carry reset applies to memory added to a pretrained base (--base)")
         if not 1 <= self.segments <= 64 or self.steps < 1 or self.memory < 1:
             raise ValueError("segments 1-64, steps and memory at least 1")
 
     @property
     def name(self) -> str:
-        return f"{self.task}_{self.segments}seg_{self.carry}_{self.steps}steps_seed{self.seed}"
+        on = f"_on_{Path(self.base).name}" if self.base else ""
+        return f"{self.task}_{self.segments}seg_{self.carry}{on}_{self.steps}steps_seed{self.seed}"
 
     @property
     def data_seed(self) -> str:
@@ -90,17 +104,64 @@ class TaskRun:
             "max_positions": max(4096, stream_length),
         }
 
+    def memory_fields(self, stream_length: int) -> dict:
+        """The memory added to a pretrained base (the pretrained_memory family's fields)."""
+        return {
+            "memory_size": self.memory,
+            "segment_length": math.ceil(stream_length / self.segments),
+            "bptt_depth": -1,
+            "carry_memory": self.carry == "rmt",
+            "max_positions": max(4096, stream_length),
+        }
+
 
 def variant_line(config) -> str:
     """How the page names the model: its variant and segment length."""
     return f"{config.variant}; segments of {config.segment_length} tokens"
 
 
-def stream_batch(samples: list[Sample]) -> tuple[torch.Tensor, int]:  # ([b, n], first target index)
+def stream_batch(
+    samples: list[Sample], lookup: torch.Tensor | None = None
+) -> tuple[torch.Tensor, int]:  # ([b, n], first target index)
+    """The samples' streams as the model's ids: `lookup` [len(TOKENS)] maps task ids to a pretrained base's (on its
+    device); None: the task's own."""
     starts = {s.target_start for s in samples}
     if len(starts) != 1 or len({len(s.stream) for s in samples}) != 1:
         raise ValueError("a batch holds samples of one layout")
-    return torch.tensor([s.stream for s in samples]), starts.pop()
+    ids = torch.tensor([s.stream for s in samples])  # [b, n] task ids
+    return (ids if lookup is None else lookup[ids.to(lookup.device)]), starts.pop()
+
+
+def example_text(sample: Sample, tokenizer: TextTokenizer, lookup: torch.Tensor | None) -> str:
+    """A sample as text the model's tokenizer reads back as its stream: the task's characters side by side, or,
+    where a pretrained base's tokenizer would merge them, apart (each a word), with "<bos>" for GO between."""
+    if lookup is None:
+        return text(sample.stream)
+    wanted = lookup[torch.tensor(sample.stream, device=lookup.device)].tolist()
+    source, target = sample.stream[: sample.target_start - 1], sample.stream[sample.target_start :]
+    for separator in ("", " "):
+        written = f"{separator.join(TOKENS[i] for i in source)}{TOKENS[GO]}{separator.join(TOKENS[i] for i in target)}"
+        if tokenizer.encode(written) == wanted:
+            return written
+    raise ValueError("the base tokenizer reads the task's characters neither side by side nor apart as one token each")
+
+
+def base_lookup(tokenizer: TextTokenizer, used: set[int], device: torch.device | str) -> torch.Tensor:
+    """[len(TOKENS)]: the base tokenizer's id of every task token the task `used`: GO its BOS, a character its one
+    token (the others its pad id); ValueError naming a character it splits."""
+    ids = []
+    for i, token in enumerate(TOKENS):
+        if i == GO:
+            ids.append(tokenizer.bos_id)
+            continue
+        pieces = tokenizer.encode(token) if i in used else [tokenizer.pad_id]
+        if len(pieces) != 1 or pieces[0] == tokenizer.unk_id:
+            raise ValueError(
+                f"the base tokenizer reads the task character {token!r} as {len(pieces)} tokens ({pieces}), "
+                "not one of its own"
+            )
+        ids.append(pieces[0])
+    return torch.tensor(ids, device=device)
 
 
 def target_logits(model, ids: torch.Tensor, start: int) -> torch.Tensor:  # [b, n] -> [b, targets, vocab]
@@ -108,29 +169,45 @@ def target_logits(model, ids: torch.Tensor, start: int) -> torch.Tensor:  # [b, 
     return logits[:, start - 1 : -1]  # the prediction of every target character
 
 
-def scores(model, samples: list[Sample], batch_size: int = 128) -> dict[str, float]:
-    """Teacher-forced per-character accuracy and whole-answer accuracy."""
-    right, total, whole = 0, 0, 0
+def scores(model, samples: list[Sample], lookup: torch.Tensor | None = None, batch_size: int = 128) -> dict[str, float]:
+    """Teacher-forced per-character accuracy and whole-answer accuracy, and the characters right in each sample
+    (for paired intervals between runs on the same samples)."""
+    sample_hits: list[int] = []
+    total = 0
     with torch.no_grad():
         for first in range(0, len(samples), batch_size):
-            ids, start = stream_batch(samples[first : first + batch_size])
+            ids, start = stream_batch(samples[first : first + batch_size], lookup)
             hits = target_logits(model, ids, start).argmax(-1) == ids[:, start:]  # [b, targets]
-            right, total, whole = right + int(hits.sum()), total + hits.numel(), whole + int(hits.all(-1).sum())
-    return {"char_accuracy": right / total, "answer_accuracy": whole / len(samples)}
+            sample_hits += hits.sum(-1).tolist()
+            total += hits.numel()
+    targets = total // len(samples)
+    return {
+        "char_accuracy": sum(sample_hits) / total,
+        "answer_accuracy": sum(hits == targets for hits in sample_hits) / len(samples),
+        "sample_char_hits": sample_hits,
+    }
 
 
-def storage_dtype(model, test: list[Sample], measured: dict[str, float]) -> str:
+def storage_dtype(model, test: list[Sample], measured: dict[str, float], lookup: torch.Tensor | None = None) -> str:
     """float16 where the rounded weights score the test split exactly as the trained ones, else float32."""
     rounded = cast_copy(model, torch.float16).float().eval()
-    return "float16" if scores(rounded, test) == measured else "float32"
+    return "float16" if scores(rounded, test, None if lookup is None else lookup.cpu()) == measured else "float32"
 
 
 class SegmentTask(TaskCallbacks):
     """The step loop's callbacks for a segment task run: fresh batches that hold no held-out sample, the loss of
     the target characters, per-character validation accuracy."""
 
-    def __init__(self, run: TaskRun, model, validation: list[Sample], held_out: frozenset[Sample]):
+    def __init__(
+        self,
+        run: TaskRun,
+        model,
+        validation: list[Sample],
+        held_out: frozenset[Sample],
+        lookup: torch.Tensor | None = None,
+    ):
         self.run, self.model, self.validation, self.held_out = run, model, validation, held_out
+        self.lookup = lookup
 
     def loss(self, step: int) -> torch.Tensor:
         rng = random.Random(f"{self.run.data_seed}/{step}")
@@ -139,24 +216,41 @@ class SegmentTask(TaskCallbacks):
             sample = GENERATORS[self.run.task](rng)
             if sample not in self.held_out:
                 batch.append(sample)
-        ids, start = stream_batch(batch)  # [b, n]
+        ids, start = stream_batch(batch, self.lookup)  # [b, n]
         logits = target_logits(self.model, ids, start)  # [b, targets, vocab]
         return F.cross_entropy(logits.flatten(0, 1), ids[:, start:].flatten())
 
     def validate(self) -> tuple[float, list[float], str]:
-        return scores(self.model, self.validation)["char_accuracy"], [], ""
+        return scores(self.model, self.validation, self.lookup)["char_accuracy"], [], ""
 
 
-def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
-    """Train (or resume) the run; write the checkpoint folder; return its metrics."""
+def task_model(
+    run: TaskRun, samples: list[Sample], device: torch.device
+) -> tuple[nn.Module, TextTokenizer, torch.Tensor | None]:
+    """(model, tokenizer, lookup of task ids in the model's vocabulary; None: the task's own) of a new run whose
+    held-out `samples` show the stream's length and the task's characters."""
+    stream_length = len(samples[0].stream)
+    used = {i for sample in samples for i in sample.stream}
+    if run.base is None:
+        return (
+            build_model(config_from_dict(run.model_config(stream_length))).to(device),
+            character_tokenizer(TOKENS[4:]),
+            None,
+        )
+    start = load_checkpoint(Path(run.base), device)
+    model = family_of(PRETRAINED_MEMORY).warm_start(start.model, run.memory_fields(stream_length), run.seed)
+    return model, start.tokenizer, base_lookup(start.tokenizer, used, device)
+
+
+def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = "cpu") -> dict:
+    """Train (or resume) the run on `device`; write the checkpoint folder; return its metrics."""
     torch.manual_seed(run.seed)
     validation = task_split(run.task, "val", VALIDATION_SIZE)
     test = task_split(run.task, "test", TEST_SIZE)
-    stream_length = len(test[0].stream)
-    model = build_model(config_from_dict(run.model_config(stream_length)))
+    model, tokenizer, lookup = task_model(run, validation + test, select_device(device))
     optimizer = torch.optim.Adam(model.parameters(), lr=run.learning_rate)
     folder = TaskRunFolder(run_dir, run)
-    task = SegmentTask(run, model, validation, frozenset(validation) | frozenset(test))
+    task = SegmentTask(run, model, validation, frozenset(validation) | frozenset(test), lookup)
     schedule = TaskSchedule(run.name, run.steps, run.eval_every, keep_ties=False)
     progress = train_task_steps(model, optimizer, folder, schedule, task, StepSettings(run.clip), log)
     metrics = {
@@ -168,19 +262,24 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print) -> dict:
         "steps": run.steps,
         "best_step": progress.best_step,
         "validation_char_accuracy": progress.best,
-        "test": scores(model, test),
+        "test": scores(model, test, lookup),
         "test_samples": TEST_SIZE,
         "train_seconds": round(progress.seconds, 1),
         "threads": torch.get_num_threads(),
         "curve": progress.curve,
         "training": asdict(run),
     }
-    metrics["weights_dtype"] = storage_dtype(model, test, metrics["test"])
+    model = model.cpu()
+    metrics["weights_dtype"] = storage_dtype(model, test, metrics["test"], lookup)
     save_checkpoint(
         out,
         model,
-        character_tokenizer(TOKENS[4:]),
-        meta={"task": run.task, "variant": variant_line(model.config), "example": text(test[0].stream)},
+        tokenizer,
+        meta={
+            "task": run.task,
+            "variant": variant_line(model.config),
+            "example": example_text(test[0], tokenizer, lookup),
+        },
         metrics=metrics,
         weights_dtype=metrics["weights_dtype"],
     )

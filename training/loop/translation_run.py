@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability, FamilyConfig
-from inference.core.checkpoint import FILES, CheckpointError, load_checkpoint, save_checkpoint
+from inference.core.checkpoint import FILES, CheckpointError, load_checkpoint, read_config, save_checkpoint
 from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
@@ -259,7 +259,8 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     weights. A folder holding other files (memory_analysis.json, mined FF
     triggers: studies of the current weights that this does not redo) is refused."""
     folder = Path(folder)
-    kept = (*FILES, OUTPUTS_FILE)
+    family = family_of(read_config(folder)[0].family) if (folder / "config.json").is_file() else None
+    kept = (*(family.folder_files if family else FILES), OUTPUTS_FILE)
     others = sorted(path.name for path in folder.iterdir() if path.name not in kept) if folder.is_dir() else []
     if others:
         raise CheckpointError(
@@ -270,7 +271,9 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     staging = folder.parent / f".{folder.name}.float16"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        save_checkpoint(staging, loaded.model, loaded.tokenizer, loaded.meta, loaded.metrics, weights_dtype="float16")
+        assert family is not None
+        meta = {key: value for key, value in loaded.meta.items() if key != "format"}  # a reader's, not the folder's
+        family.save(staging, loaded.model, loaded.tokenizer, meta, loaded.metrics, weights_dtype="float16")
         measured = remeasure(load_checkpoint(staging, device), data_dir)  # the stored weights, read back as float32
         unmeasured = missing_numbers({k: v for k, v in loaded.metrics.items() if k != "train"}, measured)
         if unmeasured:

@@ -119,7 +119,7 @@ def model_examples(loaded: LoadedModel, data_dir: Path) -> dict:
 
 def working_memory_checkpoints(root: Path) -> list[Path]:
     folders = sorted(p for p in root.iterdir() if (p / "config.json").exists())
-    return [p for p in folders if json.loads((p / "config.json").read_text())["model"].get("family") == FAMILY]
+    return [p for p in folders if json.loads((p / "config.json").read_text()).get("model", {}).get("family") == FAMILY]
 
 
 def write_examples(checkpoints: Path, data_dir: Path, out: Path = MEMORY_EXAMPLES_FILE) -> dict:

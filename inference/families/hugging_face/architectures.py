@@ -47,6 +47,11 @@ class Architecture:
     # a reason to refuse a config of this architecture, or None: a variant the tables do not describe
     refusal: Callable[[Any], str | None] = lambda hf_config: None
 
+    def config_values(self, sizes: dict[str, int]) -> dict[str, Any]:
+        """A config.json of this architecture holding `sizes` (n_layers, n_heads, d_model, d_ff, max_positions,
+        under our names) and the model type; transformers' config class fills in the rest."""
+        return {"model_type": self.model_type, **{getattr(self, ours): value for ours, value in sizes.items()}}
+
     def block(self, layer: int, part: str = "") -> str:
         """The path of block `layer`, or of its `part` ("attention", "out_proj", ...)."""
         path = f"{self.blocks}.{layer}"

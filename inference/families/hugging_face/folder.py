@@ -9,7 +9,6 @@ local_files_only.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from safetensors import safe_open
 from tokenizers import Tokenizer
 
 from inference.core.capabilities import FamilyConfig
-from inference.core.tokenizer import SpecialIds, TextTokenizer
+from inference.core.tokenizer import SpecialIds, TextTokenizer, unknown_id
 from inference.families.hugging_face.architectures import architecture, read_sizes
 from inference.families.hugging_face.model import (
     HookedCausalLM,
@@ -128,17 +127,6 @@ def _tokenizer(folder: Path) -> Tokenizer:
         raise ValueError(f"{TOKENIZER} is missing") from None
     except Exception as error:  # the tokenizers library raises plain Exceptions
         raise ValueError(f"{TOKENIZER} does not load: {error}") from None
-
-
-def unknown_id(tokenizer: Tokenizer) -> int | None:
-    """The id of the tokenizer's unknown token (its model's unk_token, or a Unigram model's unk_id); None where
-    it has none (a byte-level BPE needs none)."""
-    model = json.loads(tokenizer.to_str()).get("model", {})
-    token = model.get("unk_token")
-    if isinstance(token, str):
-        return tokenizer.token_to_id(token)
-    unk_id = model.get("unk_id")
-    return unk_id if isinstance(unk_id, int) else None
 
 
 READER = HuggingFaceReader()

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 FAMILY = "hugging_face"
 AXIS = "tok"
+SIZES = ("n_layers", "n_heads", "d_model", "d_ff", "max_positions")  # HuggingFaceConfig's names of the sizes
 INPUT_KEYWORDS = ("hidden_states", "input", "x")  # where a module called with keywords finds its input
 
 
@@ -48,26 +49,27 @@ INPUT_KEYWORDS = ("hidden_states", "input", "x")  # where a module called with k
 class HuggingFaceConfig(NoMemory):
     """A Hugging Face causal language model as MemLens sees it (read from its folder, never changed after: the
     fields stay settable only because FamilyConfig says so). `hf_config` is the folder's config.json, kept so
-    that `build` makes the same model with fresh weights. GPT-2 has one id for BOS, EOS and padding: pad, bos and
-    eos need not differ (MemLens's own families demand they do)."""
+    that `build` makes the same model with fresh weights; a training config's model section names the sizes only,
+    and gets the config.json of its architecture with those sizes and special ids. GPT-2 has one id for BOS, EOS
+    and padding: pad, bos and eos need not differ (MemLens's own families demand they do)."""
 
     model_type: str
-    vocab_size: int
-    max_positions: int
-    pad_id: int
-    bos_id: int
-    eos_id: int
     n_layers: int
     n_heads: int  # query heads
     d_model: int
     d_ff: int  # FF keys per layer
+    max_positions: int
+    vocab_size: int = 2  # these four come from the tokenizer (a folder's config.json, or a training run's)
+    pad_id: int = 0
+    bos_id: int = 0
+    eos_id: int = 0
     hf_config: dict[str, Any] = field(default_factory=dict)
     family: str = FAMILY
 
     def __post_init__(self) -> None:
         if self.family != FAMILY:
             raise ValueError(f"HuggingFaceConfig has family {FAMILY!r}, not {self.family!r}")
-        architecture(self.model_type)
+        arch = architecture(self.model_type)
         sizes = {name: getattr(self, name) for name in ("vocab_size", "n_layers", "n_heads", "d_model", "d_ff")}
         bad = [name for name, value in sizes.items() if value < 1]
         if bad:
@@ -77,6 +79,14 @@ class HuggingFaceConfig(NoMemory):
         outside = {name: i for name, i in self.special_ids().items() if not 0 <= i < self.vocab_size}
         if outside:
             raise ValueError(f"special ids {outside} lie outside the vocabulary of {self.vocab_size}")
+        if not self.hf_config:  # a training config's model section: the sizes only
+            self.hf_config = {
+                **arch.config_values({name: getattr(self, name) for name in SIZES}),
+                "vocab_size": self.vocab_size,
+                "bos_token_id": self.bos_id,
+                "eos_token_id": self.eos_id,
+                "pad_token_id": self.pad_id,
+            }
 
     def special_ids(self) -> dict[str, int]:
         return {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
@@ -105,27 +115,31 @@ def refuse_unsupported(arch: Architecture, hf_config: Any) -> None:
         raise ValueError(reason)
 
 
+Axes = tuple[str, str]  # (query axis, key axis) of the hook points: AXIS for both in a plain causal LM
+
+
 class AttentionHooks(nn.Module):
-    def __init__(self, n_heads: int):
+    def __init__(self, n_heads: int, axes: Axes):
         super().__init__()
+        query, key = axes
         self.pattern = HookPoint(
             "batch head query key",
             "attention probabilities (read only: scale attn.z to ablate a head)",
-            {"query": AXIS, "key": AXIS},
+            {"query": query, "key": key},
             {"head": n_heads},
         )
         self.z = HookPoint(
             "batch head query d_head",
             "per-head outputs before the output projection",
-            {"query": AXIS},
+            {"query": query},
             {"head": n_heads},
         )
 
 
 class FeedForwardHooks(nn.Module):
-    def __init__(self, d_ff: int):
+    def __init__(self, d_ff: int, axis: str):
         super().__init__()
-        tokens = {"position": AXIS}
+        tokens = {"position": axis}
         self.keys = HookPoint(
             "batch position ff_key",
             "key coefficients: the down projection's input (after the activation; a gated FF's gate x up)",
@@ -136,29 +150,33 @@ class FeedForwardHooks(nn.Module):
 
 
 class LayerHooks(nn.Module):
-    def __init__(self, n_heads: int, d_ff: int):
+    def __init__(self, n_heads: int, d_ff: int, axes: Axes):
         super().__init__()
-        tokens = {"position": AXIS}
+        tokens = {"position": axes[0]}
         self.resid_pre = HookPoint("batch position d_model", "residual stream entering the block", tokens)
-        self.attn = AttentionHooks(n_heads)
+        self.attn = AttentionHooks(n_heads, axes)
         self.resid_mid = HookPoint(
             "batch position d_model", "residual stream entering the feed-forward sub-layer (before its norm)", tokens
         )
-        self.ff = FeedForwardHooks(d_ff)
+        self.ff = FeedForwardHooks(d_ff, axes[0])
 
 
 class HookedCausalLM(nn.Module):
-    """A Hugging Face causal LM (`hf`) with MemLens's hook points (module doc); `config` is its HuggingFaceConfig.
+    """A Hugging Face causal LM (`hf`) with MemLens's hook points (module doc); `config` is its HuggingFaceConfig;
+    `axes` name the query and key axes of the hook points (a wrapper that reads segments names its own).
     ValueError where the model lacks a module its architecture's table names, or holds another shape."""
 
-    def __init__(self, hf: nn.Module, config: HuggingFaceConfig):
+    hf: Any  # the transformers model (its own methods: save_pretrained, get_input_embeddings)
+
+    def __init__(self, hf: nn.Module, config: HuggingFaceConfig, axes: Axes = (AXIS, AXIS)):
         super().__init__()
         arch = architecture(config.model_type)
         refuse_unsupported(arch, getattr(hf, "config", None))
         self.hf = hf
         self.config = config
-        self.layers = nn.ModuleList(LayerHooks(config.n_heads, config.d_ff) for _ in range(config.n_layers))
-        tokens = {"position": AXIS}
+        self.base_config = config  # the Hugging Face model's own, where a wrapper's config is another
+        self.layers = nn.ModuleList(LayerHooks(config.n_heads, config.d_ff, axes) for _ in range(config.n_layers))
+        tokens = {"position": axes[0]}
         self.out = HookPoint("batch position d_model", "final norm output: what the LM head reads", tokens)
         self.logits = HookPoint("batch position vocab", "next-token logits", tokens)
         name_hook_points(self)
@@ -171,14 +189,14 @@ class HookedCausalLM(nn.Module):
             return self.hf.get_submodule(path)
         except AttributeError:
             raise ValueError(
-                f"the {self.config.model_type} model has no module {path}: not the layout MemLens reads"
+                f"the {self.base_config.model_type} model has no module {path}: not the layout MemLens reads"
             ) from None
 
     def down_projection_weight(self, layer: int) -> torch.Tensor:
-        return _weight(self.part(architecture(self.config.model_type).block(layer, "down_proj")))
+        return _weight(self.part(architecture(self.base_config.model_type).block(layer, "down_proj")))
 
     def _check_shapes(self, arch: Architecture) -> None:
-        c = self.config
+        c = self.base_config
         blocks = self.part(arch.blocks)
         if not isinstance(blocks, nn.ModuleList) or len(blocks) != c.n_layers:
             raise ValueError(f"{arch.blocks} should be a list of {c.n_layers} blocks")
@@ -211,7 +229,7 @@ class HookedCausalLM(nn.Module):
             self.part(arch.block(i)).register_forward_pre_hook(_InputRoute(layer.resid_pre), with_kwargs=True)
             self.part(arch.block(i, "attention")).register_forward_hook(_PatternRead(layer.attn.pattern, i))
             self.part(arch.block(i, "out_proj")).register_forward_pre_hook(
-                _InputRoute(_ByHeads(layer.attn.z, self.config.n_heads)), with_kwargs=True
+                _InputRoute(_ByHeads(layer.attn.z, self.base_config.n_heads)), with_kwargs=True
             )
             self.part(arch.block(i, "ff_norm")).register_forward_pre_hook(
                 _InputRoute(layer.resid_mid), with_kwargs=True
@@ -226,18 +244,28 @@ class HookedCausalLM(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:  # [b, t] -> [b, t, vocab]
         """Logits at every position for the token that follows it; padding is masked where the pad id is its own
         (right padding: a causal model's real tokens never see it anyway)."""
-        mask = (ids != self.config.pad_id).long() if self.config.masks_padding else None  # [b, t] 1: a real token
+        mask = self.real_tokens(ids).long() if self.base_config.masks_padding else None  # [b, t] 1: a real token
         return self.hf(input_ids=ids, attention_mask=mask, use_cache=False).logits  # [b, t, vocab]
+
+    def real_tokens(self, ids: torch.Tensor) -> torch.Tensor:  # [b, t] -> [b, t] bool
+        """True at every position but padding, where the pad id is its own (else every position)."""
+        if not self.base_config.masks_padding:
+            return torch.ones_like(ids, dtype=torch.bool)
+        return ids != self.base_config.pad_id
 
 
 def build_hooked(config: HuggingFaceConfig) -> HookedCausalLM:
     """A model of `config` with fresh (random) weights, drawn from torch's generator."""
+    return HookedCausalLM(fresh_hf_model(config), config)
+
+
+def fresh_hf_model(config: HuggingFaceConfig) -> nn.Module:
+    """The Hugging Face model of `config`, eager attention, fresh (random) weights."""
     from transformers import AutoModelForCausalLM
 
     hf_config = transformers_config(config.model_type, config.hf_config)
     refuse_unsupported(architecture(config.model_type), hf_config)
-    hf = AutoModelForCausalLM.from_config(hf_config, attn_implementation="eager", dtype=torch.float32)
-    return HookedCausalLM(hf, config)
+    return AutoModelForCausalLM.from_config(hf_config, attn_implementation="eager", dtype=torch.float32)
 
 
 def rms_norm_eps(norm: nn.Module) -> float | None:

@@ -34,6 +34,9 @@ class LanguageModelFamily(FamilyDefaults):
     def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
         return next_token_loss(model, batch, objective.label_smoothing)
 
+    def describe(self, config: LanguageModelConfig) -> str:
+        return f"{self.title}; d_model {config.d_model}, {config.n_layers} layers, d_ff {config.d_ff}"
+
     def capabilities(self, config: LanguageModelConfig) -> frozenset[Capability]:
         return frozenset({Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})
 

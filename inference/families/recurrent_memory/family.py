@@ -21,11 +21,11 @@ from inference.core.interventions import (
 )
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
+from inference.core.segment_memory import encode_text, memory_lesion_hook, segment_axes
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import assembled_trace, model_as, recording
-from inference.families.recurrent_memory.lesions import knockout_hooks, memory_lesion_hook
+from inference.families.recurrent_memory.lesions import knockout_hooks
 from inference.families.recurrent_memory.model import CONFIG_NAME, RecurrentMemoryConfig, RecurrentMemoryTransformer
-from inference.families.recurrent_memory.segments import encode_text, segment_axes
 
 
 class RecurrentMemoryFamily(FamilyDefaults):
@@ -39,6 +39,12 @@ class RecurrentMemoryFamily(FamilyDefaults):
 
     def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
         return next_token_loss(model, batch, objective.label_smoothing)
+
+    def describe(self, config: RecurrentMemoryConfig) -> str:
+        return (
+            f"{self.title}; d_model {config.d_model}, {config.n_layers} layers, d_ff {config.d_ff}; segments of "
+            f"{config.segment_length} tokens, {config.variant}, BPTT depth {config.bptt_depth}"
+        )
 
     def capabilities(self, config: RecurrentMemoryConfig) -> frozenset[Capability]:
         found = {Capability.SEGMENTS, Capability.NEXT_TOKEN}

@@ -54,10 +54,10 @@ from torch import nn
 
 from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
+from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS
 from inference.families.recurrent_memory.attention import RelativeLayer
 
 CONFIG_NAME = "recurrent_memory"
-QUERY_AXIS, KEY_AXIS = "seg", "ctx"
 
 
 @dataclass

@@ -1,0 +1,148 @@
+"""What every segment-recurrent model with memory tokens shares, whatever reads its segments (MemLens's own RMT,
+or memory added to a pretrained language model): its text and axes, segment by segment, and the lesions of the
+memory entering a segment (reset, noise, transplant from another input)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import torch
+
+from inference.core.axes import AxisKey
+from inference.core.capabilities import FamilyConfig
+from inference.core.decoding import pad_batch
+from inference.core.hooks import HookFn, HookPoint, current_scope
+from inference.core.interventions import InterventionError, KnockoutSlots, NoiseMemory, ResetMemory, TransplantMemory
+from inference.core.loaded_model import LoadedModel
+from inference.core.trace import Role
+from inference.core.tracing import token_roles
+
+QUERY_AXIS, KEY_AXIS = "seg", "ctx"  # a segment's positions (read memory, tokens, write memory); what it attends to
+
+
+class SegmentConfig(FamilyConfig, Protocol):
+    segment_length: int
+
+
+class SegmentMemoryModel(Protocol):
+    """A model that reads ids segment by segment, with `memory_size` memory tokens carried between segments."""
+
+    @property
+    def config(self) -> SegmentConfig: ...
+
+    @property
+    def memory_init(self) -> torch.Tensor: ...  # [m, d] the trained initial memory
+
+    def initial_memory(self, batch: int, memory_size: int) -> torch.Tensor: ...  # [b, m, d]
+
+    def read(
+        self, ids: torch.Tensor, memory_size: int | None = None, memory: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...  # (logits [b, n, vocab], the memory after the last segment)
+
+    def segment_starts(self, length: int) -> range: ...
+
+    def cached_length(self, segment: int) -> int: ...  # cached earlier positions a segment attends to
+
+
+def encode_text(loaded: LoadedModel, texts: list[str]) -> torch.Tensor:  # [b, n]
+    """Texts -> padded ids, read as they are (a task stream names its own <bos>);
+    raises ValueError on an empty or overlong text."""
+    limit = loaded.config.max_positions
+    rows = loaded.tokenizer.encode_batch(texts)
+    for ids in rows:
+        if not ids:
+            raise ValueError("empty text")
+        if len(ids) > limit:
+            raise ValueError(f"the text has {len(ids)} tokens; the model reads at most {limit}")
+    return pad_batch(rows, loaded.config.pad_id, loaded.device)
+
+
+def segment_axes(
+    model: SegmentMemoryModel,
+    display: Callable[[list[int]], list[str]],
+    ids: torch.Tensor,  # [b, n]
+    memory_size: int,
+) -> tuple[dict[AxisKey, list[list[str]]], dict[AxisKey, list[list[Role]]]]:
+    """(tokens, roles) of every segment's "seg" and "ctx" axes, per example, keyed by segment."""
+    c = model.config
+    rows = ids.tolist()
+    text_roles = token_roles(rows, c, Role.TOK)
+    read = [f"[read{j}]" for j in range(memory_size)]
+    write = [f"[write{j}]" for j in range(memory_size)]
+    tokens: dict[AxisKey, list[list[str]]] = {}
+    roles: dict[AxisKey, list[list[Role]]] = {}
+    for s, start in enumerate(model.segment_starts(ids.shape[1])):
+        cached = model.cached_length(s)
+        end = start + c.segment_length
+        query, key = AxisKey(QUERY_AXIS, segment=s), AxisKey(KEY_AXIS, segment=s)
+        tokens[query] = [read + display(row[start:end]) + write for row in rows]
+        roles[query] = [
+            [Role.READ_MEM] * memory_size + row_roles[start:end] + [Role.WRITE_MEM] * memory_size
+            for row_roles in text_roles
+        ]
+        tokens[key] = [display(row[start - cached : start]) + shown for row, shown in zip(rows, tokens[query])]
+        roles[key] = [[Role.CACHE] * cached + shown for shown in roles[query]]
+    return tokens, roles
+
+
+def knocked_out_slots(item: KnockoutSlots, memory_size: int) -> list[int]:
+    """The slots a knock-out names; InterventionError where one is beyond the run's memory."""
+    bad = [slot for slot in item.slots if slot >= memory_size]
+    if bad:
+        raise InterventionError(
+            f"memory slots {bad} are out of range: the run has {memory_size} (0 to {memory_size - 1})"
+        )
+    return list(item.slots)
+
+
+def memory_lesion_hook(
+    model: SegmentMemoryModel, item: ResetMemory | NoiseMemory | TransplantMemory, memory_size: int
+) -> HookFn:
+    """A hook on `memory.read` that changes the memory entering segment `item.segment` only."""
+    change = _memory_change(model, item, memory_size)
+
+    def hook(memory: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, m, d]
+        if current_scope().get("segment") != item.segment:
+            return memory
+        return change(memory)
+
+    return hook
+
+
+def _memory_change(
+    model: SegmentMemoryModel, item: ResetMemory | NoiseMemory | TransplantMemory, memory_size: int
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """What the lesion makes of the memory [b, m, d] entering its segment."""
+    if isinstance(item, ResetMemory):
+        return lambda memory: model.initial_memory(memory.shape[0], memory_size)
+    if isinstance(item, TransplantMemory):
+        replacement = donor_memory(model, item, memory_size)  # [1, m, d]
+        return lambda memory: replacement.expand(memory.shape[0], -1, -1)
+    noise = item
+
+    def noisy(memory: torch.Tensor) -> torch.Tensor:
+        generator = torch.Generator(device=memory.device).manual_seed(noise.seed)
+        drawn = torch.randn(memory.shape, generator=generator, device=memory.device, dtype=memory.dtype)
+        return memory + noise.scale * memory.pow(2).mean().sqrt() * drawn
+
+    return noisy
+
+
+def donor_memory(model: SegmentMemoryModel, item: TransplantMemory, memory_size: int) -> torch.Tensor:
+    """[1, m, d]: the memory the donor input carries into segment `item.segment`."""
+    length = model.config.segment_length
+    needed = item.segment * length
+    if len(item.donor) < needed:
+        raise InterventionError(
+            f"the donor input has {len(item.donor)} tokens; it reaches segment {item.segment} "
+            f"only with at least {needed} ({length} per segment)"
+        )
+    if item.segment == 0:
+        return model.initial_memory(1, memory_size)
+    if max(item.donor) >= model.config.vocab_size:
+        raise InterventionError(f"donor token ids must be below the vocabulary size {model.config.vocab_size}")
+    ids = torch.tensor([item.donor[:needed]], device=model.memory_init.device)  # [1, needed]
+    with torch.no_grad():
+        _, memory = model.read(ids, memory_size)
+    return memory

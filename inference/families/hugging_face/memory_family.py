@@ -1,0 +1,116 @@
+"""Memory added to a pretrained causal language model as the rest of MemLens sees it: a segment model like
+MemLens's own RMT (the segments page, its memory lesions), started from a trained Hugging Face model."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import torch
+from torch import nn
+
+from inference.core.capabilities import Capability
+from inference.core.family import FamilyDefaults
+from inference.core.hooks import HookFn, HookPoint
+from inference.core.interventions import (
+    Intervention,
+    KnockoutSlots,
+    NoiseMemory,
+    ResetMemory,
+    TransplantMemory,
+)
+from inference.core.loaded_model import LoadedModel
+from inference.core.losses import StepObjective, next_token_loss
+from inference.core.segment_memory import encode_text, knocked_out_slots, memory_lesion_hook, segment_axes
+from inference.core.trace import Trace, TraceRequest
+from inference.core.tracing import assembled_trace, model_as, recording
+from inference.families.hugging_face.memory_model import CONFIG_NAME, MemoryAugmentedLM, PretrainedMemoryConfig
+from inference.families.hugging_face.model import HookedCausalLM, fresh_hf_model
+
+
+class PretrainedMemoryFamily(FamilyDefaults):
+    name = "pretrained_memory"
+    config_names = (CONFIG_NAME,)
+    config_type = PretrainedMemoryConfig
+    title = "Recurrent memory on a pretrained language model (paper 002's wrapper)"
+
+    def build(self, config: PretrainedMemoryConfig) -> MemoryAugmentedLM:
+        return MemoryAugmentedLM(fresh_hf_model(config.base_config), config)
+
+    def capabilities(self, config: PretrainedMemoryConfig) -> frozenset[Capability]:
+        return frozenset({Capability.SEGMENTS, Capability.NEXT_TOKEN, Capability.MEMORY_TOKENS})
+
+    def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
+        return next_token_loss(model, batch, objective.label_smoothing)
+
+    def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> MemoryAugmentedLM:
+        """The trained causal LM `source` with memory added: its weights, fresh memory embeddings drawn under `seed`;
+        `config_fields` are the wrapper's (memory_size, segment_length, bptt_depth, carry_memory, max_positions)."""
+        if not isinstance(source, HookedCausalLM) or isinstance(source, MemoryAugmentedLM):
+            raise ValueError("memory is added to a Hugging Face causal language model")
+        fields = {key: value for key, value in config_fields.items() if key != "family"}
+        if "base" in fields:
+            raise ValueError("the base model is the checkpoint started from: remove model.base")
+        try:
+            config = PretrainedMemoryConfig(base=asdict(source.base_config), **fields)
+        except TypeError as error:
+            raise ValueError(str(error)) from None
+        hf = fresh_hf_model(config.base_config)
+        hf.load_state_dict(source.hf.state_dict())
+        torch.manual_seed(seed)
+        return MemoryAugmentedLM(hf, config).to(next(source.parameters()).device)
+
+    def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
+        """One teacher-forced pass over the text, segment by segment (as MemLens's own RMT: every capture keeps
+        each segment's call; query axis AxisKey("seg", segment=s), key axis AxisKey("ctx", segment=s))."""
+        if request.targets is not None:
+            raise ValueError("a segment-recurrent model reads one text: pass it as the source")
+        model = model_as(loaded, MemoryAugmentedLM)
+        ids = encode_text(loaded, request.sources)  # [b, n]
+        with recording(model, request.names, request.interventions) as (captures, memory_size):
+            logits = model(ids, memory_size)  # [b, n, vocab]
+        tokens, roles = segment_axes(model, loaded.tokenizer.display_tokens, ids.cpu(), memory_size)
+        return assembled_trace(
+            loaded,
+            request,
+            captures=captures,
+            memory_size=memory_size,
+            tokens=tokens,
+            roles=roles,
+            output_ids=logits.argmax(dim=-1).tolist(),  # [b, n] the next token at every position
+            logits=logits,
+            decoding=None,
+        )
+
+    def intervention_hooks(
+        self, model: MemoryAugmentedLM, intervention: Intervention, memory_size: int
+    ) -> list[tuple[str, HookFn]] | None:
+        if not memory_size:
+            return None
+        if isinstance(intervention, KnockoutSlots):
+            return [(model.memory.keys.name, knockout_hook(intervention, memory_size))]
+        if isinstance(intervention, ResetMemory | NoiseMemory | TransplantMemory):
+            return [(model.memory.read.name, memory_lesion_hook(model, intervention, memory_size))]
+        return None
+
+    def describe(self, config: PretrainedMemoryConfig) -> str:
+        base = config.base_config
+        return (
+            f"{config.variant}; segments of {config.segment_length} tokens, BPTT depth {config.bptt_depth}; "
+            f"d_model {base.d_model}, {base.n_layers} layers"
+        )
+
+
+def knockout_hook(item: KnockoutSlots, memory_size: int) -> HookFn:
+    """No position of a segment reads the knocked-out read slots (the keys every query may read lose them)."""
+    slots = knocked_out_slots(item, memory_size)
+
+    def hook(keys: torch.Tensor, point: HookPoint) -> torch.Tensor:  # [b, m+L+m] bool
+        keys = keys.clone()
+        keys[:, slots] = False
+        return keys
+
+    return hook
+
+
+FAMILY = PretrainedMemoryFamily()
