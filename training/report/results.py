@@ -13,6 +13,7 @@ from training.report.ff_memories import ff_memories_section
 from training.report.memory_extension import extension_chains, extension_section
 from training.report.memory_transformer import table_1_section, table_2_section
 from training.report.metrics_files import load_metrics
+from training.report.pretrained_memory import pretrained_memory_section
 from training.report.segment_lm import segment_lm_section
 from training.report.segment_tasks import segment_task_section
 from training.report.working_memory import memory_content_section, working_memory_section
@@ -59,6 +60,7 @@ def render(
         segment_task_section(checkpoints),
         segment_lm_section(checkpoints, configs),
         carried_state_section(checkpoints / "segment_lm"),
+        pretrained_memory_section(checkpoints, configs),
         active_memory_section(checkpoints),
         reading_section(reading),
     ]

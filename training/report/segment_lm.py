@@ -39,8 +39,10 @@ def difference_cell(metrics: dict, baseline: dict | None, split: str) -> str:
     """Perplexity on `split` minus the baseline's on the same articles, with its interval."""
     if baseline is None or metrics is baseline:
         return "-"
-    documents = metrics["perplexity_counts"]["splits"][split]["documents"]
-    baseline = baseline["perplexity_counts"]["splits"][split]["documents"]
+    documents = metrics["perplexity_counts"]["splits"][split].get("documents")
+    baseline = baseline["perplexity_counts"]["splits"][split].get("documents")
+    if documents is None or baseline is None:
+        return "(no per-article totals)"
     if documents["tokens"] != baseline["tokens"]:
         return "(other tokenization)"
     return interval_text(

@@ -21,9 +21,9 @@ from inference.core.interventions import (
 )
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.segment_memory import encode_text, knocked_out_slots, memory_lesion_hook, segment_axes
+from inference.core.segment_memory import knocked_out_slots, memory_lesion_hook, segment_trace
 from inference.core.trace import Trace, TraceRequest
-from inference.core.tracing import assembled_trace, model_as, recording
+from inference.core.tracing import model_as
 from inference.families.hugging_face.memory_model import CONFIG_NAME, MemoryAugmentedLM, PretrainedMemoryConfig
 from inference.families.hugging_face.model import HookedCausalLM, fresh_hf_model
 
@@ -61,26 +61,8 @@ class PretrainedMemoryFamily(FamilyDefaults):
         return MemoryAugmentedLM(hf, config).to(next(source.parameters()).device)
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
-        """One teacher-forced pass over the text, segment by segment (as MemLens's own RMT: every capture keeps
-        each segment's call; query axis AxisKey("seg", segment=s), key axis AxisKey("ctx", segment=s))."""
-        if request.targets is not None:
-            raise ValueError("a segment-recurrent model reads one text: pass it as the source")
-        model = model_as(loaded, MemoryAugmentedLM)
-        ids = encode_text(loaded, request.sources)  # [b, n]
-        with recording(model, request.names, request.interventions) as (captures, memory_size):
-            logits = model(ids, memory_size)  # [b, n, vocab]
-        tokens, roles = segment_axes(model, loaded.tokenizer.display_tokens, ids.cpu(), memory_size)
-        return assembled_trace(
-            loaded,
-            request,
-            captures=captures,
-            memory_size=memory_size,
-            tokens=tokens,
-            roles=roles,
-            output_ids=logits.argmax(dim=-1).tolist(),  # [b, n] the next token at every position
-            logits=logits,
-            decoding=None,
-        )
+        """One teacher-forced pass over the text, segment by segment (inference.core.segment_memory.segment_trace)."""
+        return segment_trace(loaded, model_as(loaded, MemoryAugmentedLM), request)
 
     def intervention_hooks(
         self, model: MemoryAugmentedLM, intervention: Intervention, memory_size: int

@@ -21,9 +21,9 @@ from inference.core.interventions import (
 )
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.segment_memory import encode_text, memory_lesion_hook, segment_axes
+from inference.core.segment_memory import memory_lesion_hook, segment_trace
 from inference.core.trace import Trace, TraceRequest
-from inference.core.tracing import assembled_trace, model_as, recording
+from inference.core.tracing import model_as
 from inference.families.recurrent_memory.lesions import knockout_hooks
 from inference.families.recurrent_memory.model import CONFIG_NAME, RecurrentMemoryConfig, RecurrentMemoryTransformer
 
@@ -53,27 +53,8 @@ class RecurrentMemoryFamily(FamilyDefaults):
         return frozenset(found)
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
-        """One teacher-forced pass over the text, segment by segment; every
-        capture keeps each segment's call, and each segment has its own query
-        axis (AxisKey("seg", segment=s)) and key axis (AxisKey("ctx", segment=s): cached tokens, then "seg")."""
-        if request.targets is not None:
-            raise ValueError("a segment-recurrent model reads one text: pass it as the source")
-        model, tokenizer = model_as(loaded, RecurrentMemoryTransformer), loaded.tokenizer
-        ids = encode_text(loaded, request.sources)  # [b, n]
-        with recording(model, request.names, request.interventions) as (captures, memory_size):
-            logits = model(ids, memory_size)  # [b, n, vocab]
-        tokens, roles = segment_axes(model, tokenizer.display_tokens, ids.cpu(), memory_size)
-        return assembled_trace(
-            loaded,
-            request,
-            captures=captures,
-            memory_size=memory_size,
-            tokens=tokens,
-            roles=roles,
-            output_ids=logits.argmax(dim=-1).tolist(),  # [b, n] the next token at every position
-            logits=logits,
-            decoding=None,
-        )
+        """One teacher-forced pass over the text, segment by segment (inference.core.segment_memory.segment_trace)."""
+        return segment_trace(loaded, model_as(loaded, RecurrentMemoryTransformer), request)
 
     def intervention_hooks(
         self, model: RecurrentMemoryTransformer, intervention: Intervention, memory_size: int
