@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 36's pretrained runs, in order (docs/pretrained_memory.md):
+# Issue 36's pretrained runs, in order (docs/hugging_face.md; their results: docs/results.md):
 #   1. GPT-2 on enwiki with the shipped language model's tokenizer (checkpoints/gpt2_enwiki, a Hugging Face folder),
 #      the shipped model's number of steps and batch;
 #   2. memory added to it: enwiki segments of 50 tokens, 10 memory tokens, carried vs reset at every segment, the same

@@ -47,6 +47,14 @@ class SegmentMemoryModel(Protocol):
     def __call__(self, ids: torch.Tensor, memory_size: int | None = None) -> torch.Tensor: ...  # [b, n, vocab]
 
 
+def handed_on(memory: torch.Tensor, segment: int, bptt_depth: int) -> torch.Tensor:
+    """The memory entering `segment` (> 0) as backpropagation through time sees it: bptt_depth 0 detaches every
+    handoff, k > 0 lets gradients flow through k handoffs and cuts the next (every (k+1)-th), -1 never cuts."""
+    if bptt_depth == 0 or (bptt_depth > 0 and segment % (bptt_depth + 1) == 0):
+        return memory.detach()
+    return memory
+
+
 def segment_trace(loaded: LoadedModel, model: SegmentMemoryModel, request: TraceRequest) -> Trace:
     """One teacher-forced pass over each text, segment by segment: every capture keeps each segment's call, and
     each segment has its own query axis (AxisKey("seg", segment=s)) and key axis (AxisKey("ctx", segment=s):

@@ -97,7 +97,33 @@ def test_the_second_segments_loss_reaches_the_initial_memory_through_the_handoff
         return float(model.memory_init.grad.abs().sum())
 
     assert initial_memory_gradient(-1) > 0
+    assert initial_memory_gradient(1) > 0  # one handoff: segment 0 -> 1
     assert initial_memory_gradient(0) == 0
+
+
+def test_one_handoff_of_backpropagation_stops_before_the_second(base):
+    """bptt_depth 1: the third segment's loss reaches segment 1's write block, not segment 0's, so not the initial
+    memory; with depth 2 it does."""
+    ids = ids_of(3 * SEGMENT)
+
+    def initial_memory_gradient(depth: int) -> float:
+        model = family_of("pretrained_memory").warm_start(base.model, {**FIELDS, "bptt_depth": depth}, seed=3)
+        model(ids)[:, 2 * SEGMENT :].sum().backward()  # the loss of the third segment only
+        assert model.memory_init.grad is not None
+        return float(model.memory_init.grad.abs().sum())
+
+    assert initial_memory_gradient(1) == 0
+    assert initial_memory_gradient(2) > 0
+
+
+@torch.no_grad()
+def test_the_written_memory_is_what_the_lm_head_reads_at_the_write_block(wrapped):
+    """The next memory is the final norm's output at the write positions (captured at the `out` hook point)."""
+    ids = ids_of(SEGMENT)
+    seen: list[torch.Tensor] = []
+    with registered_hooks(wrapped, [("out", lambda x, point: seen.append(x) or x)]):
+        _, memory = wrapped.read(ids)
+    torch.testing.assert_close(memory, seen[0][:, MEMORY + SEGMENT :], rtol=0, atol=0)
 
 
 @torch.no_grad()

@@ -245,6 +245,8 @@ def _check_model_source(config: TrainConfig) -> None:
         return
     if config.grow_memory_to is not None:
         raise ConfigError("grow_memory_to needs init_from: the checkpoint whose memory to grow")
+    if config.model is not None and config.model.get("family") == PRETRAINED_MEMORY_FAMILY:
+        raise ConfigError("memory is added to a trained language model: set init_from to its folder")
     if config.model is None:
         raise ConfigError("missing 'model' section (or init_from)")
     for key in config.model:

@@ -53,7 +53,7 @@ def run_language_model_training(
         tokenizer = load_or_train(
             run.tokenizer_path,
             lambda: (
-                TextTokenizer.load(REPO_ROOT / config.data.tokenizer_from / "tokenizer.json")
+                load_checkpoint(REPO_ROOT / config.data.tokenizer_from, "cpu").tokenizer  # with its special ids
                 if config.data.tokenizer_from
                 else train_bpe((s for document in train_documents for s in document), vocab_size)
             ),

@@ -47,6 +47,7 @@ from training.loop.steps import StepSettings
 from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
 from training.tasks.rmt_tasks import GENERATORS, GO, TOKENS, Sample, task_split, text
 
+FIRST_CHARACTER = 4  # TOKENS before it are the task tokenizer's special tokens
 CARRIES = ("rmt", "xl", "none", "reset")  # reset: memory reset at every segment (a pretrained base only)
 VALIDATION_SIZE, TEST_SIZE = 256, 1000
 
@@ -121,15 +122,19 @@ def variant_line(config) -> str:
 
 
 def stream_batch(
-    samples: list[Sample], lookup: torch.Tensor | None = None
+    samples: list[Sample], lookup: torch.Tensor | None = None, device: torch.device | str = "cpu"
 ) -> tuple[torch.Tensor, int]:  # ([b, n], first target index)
-    """The samples' streams as the model's ids: `lookup` [len(TOKENS)] maps task ids to a pretrained base's (on its
-    device); None: the task's own."""
+    """The samples' streams as the model's ids on `device`: `lookup` [len(TOKENS)] maps task ids to a pretrained
+    base's (-1: a character it has no token of its own for: ValueError); None: the task's own."""
     starts = {s.target_start for s in samples}
     if len(starts) != 1 or len({len(s.stream) for s in samples}) != 1:
         raise ValueError("a batch holds samples of one layout")
-    ids = torch.tensor([s.stream for s in samples])  # [b, n] task ids
-    return (ids if lookup is None else lookup[ids.to(lookup.device)]), starts.pop()
+    ids = torch.tensor([s.stream for s in samples], device=device)  # [b, n] task ids
+    if lookup is not None:
+        ids = lookup.to(device)[ids]
+        if bool((ids < 0).any()):
+            raise ValueError("a sample holds a task character the base tokenizer has no token of its own for")
+    return ids, starts.pop()
 
 
 def example_text(sample: Sample, tokenizer: TextTokenizer, lookup: torch.Tensor | None) -> str:
@@ -147,20 +152,21 @@ def example_text(sample: Sample, tokenizer: TextTokenizer, lookup: torch.Tensor 
 
 
 def base_lookup(tokenizer: TextTokenizer, used: set[int], device: torch.device | str) -> torch.Tensor:
-    """[len(TOKENS)]: the base tokenizer's id of every task token the task `used`: GO its BOS, a character its one
-    token (the others its pad id); ValueError naming a character it splits."""
+    """[len(TOKENS)]: the base tokenizer's id of every task token: GO its BOS, a character its one token of its
+    own, -1 for one it has none for (stream_batch refuses it); ValueError naming such a character the task `used`."""
     ids = []
     for i, token in enumerate(TOKENS):
         if i == GO:
             ids.append(tokenizer.bos_id)
             continue
-        pieces = tokenizer.encode(token) if i in used else [tokenizer.pad_id]
-        if len(pieces) != 1 or pieces[0] == tokenizer.unk_id:
+        pieces = tokenizer.encode(token) if i >= FIRST_CHARACTER else []  # the other specials never occur in a stream
+        own = len(pieces) == 1 and pieces[0] != tokenizer.unk_id
+        if not own and i in used:
             raise ValueError(
                 f"the base tokenizer reads the task character {token!r} as {len(pieces)} tokens ({pieces}), "
                 "not one of its own"
             )
-        ids.append(pieces[0])
+        ids.append(pieces[0] if own else -1)
     return torch.tensor(ids, device=device)
 
 
@@ -174,9 +180,10 @@ def scores(model, samples: list[Sample], lookup: torch.Tensor | None = None, bat
     (for paired intervals between runs on the same samples)."""
     sample_hits: list[int] = []
     total = 0
+    device = next(model.parameters()).device
     with torch.no_grad():
         for first in range(0, len(samples), batch_size):
-            ids, start = stream_batch(samples[first : first + batch_size], lookup)
+            ids, start = stream_batch(samples[first : first + batch_size], lookup, device)
             hits = target_logits(model, ids, start).argmax(-1) == ids[:, start:]  # [b, targets]
             sample_hits += hits.sum(-1).tolist()
             total += hits.numel()
@@ -216,7 +223,7 @@ class SegmentTask(TaskCallbacks):
             sample = GENERATORS[self.run.task](rng)
             if sample not in self.held_out:
                 batch.append(sample)
-        ids, start = stream_batch(batch, self.lookup)  # [b, n]
+        ids, start = stream_batch(batch, self.lookup, next(self.model.parameters()).device)  # [b, n]
         logits = target_logits(self.model, ids, start)  # [b, targets, vocab]
         return F.cross_entropy(logits.flatten(0, 1), ids[:, start:].flatten())
 
@@ -234,7 +241,7 @@ def task_model(
     if run.base is None:
         return (
             build_model(config_from_dict(run.model_config(stream_length))).to(device),
-            character_tokenizer(TOKENS[4:]),
+            character_tokenizer(TOKENS[FIRST_CHARACTER:]),
             None,
         )
     start = load_checkpoint(Path(run.base), device)

@@ -43,7 +43,7 @@ class TaskRunFolder:
         path = self.path / STATE_FILE
         if not path.exists():
             return None
-        state = torch.load(path, weights_only=True)
+        state = torch.load(path, weights_only=True, map_location="cpu")  # load_state_dict moves it to the model
         if {**state["run"], "steps": self.run.steps} != asdict(self.run):
             raise ValueError(f"{self.path} holds another run; remove it or pick another --run-dir")
         return state

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability, FamilyConfig
-from inference.core.checkpoint import FILES, CheckpointError, load_checkpoint, read_config, save_checkpoint
+from inference.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
@@ -259,19 +259,18 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     weights. A folder holding other files (memory_analysis.json, mined FF
     triggers: studies of the current weights that this does not redo) is refused."""
     folder = Path(folder)
-    family = family_of(read_config(folder)[0].family) if (folder / "config.json").is_file() else None
-    kept = (*(family.folder_files if family else FILES), OUTPUTS_FILE)
+    loaded = load_checkpoint(folder, "cpu")
+    family = family_of(loaded.config.family)
+    kept = (*family.folder_files, OUTPUTS_FILE)
     others = sorted(path.name for path in folder.iterdir() if path.name not in kept) if folder.is_dir() else []
     if others:
         raise CheckpointError(
             f"{folder} holds {', '.join(others)}, made from its current weights "
             "and not re-measured by store-half; nothing was changed"
         )
-    loaded = load_checkpoint(folder, "cpu")
     staging = folder.parent / f".{folder.name}.float16"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        assert family is not None
         meta = {key: value for key, value in loaded.meta.items() if key != "format"}  # a reader's, not the folder's
         family.save(staging, loaded.model, loaded.tokenizer, meta, loaded.metrics, weights_dtype="float16")
         measured = remeasure(load_checkpoint(staging, device), data_dir)  # the stored weights, read back as float32

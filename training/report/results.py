@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from inference.core.places import REPO_ROOT
@@ -40,6 +41,17 @@ def reading_section(reading: str) -> list[str]:
     return ["## Reading", "", reading, ""]
 
 
+INSTALLED_STUDIES = "*_ff_analysis.json"  # FF studies of models installed, not shipped (SmolLM2): their results only
+
+
+def installed_studies(checkpoints: Path) -> dict[str, dict]:
+    """{model (installed): FF study} from checkpoints/<model>_ff_analysis.json."""
+    return {
+        f"{path.name.removesuffix('_ff_analysis.json')} (installed)": json.loads(path.read_text())
+        for path in sorted(checkpoints.glob(INSTALLED_STUDIES))
+    }
+
+
 def render(
     checkpoints: Path,
     reading: str,
@@ -56,7 +68,9 @@ def render(
         extension_section(metrics, extension_chains(configs), comparisons),
         working_memory_section(metrics, analyses, comparisons),
         memory_content_section(analyses),
-        ff_memories_section(metrics, load_metrics(checkpoints, "ff_analysis.json")),
+        ff_memories_section(
+            metrics, {**load_metrics(checkpoints, "ff_analysis.json"), **installed_studies(checkpoints)}
+        ),
         segment_task_section(checkpoints),
         segment_lm_section(checkpoints, configs),
         carried_state_section(checkpoints / "segment_lm"),

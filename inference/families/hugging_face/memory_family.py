@@ -57,8 +57,10 @@ class PretrainedMemoryFamily(FamilyDefaults):
             raise ValueError(str(error)) from None
         hf = fresh_hf_model(config.base_config)
         hf.load_state_dict(source.hf.state_dict())
-        torch.manual_seed(seed)
-        return MemoryAugmentedLM(hf, config).to(next(source.parameters()).device)
+        with torch.random.fork_rng(devices=[]):  # the memory's draw, leaving the caller's generator as it was
+            torch.manual_seed(seed)
+            model = MemoryAugmentedLM(hf, config)
+        return model.to(next(source.parameters()).device)
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """One teacher-forced pass over the text, segment by segment (inference.core.segment_memory.segment_trace)."""

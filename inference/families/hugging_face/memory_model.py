@@ -11,9 +11,10 @@ them, tokens see the read block and the tokens before them, the write block sees
 the write block's final hidden states (after the final norm, what the LM head reads). Memory positions take
 position ids, so segment_length + 2m must fit the model's positions.
 
-Backpropagation through time (`bptt_depth`): 0 detaches the memory at every segment boundary, k > 0 every k-th
-boundary, -1 never. `carry_memory` false is the control: the memory is reset to the trained initial embeddings at
-every segment, so memory tokens are a learned prefix and nothing passes between segments.
+Backpropagation through time (`bptt_depth`): 0 detaches the memory at every segment boundary, k > 0 lets
+gradients flow through k handoffs (inference.core.segment_memory.handed_on), -1 never cuts. `carry_memory` false
+is the control: the memory is reset to the trained initial embeddings at every segment, so memory tokens are a
+learned prefix and nothing passes between segments.
 
 Initial memory: randn(m, d) x the standard deviation of the token embeddings (the Hugging Face wrapper's). A lesion
 asking for another memory size cycles the trained vectors.
@@ -38,7 +39,7 @@ from torch import nn
 
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
 from inference.core.interventions import InterventionError
-from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS
+from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS, handed_on
 from inference.families.hugging_face.model import HookedCausalLM, HuggingFaceConfig
 
 CONFIG_NAME = "pretrained_memory"
@@ -183,10 +184,8 @@ class MemoryAugmentedLM(HookedCausalLM):
         memory = initial if memory is None else memory
         outputs = []
         for s, start in enumerate(self.segment_starts(ids.shape[1])):
-            if s and not c.carry_memory:
-                memory = initial
-            elif s and (c.bptt_depth == 0 or (c.bptt_depth > 0 and s % c.bptt_depth == 0)):
-                memory = memory.detach()
+            if s:
+                memory = handed_on(memory, s, c.bptt_depth) if c.carry_memory else initial
             with call_scope(segment=s):
                 logits, memory = self.segment(memory, ids[:, start : start + c.segment_length])
             outputs.append(logits[:, m : logits.shape[1] - m])

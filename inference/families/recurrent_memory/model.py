@@ -27,7 +27,7 @@ full-attention pass. Tokens carry no absolute position.
 
 Backpropagation through time (`bptt_depth`): 0 detaches the memory at every
 segment boundary; k > 0 lets gradients flow through k handoffs, cutting the
-graph at every k-th boundary; -1 never cuts it. The cache is always detached.
+graph at every (k+1)-th boundary; -1 never cuts it. The cache is always detached.
 Memory of another size at inference (a lesion) cycles the trained initial
 vectors: slot j starts as vector j mod m.
 
@@ -54,7 +54,7 @@ from torch import nn
 
 from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
-from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS
+from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS, handed_on
 from inference.families.recurrent_memory.attention import RelativeLayer
 
 CONFIG_NAME = "recurrent_memory"
@@ -193,8 +193,8 @@ class RecurrentMemoryTransformer(nn.Module):
         cache = [ids.new_zeros(ids.shape[0], 0, c.d_model, dtype=self.embed.dtype)] * c.n_layers
         outputs = []
         for s, start in enumerate(self.segment_starts(ids.shape[1])):
-            if s and (c.bptt_depth == 0 or (c.bptt_depth > 0 and s % c.bptt_depth == 0)):
-                memory = memory.detach()
+            if s:
+                memory = handed_on(memory, s, c.bptt_depth)
             with call_scope(segment=s):
                 logits, memory, cache = self.segment(memory, ids[:, start : start + c.segment_length], cache)
             outputs.append(logits)
