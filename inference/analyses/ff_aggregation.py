@@ -92,15 +92,26 @@ def prediction_cases(
     return case
 
 
-def ff_aggregation(trace: Trace, memories: FFMemories, top_memories: int | None = None) -> FFAggregation:
+def value_tops(memories: FFMemories) -> dict[str, torch.Tensor]:
+    """Each FF layer's values' top tokens {layer: [d_ff]}: the same for every trace, so a corpus computes them once."""
+    return {layer: value_logits(memories, layer).argmax(dim=-1) for layer in memories.layers}
+
+
+def ff_aggregation(
+    trace: Trace,
+    memories: FFMemories,
+    top_memories: int | None = None,
+    tops: dict[str, torch.Tensor] | None = None,  # value_tops(memories), where the caller keeps them
+) -> FFAggregation:
     """Section 5's quantities for every real position of a trace captured
     with memories.capture_hooks()."""
+    tops = value_tops(memories) if tops is None else tops
     examples, positions = _real_positions(trace, memories.axis)
     layers = []
     for layer in memories.layers:
         m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
         residual_top, ff_top, output_top = (logits.argmax(dim=-1) for logits in _lens_logits(memories, r, y, o))
-        value_top = value_logits(memories, layer).argmax(dim=-1)  # [d_ff]
+        value_top = tops[layer]  # [d_ff]
         considered = _considered_memories(m, memories.values[layer].norm(dim=-1), top_memories)  # [n, d_ff]
         layers.append(
             LayerPredictions(

@@ -31,14 +31,14 @@ from safetensors.torch import load_model, save_model
 
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import FamilyConfig, config_of
-from inference.core.family import FamilyDefaults, build_model, config_from_dict, load_families
-from inference.core.folders import FolderReader, folder_reader_for
+from inference.core.family import build_model, config_from_dict, load_families
+from inference.core.folders import FolderReader, folder_reader_for, folder_writer_for
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer
 
 FORMAT_VERSION = 1
-FILES = FamilyDefaults.folder_files  # config.json, model.safetensors, tokenizer.json, metrics.json
+FILES = ("config.json", "model.safetensors", "tokenizer.json", "metrics.json")
 OUTSIDE_META = "memlens.json"  # a folder of another format trained here: its meta (how it was trained)
 # How model.safetensors may store the weights. float16 halves the file (the
 # repository's checkpoints/ has a size budget); loading always gives float32
@@ -79,6 +79,35 @@ def save_checkpoint(
     tokenizer.save(folder / "tokenizer.json")
     (folder / "metrics.json").write_text(json.dumps(metrics or {}, indent=2) + "\n")
     return folder
+
+
+def save_folder(
+    folder: str | Path,
+    model: torch.nn.Module,
+    tokenizer: TextTokenizer,
+    meta: dict | None = None,
+    metrics: dict | None = None,
+    weights_dtype: str = "float32",
+) -> Path:
+    """Write a trained model's folder in its family's format: a MemLens checkpoint (save_checkpoint), or the format
+    of a reader that writes that family's models (a Hugging Face folder)."""
+    load_families()  # the families register their readers when imported
+    writer = folder_writer_for(config_of(model).family)
+    if writer is None:
+        return save_checkpoint(folder, model, tokenizer, meta, metrics, weights_dtype)
+    if weights_dtype not in WEIGHTS_DTYPES:
+        raise ValueError(f"weights_dtype must be one of {', '.join(WEIGHTS_DTYPES)}, got {weights_dtype!r}")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    writer.save(folder, model, tokenizer, meta or {}, metrics or {}, weights_dtype)
+    return folder
+
+
+def folder_files(family: str) -> tuple[str, ...]:
+    """The files save_folder writes for a model of `family`."""
+    load_families()
+    writer = folder_writer_for(family)
+    return FILES if writer is None else writer.files
 
 
 def cast_copy(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:

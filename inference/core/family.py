@@ -19,7 +19,6 @@ import importlib
 import pkgutil
 from collections.abc import Sequence
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import torch
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
     from inference.core.interventions import Intervention, Interventions
     from inference.core.loaded_model import LoadedModel
     from inference.core.losses import StepObjective
-    from inference.core.tokenizer import TextTokenizer
     from inference.core.trace import Trace, TraceRequest
 
 
@@ -123,24 +121,6 @@ class Family(Protocol[ConfigT, ModelT]):
         layers"."""
         ...
 
-    @property
-    def folder_files(self) -> tuple[str, ...]:
-        """The files `save` writes."""
-        ...
-
-    def save(
-        self,
-        folder: Path,
-        model: ModelT,
-        tokenizer: TextTokenizer,
-        meta: dict,
-        metrics: dict,
-        weights_dtype: str = "float32",
-    ) -> Path:
-        """Write a trained model's folder in the family's format (a MemLens checkpoint; a Hugging Face folder for
-        the Hugging Face family), so the registry opens it again; weights_dtype "float16" stores rounded weights."""
-        ...
-
     def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> ModelT:
         """A model of this family, with the config `config_fields` name, that starts from the trained `source`'s
         weights (a Transformer's for a working memory, a Memory Transformer's with fewer slots); `seed` draws
@@ -181,21 +161,6 @@ class FamilyDefaults(Generic[ConfigT, ModelT]):
 
     def describe(self, config: ConfigT) -> str:
         return self.title
-
-    folder_files: tuple[str, ...] = ("config.json", "model.safetensors", "tokenizer.json", "metrics.json")
-
-    def save(
-        self,
-        folder: Path,
-        model: ModelT,
-        tokenizer: TextTokenizer,
-        meta: dict,
-        metrics: dict,
-        weights_dtype: str = "float32",
-    ) -> Path:
-        from inference.core.checkpoint import save_checkpoint  # the checkpoint module reads families: import late
-
-        return save_checkpoint(folder, model, tokenizer, meta, metrics, weights_dtype)
 
     def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> ModelT:
         raise ValueError(f"a {self.title} model cannot start from a model of the {config_of(source).family} family")

@@ -1,6 +1,7 @@
 """Model folders that are not MemLens checkpoints: a family that opens another format (a Hugging Face folder saved
 with `save_pretrained`) registers a `FolderReader`, and the checkpoint registry asks the readers about any folder
-whose config.json has no MemLens `format_version`. The registry still does the rest: names, the loaded-models
+whose config.json has no MemLens `format_version`. A reader also writes that format, for the models of its family
+trained here (inference.core.checkpoint.save_folder). The registry still does the rest: names, the loaded-models
 memory budget, and a broken folder listed with the reader's reason."""
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ class FolderReader(Protocol):
 
     def load(self, folder: Path, config: FamilyConfig, device: torch.device) -> tuple[nn.Module, TextTokenizer]: ...
 
+    @property
+    def family(self) -> str: ...  # the family whose trained models are written in this format
+
+    @property
+    def files(self) -> tuple[str, ...]: ...  # the files `save` writes
+
+    def save(
+        self, folder: Path, model: nn.Module, tokenizer: TextTokenizer, meta: dict, metrics: dict, weights_dtype: str
+    ) -> None: ...  # a trained model's folder in this format (weights_dtype "float16": rounded weights)
+
 
 _READERS: list[FolderReader] = []
 
@@ -44,3 +55,8 @@ def folder_reader_for(config_json: dict[str, Any]) -> FolderReader | None:
     """The reader of a folder with this config.json; None where no registered reader reads it (call
     `load_families` first: families register their readers when imported)."""
     return next((reader for reader in _READERS if reader.reads(config_json)), None)
+
+
+def folder_writer_for(family: str) -> FolderReader | None:
+    """The reader that also writes the trained models of `family` in its format; None: MemLens's own checkpoint."""
+    return next((reader for reader in _READERS if reader.family == family), None)

@@ -5,10 +5,12 @@ and the figures keep their shape through the swaps with no button covered."""
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 
 import pytest
 
+from inference.core.places import REPO_ROOT
 from tests.e2e.conftest import open_page, serve, swap
 from tests.e2e.test_layout import assert_layout
 from training.tasks.rmt_tasks import task_split, text
@@ -98,3 +100,19 @@ def test_transformer_xl_shows_its_cache_and_no_lesion_controls(page, segments_se
     labels = page.locator("#figure-segment .annotation-text").all_text_contents()
     assert "sequence → cache" in labels and page.locator("input[name=reset_at]").count() == 0
     assert_layout(page, figures=2)
+
+
+def test_memory_added_to_the_shipped_gpt2_copies_until_it_is_reset(page, server_url):
+    """The GPT-2 trained here with memory added, on the copy task: every target character right as trained; the
+    memory reset at segment 1 loses most of them, and the page says so with the figures keeping their shape."""
+    config = json.loads((REPO_ROOT / "checkpoints" / "gpt2_copy_memory10" / "config.json").read_text())
+    example = urllib.parse.quote(config["meta"]["example"])
+    open_page(page, f"{server_url}/segments?model=gpt2_copy_memory10&text={example}")
+    page.wait_for_selector("#figure-segment .main-svg", timeout=90_000)
+    assert page.text_content("#accuracy-plain").strip() == "100.0%"
+    assert_layout(page, figures=4)
+    swap(page, type_number, page, "reset_at", "1")
+    assert strip_rows(page) == ["plain", "lesioned", "changed"]
+    assert page.text_content(".lesion-note").startswith("memory reset at segment 1: ")
+    assert float(page.text_content("#accuracy-lesioned").strip().rstrip("%")) < 50
+    assert_layout(page, figures=4)

@@ -13,8 +13,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from inference.core.checkpoint import CheckpointRegistry, load_checkpoint, save_checkpoint
-from inference.core.family import build_model, family_of
+from inference.core.checkpoint import CheckpointRegistry, load_checkpoint, save_checkpoint, save_folder
+from inference.core.family import build_model
 from inference.core.tokenizer import character_tokenizer
 from inference.core.tracing import run_with_trace
 from inference.families.hugging_face.memory_model import MemoryAugmentedLM
@@ -153,7 +153,7 @@ def character_gpt2(folder: Path) -> Path:
     tokenizer = character_tokenizer(TOKENS[4:])
     config = HuggingFaceConfig("gpt2", 2, 2, 32, 64, 128, tokenizer.vocab_size, 0, 1, 2)
     torch.manual_seed(0)
-    return family_of("hugging_face").save(folder, build_model(config), tokenizer, {}, {})
+    return save_folder(folder, build_model(config), tokenizer, {}, {})
 
 
 def test_the_copy_task_trains_on_a_pretrained_base_with_its_tokens(tmp_path):

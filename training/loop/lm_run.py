@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import FamilyConfig
-from inference.core.checkpoint import load_checkpoint
+from inference.core.checkpoint import load_checkpoint, save_folder
 from inference.core.family import build_model, family_of
 from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
 from inference.core.tokenizer import TextTokenizer, train_bpe
@@ -79,9 +79,7 @@ def run_language_model_training(
     measured = evaluation_metrics(model, tokenizer, texts, device, config.data.max_len)
     metrics = {**measured, "train": progress.train_record(device, 0, None)}
     meta = checkpoint_meta(config, model.config, len(train_documents), data, progress.step)
-    folder = family_of(model.config.family).save(
-        Path(out_dir or REPO_ROOT / "checkpoints" / config.name), model, tokenizer, meta, metrics
-    )
+    folder = save_folder(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
     run.log(
         f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}"
     )

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability, FamilyConfig
-from inference.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from inference.core.checkpoint import CheckpointError, folder_files, load_checkpoint, save_checkpoint, save_folder
 from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
@@ -260,8 +260,7 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     triggers: studies of the current weights that this does not redo) is refused."""
     folder = Path(folder)
     loaded = load_checkpoint(folder, "cpu")
-    family = family_of(loaded.config.family)
-    kept = (*family.folder_files, OUTPUTS_FILE)
+    kept = (*folder_files(loaded.config.family), OUTPUTS_FILE)
     others = sorted(path.name for path in folder.iterdir() if path.name not in kept) if folder.is_dir() else []
     if others:
         raise CheckpointError(
@@ -272,7 +271,7 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     shutil.rmtree(staging, ignore_errors=True)
     try:
         meta = {key: value for key, value in loaded.meta.items() if key != "format"}  # a reader's, not the folder's
-        family.save(staging, loaded.model, loaded.tokenizer, meta, loaded.metrics, weights_dtype="float16")
+        save_folder(staging, loaded.model, loaded.tokenizer, meta, loaded.metrics, weights_dtype="float16")
         measured = remeasure(load_checkpoint(staging, device), data_dir)  # the stored weights, read back as float32
         unmeasured = missing_numbers({k: v for k, v in loaded.metrics.items() if k != "train"}, measured)
         if unmeasured:

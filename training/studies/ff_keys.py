@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from inference.analyses.ff_aggregation import ff_aggregation, summarise_aggregation
+from inference.analyses.ff_aggregation import ff_aggregation, summarise_aggregation, value_tops
 from inference.analyses.ff_agreement import LayerAgreement, key_value_agreement
 from inference.analyses.ff_mining import MiningState, TriggerStore
 from inference.analyses.ff_values import ff_memories, value_logits
@@ -140,12 +140,13 @@ def agreement_record(agreement: LayerAgreement) -> dict:
 def aggregate(loaded: LoadedModel, corpus: StudyCorpus, batch_size: int) -> list[dict]:
     """The aggregation summary per layer over the evaluation texts."""
     memories = ff_memories(loaded.model)
+    tops = value_tops(memories)
     aggregations = []
     for start in tqdm(range(0, len(corpus.eval_texts), batch_size), desc="aggregation", unit="batch"):
         batch = slice(start, start + batch_size)
         sources = None if corpus.eval_sources is None else corpus.eval_sources[batch]
         trace = trace_texts(loaded, corpus.eval_texts[batch], sources, memories.capture_hooks())
-        aggregations.append(ff_aggregation(trace, memories))
+        aggregations.append(ff_aggregation(trace, memories, tops=tops))
     return [asdict(summary) for summary in summarise_aggregation(aggregations)]
 
 

@@ -3,9 +3,7 @@ GPT-NeoX, Llama), traced, continued and read as FF memories like MemLens's own l
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -13,17 +11,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from inference.core.capabilities import Capability
-from inference.core.checkpoint import FILES, OUTSIDE_META, WEIGHTS_DTYPES, cast_copy
 from inference.core.continuation import continuation_trace
 from inference.core.family import FamilyDefaults
 from inference.core.ff_memories import FFMemories
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
 from inference.families.hugging_face.architectures import NormKind, architecture
-from inference.families.hugging_face.folder import TOKENIZER
 from inference.families.hugging_face.model import (
     AXIS,
     HookedCausalLM,
@@ -45,34 +40,6 @@ class HuggingFaceFamily(FamilyDefaults):
 
     def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
         return next_token_loss(model, batch, objective.label_smoothing)
-
-    folder_files = (*FILES, "generation_config.json", OUTSIDE_META)
-
-    def save(
-        self,
-        folder: Path,
-        model: HookedCausalLM,
-        tokenizer: TextTokenizer,
-        meta: dict,
-        metrics: dict,
-        weights_dtype: str = "float32",
-    ) -> Path:
-        """A Hugging Face folder (`save_pretrained`: config.json, model.safetensors, generation_config.json), opened
-        by this family's reader like any other, with our tokenizer.json, metrics.json and how it was trained
-        (OUTSIDE_META); float16 weights are read back as float32."""
-        if weights_dtype not in WEIGHTS_DTYPES:
-            raise ValueError(f"weights_dtype must be one of {', '.join(WEIGHTS_DTYPES)}, got {weights_dtype!r}")
-        folder.mkdir(parents=True, exist_ok=True)
-        stored = model if weights_dtype == "float32" else cast_copy(model, WEIGHTS_DTYPES[weights_dtype])
-        assert isinstance(stored, HookedCausalLM)
-        stored.hf.save_pretrained(folder)
-        tokenizer.save(folder / TOKENIZER)
-        (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        meta = {key: value for key, value in meta.items() if key != "weights_dtype"}
-        if weights_dtype != "float32":
-            meta["weights_dtype"] = weights_dtype
-        (folder / OUTSIDE_META).write_text(json.dumps(meta, indent=2) + "\n")
-        return folder
 
     def capabilities(self, config: HuggingFaceConfig) -> frozenset[Capability]:
         return frozenset({Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})

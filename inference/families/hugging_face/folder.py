@@ -9,17 +9,21 @@ local_files_only.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors import safe_open
 from tokenizers import Tokenizer
+from torch import nn
 
 from inference.core.capabilities import FamilyConfig
+from inference.core.checkpoint import OUTSIDE_META, WEIGHTS_DTYPES, cast_copy
 from inference.core.tokenizer import SpecialIds, TextTokenizer, unknown_id
 from inference.families.hugging_face.architectures import architecture, read_sizes
 from inference.families.hugging_face.model import (
+    FAMILY,
     HookedCausalLM,
     HuggingFaceConfig,
     refuse_unsupported,
@@ -36,6 +40,8 @@ class HuggingFaceReader:
     unsupported."""
 
     format = "Hugging Face"
+    family = FAMILY  # the Hugging Face models trained here are written as Hugging Face folders
+    files = ("config.json", WEIGHTS, TOKENIZER, "metrics.json", "generation_config.json", OUTSIDE_META)
 
     def reads(self, config_json: dict[str, Any]) -> bool:
         return "model_type" in config_json and "format_version" not in config_json
@@ -106,6 +112,22 @@ class HuggingFaceReader:
         tokenizer = _tokenizer(folder)
         special = SpecialIds(config.pad_id, config.bos_id, config.eos_id, unknown_id(tokenizer))
         return model, TextTokenizer(tokenizer, special)
+
+    def save(
+        self, folder: Path, model: nn.Module, tokenizer: TextTokenizer, meta: dict, metrics: dict, weights_dtype: str
+    ) -> None:
+        """`save_pretrained`'s config.json, model.safetensors and generation_config.json, with our tokenizer.json,
+        metrics.json and how the model was trained (OUTSIDE_META); float16 weights are read back as float32."""
+        stored = model if weights_dtype == "float32" else cast_copy(model, WEIGHTS_DTYPES[weights_dtype])
+        if not isinstance(stored, HookedCausalLM):
+            raise ValueError(f"a {type(model).__name__} is not a Hugging Face model MemLens wraps")
+        stored.hf.save_pretrained(folder)
+        tokenizer.save(folder / TOKENIZER)
+        (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        meta = {key: value for key, value in meta.items() if key != "weights_dtype"}
+        if weights_dtype != "float32":
+            meta["weights_dtype"] = weights_dtype
+        (folder / OUTSIDE_META).write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def _token_id(hf_config: Any, attribute: str) -> int | None:
