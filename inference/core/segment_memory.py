@@ -13,7 +13,14 @@ from inference.core.axes import AxisKey
 from inference.core.capabilities import FamilyConfig
 from inference.core.decoding import pad_batch
 from inference.core.hooks import HookFn, HookPoint, current_scope
-from inference.core.interventions import InterventionError, KnockoutSlots, NoiseMemory, ResetMemory, TransplantMemory
+from inference.core.interventions import (
+    Intervention,
+    InterventionError,
+    KnockoutSlots,
+    NoiseMemory,
+    ResetMemory,
+    TransplantMemory,
+)
 from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, recording, token_roles
@@ -127,6 +134,25 @@ def knocked_out_slots(item: KnockoutSlots, memory_size: int) -> list[int]:
             f"memory slots {bad} are out of range: the run has {memory_size} (0 to {memory_size - 1})"
         )
     return list(item.slots)
+
+
+def memory_lesion_hooks(
+    model: SegmentMemoryModel,
+    intervention: Intervention,
+    memory_size: int,
+    read_point: str,
+    knockout: Callable[[KnockoutSlots], list[tuple[str, HookFn]]],
+) -> list[tuple[str, HookFn]] | None:
+    """The hooks of a memory lesion of a segment model with memory tokens: reset, noise and transplant on
+    `read_point` (the hook point of the memory entering a segment), a knock-out as the family masks slots
+    (`knockout`); None for any other intervention, and for every one in a run without memory."""
+    if not memory_size:
+        return None
+    if isinstance(intervention, KnockoutSlots):
+        return knockout(intervention)
+    if isinstance(intervention, ResetMemory | NoiseMemory | TransplantMemory):
+        return [(read_point, memory_lesion_hook(model, intervention, memory_size))]
+    return None
 
 
 def memory_lesion_hook(

@@ -1,6 +1,6 @@
 """The shipped GPT-2 with memory added (checkpoints/gpt2_copy_memory10, trained on the copy task in 3 segments) on
 the Segments page and /api/segments: the hits the server reports are the model's own, recomputed here segment by
-segment through the Hugging Face model, plainly and with the memory reset at segment 1; the GPT-2 folder and the
+segment, plainly and with the memory reset at segment 1; the GPT-2 folder and the
 memory models are listed on the home page."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ EXAMPLE = json.loads((COPY / "config.json").read_text())["meta"]["example"]
 @torch.no_grad()
 def hits_by_hand(reset_at: int | None) -> list[bool]:
     """Whether the model's next token is right after each target position (those after <bos>), the segments run
-    one by one through MemoryAugmentedLM.segment, the memory entering segment `reset_at` the initial one."""
+    one by one here, outside the app, through MemoryAugmentedLM.segment (which the unit tests check against the
+    Hugging Face model), the memory entering segment `reset_at` the initial one."""
     loaded = load_checkpoint(COPY, "cpu")
     model, ids = loaded.model, torch.tensor([loaded.tokenizer.encode(EXAMPLE)])
     length, m = model.config.segment_length, model.config.memory_size

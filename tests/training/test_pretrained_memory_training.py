@@ -186,3 +186,12 @@ def test_a_base_tokenizer_that_splits_a_task_character_is_refused(tmp_path):
     tokenizer = character_tokenizer("0123")  # has no "7"
     with pytest.raises(ValueError, match="task character '7'"):
         base_lookup(tokenizer, {TOKENS.index("7")}, "cpu")
+
+
+def test_a_language_model_starts_from_a_checkpoint_only_to_have_memory_added(trained_gpt2):
+    plain = {**memory_values(trained_gpt2, True)}
+    del plain["model"]
+    with pytest.raises(ConfigError, match="only to have memory added"):
+        config_from_dict(plain)
+    with pytest.raises(ConfigError, match="set init_from to its folder"):
+        config_from_dict({**gpt2_values(), "model": memory_values(trained_gpt2, True)["model"]})

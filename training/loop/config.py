@@ -227,6 +227,11 @@ def _check_model_source(config: TrainConfig) -> None:
             "data.max_pairs and data.max_eval_pairs apply to a parallel corpus; a language model has data.max_articles"
         )
     if config.init_from is not None:
+        if config.is_language_model and (config.model or {}).get("family") != PRETRAINED_MEMORY_FAMILY:
+            raise ConfigError(
+                "a language model starts from init_from only to have memory added: its model section names family "
+                f"{PRETRAINED_MEMORY_FAMILY!r}"
+            )
         if config.is_working_memory:
             extra = sorted(set(config.model) - set(WM_ONLY_FIELDS))
             if extra:

@@ -87,12 +87,10 @@ def run_language_model_training(
 
 
 def started_model(config: TrainConfig, device: torch.device) -> tuple[nn.Module, TextTokenizer]:
-    """The init_from checkpoint's model and tokenizer; with a "model" section, a model of that family started from
-    it (memory added to a pretrained language model)."""
-    assert config.init_from_folder is not None
+    """A model of the "model" section's family started from the init_from checkpoint (memory added to a pretrained
+    language model: the config's checks allow no other), with that checkpoint's tokenizer."""
+    assert config.init_from_folder is not None and config.model is not None
     start = load_checkpoint(config.init_from_folder, device)
-    if config.model is None:
-        return start.model.train(), start.tokenizer
     try:
         model = family_of(config.model["family"]).warm_start(start.model, config.model, config.train.seed)
     except ValueError as error:

