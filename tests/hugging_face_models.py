@@ -5,7 +5,12 @@ tokenizer.json beside them: built offline and seeded, for the Hugging Face famil
     build_folder("gpt_neox", folder)  GPT-NeoX, sequential residual (use_parallel_residual False)
     build_folder("llama", folder)     Llama, 4 query heads sharing 2 key/value heads
 
-Every model: 2 layers, d_model 32, 4 heads, 64 FF keys, 100 tokens, 64 positions.
+and encoder-decoder translators, each decoding from the pad token (as the real ones):
+
+    build_folder("t5", folder)        T5: pre-LN RMS norms, relative positions, ReLU FF, tied embeddings
+    build_folder("marian", folder)    Marian: post-LN, sinusoidal positions, scaled embeddings, a final logits bias
+
+Every model: 2 layers (a translator: 2 + 2), d_model 32, 4 heads, 64 FF keys, 100 tokens, 64 positions.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ VOCAB = {token: i for i, token in enumerate((SPECIALS + WORDS)[:VOCAB_SIZE])}
 N_LAYERS, N_HEADS, N_KV_HEADS, D_MODEL, D_FF, MAX_POSITIONS = 2, 4, 2, 32, 64, 64
 INIT_STD = 0.2  # larger than the usual 0.02, so that edits move the logits visibly and greedy choices are clear
 ARCHITECTURES = ("gpt2", "gpt_neox", "llama")
+TRANSLATORS = ("t5", "marian")
 
 
 def word_tokenizer() -> Tokenizer:
@@ -48,7 +54,7 @@ def word_tokenizer() -> Tokenizer:
 
 def hf_config(arch: str, **overrides: Any):
     """The transformers config of a tiny model of `arch`."""
-    from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig
+    from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig, MarianConfig, T5Config
 
     if arch == "gpt2":
         values: dict[str, Any] = dict(
@@ -76,20 +82,35 @@ def hf_config(arch: str, **overrides: Any):
         eos_token_id=EOS,
         initializer_range=INIT_STD,
     )
+    translator: dict[str, Any] = dict(
+        vocab_size=VOCAB_SIZE, d_model=D_MODEL, pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=PAD
+    )
+    if arch == "t5":
+        values = dict(num_layers=N_LAYERS, num_decoder_layers=N_LAYERS, num_heads=N_HEADS, d_kv=D_MODEL // N_HEADS)
+        values |= dict(d_ff=D_FF)
+        return T5Config(**{**translator, **values, **overrides})
+    if arch == "marian":
+        values = dict(encoder_layers=N_LAYERS, decoder_layers=N_LAYERS, encoder_attention_heads=N_HEADS)
+        values |= dict(decoder_attention_heads=N_HEADS, encoder_ffn_dim=D_FF, decoder_ffn_dim=D_FF)
+        values |= dict(max_position_embeddings=MAX_POSITIONS, init_std=INIT_STD)
+        return MarianConfig(**{**translator, **values, **overrides})
     if arch == "gpt_neox":
         return GPTNeoXConfig(**{**common, "use_parallel_residual": False, **overrides})
     if arch == "llama":
         return LlamaConfig(**{**common, "num_key_value_heads": N_KV_HEADS, **overrides})
-    raise ValueError(f"no tiny {arch!r}; built: {', '.join(ARCHITECTURES)}")
+    raise ValueError(f"no tiny {arch!r}; built: {', '.join(ARCHITECTURES + TRANSLATORS)}")
 
 
 def build_folder(arch: str, folder: Path, seed: int = 0, tokenizer: bool = True, **overrides: Any) -> Path:
     """A tiny random model of `arch` saved in `folder` (config.json, model.safetensors, generation_config.json) with
     tokenizer.json (unless `tokenizer` is False); `overrides` change its config."""
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(hf_config(arch, **overrides), attn_implementation="eager").eval()
+    auto = AutoModelForSeq2SeqLM if arch in TRANSLATORS else AutoModelForCausalLM
+    model = auto.from_config(hf_config(arch, **overrides), attn_implementation="eager").eval()
+    if arch == "marian":  # a bias that is not zero, so that a reading that leaves it out shows
+        model.final_logits_bias.normal_(0.0, 1.0)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     if tokenizer:

@@ -106,13 +106,25 @@ class ModelGateway:
 
     @staticmethod
     def check_vocabulary(loaded: LoadedModel, text: str) -> str:
-        """The text, if the model's tokenizer has a token for every character of it (a task model's is small)."""
+        """The text, if the model's tokenizer reads all of it without its unknown token (a task model's vocabulary
+        is small); else an InputError naming what it cannot read: the characters of a word where the rest of the
+        word reads one token a character (a character vocabulary), else the word."""
         tokenizer = loaded.tokenizer
-        if tokenizer.unk_id is None:  # a byte-level vocabulary has a token for everything
+        unk = tokenizer.unk_id
+        if unk is None:  # a byte-level vocabulary has a token for everything
             return text
-        unknown = sorted({c for c in text if not c.isspace() and tokenizer.unk_id in tokenizer.encode(c)})
+        unknown: list[str] = []
+        for word in text.split():
+            if unk not in tokenizer.encode(word):
+                continue
+            characters = {c for c in word if unk in tokenizer.encode(c)}
+            rest = "".join(c for c in word if c not in characters)
+            rest_ids = tokenizer.encode(rest)
+            readable = len(rest) >= 2 and unk not in rest_ids and len(rest_ids) == len(rest)
+            unknown.extend(sorted(characters) if readable else [word])
         if unknown:
-            raise InputError(f"the model's vocabulary has no token for {' '.join(repr(c) for c in unknown[:10])}")
+            listed = " ".join(repr(c) for c in list(dict.fromkeys(unknown))[:10])
+            raise InputError(f"the model's vocabulary has no token for {listed}")
         return text
 
     def trace(

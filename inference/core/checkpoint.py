@@ -147,8 +147,9 @@ def read_config(folder: Path) -> tuple[FamilyConfig, dict, FolderReader | None]:
             raise CheckpointError(
                 "config.json has no format_version: neither a MemLens checkpoint nor a folder any family reads"
             )
-        meta = {**optional_json(folder, OUTSIDE_META), "format": reader.format}
-        return outside(reader, lambda: reader.config(folder, raw)), meta, reader
+        config = outside(reader, lambda: reader.config(folder, raw))
+        meta = {**reader.meta(config), **optional_json(folder, OUTSIDE_META), "format": reader.format}
+        return config, meta, reader
     if raw["format_version"] != FORMAT_VERSION:
         raise CheckpointError(f"config.json has format_version {raw['format_version']!r}; expected {FORMAT_VERSION}")
     try:

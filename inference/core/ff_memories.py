@@ -34,6 +34,7 @@ class FFMemories:
     layer_output: LayerOutputFn
     axis: str = "dec"  # the trace axis whose positions are the predictions
     readout: ReadoutFn = _as_read
+    output_bias: torch.Tensor | None = None  # [vocab] added to every logit (Marian's final logits bias), or None
 
     @staticmethod
     def residual_hook(layer: str) -> str:
@@ -49,4 +50,5 @@ class FFMemories:
 
     def stream_logits(self, h: torch.Tensor) -> torch.Tensor:  # [..., d] -> [..., vocab]
         """Logits of a residual-stream state, read as the model reads its last layer."""
-        return self.readout(h) @ self.output_embedding.T
+        logits = self.readout(h) @ self.output_embedding.T
+        return logits if self.output_bias is None else logits + self.output_bias

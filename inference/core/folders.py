@@ -29,6 +29,8 @@ class FolderReader(Protocol):
 
     def check(self, folder: Path, config: FamilyConfig) -> None: ...  # cheap: the weights' header, the tokenizer
 
+    def meta(self, config: FamilyConfig) -> dict[str, Any]: ...  # what the folder's own meta file may leave out
+
     def load(self, folder: Path, config: FamilyConfig, device: torch.device) -> tuple[nn.Module, TextTokenizer]: ...
 
     @property

@@ -9,7 +9,7 @@ Captures are hooks registered for the one call and removed afterwards
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Protocol, TypeVar
 
@@ -170,6 +170,23 @@ def token_roles(ids: list[list[int]], config: FamilyConfig, content_role: Role) 
     return [
         [Role.PAD if i == config.pad_id else Role.SPECIAL if i in special else content_role for i in row] for row in ids
     ]
+
+
+def own_or_given_targets(
+    loaded: LoadedModel, request: TraceRequest, decode: Callable[[], torch.Tensor]
+) -> tuple[list[list[int]], torch.Tensor]:
+    """(output ids without EOS, tgt_in [b, t] = BOS + output, padded) of the model's own output, `decode()`'s
+    generated ids [b, steps] (by the request's decoding), or of the request's targets; ValueError for a target
+    longer than the model's positions."""
+    config = loaded.config
+    if request.targets is None:
+        output_ids = strip_after_eos(decode().cpu(), config.eos_id)
+    else:
+        output_ids = loaded.tokenizer.encode_batch(request.targets)
+        if max(len(ids) for ids in output_ids) + 1 > config.max_positions:
+            raise ValueError(f"a target is longer than the model's {config.max_positions - 1} tokens")
+    tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)  # [b, t]
+    return output_ids, tgt_in
 
 
 class GreedyOrForced(Protocol):

@@ -54,7 +54,8 @@ def source_attribution(
     src_ids = encode_sources(loaded, [text])  # [1, n]
     greedy = run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens)
     output_ids = greedy.output_ids[0]
-    ended = len(output_ids) < greedy.logits.shape[1]  # a step chose EOS; else the output was cut
+    after = len(output_ids)  # the position after the output: EOS where the model ended it there, else it was cut
+    ended = after < greedy.logits.shape[1] and int(greedy.logits[0, after].argmax()) == config.eos_id
     targets = output_ids + [config.eos_id] if ended else output_ids  # what each decoder position chose
     tgt_in = torch.tensor([[config.bos_id] + targets[:-1]], device=src_ids.device)  # [1, t]
     with torch.no_grad():

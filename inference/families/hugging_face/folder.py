@@ -21,7 +21,7 @@ from torch import nn
 from inference.core.capabilities import FamilyConfig
 from inference.core.checkpoint import OUTSIDE_META, WEIGHTS_DTYPES, cast_copy
 from inference.core.tokenizer import SpecialIds, TextTokenizer, unknown_id
-from inference.families.hugging_face.architectures import architecture, read_sizes
+from inference.families.hugging_face.architectures import ARCHITECTURES, Architecture, architecture, read_sizes
 from inference.families.hugging_face.model import (
     FAMILY,
     HookedCausalLM,
@@ -29,10 +29,17 @@ from inference.families.hugging_face.model import (
     refuse_unsupported,
     transformers_config,
 )
+from inference.families.hugging_face.translator_architectures import (
+    TRANSLATORS,
+    TranslatorArchitecture,
+    read_translator_sizes,
+)
+from inference.families.hugging_face.translator_model import HookedTranslator, HuggingFaceTranslatorConfig
 
 WEIGHTS = "model.safetensors"  # one file; never pytorch_model.bin, which would be unpickled
 SHARDED_INDEX = "model.safetensors.index.json"
 TOKENIZER = "tokenizer.json"
+NOT_STATED = "not stated"  # a translator's source language where its memlens.json names none
 
 
 class HuggingFaceReader:
@@ -46,38 +53,63 @@ class HuggingFaceReader:
     def reads(self, config_json: dict[str, Any]) -> bool:
         return "model_type" in config_json and "format_version" not in config_json
 
-    def config(self, folder: Path, config_json: dict[str, Any]) -> HuggingFaceConfig:
+    def config(self, folder: Path, config_json: dict[str, Any]) -> HuggingFaceConfig | HuggingFaceTranslatorConfig:
         model_type = config_json.get("model_type")
-        arch = architecture(model_type)  # ValueError naming the supported ones
         if not (folder / WEIGHTS).is_file() and (folder / SHARDED_INDEX).is_file():
             raise ValueError(f"sharded weights ({SHARDED_INDEX}) are not read yet: save the model in one {WEIGHTS}")
-        for name in (WEIGHTS, TOKENIZER):
-            if not (folder / name).is_file():
-                raise ValueError(f"{name} is missing")
-        hf_config = transformers_config(arch.model_type, config_json)
-        refuse_unsupported(arch, hf_config)
+        if isinstance(model_type, str) and model_type in TRANSLATORS:
+            return self._translator_config(folder, config_json, TRANSLATORS[model_type])
+        if model_type not in ARCHITECTURES:
+            raise ValueError(
+                f"model_type {model_type!r} is not supported; supported: causal language models "
+                f"{', '.join(ARCHITECTURES)}, translators {', '.join(TRANSLATORS)}"
+            )
+        arch = architecture(model_type)
+        hf_config, vocab_size, (pad, bos, eos) = _checked(folder, config_json, arch)
         sizes = read_sizes(arch, hf_config)
-        vocab_size = getattr(hf_config, "vocab_size", None)
-        if not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"the {arch.model_type} config names no vocab_size")
-        eos = _token_id(hf_config, "eos_token_id")
-        if eos is None:
-            raise ValueError("config.json names no eos_token_id: MemLens stops a continuation there")
-        bos = _token_id(hf_config, "bos_token_id")
-        pad = _token_id(hf_config, "pad_token_id")
         return HuggingFaceConfig(
             model_type=arch.model_type,
             vocab_size=vocab_size,
             pad_id=eos if pad is None else pad,
             bos_id=eos if bos is None else bos,
             eos_id=eos,
+            hf_config=dict(config_json),
             n_layers=sizes["n_layers"],
             n_heads=sizes["n_heads"],
             d_model=sizes["d_model"],
             d_ff=sizes["d_ff"],
             max_positions=sizes["max_positions"],
-            hf_config=dict(config_json),
         )
+
+    def _translator_config(
+        self, folder: Path, config_json: dict[str, Any], arch: TranslatorArchitecture
+    ) -> HuggingFaceTranslatorConfig:
+        """Outputs are decoded from the decoder start token (config.json's decoder_start_token_id, else the pad
+        token), which stands where MemLens's own translators have BOS."""
+        hf_config, vocab_size, (pad, _, eos) = _checked(folder, config_json, arch)
+        if pad is None:
+            raise ValueError("config.json names no pad_token_id: MemLens pads sources with it")
+        start = _token_id(hf_config, "decoder_start_token_id")
+        sizes = read_translator_sizes(arch, hf_config)
+        return HuggingFaceTranslatorConfig(
+            model_type=arch.model_type,
+            vocab_size=vocab_size,
+            pad_id=pad,
+            bos_id=pad if start is None else start,
+            eos_id=eos,
+            hf_config=dict(config_json),
+            n_encoder_layers=sizes["n_encoder_layers"],
+            n_decoder_layers=sizes["n_decoder_layers"],
+            n_heads=sizes["n_heads"],
+            d_model=sizes["d_model"],
+            d_ff=sizes["d_ff"],
+            max_positions=sizes["max_positions"],
+        )
+
+    def meta(self, config: FamilyConfig) -> dict[str, Any]:
+        """A translator reads a natural language, which its folder does not name: "not stated" unless memlens.json
+        beside it says ("source_language": "German"; "example": a sentence its pages open on)."""
+        return {"source_language": NOT_STATED} if isinstance(config, HuggingFaceTranslatorConfig) else {}
 
     def check(self, folder: Path, config: FamilyConfig) -> None:
         """The weights' header reads, the tokenizer loads and its ids fit the model's vocabulary."""
@@ -94,24 +126,30 @@ class HuggingFaceReader:
                 f"{TOKENIZER} has {tokenizer.get_vocab_size()} tokens; the model's vocabulary has {config.vocab_size}"
             )
 
-    def load(self, folder: Path, config: FamilyConfig, device: torch.device) -> tuple[HookedCausalLM, TextTokenizer]:
-        if not isinstance(config, HuggingFaceConfig):
-            raise ValueError(f"a {type(config).__name__} is not a Hugging Face model's config")
+    def load(self, folder: Path, config: FamilyConfig, device: torch.device) -> tuple[nn.Module, TextTokenizer]:
         self.check(folder, config)
-        from transformers import AutoModelForCausalLM
+        from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
+        if isinstance(config, HuggingFaceTranslatorConfig):
+            auto: Any = AutoModelForSeq2SeqLM
+        elif isinstance(config, HuggingFaceConfig):
+            auto = AutoModelForCausalLM
+        else:
+            raise ValueError(f"a {type(config).__name__} is not a Hugging Face model's config")
         try:
-            hf = AutoModelForCausalLM.from_pretrained(
-                folder, attn_implementation="eager", local_files_only=True, dtype=torch.float32
-            )
-        except (OSError, RuntimeError) as error:
+            hf = auto.from_pretrained(folder, attn_implementation="eager", local_files_only=True, dtype=torch.float32)
+        except (OSError, RuntimeError, ValueError) as error:
             raise ValueError(f"transformers cannot load the weights: {error}") from None
         if hf.config.model_type != config.model_type:
             raise ValueError(f"transformers built a {hf.config.model_type} model, not a {config.model_type} one")
-        model = HookedCausalLM(hf, config).to(device)
+        model = (
+            HookedTranslator(hf, config)
+            if isinstance(config, HuggingFaceTranslatorConfig)
+            else HookedCausalLM(hf, config)
+        )
         tokenizer = _tokenizer(folder)
         special = SpecialIds(config.pad_id, config.bos_id, config.eos_id, unknown_id(tokenizer))
-        return model, TextTokenizer(tokenizer, special)
+        return model.to(device), TextTokenizer(tokenizer, special)
 
     def save(
         self, folder: Path, model: nn.Module, tokenizer: TextTokenizer, meta: dict, metrics: dict, weights_dtype: str
@@ -119,7 +157,7 @@ class HuggingFaceReader:
         """`save_pretrained`'s config.json, model.safetensors and generation_config.json, with our tokenizer.json,
         metrics.json and how the model was trained (OUTSIDE_META); float16 weights are read back as float32."""
         stored = model if weights_dtype == "float32" else cast_copy(model, WEIGHTS_DTYPES[weights_dtype])
-        if not isinstance(stored, HookedCausalLM):
+        if not isinstance(stored, (HookedCausalLM, HookedTranslator)):
             raise ValueError(f"a {type(model).__name__} is not a Hugging Face model MemLens wraps")
         stored.hf.save_pretrained(folder)
         tokenizer.save(folder / TOKENIZER)
@@ -128,6 +166,26 @@ class HuggingFaceReader:
         if weights_dtype != "float32":
             meta["weights_dtype"] = weights_dtype
         (folder / OUTSIDE_META).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def _checked(
+    folder: Path, config_json: dict[str, Any], arch: Architecture | TranslatorArchitecture
+) -> tuple[Any, int, tuple[int | None, int | None, int]]:
+    """(the transformers config, the vocabulary size, (pad, bos, eos) ids) of a folder of `arch`; ValueError where
+    a file is missing, transformers refuses the config, it is a variant MemLens does not read, or it names no
+    vocabulary or EOS."""
+    for name in (WEIGHTS, TOKENIZER):
+        if not (folder / name).is_file():
+            raise ValueError(f"{name} is missing")
+    hf_config = transformers_config(arch.model_type, config_json)
+    refuse_unsupported(arch, hf_config)
+    vocab_size = getattr(hf_config, "vocab_size", None)
+    if not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"the {arch.model_type} config names no vocab_size")
+    eos = _token_id(hf_config, "eos_token_id")
+    if eos is None:
+        raise ValueError("config.json names no eos_token_id: MemLens stops an output there")
+    return hf_config, vocab_size, (_token_id(hf_config, "pad_token_id"), _token_id(hf_config, "bos_token_id"), eos)
 
 
 def _token_id(hf_config: Any, attribute: str) -> int | None:

@@ -35,6 +35,7 @@ from inference.core.capabilities import NoMemory
 from inference.core.hooks import HookPoint, name_hook_points
 from inference.core.interventions import InterventionError
 from inference.families.hugging_face.architectures import Architecture, architecture
+from inference.families.hugging_face.translator_architectures import TranslatorArchitecture
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig
@@ -70,15 +71,7 @@ class HuggingFaceConfig(NoMemory):
         if self.family != FAMILY:
             raise ValueError(f"HuggingFaceConfig has family {FAMILY!r}, not {self.family!r}")
         arch = architecture(self.model_type)
-        sizes = {name: getattr(self, name) for name in ("vocab_size", "n_layers", "n_heads", "d_model", "d_ff")}
-        bad = [name for name, value in sizes.items() if value < 1]
-        if bad:
-            raise ValueError(f"{', '.join(bad)} must be positive")
-        if self.max_positions < 2:
-            raise ValueError("max_positions must be at least 2")
-        outside = {name: i for name, i in self.special_ids().items() if not 0 <= i < self.vocab_size}
-        if outside:
-            raise ValueError(f"special ids {outside} lie outside the vocabulary of {self.vocab_size}")
+        checked_special_ids(self, {name: getattr(self, name) for name in SIZES})
         if not self.hf_config:  # a training config's model section: the sizes only
             self.hf_config = {
                 **arch.config_values({name: getattr(self, name) for name in SIZES}),
@@ -97,6 +90,19 @@ class HuggingFaceConfig(NoMemory):
         return self.pad_id not in (self.bos_id, self.eos_id)
 
 
+def checked_special_ids(config: Any, sizes: dict[str, int]) -> None:
+    """ValueError where a size (or the vocabulary) is not positive, max_positions leaves no room for a token, or a
+    special id (config.special_ids()) lies outside the vocabulary."""
+    bad = [name for name, value in {**sizes, "vocab_size": config.vocab_size}.items() if value < 1]
+    if bad:
+        raise ValueError(f"{', '.join(bad)} must be positive")
+    if sizes["max_positions"] < 2:
+        raise ValueError("max_positions must be at least 2")
+    outside = {name: i for name, i in config.special_ids().items() if not 0 <= i < config.vocab_size}
+    if outside:
+        raise ValueError(f"special ids {outside} lie outside the vocabulary of {config.vocab_size}")
+
+
 def transformers_config(model_type: str, values: dict[str, Any]) -> PreTrainedConfig:
     """The transformers config object of a config.json (its class fills in the defaults the file leaves out);
     ValueError where transformers refuses it."""
@@ -108,7 +114,7 @@ def transformers_config(model_type: str, values: dict[str, Any]) -> PreTrainedCo
         raise ValueError(f"transformers cannot read the {model_type} config: {error}") from None
 
 
-def refuse_unsupported(arch: Architecture, hf_config: Any) -> None:
+def refuse_unsupported(arch: Architecture | TranslatorArchitecture, hf_config: Any) -> None:
     """ValueError where the config is a variant of its architecture that the table does not describe."""
     reason = arch.refusal(hf_config)
     if reason is not None:
@@ -193,7 +199,7 @@ class HookedCausalLM(nn.Module):
             ) from None
 
     def down_projection_weight(self, layer: int) -> torch.Tensor:
-        return _weight(self.part(architecture(self.base_config.model_type).block(layer, "down_proj")))
+        return layer_weight(self.part(architecture(self.base_config.model_type).block(layer, "down_proj")))
 
     def _check_shapes(self, arch: Architecture) -> None:
         c = self.base_config
@@ -210,7 +216,7 @@ class HookedCausalLM(nn.Module):
                     f"{arch.block(i, 'down_proj')} has a weight of shape {tuple(weight.shape)}; a {arch.down_layout} "
                     f"down projection of d_ff {c.d_ff} and d_model {c.d_model} has {down}"
                 )
-        head = _weight(self.part(arch.lm_head))
+        head = layer_weight(self.part(arch.lm_head))
         if tuple(head.shape) != (c.vocab_size, c.d_model):
             raise ValueError(
                 f"{arch.lm_head} has a weight of shape {tuple(head.shape)}, not {(c.vocab_size, c.d_model)}"
@@ -226,20 +232,18 @@ class HookedCausalLM(nn.Module):
         hooks of its own)."""
         for i, layer in enumerate(self.layers):
             assert isinstance(layer, LayerHooks)
-            self.part(arch.block(i)).register_forward_pre_hook(_InputRoute(layer.resid_pre), with_kwargs=True)
-            self.part(arch.block(i, "attention")).register_forward_hook(_PatternRead(layer.attn.pattern, i))
+            self.part(arch.block(i)).register_forward_pre_hook(InputRoute(layer.resid_pre), with_kwargs=True)
+            self.part(arch.block(i, "attention")).register_forward_hook(
+                PatternRead(layer.attn.pattern, layer.attn.z.name)
+            )
             self.part(arch.block(i, "out_proj")).register_forward_pre_hook(
-                _InputRoute(_ByHeads(layer.attn.z, self.base_config.n_heads)), with_kwargs=True
+                InputRoute(ByHeads(layer.attn.z, self.base_config.n_heads)), with_kwargs=True
             )
-            self.part(arch.block(i, "ff_norm")).register_forward_pre_hook(
-                _InputRoute(layer.resid_mid), with_kwargs=True
-            )
-            self.part(arch.block(i, "down_proj")).register_forward_pre_hook(
-                _InputRoute(layer.ff.keys), with_kwargs=True
-            )
-            self.part(arch.block(i, "mlp")).register_forward_hook(_OutputRoute(layer.ff.out))
-        self.part(arch.final_norm).register_forward_hook(_OutputRoute(self.out))
-        self.part(arch.lm_head).register_forward_hook(_OutputRoute(self.logits))
+            self.part(arch.block(i, "ff_norm")).register_forward_pre_hook(InputRoute(layer.resid_mid), with_kwargs=True)
+            self.part(arch.block(i, "down_proj")).register_forward_pre_hook(InputRoute(layer.ff.keys), with_kwargs=True)
+            self.part(arch.block(i, "mlp")).register_forward_hook(OutputRoute(layer.ff.out))
+        self.part(arch.final_norm).register_forward_hook(OutputRoute(self.out))
+        self.part(arch.lm_head).register_forward_hook(OutputRoute(self.logits))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:  # [b, t] -> [b, t, vocab]
         """Logits at every position for the token that follows it; padding is masked where the pad id is its own
@@ -280,7 +284,7 @@ def rms_norm_eps(norm: nn.Module) -> float | None:
     return float(eps) if isinstance(eps, (int, float)) else None
 
 
-def _weight(module: nn.Module) -> torch.Tensor:
+def layer_weight(module: nn.Module) -> torch.Tensor:
     weight = getattr(module, "weight", None)
     if not isinstance(weight, torch.Tensor):
         raise ValueError(f"a {type(module).__name__} has no weight")
@@ -293,7 +297,7 @@ def _weight(module: nn.Module) -> torch.Tensor:
 TensorRoute = Callable[[torch.Tensor], torch.Tensor]  # a tensor -> what replaces it (the same object: nothing)
 
 
-class _InputRoute:
+class InputRoute:
     """A forward pre-hook (with_kwargs) passing a module's tensor input through `route`; a replacement replaces it."""
 
     def __init__(self, route: TensorRoute):
@@ -312,7 +316,7 @@ class _InputRoute:
         return None if new is x else (args, {**kwargs, key: new})
 
 
-class _OutputRoute:
+class OutputRoute:
     """A forward hook passing a module's tensor output through `point`; a replacement replaces it."""
 
     def __init__(self, point: HookPoint):
@@ -325,7 +329,7 @@ class _OutputRoute:
         return None if new is output else new
 
 
-class _ByHeads:
+class ByHeads:
     """The output projection's input [b, t, h*d_head] (head-major) through `point` as [b, h, t, d_head]."""
 
     def __init__(self, point: HookPoint, n_heads: int):
@@ -338,15 +342,17 @@ class _ByHeads:
         return x if new is z else new.transpose(1, 2).reshape(b, t, width)  # [b, t, h*d_head]
 
 
-class _PatternRead:
-    """A forward hook showing an attention module's probabilities (output[1], eager attention) to `point`;
-    InterventionError where a hook there replaces them: they were applied already."""
+class PatternRead:
+    """A forward hook showing an attention module's probabilities (output[index], eager attention) to `point`;
+    InterventionError where a hook there replaces them: they were applied already. `z` names the hook point to
+    scale instead."""
 
-    def __init__(self, point: HookPoint, layer: int):
-        self.point, self.layer = point, layer
+    def __init__(self, point: HookPoint, z: str, index: int = 1):
+        self.point, self.z, self.index = point, z, index
 
     def __call__(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
-        weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None  # [b, h, q, k]
+        found = isinstance(output, tuple) and len(output) > self.index
+        weights = output[self.index] if found else None  # [b, h, q, k]
         if not isinstance(weights, torch.Tensor):
             raise RuntimeError(
                 f"{self.point.name}: the attention returned no probabilities; MemLens runs Hugging Face models with "
@@ -354,6 +360,5 @@ class _PatternRead:
             )
         if self.point(weights) is not weights:
             raise InterventionError(
-                "attention patterns of a Hugging Face model are read, not edited: "
-                f"scale layers.{self.layer}.attn.z to ablate a head"
+                f"attention patterns of a Hugging Face model are read, not edited: scale {self.z} to ablate a head"
             )

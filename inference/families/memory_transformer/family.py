@@ -12,7 +12,7 @@ from torch import nn
 from inference.analyses.ff_values import decoder_ff_memories
 from inference.core.axes import AxisKey, AxisPart, TokenAxis
 from inference.core.capabilities import Capability, config_of
-from inference.core.decoding import pad_batch, strip_after_eos
+from inference.core.decoding import strip_after_eos
 from inference.core.family import FamilyDefaults
 from inference.core.ff_memories import FFMemories
 from inference.core.hook_names import MASK, kind_of
@@ -21,7 +21,14 @@ from inference.core.interventions import BlockMemoryReads, Intervention, Interve
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, teacher_forced_loss
 from inference.core.trace import Role, Trace, TraceRequest
-from inference.core.tracing import assembled_trace, encode_sources, model_as, recording, token_roles
+from inference.core.tracing import (
+    assembled_trace,
+    encode_sources,
+    model_as,
+    own_or_given_targets,
+    recording,
+    token_roles,
+)
 from inference.families.memory_transformer.decoding import decode, greedy_decode
 from inference.families.memory_transformer.growth import grow_memory
 from inference.families.memory_transformer.model import FAMILIES, MemoryTransformer, MemoryTransformerConfig
@@ -76,14 +83,11 @@ class MemoryTransformerFamily(FamilyDefaults):
         On "enc" the memory slots (role MEM) come before the source."""
         model, tokenizer, config = model_as(loaded, MemoryTransformer), loaded.tokenizer, loaded.config
         src_ids = encode_sources(loaded, request.sources)  # [b, n]
-        if request.targets is None:
-            generated = decode(model, src_ids, request.decoding, request.interventions, request.max_new_tokens)
-            output_ids = strip_after_eos(generated.cpu(), config.eos_id)
-        else:
-            output_ids = tokenizer.encode_batch(request.targets)
-            if max(len(ids) for ids in output_ids) + 1 > config.max_positions:
-                raise ValueError(f"a target is longer than the model's {config.max_positions - 1} tokens")
-        tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)  # [b, t]
+        output_ids, tgt_in = own_or_given_targets(  # tgt_in [b, t]
+            loaded,
+            request,
+            lambda: decode(model, src_ids, request.decoding, request.interventions, request.max_new_tokens),
+        )
         with recording(model, request.names, request.interventions) as (captures, memory_size):
             logits = model(src_ids, tgt_in, memory_size)  # [b, t, vocab]
         memory_tokens = [f"[mem{j}]" for j in range(memory_size)]
