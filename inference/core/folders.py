@@ -1,6 +1,6 @@
 """Model folders that are not MemLens checkpoints: a family that opens another format (a Hugging Face folder saved
 with `save_pretrained`) registers a `FolderReader`, and the checkpoint registry asks the readers about any folder
-whose config.json has no MemLens `format_version`. A reader also writes that format, for the models of its family
+whose config.json has no MemLens `format_version`. A reader also writes that format, for the models of its families
 trained here (inference.core.checkpoint.save_folder). The registry still does the rest: names, the loaded-models
 memory budget, and a broken folder listed with the reader's reason."""
 
@@ -34,7 +34,7 @@ class FolderReader(Protocol):
     def load(self, folder: Path, config: FamilyConfig, device: torch.device) -> tuple[nn.Module, TextTokenizer]: ...
 
     @property
-    def family(self) -> str: ...  # the family whose trained models are written in this format
+    def families(self) -> tuple[str, ...]: ...  # the families whose trained models are written in this format
 
     @property
     def files(self) -> tuple[str, ...]: ...  # the files `save` writes
@@ -61,4 +61,4 @@ def folder_reader_for(config_json: dict[str, Any]) -> FolderReader | None:
 
 def folder_writer_for(family: str) -> FolderReader | None:
     """The reader that also writes the trained models of `family` in its format; None: MemLens's own checkpoint."""
-    return next((reader for reader in _READERS if reader.family == family), None)
+    return next((reader for reader in _READERS if family in reader.families), None)

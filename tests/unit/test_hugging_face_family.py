@@ -68,7 +68,7 @@ D_HEAD = D_MODEL // N_HEADS
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A models folder: the three tiny models, and three folders MemLens cannot open."""
+    """A models folder: the three tiny models, a parallel-residual GPT-NeoX, and two folders MemLens cannot open."""
     root = tmp_path_factory.mktemp("hugging_face")
     for arch in ARCHITECTURES:
         build_folder(arch, root / arch)
@@ -156,13 +156,12 @@ def test_hook_points_follow_the_language_model_scheme(models, arch):
 
 def test_the_registry_lists_the_tiny_models_and_says_why_the_others_are_broken(root):
     registry = CheckpointRegistry(root, device="cpu")
-    assert sorted(registry.available()) == sorted(ARCHITECTURES)
+    assert sorted(registry.available()) == sorted([*ARCHITECTURES, "neox_parallel"])
     broken = registry.broken()
-    assert set(broken) == {"bloom", "no_tokenizer", "neox_parallel"}
+    assert set(broken) == {"bloom", "no_tokenizer"}
     assert "model_type 'bloom' is not supported" in broken["bloom"]
     assert "gpt2, gpt_neox, llama" in broken["bloom"]
     assert "tokenizer.json is missing" in broken["no_tokenizer"]
-    assert "parallel residual is not supported yet" in broken["neox_parallel"]
     assert registry.get("llama").config.model_type == "llama"
 
 
@@ -179,9 +178,51 @@ def test_the_reader_names_what_a_config_lacks_and_sharded_weights(root, tmp_path
         load_checkpoint(sharded, "cpu")
 
 
-def test_load_checkpoint_refuses_parallel_residual(root):
-    with pytest.raises(CheckpointError, match="parallel residual is not supported yet"):
-        load_checkpoint(root / "neox_parallel", "cpu")
+def test_a_parallel_residual_block_reads_resid_mid_as_what_the_ff_output_is_added_to(root):
+    """GPT-NeoX's parallel residual: the FF reads the block input; resid_mid is the block input + the attention
+    output, so resid_mid + ff.out is the block output Hugging Face computes (its hidden states), the logit lens of
+    the last layer is the logits, and resid_mid cannot be edited."""
+    loaded = load_checkpoint(root / "neox_parallel", "cpu")
+    assert loaded.model.parallel_residual and hook_points(loaded.model)["layers.0.resid_mid"].doc.startswith("block")
+    ids = prompt_ids(loaded)
+    names = [f"layers.{i}.{part}" for i in range(N_LAYERS) for part in ("resid_pre", "resid_mid", "ff.out")]
+    trace = run_with_trace(loaded, TEXT, names=names, max_new_tokens=0)
+    with torch.no_grad():
+        hidden = loaded.model.hf(input_ids=ids, output_hidden_states=True, use_cache=False).hidden_states
+    for i in range(N_LAYERS):
+        resid_pre, resid_mid = trace.tensor(f"layers.{i}.resid_pre"), trace.tensor(f"layers.{i}.resid_mid")
+        torch.testing.assert_close(resid_pre, hidden[i], atol=ATOL, rtol=0)
+        assert (resid_mid - resid_pre).abs().max() > 1e-3  # the attention's output is in it
+        if i < N_LAYERS - 1:  # the last hidden state is after the final norm
+            torch.testing.assert_close(resid_mid + trace.tensor(f"layers.{i}.ff.out"), hidden[i + 1], atol=ATOL, rtol=0)
+    memories = family_of("hugging_face").ff_memories(loaded.model)
+    last = memories.layers[-1]
+    lens_trace = run_with_trace(loaded, TEXT, names=memories.capture_hooks(), max_new_tokens=0)
+    residual, ff_out = lens_trace.tensor(memories.residual_hook(last)), lens_trace.tensor(f"{last}.out")
+    lens = memories.stream_logits(memories.layer_output(last, residual, ff_out))
+    torch.testing.assert_close(lens, hf_logits(loaded, ids), atol=1e-4, rtol=0)
+    with pytest.raises(InterventionError, match="parallel-residual block is read, not edited"):
+        run_with_trace(loaded, TEXT, names=["logits"], max_new_tokens=0,
+                       interventions=Interventions.of(Scale(hook="layers.1.resid_mid", factor=0.5)))  # fmt: skip
+
+
+def test_a_parallel_residual_ff_key_edit_is_the_torch_hook_on_its_down_projection(root):
+    loaded = load_checkpoint(root / "neox_parallel", "cpu")
+    keys = (2, 9, 33)
+    ids = prompt_ids(loaded)
+    edited = run_with_trace(loaded, TEXT, names=["logits"], max_new_tokens=0,
+                            interventions=Interventions.of(scale_ff_keys("layers.0.ff", keys, 0.0))).logits  # fmt: skip
+
+    def zero(x: torch.Tensor) -> torch.Tensor:
+        x = x.clone()
+        x[..., list(keys)] = 0.0
+        return x
+
+    down = loaded.model.get_submodule("hf.gpt_neox.layers.0.mlp.dense_4h_to_h")
+    with pre_hook(down, zero):
+        theirs = hf_logits(loaded, ids)
+    assert (theirs - hf_logits(loaded, ids)).abs().max() > 1e-3
+    torch.testing.assert_close(edited, theirs, atol=ATOL, rtol=0)
 
 
 def test_build_makes_the_same_model_with_fresh_weights(models):

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability, FamilyConfig
-from inference.core.checkpoint import CheckpointError, folder_files, load_checkpoint, save_checkpoint, save_folder
+from inference.core.checkpoint import CheckpointError, folder_files, load_checkpoint, save_folder
 from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
@@ -79,7 +79,7 @@ def run_training(
     run.log(f"evaluating on val and {', '.join(corpus.test_splits)}")
     metrics = final_metrics(model, tokenizer, corpus, splits, progress, device, schedule_offset, selected)
     meta = checkpoint_meta(config, model.config, len(splits["train"]), selected)
-    folder = save_checkpoint(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
+    folder = save_folder(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
     run.log(f"BLEU {metrics['bleu']}, chrF {metrics['chrf']}; checkpoint written to {folder}")
     return folder
 

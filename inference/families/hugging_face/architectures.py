@@ -9,6 +9,9 @@ Paths are relative to the Hugging Face model; `{i}` in a block's path stands for
     mlp         the feed-forward sub-layer: its output is what it adds to the residual (ff.out)
     down_proj   the feed-forward's second matrix: its input [b, t, d_ff] holds the key coefficients (ff.keys)
 
+A parallel-residual block (GPT-NeoX's default) feeds the FF the block input through `ff_norm`, beside the attention,
+and adds both outputs to it.
+
 `down_layout` says how the down projection stores its weight: "conv1d" (GPT-2's Conv1D, (in=d_ff, out=d): value i
 is row i) or "linear" (nn.Linear, (out=d, in=d_ff): value i is column i).
 """
@@ -44,6 +47,9 @@ class Architecture:
     d_ff: str
     max_positions: str
     d_ff_default: int | None = None  # d_ff = this x d_model where the d_ff attribute is None (GPT-2's n_inner)
+    # the config attribute that makes a block's FF read the block input, beside the attention (GPT-NeoX's
+    # use_parallel_residual: output = input + attention + FF), or None where the FF always follows the attention
+    parallel_residual: str | None = None
     # a reason to refuse a config of this architecture, or None: a variant the tables do not describe
     refusal: Callable[[Any], str | None] = lambda hf_config: None
 
@@ -61,15 +67,6 @@ class Architecture:
 def _gpt2_refusal(hf_config: Any) -> str | None:
     if getattr(hf_config, "add_cross_attention", False):
         return "cross-attention (add_cross_attention) is not supported: MemLens reads a decoder-only GPT-2"
-    return None
-
-
-def _neox_refusal(hf_config: Any) -> str | None:
-    if getattr(hf_config, "use_parallel_residual", True):
-        return (
-            "parallel residual is not supported yet (use_parallel_residual is true: the FF sub-layer reads the "
-            "block input, so no residual enters it after the attention)"
-        )
     return None
 
 
@@ -113,7 +110,7 @@ GPT_NEOX = Architecture(
     d_model="hidden_size",
     d_ff="intermediate_size",
     max_positions="max_position_embeddings",
-    refusal=_neox_refusal,
+    parallel_residual="use_parallel_residual",
 )
 
 LLAMA = Architecture(

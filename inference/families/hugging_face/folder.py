@@ -34,6 +34,7 @@ from inference.families.hugging_face.translator_architectures import (
     TranslatorArchitecture,
     read_translator_sizes,
 )
+from inference.families.hugging_face.translator_model import FAMILY as TRANSLATOR_FAMILY
 from inference.families.hugging_face.translator_model import HookedTranslator, HuggingFaceTranslatorConfig
 
 WEIGHTS = "model.safetensors"  # one file; never pytorch_model.bin, which would be unpickled
@@ -47,7 +48,7 @@ class HuggingFaceReader:
     unsupported."""
 
     format = "Hugging Face"
-    family = FAMILY  # the Hugging Face models trained here are written as Hugging Face folders
+    families = (FAMILY, TRANSLATOR_FAMILY)  # the Hugging Face models trained here are written as Hugging Face folders
     files = ("config.json", WEIGHTS, TOKENIZER, "metrics.json", "generation_config.json", OUTSIDE_META)
 
     def reads(self, config_json: dict[str, Any]) -> bool:

@@ -20,6 +20,9 @@ All positions run over one token axis, "tok". Two readings differ from MemLens's
   (an edit raises InterventionError); scale `layers.{i}.attn.z` to ablate a head.
 - The residual entering the FF sub-layer is the FF norm's input: editing `resid_mid` changes what the FF reads,
   not the residual its output is added to.
+- A parallel-residual block (GPT-NeoX's use_parallel_residual) feeds its FF the block input, beside the attention:
+  there `resid_mid` is the block input + the attention output, what the FF output is added to (so resid_mid +
+  ff.out is the block output, as in a sequential block), and it is read, never edited.
 """
 
 from __future__ import annotations
@@ -46,13 +49,25 @@ SIZES = ("n_layers", "n_heads", "d_model", "d_ff", "max_positions")  # HuggingFa
 INPUT_KEYWORDS = ("hidden_states", "input", "x")  # where a module called with keywords finds its input
 
 
+class SpecialIdFields:
+    """The special ids every Hugging Face config holds, by name (checked_special_ids reads them)."""
+
+    pad_id: int
+    bos_id: int
+    eos_id: int
+
+    def special_ids(self) -> dict[str, int]:
+        return {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+
+
 @dataclass
-class HuggingFaceConfig(NoMemory):
+class HuggingFaceConfig(SpecialIdFields, NoMemory):
     """A Hugging Face causal language model as MemLens sees it (read from its folder, never changed after: the
     fields stay settable only because FamilyConfig says so). `hf_config` is the folder's config.json, kept so
-    that `build` makes the same model with fresh weights; a training config's model section names the sizes only,
-    and gets the config.json of its architecture with those sizes and special ids. GPT-2 has one id for BOS, EOS
-    and padding: pad, bos and eos need not differ (MemLens's own families demand they do)."""
+    that `build` makes the same model with fresh weights; a training config's model section names the sizes (and,
+    in hf_config, any other setting of the architecture) and gets the config.json of its architecture with those
+    sizes and special ids. GPT-2 has one id for BOS, EOS and padding: pad, bos and eos need not differ (MemLens's
+    own families demand they do)."""
 
     model_type: str
     n_layers: int
@@ -72,22 +87,28 @@ class HuggingFaceConfig(NoMemory):
             raise ValueError(f"HuggingFaceConfig has family {FAMILY!r}, not {self.family!r}")
         arch = architecture(self.model_type)
         checked_special_ids(self, {name: getattr(self, name) for name in SIZES})
-        if not self.hf_config:  # a training config's model section: the sizes only
-            self.hf_config = {
+        self.hf_config = filled_hf_config(
+            self.hf_config,
+            {
                 **arch.config_values({name: getattr(self, name) for name in SIZES}),
                 "vocab_size": self.vocab_size,
                 "bos_token_id": self.bos_id,
                 "eos_token_id": self.eos_id,
                 "pad_token_id": self.pad_id,
-            }
-
-    def special_ids(self) -> dict[str, int]:
-        return {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+            },
+        )
 
     @property
     def masks_padding(self) -> bool:
         """True where the pad id is no other special token's, so padding can be told from text and masked."""
         return self.pad_id not in (self.bos_id, self.eos_id)
+
+
+def filled_hf_config(given: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    """The config.json a model is built from: a folder's own (it names its model_type) as it is; else a training
+    config's model section, whose hf_config holds only the architecture's other settings (e.g. {"activation_function":
+    "relu"}), completed with `ours` (the model type, the sizes and the special ids, which win)."""
+    return dict(given) if "model_type" in given else {**given, **ours}
 
 
 def checked_special_ids(config: Any, sizes: dict[str, int]) -> None:
@@ -155,15 +176,20 @@ class FeedForwardHooks(nn.Module):
         self.out = HookPoint("batch position d_model", "feed-forward output, added to resid_mid", tokens)
 
 
+RESID_MID = "residual stream entering the feed-forward sub-layer (before its norm)"
+PARALLEL_RESID_MID = (
+    "block input + attention output, what the FF output is added to (READ ONLY: a parallel-residual FF reads the "
+    "block input, resid_pre)"
+)
+
+
 class LayerHooks(nn.Module):
-    def __init__(self, n_heads: int, d_ff: int, axes: Axes):
+    def __init__(self, n_heads: int, d_ff: int, axes: Axes, resid_mid_doc: str = RESID_MID):
         super().__init__()
         tokens = {"position": axes[0]}
         self.resid_pre = HookPoint("batch position d_model", "residual stream entering the block", tokens)
         self.attn = AttentionHooks(n_heads, axes)
-        self.resid_mid = HookPoint(
-            "batch position d_model", "residual stream entering the feed-forward sub-layer (before its norm)", tokens
-        )
+        self.resid_mid = HookPoint("batch position d_model", resid_mid_doc, tokens)
         self.ff = FeedForwardHooks(d_ff, axes[0])
 
 
@@ -181,7 +207,11 @@ class HookedCausalLM(nn.Module):
         self.hf = hf
         self.config = config
         self.base_config = config  # the Hugging Face model's own, where a wrapper's config is another
-        self.layers = nn.ModuleList(LayerHooks(config.n_heads, config.d_ff, axes) for _ in range(config.n_layers))
+        self.parallel_residual = bool(arch.parallel_residual and getattr(hf.config, arch.parallel_residual, False))
+        resid_mid = PARALLEL_RESID_MID if self.parallel_residual else RESID_MID
+        self.layers = nn.ModuleList(
+            LayerHooks(config.n_heads, config.d_ff, axes, resid_mid) for _ in range(config.n_layers)
+        )
         tokens = {"position": axes[0]}
         self.out = HookPoint("batch position d_model", "final norm output: what the LM head reads", tokens)
         self.logits = HookPoint("batch position vocab", "next-token logits", tokens)
@@ -239,7 +269,13 @@ class HookedCausalLM(nn.Module):
             self.part(arch.block(i, "out_proj")).register_forward_pre_hook(
                 InputRoute(ByHeads(layer.attn.z, self.base_config.n_heads)), with_kwargs=True
             )
-            self.part(arch.block(i, "ff_norm")).register_forward_pre_hook(InputRoute(layer.resid_mid), with_kwargs=True)
+            if self.parallel_residual:
+                after_attention = ParallelResidMid(layer.resid_mid)
+                self.part(arch.block(i)).register_forward_pre_hook(after_attention.keep_input, with_kwargs=True)
+                self.part(arch.block(i, "attention")).register_forward_hook(after_attention)
+            else:
+                ff_norm = self.part(arch.block(i, "ff_norm"))
+                ff_norm.register_forward_pre_hook(InputRoute(layer.resid_mid), with_kwargs=True)
             self.part(arch.block(i, "down_proj")).register_forward_pre_hook(InputRoute(layer.ff.keys), with_kwargs=True)
             self.part(arch.block(i, "mlp")).register_forward_hook(OutputRoute(layer.ff.out))
         self.part(arch.final_norm).register_forward_hook(OutputRoute(self.out))
@@ -340,6 +376,31 @@ class ByHeads:
         z = x.reshape(b, t, self.n_heads, width // self.n_heads).transpose(1, 2)  # [b, h, t, d_head]
         new = self.point(z)
         return x if new is z else new.transpose(1, 2).reshape(b, t, width)  # [b, t, h*d_head]
+
+
+class ParallelResidMid:
+    """A parallel-residual block's resid_mid: its input (kept by `keep_input`, a pre-hook registered after the
+    resid_pre route, so it sees that route's edit) plus the attention's output (output[0]), shown to `point` from a
+    forward hook on the attention; InterventionError where a hook there replaces it: no module reads it."""
+
+    def __init__(self, point: HookPoint):
+        self.point = point
+        self.block_input: torch.Tensor | None = None
+
+    def keep_input(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.block_input = args[0] if args else kwargs.get("hidden_states")
+
+    def __call__(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        attention = output[0] if isinstance(output, tuple) else output  # [b, t, d]
+        if not isinstance(self.block_input, torch.Tensor) or not isinstance(attention, torch.Tensor):
+            raise RuntimeError(f"{self.point.name}: the block's input or its attention output was not seen")
+        resid_mid = self.block_input + attention
+        self.block_input = None
+        if self.point(resid_mid) is not resid_mid:
+            raise InterventionError(
+                f"{self.point.name} of a parallel-residual block is read, not edited: the FF reads the block input "
+                "(edit resid_pre, or the FF's keys)"
+            )
 
 
 class PatternRead:

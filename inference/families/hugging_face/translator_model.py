@@ -34,7 +34,9 @@ from inference.families.hugging_face.model import (
     LayerHooks,
     OutputRoute,
     PatternRead,
+    SpecialIdFields,
     checked_special_ids,
+    filled_hf_config,
     layer_weight,
     refuse_unsupported,
     transformers_config,
@@ -51,11 +53,11 @@ ENCODER_AXIS, DECODER_AXIS = "enc", "dec"
 
 
 @dataclass
-class HuggingFaceTranslatorConfig(NoMemory):
+class HuggingFaceTranslatorConfig(SpecialIdFields, NoMemory):
     """A Hugging Face encoder-decoder translator as MemLens sees it (read from its folder). `bos_id` is the
     decoder's start token (the pad token in Marian and T5): every output is decoded from it. `hf_config` is the
-    folder's config.json; a training config's model section names the sizes only and gets the config.json of its
-    architecture with those sizes and special ids."""
+    folder's config.json; a training config's model section names the sizes (and, in hf_config, any other setting
+    of the architecture) and gets the config.json of its architecture with those sizes and special ids."""
 
     model_type: str
     n_encoder_layers: int
@@ -77,17 +79,16 @@ class HuggingFaceTranslatorConfig(NoMemory):
         arch = translator_architecture(self.model_type)
         sizes = {name: getattr(self, name) for name in SIZES}
         checked_special_ids(self, sizes)
-        if not self.hf_config:
-            self.hf_config = {
+        self.hf_config = filled_hf_config(
+            self.hf_config,
+            {
                 **arch.config_values(sizes),
                 "vocab_size": self.vocab_size,
                 "decoder_start_token_id": self.bos_id,
                 "eos_token_id": self.eos_id,
                 "pad_token_id": self.pad_id,
-            }
-
-    def special_ids(self) -> dict[str, int]:
-        return {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+            },
+        )
 
 
 class DecoderLayerHooks(nn.Module):
