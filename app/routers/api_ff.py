@@ -6,14 +6,18 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
 
-from app.routers.deps import FFStudiesDep, GatewayDep, ModelFor, ModelInPathFor
-from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, errors
+from app.routers.api_jobs import job_json
+from app.routers.deps import FFStudiesDep, GatewayDep, JobsDep, ModelFor, ModelInPathFor
+from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, JobResponse, errors
 from app.schemas.ff import KeysRequest, KeysResponse, LensRequest, LensResponse
+from app.schemas.validation import ModelName, Reference
 from app.services import ff
-from app.services.gating import PageModel
+from app.services.ff_study import mining_job
+from app.services.gating import PageModel, page_model
 from app.services.pages import FF
+from app.services.uploads import upload_or_set
 
 router = APIRouter(prefix="/api/ff", tags=["api"], responses=COMMON_ERRORS)
 FFModel = Annotated[PageModel, Depends(ModelFor(FF))]
@@ -31,9 +35,11 @@ def study(model: Annotated[PageModel, Depends(ModelInPathFor(FF))], studies: FFS
 
 
 @router.post("/keys", response_model=KeysResponse, responses=MODEL_ERRORS)
-def keys(request: KeysRequest, studies: FFStudiesDep, model: FFModel) -> dict:
+def keys(request: KeysRequest, studies: FFStudiesDep, jobs: JobsDep, model: FFModel) -> dict:
+    """Key cards of one layer; their triggers the stored study's, or a finished mining job's (`mined`)."""
     asked = ff.KeysRequest(request.layer, request.order, request.offset, request.limit, request.keys, request.triggers)
-    found = ff.keys_page(studies, model, asked)
+    mined = None if request.mined is None else mining_job(jobs.store, model, request.mined)
+    found = ff.keys_page(studies, model, asked, mined)
     return {"layer": found.layer, "order": found.order, "total": found.total, "keys": [asdict(c) for c in found.cards]}
 
 
@@ -58,3 +64,20 @@ def lens(request: LensRequest, gateway: GatewayDep, studies: FFStudiesDep, model
         result["plain_output"] = run.runs.plain.outputs[0]
         result["prediction_changes"] = [asdict(change) for change in run.changes]
     return result
+
+
+@router.post("/mining", response_model=JobResponse, responses=MODEL_ERRORS)
+async def mining(
+    request: Request,
+    gateway: GatewayDep,
+    jobs: JobsDep,
+    model: Annotated[ModelName, Form()],
+    file: Annotated[UploadFile | None, File(description="a .txt (a text per line) or .tsv (source<TAB>target)")] = None,
+    corpus: Annotated[Reference | None, Form()] = None,
+) -> dict:
+    """Mine every FF key's trigger examples over an uploaded corpus or one the server has (exactly one), in the
+    background; poll /api/jobs/{id}, then read the keys with `mined` = the job's id in /api/ff/keys."""
+    chosen = page_model(gateway, FF, model)  # refused before the file is read
+    settings = request.app.state.settings
+    found = await upload_or_set(file, corpus, jobs.reference_set, settings.max_upload_bytes, settings.max_upload_lines)
+    return job_json(jobs.submit_mining(chosen, found.filename, found.sources, found.references))

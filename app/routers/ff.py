@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Form, Query, Request
+from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 
 from app.figures.ff import study_figures
 from app.figures.ff_views import (
@@ -18,14 +18,17 @@ from app.figures.ff_views import (
     token_html,
     trigger_lines,
 )
-from app.routers.deps import FFStudiesDep, GatewayDep, ModelFor
+from app.routers.deps import FFStudiesDep, GatewayDep, JobsDep, ModelFor
 from app.routers.forms import EDIT_SYNTAX, parse_key_edits
+from app.routers.jobs import go_to
 from app.routers.rendering import figure_json, render
-from app.schemas.validation import FieldText, parse_numbers
+from app.schemas.validation import FieldText, JobId, ModelName, Reference, parse_numbers
 from app.services.ff import KeysRequest, keys_page, run_ff
-from app.services.ff_study import ff_layer
-from app.services.gating import PageModel
+from app.services.ff_study import ff_layer, mining_job
+from app.services.gating import PageModel, page_model
+from app.services.jobs import MINED_TOP_K, MULTI30K_TEST
 from app.services.pages import FF
+from app.services.uploads import upload_or_set
 from inference.core.bounds import MAX_INDEX, MAX_PICKED_KEYS
 from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls
@@ -43,14 +46,18 @@ FFModel = Annotated[PageModel, Depends(ModelFor(FF))]
 def ff_page(
     request: Request,
     studies: FFStudiesDep,
+    jobs: JobsDep,
     model: FFModel,
     text: Annotated[FieldText, Query()] = "",
     layer: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
     edits: Annotated[FieldText, Query()] = "",
+    mined: Annotated[JobId | None, Query()] = None,
 ):
-    """model, text, layer and edits in the address reproduce a view."""
+    """model, text, layer, edits and a mining job's id (its triggers in the key browser) in the address reproduce a
+    view."""
     memories, study = studies.of(model)
     ff_layer(memories, layer)
+    mining = None if mined is None else mining_job(jobs.store, model, mined)
     figures = (
         {name: figure_json(figure) for name, figure in study_figures(study.analysis).items()} if study.analysis else {}
     )
@@ -71,6 +78,9 @@ def ff_page(
         input_language="English" if continues_text else model.meta.get("source_language", "German"),
         example=model.example,
         edit_syntax=EDIT_SYNTAX,
+        mining=mining,
+        server_sets=("demo", MULTI30K_TEST),
+        mine_top_k=MINED_TOP_K,
     )
 
 
@@ -78,19 +88,23 @@ def ff_page(
 def ff_keys(
     request: Request,
     studies: FFStudiesDep,
+    jobs: JobsDep,
     model: FFModel,
     layer: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
     order: Annotated[KeyOrder, Query()] = "agreement",
     page: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
     key: Annotated[str, Query(max_length=2000)] = "",
+    mined: Annotated[JobId | None, Query()] = None,
 ):
     """One page of keys of one layer in the chosen order, or the key(s) typed in. Each card lists its
-    key's top sentences by their stored context (the prefix's last tokens), identical contexts merged."""
+    key's top sentences by their stored context (the prefix's last tokens), identical contexts merged: the
+    stored study's, or a mining job's (`mined`)."""
     keys = list(parse_numbers(key, "key", MAX_PICKED_KEYS)) or None
-    memories, study = studies.of(model)
+    mining = None if mined is None else mining_job(jobs.store, model, mined)
+    memories, study = studies.of(model, mining)
     every_trigger = study.triggers.top_k if study.triggers is not None else 0
     found = keys_page(
-        studies, model, KeysRequest(layer, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys, every_trigger)
+        studies, model, KeysRequest(layer, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys, every_trigger), mining
     )
     return render(
         request,
@@ -143,3 +157,24 @@ def ff_run(
         token_html=token_html,
         continues_text=model.can(Capability.GENERATES_TEXT),
     )
+
+
+@router.post("/ff/mine")
+async def ff_mine(
+    request: Request,
+    gateway: GatewayDep,
+    jobs: JobsDep,
+    model: Annotated[ModelName, Form()],
+    file: Annotated[UploadFile | None, File()] = None,
+    corpus: Annotated[Reference | None, Form()] = None,
+):
+    """Mine every key's trigger examples over an uploaded .txt/.tsv or a corpus the server has, as a job; its
+    result page links the key browser with those triggers."""
+    chosen = page_model(gateway, FF, model)  # refused before the file is read
+    settings = request.app.state.settings
+    upload = file if file is not None and file.filename else None  # a form's empty file field
+    found = await upload_or_set(
+        upload, corpus, jobs.reference_set, settings.max_upload_bytes, settings.max_upload_lines
+    )
+    job = jobs.submit_mining(chosen, found.filename, found.sources, found.references)
+    return go_to(request, f"/results/{job.id}")

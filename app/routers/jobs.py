@@ -92,7 +92,7 @@ def job_context(job: Job) -> dict:
         context["figures"]["sweep"] = figure_json(
             lesion_curve(result["memory_size"], result["bleu"], result["trained"], title)
         )
-    else:
+    elif job.kind == "corpus":
         blocks = [HeadBlocks(**b) for b in job.result["blocks"]]
         for stack in dict.fromkeys(b.stack for b in blocks):
             context["figures"][stack.replace(".", "-")] = figure_json(block_summary(blocks, stack))

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.figures.ff_views import KeyOrder
-from app.schemas.validation import FieldText, ModelName
+from app.schemas.validation import FieldText, JobId, ModelName
 from inference.core.bounds import MAX_INDEX, MAX_PAGE_SIZE, MAX_PICKED_KEYS, MAX_TOP
 from inference.core.interventions import Interventions
 
@@ -32,6 +32,7 @@ class KeysRequest(BaseModel):
         description="these keys, in this order, instead of a page of the ordering (duplicates dropped)",
     )
     triggers: int = Field(10, ge=0, le=MAX_TOP, description="trigger examples per key")
+    mined: JobId | None = Field(None, description="a finished mining job of this model: its triggers, not the stored")
 
     @field_validator("keys")
     @classmethod

@@ -19,6 +19,7 @@ from app.services.ff_study import FFStudies, FFStudy, ff_layer
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
 from app.services.lesioned import LesionedRun, plain_then_lesioned
+from app.services.store import Job
 from app.services.textdiff import DiffPart, word_diff
 from inference.analyses.ff_aggregation import logit_lens
 from inference.core.capabilities import Capability
@@ -44,8 +45,9 @@ class KeysPage:
     study: FFStudy
 
 
-def keys_page(studies: FFStudies, model: PageModel, request: KeysRequest) -> KeysPage:
-    memories, study = studies.of(model)
+def keys_page(studies: FFStudies, model: PageModel, request: KeysRequest, mined: Job | None = None) -> KeysPage:
+    """A page of key cards, their triggers the stored study's or those of a finished mining job (`mined`)."""
+    memories, study = studies.of(model, mined)
     layer = ff_layer(memories, request.layer)
     order = "index" if study.triggers is None and request.keys is None else request.order
     cards, total = key_cards(

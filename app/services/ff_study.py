@@ -1,4 +1,5 @@
-"""The FF-memory study files beside a checkpoint, read and cached for the FF memories page and its API."""
+"""The FF-memory study files beside a checkpoint, and the trigger examples a mining job found, read and cached for
+the FF memories page and its API."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.schemas.validation import InputError
+from app.schemas.validation import InputError, shown
 from app.services.gating import PageModel
+from app.services.store import Job, JobStore
 from inference.analyses.ff_mining import TriggerStore
 from inference.analyses.ff_values import ff_memories
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
@@ -50,13 +52,38 @@ class FFStudies:
         self._cache: ByteBudgetCache[tuple[FFMemories, FFStudy]] = ByteBudgetCache(budget_bytes, ff_bytes)
         self._lock = threading.Lock()  # one reading of a study at a time
 
-    def of(self, model: PageModel) -> tuple[FFMemories, FFStudy]:
+    def of(self, model: PageModel, mined: Job | None = None) -> tuple[FFMemories, FFStudy]:
+        """The model's FF memories and its stored study; with `mined` (a finished mining job of the model, from
+        `mining_job`), that job's trigger examples instead of the stored ones (and no stored analysis)."""
         with self._lock:
-            found = self._cache.get(model.name)
+            key = model.name if mined is None else f"{model.name} mined {mined.id}"
+            found = self._cache.get(key)
             if found is None:
-                found = (ff_memories(model.loaded.model), read_ff_study(model.folder))
-                self._cache.put(model.name, found)
+                found = (
+                    ff_memories(model.loaded.model),
+                    read_ff_study(model.folder) if mined is None else mined_study(mined),
+                )
+                self._cache.put(key, found)
             return found
+
+
+def mined_study(job: Job) -> FFStudy:
+    """A finished mining job's trigger examples, as a stored study without its analysis."""
+    if job.result is None:
+        raise InputError(f"mining job {job.id} has no result")
+    return FFStudy(TriggerStore(job.result["triggers"]), None)
+
+
+def mining_job(store: JobStore, model: PageModel, job_id: str) -> Job:
+    """The finished mining job `job_id` of `model`; an InputError saying why it cannot be read otherwise."""
+    job = store.get(job_id)
+    if job is None or job.kind != "mining":
+        raise InputError(f"no trigger mining job {shown(job_id)}")
+    if job.params["model"] != model.name:
+        raise InputError(f"mining job {job_id} mined {job.params['model']}, not {model.name}")
+    if job.status != "done" or job.result is None:
+        raise InputError(f"mining job {job_id} is {job.status}: its triggers are read once it is done")
+    return job
 
 
 def ff_layer(memories: FFMemories, layer: int) -> str:

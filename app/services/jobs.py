@@ -1,5 +1,6 @@
 """Background jobs: translating an uploaded corpus (for a working-memory
-model: its memory and the memory-content analyses), and lesion sweeps.
+model: its memory and the memory-content analyses), lesion sweeps, and
+mining FF-key trigger examples over an uploaded or a server's corpus.
 
 One worker thread runs jobs in order; each batch takes the gateway's
 inference lock, so interactive requests still get their turn between
@@ -14,6 +15,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 from app.schemas.validation import InputError, shown
@@ -33,11 +35,13 @@ from inference.core.loaded_model import LoadedModel
 from inference.corpora.multi30k import DataError, read_multi30k
 from inference.runs.lesion import lesion_sizes, quality_at_memory_size
 from inference.runs.memory_corpus import generate_memory_corpus, summarise_memory_corpus
+from inference.runs.trigger_mining import compact_triggers, mine_triggers
 
 LOG = logging.getLogger(__name__)
 TRACE_BATCH = 16
 MEMORY_CHUNK = 64  # sentences a working-memory corpus job generates per hold of the model
 MULTI30K_TEST = "multi30k_test_2016"  # reference set read from the data directory
+MINED_TOP_K = 10  # trigger examples a mining job keeps per key (the stored studies keep 50)
 
 
 def length_batches(lengths: list[int], size: int, mixed: bool) -> list[list[int]]:
@@ -65,7 +69,7 @@ class JobRunner:
 
     @property
     def _work(self) -> dict:
-        return {"corpus": self._corpus, "sweep": self._sweep}
+        return {"corpus": self._corpus, "sweep": self._sweep, "mining": self._mining}
 
     def shutdown(self) -> None:
         """Stop after the current batch; the interrupted job goes back to the queue."""
@@ -112,6 +116,32 @@ class JobRunner:
             return cached
         job = self.store.create("sweep", params, total=len(params["sizes"]))
         self._pool.submit(self._run, job.id, self._work["sweep"])
+        return job
+
+    def submit_mining(self, model: PageModel, label: str, sources: list[str], references: list[str] | None) -> Job:
+        """Mine the trigger examples of every FF key of `model` over a corpus in the background: a text generator
+        reads each text (the references of a pair corpus, where English is; else the lines), a translator is
+        teacher-forced on each reference after its source."""
+        translates = model.can(Capability.TRANSLATES)
+        if translates and references is None:
+            raise InputError(
+                f"{label}: a translator's decoder is mined on pairs: upload a .tsv (source<TAB>translation)"
+            )
+        texts = references if references is not None else sources
+        for number, text in enumerate(texts, start=1):
+            try:
+                self.gateway.check_text(model.loaded, text)
+            except InputError as error:
+                raise InputError(f"{label}, line {number}: {error}") from None
+        params = {
+            "model": model.name,
+            "filename": label,
+            "sources": sources if translates else texts,
+            "references": references if translates else None,
+            "top_k": MINED_TOP_K,
+        }
+        job = self.store.create("mining", params, total=len(texts))
+        self._pool.submit(self._run, job.id, self._work["mining"])
         return job
 
     def reference_set(self, reference: str) -> tuple[list[str], list[str]]:
@@ -190,6 +220,29 @@ class JobRunner:
                 )
             self._progress(job.id, min(start + MEMORY_CHUNK, len(sources)))
         return {"memory_decisions": True, **summarise_memory_corpus(runs, references or None)}
+
+    def _mining(self, job: Job) -> dict:
+        """The running top-k of every key, batch by batch (interactive requests get the model in between), then the
+        compact record the FF page reads (inference.runs.trigger_mining)."""
+        loaded = self.gateway.model(job.params["model"])
+        sources, references = job.params["sources"], job.params["references"]
+        texts, pair_sources = (sources, None) if references is None else (references, sources)
+        state = None
+        for end in range(TRACE_BATCH, len(texts) + TRACE_BATCH, TRACE_BATCH):
+            batch = partial(
+                mine_triggers,
+                loaded,
+                texts[:end],
+                None if pair_sources is None else pair_sources[:end],
+                state,
+                batch_size=TRACE_BATCH,
+                top_k=job.params["top_k"],
+            )
+            state = self.gateway.exclusive(batch)
+            self._progress(job.id, min(end, len(texts)))
+        assert state is not None  # a corpus holds at least one line
+        record = self.gateway.exclusive(partial(compact_triggers, state, loaded, texts))
+        return {"triggers": record, "sentences": len(texts), "layers": list(state.coefficients)}
 
     def _sweep(self, job: Job) -> dict:
         loaded = self.gateway.model(job.params["model"])

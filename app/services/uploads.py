@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import UploadFile
@@ -56,3 +57,21 @@ def parse_upload(filename: str, content: bytes, max_bytes: int, max_lines: int) 
 async def read_upload(file: UploadFile, max_bytes: int, max_lines: int) -> Corpus:
     """Read at most one byte past the limit, so an oversized file is refused without reading it all."""
     return parse_upload(file.filename or "", await file.read(max_bytes + 1), max_bytes, max_lines)
+
+
+async def upload_or_set(
+    file: UploadFile | None,
+    reference: str | None,
+    reference_set: Callable[[str], tuple[list[str], list[str]]],
+    max_bytes: int,
+    max_lines: int,
+) -> Corpus:
+    """The corpus a job runs on: an uploaded file, or a reference set the server has (`reference_set` resolves its
+    name: the demo set, a test set of the data directory, an earlier upload); exactly one of them."""
+    if (file is None) == (reference is None):
+        raise InputError("give either a file (.txt or .tsv) or a corpus the server has, not both")
+    if file is not None:
+        return await read_upload(file, max_bytes, max_lines)
+    assert reference is not None
+    sources, references = reference_set(reference)
+    return Corpus(reference, sources, references)

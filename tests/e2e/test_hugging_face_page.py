@@ -64,3 +64,19 @@ def test_explore_shows_its_attention_and_keeps_the_map_through_a_head_ablation(p
     assert page.text_content("#figure-data-heatmap") != plain  # layer 1 reads the ablated head's output
     after = page.locator("#figure-heatmap .main-svg").first.bounding_box()
     assert after is not None and (after["width"], after["height"]) == (before["width"], before["height"])
+
+
+def test_mining_its_keys_over_a_server_set_shows_the_triggers_in_the_key_browser(page, hf_server):
+    open_page(page, f"{hf_server}/ff?model={MODEL}")
+    page.click("#mining summary")
+    page.select_option("#mine-set select[name=corpus]", "demo")
+    with page.expect_navigation():
+        page.click("#mine-set button[type=submit]")
+    assert page.text_content("h1").startswith("Trigger mining")
+    page.wait_for_selector("#browse-mined", timeout=60_000)  # the fragment polls until the job is done
+    assert "sentences, top 10 per key" in page.text_content("#mined")
+    with page.expect_navigation():
+        page.click("#browse-mined")
+    page.wait_for_selector("#keys .key-card")
+    assert "Trigger examples from mining job" in page.text_content("#mined-note")
+    assert page.locator("#keys .key-card ol.triggers li").count() >= 1  # keys that fired on the demo set show where
