@@ -315,6 +315,7 @@ def test_short_schedule_lesion_rows_are_the_memory_models_with_lesion_outputs(tm
     """Which shorter runs join Table 2, and how they are labelled (no corpus needed: nothing is scored)."""
     import gzip
 
+    from inference.core.checkpoint import FORMAT_VERSION
     from training.evaluation.comparisons import Comparisons
     from training.evaluation.outputs import AS_TRAINED, OUTPUTS_FILE, memory_condition
     from training.report.comparison_tables import short_schedule_labels
@@ -322,7 +323,9 @@ def test_short_schedule_lesion_rows_are_the_memory_models_with_lesion_outputs(tm
     def short_run(name: str, memory_size: int, conditions: list[str], epochs: int | None) -> None:
         folder = tmp_path / "short_schedule" / name
         folder.mkdir(parents=True)
-        (folder / "config.json").write_text(json.dumps({"model": {"memory_size": memory_size}}))
+        family = "memtransformer" if memory_size else "transformer"
+        model = {"family": family, "memory_size": memory_size}  # the config's other fields: their defaults
+        (folder / "config.json").write_text(json.dumps({"format_version": FORMAT_VERSION, "model": model}))
         train = {} if epochs is None else {"epochs": epochs}
         (folder / "metrics.json").write_text(json.dumps({"train": train}))
         record = {"split": "test_2016_flickr", "sentences": 1, "outputs": {c: ["a"] for c in conditions}}

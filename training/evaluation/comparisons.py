@@ -13,6 +13,8 @@ from functools import cache
 from pathlib import Path
 
 from inference.analyses.quality import Quality, corpus_quality, signatures
+from inference.core.capabilities import FamilyConfig
+from inference.core.checkpoint import read_config
 from inference.core.places import resolve_data_dir
 from training.data.corpora import CORPORA
 from training.evaluation.bootstrap import LEVEL, TRANSLATION_RESAMPLES, PairedDifference, paired_translation_differences
@@ -34,13 +36,15 @@ class Comparisons:
         return read_outputs(self.checkpoints / model)
 
     @cache  # noqa: B019
-    def _config(self, model: str) -> dict:
-        return json.loads((self.checkpoints / model / "config.json").read_text())
+    def _config(self, model: str) -> tuple[FamilyConfig, dict]:
+        """(model config, meta) of a checkpoint in any format the registry reads (a Hugging Face folder too)."""
+        config, meta, _ = read_config(self.checkpoints / model)
+        return config, meta
 
     @cache  # noqa: B019
     def _references(self, model: str) -> list[str]:
         record = self._record(model)
-        corpus = CORPORA[self._config(model).get("meta", {}).get("corpus", "multi30k")]
+        corpus = CORPORA[self._config(model)[1].get("corpus", "multi30k")]
         pairs = corpus.read(resolve_data_dir(self.data_dir))[record["split"]]
         return [reference for _, reference in pairs[: record["sentences"]]]
 
@@ -55,11 +59,11 @@ class Comparisons:
 
     def seed(self, model: str) -> int | None:
         """The seed the model was trained with (meta["seed"]; None: not recorded)."""
-        return self._config(model).get("meta", {}).get("seed")
+        return self._config(model)[1].get("seed")
 
     def memory_size(self, model: str) -> int:
         """The memory size the model was trained with."""
-        return self._config(model)["model"].get("memory_size", 0)
+        return self._config(model)[0].memory_size
 
     def has(self, model: str, condition: str = AS_TRAINED) -> bool:
         record = self._record(model)

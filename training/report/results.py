@@ -11,6 +11,7 @@ from training.evaluation.comparisons import Comparisons
 from training.report.active_memory import active_memory_section
 from training.report.carried_state import carried_state_section
 from training.report.ff_memories import ff_memories_section
+from training.report.hugging_face_translator import hugging_face_translator_section
 from training.report.memory_extension import extension_chains, extension_section
 from training.report.memory_transformer import table_1_section, table_2_section
 from training.report.metrics_files import load_metrics
@@ -75,6 +76,7 @@ def render(
         segment_lm_section(checkpoints, configs),
         carried_state_section(checkpoints / "segment_lm"),
         pretrained_memory_section(checkpoints, configs),
+        hugging_face_translator_section(comparisons),
         active_memory_section(checkpoints),
         reading_section(reading),
     ]

@@ -153,18 +153,23 @@ class HuggingFaceTranslatorFamily(FamilyDefaults):
         return FFMemories(list(values), values, embedding, post_ln_output, DECODER_AXIS, output_bias=output_bias)
 
 
-class _PrefixStep:
-    """The decoder on every token so far (no cache: each step reads the whole prefix), reading the encoder states
-    of its row's source. The pad token (the decoder's start token in Marian and T5) is never an output: its logit
-    is set to -inf, as Marian's own generation config bans it."""
+class _CachedStep:
+    """The decoder on the newest token, against a key/value cache of the tokens before it, reading the encoder
+    states of its row's source. The pad token (the decoder's start token in Marian and T5) is never an output: its
+    logit is set to -inf, as Marian's own generation config bans it."""
 
     def __init__(self, model: HookedTranslator, states: torch.Tensor, src_ids: torch.Tensor):
         self.model, self.states, self.src_ids = model, states, src_ids  # [rows, n, d], [rows, n]
+        self.cache = model.new_cache()
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:  # [rows, t] -> next-token logits [rows, vocab]
-        logits = self.model.decode(tokens, self.states, self.src_ids)[:, -1].clone()  # [rows, vocab]
+        logits = self.model.decode(tokens[:, -1:], self.states, self.src_ids, self.cache)[:, -1].clone()
         logits[:, self.model.config.pad_id] = float("-inf")
         return logits
+
+    def reorder(self, order: torch.Tensor) -> None:
+        """Follow beams to their new rows (the encoder states are identical within a source's beams)."""
+        self.cache.reorder_cache(order)
 
 
 @torch.no_grad()
@@ -175,8 +180,9 @@ def decode(
     interventions: Interventions | None = None,
     max_new_tokens: int = 64,
 ) -> torch.Tensor:  # [b, steps] generated ids, EOS included, pad after it
-    """The model's own output for each source, greedy or by beam search (GNMT length normalisation); a beam's
-    rows read identical encoder states, so reordering beams leaves them as they are."""
+    """The model's own output for each source, greedy or by beam search (GNMT length normalisation), one new token
+    a step against a key/value cache; a beam's rows read identical encoder states, so reordering beams reorders
+    only the cache."""
     c = model.config
     budget = min(max_new_tokens, c.max_positions - 1)
     b, device = src_ids.shape[0], src_ids.device
@@ -186,10 +192,11 @@ def decode(
             beams = torch.arange(b, device=device).repeat_interleave(decoding.beam_size)  # [b*k] source of each row
             chooser = BeamChooser(b, decoding.beam_size, decoding.length_penalty, c.pad_id, c.eos_id, device)
             start = torch.full((b * decoding.beam_size, 1), c.bos_id, dtype=torch.long, device=device)
-            tokens = generate(_PrefixStep(model, states[beams], src_ids[beams]), chooser, start, budget)
+            step = _CachedStep(model, states[beams], src_ids[beams])
+            tokens = generate(step, chooser, start, budget, reorder=step.reorder)
             return chooser.best(tokens)[:, 1:]
         start = torch.full((b, 1), c.bos_id, dtype=torch.long, device=device)  # [b, 1]
-        tokens = generate(_PrefixStep(model, states, src_ids), GreedyChooser(c.pad_id, c.eos_id), start, budget)
+        tokens = generate(_CachedStep(model, states, src_ids), GreedyChooser(c.pad_id, c.eos_id), start, budget)
     return tokens[:, 1:]
 
 

@@ -160,17 +160,29 @@ class HookedTranslator(nn.Module):
         states = encoder(input_ids=src_ids, attention_mask=self.real_tokens(src_ids).long()).last_hidden_state
         return self.encoder.out(states)
 
-    def decode(self, tgt_in: torch.Tensor, states: torch.Tensor, src_ids: torch.Tensor) -> torch.Tensor:
-        """Logits [b, t, vocab] of the decoder on tgt_in [b, t], reading the encoder states [b, n, d] of src_ids."""
+    def decode(
+        self, tgt_in: torch.Tensor, states: torch.Tensor, src_ids: torch.Tensor, cache: Any = None
+    ) -> torch.Tensor:
+        """Logits [b, t, vocab] of the decoder on tgt_in [b, t], reading the encoder states [b, n, d] of src_ids.
+        With a `cache` (transformers' EncoderDecoderCache, from `new_cache`), tgt_in holds only the tokens after
+        those the cache has seen, and the cache takes their keys and values."""
         from transformers.modeling_outputs import BaseModelOutput
 
         output = self.hf(
             encoder_outputs=BaseModelOutput(last_hidden_state=states),
             attention_mask=self.real_tokens(src_ids).long(),
             decoder_input_ids=tgt_in,
-            use_cache=False,
+            use_cache=cache is not None,
+            **({} if cache is None else {"cache": cache}),
         )
         return self.logits(output.logits)
+
+    @staticmethod
+    def new_cache() -> Any:
+        """An empty key/value cache of the decoder's self- and cross-attention, for step-by-step decoding."""
+        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+        return EncoderDecoderCache(DynamicCache(), DynamicCache())
 
     def forward(self, src_ids: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:  # [b, n], [b, t] -> [b, t, vocab]
         return self.decode(tgt_in, self.encode(src_ids), src_ids)
