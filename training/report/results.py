@@ -76,8 +76,8 @@ def render(
         segment_lm_section(checkpoints, configs),
         carried_state_section(checkpoints / "segment_lm"),
         pretrained_memory_section(checkpoints, configs),
-        hugging_face_translator_section(comparisons),
         active_memory_section(checkpoints),
+        hugging_face_translator_section(comparisons),
         reading_section(reading),
     ]
     return "\n".join(line for section in sections for line in section)
