@@ -89,6 +89,7 @@ def test_the_working_memory_lesions_are_compared_within_every_seed(tmp_path, syn
 
     import sacrebleu
 
+    from inference.core.checkpoint import FORMAT_VERSION
     from training.evaluation.outputs import MASKED, OUTPUTS_FILE, memory_condition
     from training.report.comparison_tables import working_memory_conditions
 
@@ -100,7 +101,9 @@ def test_the_working_memory_lesions_are_compared_within_every_seed(tmp_path, syn
     def stored_run(folder: str, seed: int, epochs: int, outputs: dict[str, list[str]]) -> None:
         path = tmp_path / folder
         path.mkdir(parents=True)
-        (path / "config.json").write_text(json.dumps({"model": {"memory_size": 4}, "meta": {"seed": seed}}))
+        model = {"family": "memtransformer", "memory_size": 4}  # the config's other fields: their defaults
+        config = {"format_version": FORMAT_VERSION, "model": model, "meta": {"seed": seed}}
+        (path / "config.json").write_text(json.dumps(config))
         (path / "metrics.json").write_text(json.dumps({"train": {"epochs": epochs}}))
         record = {"split": "test_2016_flickr", "sentences": len(references), "outputs": outputs}
         (path / OUTPUTS_FILE).write_bytes(gzip.compress(json.dumps(record).encode()))
