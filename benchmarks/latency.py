@@ -1,13 +1,15 @@
-"""Server time of a live lesion toggle against a plain translation.
+"""Server time of every live route against the model run it needs, side by side in one run.
 
-Prints the median server time of
-  a lesion toggle: POST /explore/run with a new memory size (re-runs the
-                   model with and without the lesion, builds the attention
-                   heatmap, the head grid and the block summary, renders the fragment);
-  a plain translate: POST /api/translate of the same sentence;
-and their ratio. The trace cache is off so every request computes.
+For each live route (a lesion toggle, a head ablation, an FF key edit, the lens, a memory mask, a segment
+lesion, a state clamp, an attribution refresh, focus, compare) on the model its page opens on, at inputs of 16, 64
+and 256 source tokens where the model reads text (a task model reads its own example), this prints the median
+server time (TestClient, in process) with the trace cache off ("cold": every request computes its plain run too)
+and on ("warm": the plain run cached by a first view, each timed request a new lesion setting), the median time of
+the plain model run on the same input (`run_with_trace` with the logits only: one greedy decode and the forward
+that scores it, as /api/translate runs), and the ratios. Every request of a route asks a different lesion setting,
+so no timed request is answered from the cache whole.
 
-    python benchmarks/latency.py [--model memtransformer_10] [--repeats 15]
+    python benchmarks/latency.py [--device cpu|cuda] [--repeats 7] [--lengths 16 64 256] [--routes toggle ...]
 """
 
 from __future__ import annotations
@@ -15,82 +17,150 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.services.demo import demo_sentences
 from app.settings import Settings
+from inference.core.hook_names import LOGITS
+from inference.core.loaded_model import LoadedModel
+from inference.core.tracing import run_with_trace
+
+HTMX = {"HX-Request": "true"}
+Form = Callable[[str, int], dict]  # (input text, request number) -> the route's form or JSON body
 
 
-def median_ms(send, repeats: int) -> float:
-    send(-1)  # warm-up: loads the model
-    times = []
-    for i in range(repeats):
-        start = time.perf_counter()
-        response = send(i)
-        times.append(time.perf_counter() - start)
-        response.raise_for_status()
-    return statistics.median(times) * 1e3
+@dataclass(frozen=True)
+class Route:
+    name: str
+    model: str
+    path: str
+    body: Form
+    json: bool = False  # a JSON body (the API), else an htmx form post
+    reads_text: bool = True  # False: a task model, timed on its own example only
 
 
-def text_of_tokens(tokenizer, limit: int) -> str:
-    """The longest run of demo-set words that stays within `limit` tokens."""
-    words = " ".join(d.source for d in demo_sentences()).split() * 20
+def cycle(values: list, i: int):
+    return values[i % len(values)]
+
+
+ROUTES = [
+    Route("toggle", "memtransformer_10", "/explore/run",
+          lambda text, i: {"text": text, "memory_size": cycle([0, 2, 5, 15, 20, 30], i), "stack": "encoder.attn"}),
+    Route("head ablation", "memtransformer_10", "/explore/run",
+          lambda text, i: {"text": text, "ablate": f"decoder.layers.{i % 4}.cross_attn:{i % 8}",
+                           "stack": "decoder.cross_attn"}),
+    Route("attribution", "memtransformer_10", "/explore/attribution",
+          lambda text, i: {"text": text, "position": 0, "memory_size": cycle([0, 2, 5, 15, 20, 30], i)}),
+    Route("memory mask", "working_memory_de_en", "/memory/run",
+          lambda text, i: {"text": text, "mask_memory": "true", "memory_size": cycle([0, 1, 2, 3, 4, 6], i)}),
+    Route("FF key edit", "language_model", "/ff/run",
+          lambda text, i: {"text": text, "edits": f"layers.{i % 6}.ff:{i},{i + 7} x0"}),
+    Route("lens", "language_model", "/api/ff/lens",
+          lambda text, i: {"text": text, "interventions": [
+              {"kind": "scale", "hook": f"layers.{i % 6}.ff.keys", "axis": "ff_key", "index": [i], "factor": 0}]},
+          json=True),
+    Route("segment knock-out", "rmt_copy", "/segments/run",
+          lambda text, i: {"text": text, "knockout": [i % 5]}, reads_text=False),
+    Route("state clamp", "neural_gpu_addition", "/state/run",
+          lambda text, i: {"text": text, "clamp": "update", "clamp_value": cycle([0.0, 0.25, 0.5, 0.75, 1.0], i)},
+          reads_text=False),
+    Route("focus", "extended_neural_gpu_de_en", "/focus/run", lambda text, i: {"text": text, "steps": 8 + i % 4}),
+    Route("compare", "transformer", "/compare/run",
+          lambda text, i: {"text": text, "models": ["transformer", "memtransformer_10"]}),  # warm: all cached
+]  # fmt: skip
+
+
+def text_of_tokens(loaded: LoadedModel, limit: int) -> str:
+    """The longest run of demo-set words that stays within `limit` source tokens."""
+    words = " ".join(d.source for d in demo_sentences()).split() * 30
     n = 1
-    while len(tokenizer.encode(" ".join(words[: n + 1]))) <= limit:
+    while n < len(words) and len(loaded.tokenizer.encode(" ".join(words[: n + 1]))) <= limit:
         n += 1
     return " ".join(words[:n])
 
 
+def median_ms(run: Callable[[int], object], repeats: int) -> float:
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        run(i)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+class Refused(Exception):
+    """The route refuses this input (a 4xx: e.g. longer than focus attributes)."""
+
+
+def route_ms(client: TestClient, route: Route, text: str, repeats: int) -> float:
+    def send(i: int):
+        body = {"model": route.model, **route.body(text, i)}
+        response = (
+            client.post(route.path, json=body) if route.json else client.post(route.path, data=body, headers=HTMX)
+        )
+        if 400 <= response.status_code < 500:
+            raise Refused(response.text[:120])
+        if response.status_code != 200:
+            raise RuntimeError(f"{route.name}: {response.status_code} {response.text[:300]}")
+        return response
+
+    client.app.state.gateway._recent.clear()
+    send(10_000)  # loads the model and, with the cache on, the plain run a first view leaves (no timed request's)
+    return median_ms(lambda i: send(i), repeats)
+
+
+def plain_ms(loaded: LoadedModel, text: str, repeats: int, max_new_tokens: int) -> float:
+    run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens)
+    return median_ms(lambda i: run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens), repeats)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="memtransformer_10")
-    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64, 256])
+    parser.add_argument("--routes", nargs="+", default=[route.name for route in ROUTES])
     args = parser.parse_args()
-    sentence = demo_sentences()[0].source
-    with TestClient(create_app(Settings(device="cpu", max_cache_mb=0))) as client:
-        trained = client.get("/api/models").json()
-        memory = next(m["config"]["memory_size"] for m in trained["models"] if m["name"] == args.model)
-        sizes = [k for k in range(3 * memory + 1) if k != memory]
-
-        def toggle(i: int):
-            form = {
-                "model": args.model,
-                "text": sentence,
-                "memory_size": sizes[i % len(sizes)],
-                "stack": "encoder.attn",
-                "layer": 0,
-                "head": 0,
-            }
-            return client.post("/explore/run", data=form, headers={"HX-Request": "true"})
-
-        def translate(i: int):
-            return client.post("/api/translate", json={"model": args.model, "text": sentence})
-
-        lesion_ms = median_ms(toggle, args.repeats)
-        plain_ms = median_ms(translate, args.repeats)
-        # A long input: 256 source tokens, the server's limit.
-        loaded = client.app.state.gateway.model(args.model)
-        long_text = text_of_tokens(loaded.tokenizer, 256)
-
-        def long_toggle(i: int):
-            form = {
-                "model": args.model,
-                "text": long_text,
-                "memory_size": sizes[i % len(sizes)],
-                "stack": "encoder.attn",
-                "layer": 0,
-                "head": 0,
-            }
-            return client.post("/explore/run", data=form, headers={"HX-Request": "true"})
-
-        long_ms = median_ms(long_toggle, max(3, args.repeats // 3))
-    print(f"model {args.model}, sentence: {sentence!r}, {args.repeats} runs each, medians")
-    print(f"lesion toggle (re-run with and without lesion + 3 figures): {lesion_ms:7.1f} ms")
-    print(f"plain translate:                                           {plain_ms:7.1f} ms")
-    print(f"lesion toggle / plain translate: {lesion_ms / plain_ms:.2f}")
-    print(f"lesion toggle on a 256-token input: {long_ms:7.1f} ms")
+    chosen = [route for route in ROUTES if route.name in args.routes]
+    print(f"device {args.device}, medians of {args.repeats} requests; ratio = route / plain run of the same input")
+    columns = ("plain ms", "cold ms", "cold x", "warm ms", "warm x")
+    print(f"{'route':18} {'model':26} {'tokens':>6} " + " ".join(f"{c:>9}" for c in columns))
+    clients = {
+        warm: TestClient(create_app(Settings(device=args.device, max_cache_mb=512 if warm else 0)))
+        for warm in (False, True)
+    }
+    for client in clients.values():
+        client.__enter__()
+    try:
+        for route in chosen:
+            loaded = clients[False].app.state.gateway.model(route.model)
+            settings = clients[False].app.state.settings
+            inputs = (
+                [
+                    (len(loaded.tokenizer.encode(text_of_tokens(loaded, n))), text_of_tokens(loaded, n))
+                    for n in args.lengths
+                ]
+                if route.reads_text
+                else [(None, clients[False].app.state.gateway.registry.entries[route.model].meta["example"])]
+            )
+            for tokens, text in inputs:
+                shown = "task" if tokens is None else str(tokens)
+                try:
+                    cold = route_ms(clients[False], route, text, args.repeats)
+                    warm = route_ms(clients[True], route, text, args.repeats)
+                except Refused as refused:
+                    print(f"{route.name:18} {route.model:26} {shown:>6} refused: {refused}", flush=True)
+                    continue
+                plain = plain_ms(loaded, text, args.repeats, settings.max_new_tokens)
+                print(f"{route.name:18} {route.model:26} {shown:>6} {plain:9.1f} {cold:9.1f} {cold / plain:9.2f} "
+                      f"{warm:9.1f} {warm / plain:9.2f}", flush=True)  # fmt: skip
+    finally:
+        for client in clients.values():
+            client.__exit__(None, None, None)
 
 
 if __name__ == "__main__":

@@ -89,7 +89,8 @@ def test_all_shipped_models_have_a_config():
         "memtransformer_5_4_epochs", "membottleneck_20_4_epochs", "membottleneck_skip_20_4_epochs",
         "memctrl_shared_20_4_epochs", "memtransformer_5_to_10_4_epochs", "memtransformer_10_to_15_4_epochs",
         "memtransformer_15_to_20_4_epochs", "memtransformer_5_finetuned_4_epochs", "working_memory_de_en_4_epochs",
-        "gpt2_enwiki", "tiny_gpt2", "gpt2_enwiki_memory10", "gpt2_enwiki_memory10_reset",
+        "gpt2_enwiki", "tiny_gpt2", "gpt2_enwiki_memory10", "gpt2_enwiki_memory10_reset", "marian_de_en_4_epochs",
+        "tiny_marian",
     }  # fmt: skip
     assert {path.stem for path in SHIPPED} == expected
 
