@@ -58,17 +58,18 @@ ROUTES = [
     Route("memory mask", "working_memory_de_en", "/memory/run",
           lambda text, i: {"text": text, "mask_memory": "true", "memory_size": cycle([0, 1, 2, 3, 4, 6], i)}),
     Route("FF key edit", "language_model", "/ff/run",
-          lambda text, i: {"text": text, "edits": f"layers.{i % 6}.ff:{i},{i + 7} x0"}),
+          lambda text, i: {"text": text, "edits": f"layers.{i % 6}.ff:{i % 512},{(i + 7) % 512} x0"}),
     Route("lens", "language_model", "/api/ff/lens",
           lambda text, i: {"text": text, "interventions": [
-              {"kind": "scale", "hook": f"layers.{i % 6}.ff.keys", "axis": "ff_key", "index": [i], "factor": 0}]},
+              {"kind": "scale", "hook": f"layers.{i % 6}.ff.keys", "axis": "ff_key", "index": [i % 512], "factor": 0}]},
           json=True),
     Route("segment knock-out", "rmt_copy", "/segments/run",
           lambda text, i: {"text": text, "knockout": [i % 5]}, reads_text=False),
     Route("state clamp", "neural_gpu_addition", "/state/run",
           lambda text, i: {"text": text, "clamp": "update", "clamp_value": cycle([0.0, 0.25, 0.5, 0.75, 1.0], i)},
           reads_text=False),
-    Route("focus", "extended_neural_gpu_de_en", "/focus/run", lambda text, i: {"text": text, "steps": 8 + i % 4}),
+    Route("focus", "extended_neural_gpu_de_en", "/focus/run",
+          lambda text, i: {"text": text, "steps": cycle([8, 16, 32, 64], i)}),
     Route("compare", "transformer", "/compare/run",
           lambda text, i: {"text": text, "models": ["transformer", "memtransformer_10"]}),  # warm: all cached
 ]  # fmt: skip
@@ -122,7 +123,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64, 256])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64, 256])  # focus attributes up to 24
     parser.add_argument("--routes", nargs="+", default=[route.name for route in ROUTES])
     args = parser.parse_args()
     chosen = [route for route in ROUTES if route.name in args.routes]

@@ -22,6 +22,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
+from app.figures.plain import PlainFigure, axis_ref, colorscale, subplot_layout
+from app.figures.plain import figure as plain_figure
 from inference.analyses.attention import LayerAttention
 from inference.analyses.blocks import BLOCKS, HeadBlocks
 from inference.core.trace import MEMORY_ROLES
@@ -93,7 +95,7 @@ def color_max(percent: np.ndarray, autoscale: bool) -> int:
     return max(1, int(percent.max())) if autoscale else 100
 
 
-def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = False) -> go.Figure:
+def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = False) -> PlainFigure:
     """One head's map, large: query on the left, key on top. Shapes and
     labels sit at category indices, which Plotly accepts on category axes.
     Sized by its token counts, so no label is dropped however long the input."""
@@ -103,35 +105,34 @@ def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = Fa
     cell = max(MIN_CELL_PX, min(MAX_CELL_PX, MAP_PX // max(len(x), len(y))))
     top = 70 + CHAR_PX * max(map(len, x))  # the title above key labels rotated by 60 degrees
     left = 20 + CHAR_PX * max(map(len, y))
-    figure = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=x,
-            y=y,
-            zmin=0,
-            zmax=color_max(z, autoscale),
-            colorscale=COLORSCALE,
-            colorbar={"title": {"text": "% (head max)" if autoscale else "%"}},
-            hovertemplate="query %{y}<br>key %{x}<br>weight %{z}%<extra></extra>",
-        )
+    heatmap = {
+        "type": "heatmap",
+        "z": z,
+        "x": x,
+        "y": y,
+        "zmin": 0,
+        "zmax": color_max(z, autoscale),
+        "colorscale": colorscale(COLORSCALE),
+        "colorbar": {"title": {"text": "% (head max)" if autoscale else "%"}},
+        "hovertemplate": "query %{y}<br>key %{x}<br>weight %{z}%<extra></extra>",
+    }
+    title = f"{attention.stack} layer {attention.layer} head {head}" + "".join(
+        f", {key} {value}" for key, value in attention.index.items()
     )
-    figure.update_layout(
-        title=f"{attention.stack} layer {attention.layer} head {head}"
-        + "".join(f", {key} {value}" for key, value in attention.index.items()),
-        shapes=shapes,
-        annotations=annotations,
-        width=left + cell * len(x) + 120,
-        height=top + cell * len(y) + 20,
-        margin={"l": 10, "r": 10, "t": top, "b": 10},
-        title_y=0.99,
-        title_yanchor="top",
-    )
-    figure.update_xaxes(side="top", type="category", tickangle=-60, dtick=1)
-    figure.update_yaxes(autorange="reversed", type="category", dtick=1)
-    return figure
+    layout = {
+        "title": {"text": title, "y": 0.99, "yanchor": "top"},
+        "shapes": shapes,
+        "annotations": annotations,
+        "width": left + cell * len(x) + 120,
+        "height": top + cell * len(y) + 20,
+        "margin": {"l": 10, "r": 10, "t": top, "b": 10},
+        "xaxis": {"side": "top", "type": "category", "tickangle": -60, "dtick": 1},
+        "yaxis": {"autorange": "reversed", "type": "category", "dtick": 1},
+    }
+    return plain_figure([heatmap], layout)
 
 
-def head_grid(attention: LayerAttention, columns: int = 4, autoscale: bool = False) -> go.Figure:
+def head_grid(attention: LayerAttention, columns: int = 4, autoscale: bool = False) -> PlainFigure:
     """All heads of one layer as small multiples; with autoscale each on its own colour scale."""
     x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
     panels = [(f"head {h}", attention.weights[h], x, y) for h in range(attention.weights.shape[0])]
@@ -141,7 +142,7 @@ def head_grid(attention: LayerAttention, columns: int = 4, autoscale: bool = Fal
     )
 
 
-def call_grid(calls: list[LayerAttention], head: int, columns: int = 4, autoscale: bool = False) -> go.Figure:
+def call_grid(calls: list[LayerAttention], head: int, columns: int = 4, autoscale: bool = False) -> PlainFigure:
     """One head of one layer in every call of a run that calls it more than
     once (every segment, every step), as small multiples; each call has its own tokens."""
     panels = []
@@ -156,69 +157,69 @@ def call_grid(calls: list[LayerAttention], head: int, columns: int = 4, autoscal
 
 def small_multiples(
     panels: list[tuple[str, torch.Tensor, list[str], list[str]]], title: str, columns: int, autoscale: bool
-) -> go.Figure:
+) -> PlainFigure:
     """(subplot title, weights [q, k], key labels, query labels) panels in a grid, without tick labels."""
     rows = -(-len(panels) // columns)
-    figure = make_subplots(
-        rows=rows,
-        cols=columns,
-        subplot_titles=[panel[0] for panel in panels],
-        horizontal_spacing=0.03,
-        vertical_spacing=0.08,
-    )
+    layout = subplot_layout(rows, columns, [panel[0] for panel in panels], 0.03, 0.08)
+    data = []
     for i, (name, weights, x, y) in enumerate(panels):
         z = quantize_percent(weights)  # [q, k] uint8 percent
-        figure.add_trace(
-            go.Heatmap(
-                z=z,
-                x=x,
-                y=y,
-                zmin=0,
-                zmax=color_max(z, autoscale),
-                colorscale=COLORSCALE,
-                showscale=False,
-                hovertemplate=f"{name}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
-            ),
-            row=i // columns + 1,
-            col=i % columns + 1,
+        xaxis, yaxis = axis_ref(i)
+        data.append(
+            {
+                "type": "heatmap",
+                "z": z,
+                "x": x,
+                "y": y,
+                "zmin": 0,
+                "zmax": color_max(z, autoscale),
+                "colorscale": colorscale(COLORSCALE),
+                "showscale": False,
+                "hovertemplate": f"{name}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
+                "xaxis": xaxis,
+                "yaxis": yaxis,
+            }
         )
-    figure.update_xaxes(showticklabels=False, type="category")
-    figure.update_yaxes(showticklabels=False, autorange="reversed", type="category")
-    figure.update_layout(title=title, height=230 * rows + 60, margin={"l": 10, "r": 10, "t": 70, "b": 10})
-    return figure
+        layout[f"xaxis{xaxis[1:]}"].update(showticklabels=False, type="category")
+        layout[f"yaxis{yaxis[1:]}"].update(showticklabels=False, autorange="reversed", type="category")
+    layout.update(title={"text": title}, height=230 * rows + 60, margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    return plain_figure(data, layout)
 
 
-def block_summary(blocks: list[HeadBlocks], stack: str) -> go.Figure:
+def block_summary(blocks: list[HeadBlocks], stack: str) -> PlainFigure:
     """Layer x head mass in each block: which heads write, read and process."""
     chosen = [b for b in blocks if b.stack == stack]
     layers = max(b.layer for b in chosen) + 1
     heads = max(b.head for b in chosen) + 1
-    figure = make_subplots(rows=1, cols=4, subplot_titles=list(BLOCKS), horizontal_spacing=0.04)
-    for column, block in enumerate(BLOCKS, start=1):
+    layout = subplot_layout(1, 4, list(BLOCKS), 0.04, 0.08)
+    data = []
+    for column, block in enumerate(BLOCKS):
         z = np.zeros((layers, heads), dtype=np.float32)
         for b in chosen:
             z[b.layer, b.head] = getattr(b, block)
-        figure.add_trace(
-            go.Heatmap(
-                z=quantize_percent(z),
-                x=[f"h{h}" for h in range(heads)],
-                y=[f"L{layer}" for layer in range(layers)],
-                zmin=0,
-                zmax=100,
-                colorscale=COLORSCALE,
-                showscale=column == 4,
-                hovertemplate=f"{block}<br>%{{y}} %{{x}}<br>mass %{{z}}%<extra></extra>",
-            ),
-            row=1,
-            col=column,
+        xaxis, yaxis = axis_ref(column)
+        data.append(
+            {
+                "type": "heatmap",
+                "z": quantize_percent(z),
+                "x": [f"h{h}" for h in range(heads)],
+                "y": [f"L{layer}" for layer in range(layers)],
+                "zmin": 0,
+                "zmax": 100,
+                "colorscale": colorscale(COLORSCALE),
+                "showscale": column == len(BLOCKS) - 1,
+                "hovertemplate": f"{block}<br>%{{y}} %{{x}}<br>mass %{{z}}%<extra></extra>",
+                "xaxis": xaxis,
+                "yaxis": yaxis,
+            }
         )
-    figure.update_yaxes(autorange="reversed")
-    figure.update_layout(
-        title=f"{stack}: attention mass per block (share of all query rows)",
+        layout[f"yaxis{yaxis[1:]}"]["autorange"] = "reversed"
+    layout.update(
+        title={"text": f"{stack}: attention mass per block (share of all query rows)"},
         height=120 + 28 * layers,
         margin={"l": 10, "r": 10, "t": 70, "b": 10},
     )
-    return figure
+    return plain_figure(data, layout)
 
 
 def lesion_curve(memory_size: list[int], bleu: list[float], trained: int, title: str) -> go.Figure:

@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures.attention import CHAR_PX, attention_heatmap, axis_labels, quantize_percent
+from app.figures.plain import PlainFigure
 from inference.analyses.attention import LayerAttention
 from inference.analyses.segments import EXTRA_COLUMNS, MemoryPath, NextTokenHits, SegmentSpans
 
@@ -31,7 +32,7 @@ def role_blocks(roles: Sequence[str]) -> list[tuple[str, int, int]]:
     return blocks
 
 
-def segment_attention(view: LayerAttention, head: int, autoscale: bool) -> go.Figure:
+def segment_attention(view: LayerAttention, head: int, autoscale: bool) -> PlainFigure:
     """One head in one segment, every (query block, key block) rectangle outlined and
     named inside its top-left corner, "sequence → read": sequence queries on read-memory keys."""
     figure = attention_heatmap(view, head, autoscale)
@@ -45,7 +46,7 @@ def segment_attention(view: LayerAttention, head: int, autoscale: bool) -> go.Fi
                 {"text": f"{q_name} → {k_name}", "x": k0 - 0.5, "y": q0 - 0.5, "xanchor": "left", "yanchor": "top",
                  "showarrow": False, "font": {"color": "#d62728", "size": 10}, "bgcolor": "rgba(255,255,255,0.7)"}
             )  # fmt: skip
-    figure.layout.shapes, figure.layout.annotations = shapes, annotations  # replaced, not merged by index
+    figure["layout"].update(shapes=shapes, annotations=annotations)  # the block overlays replaced
     return figure
 
 

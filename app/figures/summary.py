@@ -4,6 +4,7 @@ per trace, where its largest value is."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -25,33 +26,49 @@ def label(labels, i: int) -> str:
     return str(labels[i]) if labels is not None and i < len(labels) else str(i)
 
 
-def trace_peak(trace) -> str | None:
+def field(item: Any, name: str) -> Any:
+    """A property of a graph object or of a plain figure's dict."""
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
+def trace_peak(trace: Any) -> str | None:
     """Where one trace's largest value is, in words; None for a trace without values."""
-    name = f"{trace.name}: " if getattr(trace, "name", None) else ""
-    if isinstance(trace, go.Heatmap):
-        if trace.z is None:
+    name = f"{field(trace, 'name')}: " if field(trace, "name") else ""
+    if isinstance(trace, go.Heatmap) or (isinstance(trace, dict) and trace.get("type") == "heatmap"):
+        z_values = field(trace, "z")
+        if z_values is None:
             return None
-        z = np.asarray(trace.z, dtype=float)
+        z = np.asarray(z_values, dtype=float)
         if z.size == 0 or np.isnan(z).all():
             return None
         row, column = (int(i) for i in np.unravel_index(np.nanargmax(z), z.shape))
-        return f"{name}largest {number(z[row, column])} at row {label(trace.y, row)}, column {label(trace.x, column)}"
-    values = getattr(trace, "y", None)
+        return (
+            f"{name}largest {number(z[row, column])} at row {label(field(trace, 'y'), row)}, "
+            f"column {label(field(trace, 'x'), column)}"
+        )
+    values = field(trace, "y")
     if values is None or not len(values):
         return None
     y = np.asarray([np.nan if v is None else v for v in values], dtype=float)
     if np.isnan(y).all():
         return None
     i = int(np.nanargmax(y))
-    return f"{name}largest {number(y[i])} at {label(trace.x, i)}"
+    return f"{name}largest {number(y[i])} at {label(field(trace, 'x'), i)}"
 
 
-def figure_summary(figure: go.Figure) -> str:
+def figure_summary(figure: go.Figure | dict[str, Any]) -> str:
     """E.g. "encoder.attn layer 0 head 0. largest 87 at row 3 [mem3], column 15 Wiese."."""
-    peaks = [peak for peak in map(trace_peak, figure.data[:MAX_TRACES]) if peak]
-    more = len(figure.data) - MAX_TRACES
-    notes = [a.text for a in figure.layout.annotations if a.text and a.showarrow is False and a.xref == "paper"]
-    parts = [plain_text(figure.layout.title.text) or "Figure", *peaks, *notes[:1]]
+    data, layout = (figure["data"], figure["layout"]) if isinstance(figure, dict) else (figure.data, figure.layout)
+    peaks = [peak for peak in map(trace_peak, data[:MAX_TRACES]) if peak]
+    more = len(data) - MAX_TRACES
+    annotations = field(layout, "annotations") or []
+    notes = [
+        field(a, "text")
+        for a in annotations
+        if field(a, "text") and field(a, "showarrow") is False and field(a, "xref") == "paper"
+    ]
+    title = field(layout, "title")
+    parts = [plain_text(field(title, "text") if title is not None else None) or "Figure", *peaks, *notes[:1]]
     if more > 0:
         parts.append(f"and {more} more panels")
     return ". ".join(parts) + "."

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import plotly.graph_objects as go
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
+from app.figures.plain import PlainFigure, plain_json
 from app.figures.summary import figure_summary
 
 
@@ -43,7 +45,9 @@ class RenderedFigure:
     summary: str  # the figure in words, shown beside it for readers who cannot see it
 
 
-def figure_json(figure) -> RenderedFigure:
-    """Figure JSON that is safe inside a <script> element, with its summary in words."""
-    safe = figure.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+def figure_json(figure: go.Figure | PlainFigure) -> RenderedFigure:
+    """Figure JSON (of a graph object figure, or a plain one) that is safe inside a <script> element, with its
+    summary in words."""
+    text = plain_json(figure) if isinstance(figure, dict) else figure.to_json()
+    safe = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return RenderedFigure(safe, figure_summary(figure))

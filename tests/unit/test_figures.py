@@ -34,23 +34,24 @@ def test_autoscale_tops_each_heads_scale_at_its_largest_weight(view):
     expected = [percent_max(view.weights[h]) for h in range(heads)]
     assert min(expected) < 50, "some head must be weak for the autoscale to matter"
     for head in range(heads):
-        assert attention_heatmap(view, head).data[0].zmax == 100
-        heatmap = attention_heatmap(view, head, autoscale=True)
-        assert heatmap.data[0].zmax == expected[head]
-        assert heatmap.data[0].colorbar.title.text == "% (head max)"
-    assert [trace.zmax for trace in head_grid(view, autoscale=True).data] == expected
-    assert [trace.zmax for trace in head_grid(view).data] == [100] * heads
+        assert attention_heatmap(view, head)["data"][0]["zmax"] == 100
+        heatmap = attention_heatmap(view, head, autoscale=True)["data"][0]
+        assert heatmap["zmax"] == expected[head]
+        assert heatmap["colorbar"]["title"]["text"] == "% (head max)"
+    assert [trace["zmax"] for trace in head_grid(view, autoscale=True)["data"]] == expected
+    assert [trace["zmax"] for trace in head_grid(view)["data"]] == [100] * heads
 
 
 def test_long_input_heatmap_labels_every_token_and_grows(view):
     figure = attention_heatmap(view, 0)
-    assert list(figure.data[0].x) == axis_labels(view.key_tokens)
-    assert list(figure.data[0].y) == axis_labels(view.query_tokens)
-    assert figure.layout.xaxis.dtick == 1 and figure.layout.yaxis.dtick == 1  # Plotly may not thin out the labels
+    heatmap, layout = figure["data"][0], figure["layout"]
+    assert list(heatmap["x"]) == axis_labels(view.key_tokens)
+    assert list(heatmap["y"]) == axis_labels(view.query_tokens)
+    assert layout["xaxis"]["dtick"] == 1 and layout["yaxis"]["dtick"] == 1  # Plotly may not thin out the labels
     rows, columns = len(view.query_tokens), len(view.key_tokens)
-    margin = figure.layout.margin
-    assert figure.layout.height - margin.t - margin.b >= MIN_CELL_PX * rows
-    assert figure.layout.width - margin.l - margin.r >= MIN_CELL_PX * columns
+    margin = layout["margin"]
+    assert layout["height"] - margin["t"] - margin["b"] >= MIN_CELL_PX * rows
+    assert layout["width"] - margin["l"] - margin["r"] >= MIN_CELL_PX * columns
 
 
 def rates(p):
