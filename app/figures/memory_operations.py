@@ -6,8 +6,9 @@ their lifts over uniform attention. Nothing here computes an analysis."""
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 
+from app.figures.plain import PlainFigure
+from app.figures.plain import figure as plain_figure
 from inference.analyses.memory_operations import LABELS, LIFT_THRESHOLD, OPERATIONS, HeadOperations
 
 # Light bands under dark text (LABEL_TEXT): every label reads at 10:1 or more (WCAG AA asks 4.5:1).
@@ -36,7 +37,7 @@ def cell_text(head: HeadOperations) -> str:
     return f"{head.label}<br>{head.share[head.label]:.0%}" if head.label in OPERATIONS else head.label
 
 
-def memory_operations_grid(heads: list[HeadOperations], stack: str) -> go.Figure:
+def memory_operations_grid(heads: list[HeadOperations], stack: str) -> PlainFigure:
     """Layer x head grid of the heads of `stack` (layer 0 on top)."""
     chosen = [h for h in heads if h.stack == stack]
     if not chosen:
@@ -52,30 +53,31 @@ def memory_operations_grid(heads: list[HeadOperations], stack: str) -> go.Figure
         hover[h.layer, h.head] = "<br>".join(
             f"{op} {h.share[op]:.0%} (uniform {h.uniform[op]:.0%}, lift {h.lift[op]:+.2f})" for op in OPERATIONS
         )
-    figure = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=[f"h{head}" for head in range(n_heads)],
-            y=[f"L{layer}" for layer in range(layers)],
-            zmin=-0.5,
-            zmax=len(LABELS) - 0.5,
-            colorscale=label_colorscale(),
-            colorbar={"tickvals": list(range(len(LABELS))), "ticktext": list(LABELS), "title": {"text": "label"}},
-            text=text,
-            texttemplate="%{text}",
-            textfont={"color": LABEL_TEXT},
-            customdata=hover,
-            xgap=2,
-            ygap=2,
-            hovertemplate="%{y} %{x}<br>%{customdata}<extra></extra>",
-        )
-    )
-    figure.update_layout(
-        title=f"{stack}: memory operation per head (label where its lift over uniform attention is at least "
-        f"{LIFT_THRESHOLD})",
-        height=80 + 48 * layers,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-    )
-    figure.update_xaxes(side="top", type="category")
-    figure.update_yaxes(autorange="reversed", type="category")
-    return figure
+    heatmap = {
+        "type": "heatmap",
+        "z": z,
+        "x": [f"h{head}" for head in range(n_heads)],
+        "y": [f"L{layer}" for layer in range(layers)],
+        "zmin": -0.5,
+        "zmax": len(LABELS) - 0.5,
+        "colorscale": [list(stop) for stop in label_colorscale()],
+        "colorbar": {"tickvals": list(range(len(LABELS))), "ticktext": list(LABELS), "title": {"text": "label"}},
+        "text": text.tolist(),
+        "texttemplate": "%{text}",
+        "textfont": {"color": LABEL_TEXT},
+        "customdata": hover.tolist(),
+        "xgap": 2,
+        "ygap": 2,
+        "hovertemplate": "%{y} %{x}<br>%{customdata}<extra></extra>",
+    }
+    layout = {
+        "title": {
+            "text": f"{stack}: memory operation per head (label where its lift over uniform attention is at least "
+            f"{LIFT_THRESHOLD})"
+        },
+        "height": 80 + 48 * layers,
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+        "xaxis": {"side": "top", "type": "category"},
+        "yaxis": {"autorange": "reversed", "type": "category"},
+    }
+    return plain_figure([heatmap], layout)

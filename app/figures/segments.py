@@ -11,7 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures.attention import CHAR_PX, attention_heatmap, axis_labels, quantize_percent
-from app.figures.plain import PlainFigure
+from app.figures.plain import PlainFigure, colorscale
+from app.figures.plain import figure as plain_figure
 from inference.analyses.attention import LayerAttention
 from inference.analyses.segments import EXTRA_COLUMNS, MemoryPath, NextTokenHits, SegmentSpans
 
@@ -50,36 +51,36 @@ def segment_attention(view: LayerAttention, head: int, autoscale: bool) -> Plain
     return figure
 
 
-def memory_path_figure(path: MemoryPath, tokens: list[str], spans: SegmentSpans) -> go.Figure:
+def memory_path_figure(path: MemoryPath, tokens: list[str], spans: SegmentSpans) -> PlainFigure:
     """Rows: every memory write (segment, slot); columns: input positions, then the read and write blocks and cache."""
     x = [*axis_labels(tokens), *EXTRA_COLUMNS]
     y = [f"seg {s} slot {j}" for s, j in path.rows]
     z = quantize_percent(path.weights)  # [writes, positions + 3] uint8 percent
-    figure = go.Figure(
-        go.Heatmap(
-            z=z, x=x, y=y, zmin=0, zmax=100, colorscale="Blues", colorbar={"title": {"text": "%"}},
-            hovertemplate="%{y} writes from %{x}: %{z}%<extra></extra>",
-        )
-    )  # fmt: skip
+    heatmap = {
+        "type": "heatmap", "z": z, "x": x, "y": y, "zmin": 0, "zmax": 100, "colorscale": colorscale("Blues"),
+        "colorbar": {"title": {"text": "%"}}, "hovertemplate": "%{y} writes from %{x}: %{z}%<extra></extra>",
+    }  # fmt: skip
     boundaries = [
         {"type": "line", "x0": start - 0.5, "x1": start - 0.5, "y0": -0.5, "y1": len(y) - 0.5, "line": OUTLINE}
         for start in spans.starts[1:]
     ]
-    figure.update_layout(
-        title=f"What each memory write attends to (layer {path.layer}, mean over heads); lines mark segments",
-        shapes=boundaries,
-        height=120 + 14 * len(y),
-        width=max(700, 40 + 200 + 12 * len(x)),
-        margin={"l": 10, "r": 10, "t": 60 + CHAR_PX * 2, "b": 10},
-    )
-    figure.update_xaxes(type="category", showticklabels=len(x) <= 200, tickangle=-60, side="top")
-    figure.update_yaxes(type="category", autorange="reversed")
-    return figure
+    layout = {
+        "title": {
+            "text": f"What each memory write attends to (layer {path.layer}, mean over heads); lines mark segments"
+        },
+        "shapes": boundaries,
+        "height": 120 + 14 * len(y),
+        "width": max(700, 40 + 200 + 12 * len(x)),
+        "margin": {"l": 10, "r": 10, "t": 60 + CHAR_PX * 2, "b": 10},
+        "xaxis": {"type": "category", "showticklabels": len(x) <= 200, "tickangle": -60, "side": "top"},
+        "yaxis": {"type": "category", "autorange": "reversed"},
+    }
+    return plain_figure([heatmap], layout)
 
 
 def hits_strip(
     tokens: list[str], spans: SegmentSpans, plain: NextTokenHits, lesioned: NextTokenHits | None
-) -> go.Figure:
+) -> PlainFigure:
     """Per input position: right (1) or wrong (0) next token, unscored blank; a row
     marking where the lesion changed the outcome; lines at segment boundaries."""
     rows: dict[str, list[bool | None] | list[float | None]] = {f"plain {plain.accuracy:.1%}": plain.hits}
@@ -89,29 +90,29 @@ def hits_strip(
             None if a is None else float(a == b) for a, b in zip(plain.hits, lesioned.hits)
         ]  # 0 (✗): changed
     z = np.array([[np.nan if h is None else float(h) for h in row] for row in rows.values()])  # [rows, positions]
-    marks = np.where(z == 0, "✗", "")  # wrong (or changed) is marked, not only coloured
+    marks = np.where(z == 0, "✗", "").tolist()  # wrong (or changed) is marked, not only coloured
     x = axis_labels(tokens)
-    figure = go.Figure(
-        go.Heatmap(
-            z=z, x=x, y=list(rows), zmin=0, zmax=1, showscale=False, xgap=1, ygap=2,
-            colorscale=[[0, WRONG], [1, RIGHT]], text=marks, texttemplate="%{text}", textfont={"color": "#111111"},
-            hovertemplate="%{y}<br>%{x}: %{z}<extra></extra>",
-        )
-    )  # fmt: skip
-    figure.update_layout(
-        title="Next token right (blue) or wrong (orange, ✗), position by position"
-        + ("; the last row marks ✗ where the lesion changed the outcome" if lesioned is not None else ""),
-        shapes=[
+    heatmap = {
+        "type": "heatmap", "z": z, "x": x, "y": list(rows), "zmin": 0, "zmax": 1, "showscale": False, "xgap": 1,
+        "ygap": 2, "colorscale": [[0, WRONG], [1, RIGHT]], "text": marks, "texttemplate": "%{text}",
+        "textfont": {"color": "#111111"}, "hovertemplate": "%{y}<br>%{x}: %{z}<extra></extra>",
+    }  # fmt: skip
+    title = "Next token right (blue) or wrong (orange, ✗), position by position" + (
+        "; the last row marks ✗ where the lesion changed the outcome" if lesioned is not None else ""
+    )
+    layout = {
+        "title": {"text": title},
+        "shapes": [
             {"type": "line", "x0": s - 0.5, "x1": s - 0.5, "y0": -0.5, "y1": len(rows) - 0.5, "line": OUTLINE}
             for s in spans.starts[1:]
         ],
-        height=130 + 30 * len(rows),
-        width=max(700, 200 + 12 * len(x)),
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-    )
-    figure.update_xaxes(type="category", showticklabels=False)
-    figure.update_yaxes(type="category", autorange="reversed")
-    return figure
+        "height": 130 + 30 * len(rows),
+        "width": max(700, 200 + 12 * len(x)),
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+        "xaxis": {"type": "category", "showticklabels": False},
+        "yaxis": {"type": "category", "autorange": "reversed"},
+    }
+    return plain_figure([heatmap], layout)
 
 
 def probe_figure(probe: dict, segment: int) -> go.Figure:

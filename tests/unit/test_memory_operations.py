@@ -184,13 +184,13 @@ def test_the_shipped_memory_transformer_gets_a_label_per_head(memtransformer_hea
 
 def test_the_grid_has_a_cell_per_layer_and_head_with_its_label(memtransformer_heads):
     figure = memory_operations_grid(memtransformer_heads, "encoder.attn")
-    cells = figure.data[0]
-    assert cells.z.shape == (4, 8)
-    assert list(cells.x) == [f"h{h}" for h in range(8)] and list(cells.y) == [f"L{layer}" for layer in range(4)]
+    cells = figure["data"][0]
+    assert cells["z"].shape == (4, 8)
+    assert cells["x"] == [f"h{h}" for h in range(8)] and cells["y"] == [f"L{layer}" for layer in range(4)]
     for h in memtransformer_heads:
         if h.stack == "encoder.attn":
-            assert LABELS[cells.z[h.layer, h.head]] == h.label
-            assert cells.text[h.layer, h.head].startswith(h.label)
-            assert f"read {h.share['read']:.0%}" in cells.customdata[h.layer, h.head]
+            assert LABELS[cells["z"][h.layer, h.head]] == h.label
+            assert cells["text"][h.layer][h.head].startswith(h.label)
+            assert f"read {h.share['read']:.0%}" in cells["customdata"][h.layer][h.head]
     with pytest.raises(ValueError, match="no head of decoder.mem.attn"):
         memory_operations_grid(memtransformer_heads, "decoder.mem.attn")
