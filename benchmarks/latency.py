@@ -5,9 +5,9 @@ lesion, a state clamp, an attribution refresh, focus, compare) on the model its 
 and 256 source tokens where the model reads text (a task model reads its own example), this prints the median
 server time (TestClient, in process) with the trace cache off ("cold": every request computes its plain run too)
 and on ("warm": the plain run cached by a first view, each timed request a new lesion setting), the median time of
-the plain model run on the same input (`run_with_trace` with the logits only: one greedy decode and the forward
-that scores it, as /api/translate runs), and the ratios. Every request of a route asks a different lesion setting,
-so no timed request is answered from the cache whole.
+the plain model run on the same input (`run_with_trace` with the logits only: one greedy decode of the route's
+budget, the forward that scores it, as /api/translate runs), and the ratios. Every request of a route asks a
+different lesion setting, so no timed request is answered from the cache whole.
 
     python benchmarks/latency.py [--device cpu|cuda] [--repeats 7] [--lengths 16 64 256] [--routes toggle ...]
 """
@@ -24,7 +24,11 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.services.demo import demo_sentences
+from app.services.focus import MAX_ATTRIBUTED_OUTPUTS
+from app.services.gateway import RunLimits
 from app.settings import Settings
+from inference.core.capabilities import Capability
+from inference.core.family import capabilities_of
 from inference.core.hook_names import LOGITS
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import run_with_trace
@@ -114,6 +118,16 @@ def route_ms(client: TestClient, route: Route, text: str, repeats: int) -> float
     return median_ms(lambda i: send(i), repeats)
 
 
+def route_budget(route: Route, loaded: LoadedModel, limits: RunLimits) -> int:
+    """The new tokens the route's plain run decodes: a language model's continuation on the FF page, the outputs
+    focus attributes, else the translation limit."""
+    if Capability.GENERATES_TEXT in capabilities_of(loaded.config):
+        return limits.continuation_tokens
+    if route.path == "/focus/run":
+        return min(limits.max_new_tokens, MAX_ATTRIBUTED_OUTPUTS)
+    return limits.max_new_tokens
+
+
 def plain_ms(loaded: LoadedModel, text: str, repeats: int, max_new_tokens: int) -> float:
     run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens)
     return median_ms(lambda i: run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens), repeats)
@@ -139,7 +153,7 @@ def main() -> None:
     try:
         for route in chosen:
             loaded = clients[False].app.state.gateway.model(route.model)
-            settings = clients[False].app.state.settings
+            budget = route_budget(route, loaded, clients[False].app.state.gateway.limits)
             inputs = (
                 [
                     (len(loaded.tokenizer.encode(text_of_tokens(loaded, n))), text_of_tokens(loaded, n))
@@ -156,7 +170,7 @@ def main() -> None:
                 except Refused as refused:
                     print(f"{route.name:18} {route.model:26} {shown:>6} refused: {refused}", flush=True)
                     continue
-                plain = plain_ms(loaded, text, args.repeats, settings.max_new_tokens)
+                plain = plain_ms(loaded, text, args.repeats, budget)
                 print(f"{route.name:18} {route.model:26} {shown:>6} {plain:9.1f} {cold:9.1f} {cold / plain:9.2f} "
                       f"{warm:9.1f} {warm / plain:9.2f}", flush=True)  # fmt: skip
     finally:
