@@ -95,17 +95,11 @@ def color_max(percent: np.ndarray, autoscale: bool) -> int:
     return max(1, int(percent.max())) if autoscale else 100
 
 
-def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = False) -> PlainFigure:
-    """One head's map, large: query on the left, key on top. Shapes and
-    labels sit at category indices, which Plotly accepts on category axes.
-    Sized by its token counts, so no label is dropped however long the input."""
-    x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
-    shapes, annotations = block_overlays(attention)
-    z = quantize_percent(attention.weights[head])  # [q, k] uint8 percent
-    cell = max(MIN_CELL_PX, min(MAX_CELL_PX, MAP_PX // max(len(x), len(y))))
-    top = 70 + CHAR_PX * max(map(len, x))  # the title above key labels rotated by 60 degrees
-    left = 20 + CHAR_PX * max(map(len, y))
-    heatmap = {
+def weights_heatmap(weights: torch.Tensor, x: list[str], y: list[str], autoscale: bool, hover: str) -> dict:
+    """A heatmap trace of attention weights [q, k] as uint8 whole percent, keys across, queries down; `hover`
+    begins its hover text."""
+    z = quantize_percent(weights)  # [q, k] uint8 percent
+    return {
         "type": "heatmap",
         "z": z,
         "x": x,
@@ -113,8 +107,22 @@ def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = Fa
         "zmin": 0,
         "zmax": color_max(z, autoscale),
         "colorscale": colorscale(COLORSCALE),
+        "hovertemplate": f"{hover}query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
+    }
+
+
+def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = False) -> PlainFigure:
+    """One head's map, large: query on the left, key on top. Shapes and
+    labels sit at category indices, which Plotly accepts on category axes.
+    Sized by its token counts, so no label is dropped however long the input."""
+    x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
+    shapes, annotations = block_overlays(attention)
+    cell = max(MIN_CELL_PX, min(MAX_CELL_PX, MAP_PX // max(len(x), len(y))))
+    top = 70 + CHAR_PX * max(map(len, x))  # the title above key labels rotated by 60 degrees
+    left = 20 + CHAR_PX * max(map(len, y))
+    heatmap = {
+        **weights_heatmap(attention.weights[head], x, y, autoscale, ""),
         "colorbar": {"title": {"text": "% (head max)" if autoscale else "%"}},
-        "hovertemplate": "query %{y}<br>key %{x}<br>weight %{z}%<extra></extra>",
     }
     title = f"{attention.stack} layer {attention.layer} head {head}" + "".join(
         f", {key} {value}" for key, value in attention.index.items()
@@ -163,19 +171,11 @@ def small_multiples(
     layout = subplot_layout(rows, columns, [panel[0] for panel in panels], 0.03, 0.08)
     data = []
     for i, (name, weights, x, y) in enumerate(panels):
-        z = quantize_percent(weights)  # [q, k] uint8 percent
         xaxis, yaxis = axis_ref(i)
         data.append(
             {
-                "type": "heatmap",
-                "z": z,
-                "x": x,
-                "y": y,
-                "zmin": 0,
-                "zmax": color_max(z, autoscale),
-                "colorscale": colorscale(COLORSCALE),
+                **weights_heatmap(weights, x, y, autoscale, f"{name}<br>"),
                 "showscale": False,
-                "hovertemplate": f"{name}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z}}%<extra></extra>",
                 "xaxis": xaxis,
                 "yaxis": yaxis,
             }
