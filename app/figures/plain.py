@@ -27,7 +27,9 @@ def _template() -> dict[str, Any]:
 
 
 @cache
-def _grid(rows: int, cols: int, panels: int, horizontal_spacing: float, vertical_spacing: float) -> dict[str, Any]:
+def _grid(
+    rows: int, cols: int, panels: int, horizontal_spacing: float, vertical_spacing: float, shared_xaxes: bool
+) -> dict[str, Any]:
     """make_subplots' layout of a grid with `panels` titled panels (their titles empty): axis domains and anchors,
     and one title annotation a panel."""
     layout = make_subplots(
@@ -36,16 +38,22 @@ def _grid(rows: int, cols: int, panels: int, horizontal_spacing: float, vertical
         subplot_titles=[" "] * panels,
         horizontal_spacing=horizontal_spacing,
         vertical_spacing=vertical_spacing,
+        shared_xaxes=shared_xaxes,
     ).layout.to_plotly_json()
     layout.pop("template", None)
     return layout
 
 
 def subplot_layout(
-    rows: int, cols: int, titles: list[str], horizontal_spacing: float, vertical_spacing: float
+    rows: int,
+    cols: int,
+    titles: list[str],
+    horizontal_spacing: float,
+    vertical_spacing: float,
+    shared_xaxes: bool = False,
 ) -> dict[str, Any]:
     """A grid's layout as make_subplots makes it, its panels titled `titles` (row by row)."""
-    layout = copy.deepcopy(_grid(rows, cols, len(titles), horizontal_spacing, vertical_spacing))
+    layout = copy.deepcopy(_grid(rows, cols, len(titles), horizontal_spacing, vertical_spacing, shared_xaxes))
     for annotation, title in zip(layout["annotations"], titles):
         annotation["text"] = title
     return layout

@@ -5,10 +5,9 @@ static/state.js moves as the slider plays."""
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
 from app.figures.attention import axis_labels
+from app.figures.plain import PlainFigure, axis_ref, colorscale, subplot_layout
+from app.figures.plain import figure as plain_figure
 from inference.analyses.state import StateSteps
 
 STEP_LINE = {"color": "#d62728", "width": 2}
@@ -19,54 +18,49 @@ def step_labels(steps: StateSteps) -> list[str]:
     return [f"{stack} step {step}" for step, stack in zip(steps.steps, steps.stacks)]
 
 
-def state_at_step(steps: StateSteps, shown: int) -> go.Figure:
+def state_at_step(steps: StateSteps, shown: int) -> PlainFigure:
     """One heatmap per map group, [width rows x length positions], on one colour scale for every step."""
     groups = steps.map_groups
     low, high = steps.state_range
     bound = max(abs(low), abs(high)) or 1.0
-    figure = make_subplots(
-        rows=len(groups), cols=1, shared_xaxes=True, vertical_spacing=0.04,
-        subplot_titles=[f"maps {a}–{b - 1} (mean)" for a, b in groups],
-    )  # fmt: skip
+    titles = [f"maps {a}–{b - 1} (mean)" for a, b in groups]
+    layout = subplot_layout(len(groups), 1, titles, 0.2, 0.04, shared_xaxes=True)
     x = axis_labels(steps.positions)
+    data = []
     for g, group in enumerate(steps.state[shown]):  # group: [width, length]
-        figure.add_trace(
-            go.Heatmap(
-                z=group, x=x, y=[f"row {r}" for r in range(len(group))], zmin=-bound, zmax=bound,
-                colorscale="RdBu", reversescale=True, showscale=g == 0,
-                hovertemplate="%{x}, %{y}: %{z:.3f}<extra></extra>",
-            ),
-            row=g + 1, col=1,
-        )  # fmt: skip
-    figure.update_xaxes(type="category")
-    figure.update_yaxes(autorange="reversed")
-    figure.update_layout(
-        title=f"State after {step_labels(steps)[shown]}",
+        xaxis, yaxis = axis_ref(g)
+        data.append({
+            "type": "heatmap", "z": group, "x": x, "y": [f"row {r}" for r in range(len(group))], "zmin": -bound,
+            "zmax": bound, "colorscale": colorscale("RdBu"), "reversescale": True, "showscale": g == 0,
+            "hovertemplate": "%{x}, %{y}: %{z:.3f}<extra></extra>", "xaxis": xaxis, "yaxis": yaxis,
+        })  # fmt: skip
+        layout[f"xaxis{xaxis[1:]}"]["type"] = "category"
+        layout[f"yaxis{yaxis[1:]}"]["autorange"] = "reversed"
+    layout.update(
+        title={"text": f"State after {step_labels(steps)[shown]}"},
         height=110 * len(groups) + 90,
         margin={"l": 60, "r": 10, "t": 60, "b": 40},
     )
-    return figure
+    return plain_figure(data, layout)
 
 
-def step_grid(values: list, steps: StateSteps, title: str, colour: str, shown: int, zrange=None) -> go.Figure:
+def step_grid(values: list, steps: StateSteps, title: str, colour: str, shown: int, zrange=None) -> PlainFigure:
     """A [steps x positions] grid with the shown step outlined."""
     y = step_labels(steps)[: len(values)]
-    figure = go.Figure(
-        go.Heatmap(
-            z=values, x=axis_labels(steps.positions), y=y, colorscale=colour,
-            zmin=zrange[0] if zrange else None, zmax=zrange[1] if zrange else None,
-            hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>",
-        )
-    )  # fmt: skip
-    figure.update_xaxes(type="category")
-    figure.update_yaxes(type="category", autorange="reversed")
-    figure.update_layout(
-        title=title,
-        height=max(260, 16 * len(y) + 120),
-        margin={"l": 130, "r": 10, "t": 50, "b": 40},
-        shapes=[step_mark(shown, len(steps.positions))] if shown < len(values) else [],
-    )
-    return figure
+    heatmap = {
+        "type": "heatmap", "z": values, "x": axis_labels(steps.positions), "y": y, "colorscale": colorscale(colour),
+        "hovertemplate": "%{y}, %{x}: %{z:.3f}<extra></extra>",
+        **({"zmin": zrange[0], "zmax": zrange[1]} if zrange else {}),
+    }  # fmt: skip
+    layout = {
+        "title": {"text": title},
+        "height": max(260, 16 * len(y) + 120),
+        "margin": {"l": 130, "r": 10, "t": 50, "b": 40},
+        "shapes": [step_mark(shown, len(steps.positions))] if shown < len(values) else [],
+        "xaxis": {"type": "category"},
+        "yaxis": {"type": "category", "autorange": "reversed"},
+    }
+    return plain_figure([heatmap], layout)
 
 
 def step_mark(shown: int, length: int) -> dict:
@@ -76,7 +70,7 @@ def step_mark(shown: int, length: int) -> dict:
     }  # fmt: skip
 
 
-def state_figures(steps: StateSteps, shown: int) -> dict[str, go.Figure]:
+def state_figures(steps: StateSteps, shown: int) -> dict[str, PlainFigure]:
     """Every figure of the page, the step `shown` marked."""
     change = "Change of the state per step (L2 over maps and rows)"
     reset = "Reset gate (share of the state the candidate reads)"
