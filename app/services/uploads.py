@@ -67,11 +67,14 @@ async def upload_or_set(
     max_lines: int,
 ) -> Corpus:
     """The corpus a job runs on: an uploaded file, or a reference set the server has (`reference_set` resolves its
-    name: the demo set, a test set of the data directory, an earlier upload); exactly one of them."""
+    name: the demo set, a test set of the data directory, an earlier upload); exactly one of them, at most
+    `max_lines` sentences either way."""
     if (file is None) == (reference is None):
         raise InputError("give either a file (.txt or .tsv) or a corpus the server has, not both")
     if file is not None:
         return await read_upload(file, max_bytes, max_lines)
     assert reference is not None
     sources, references = reference_set(reference)
+    if len(sources) > max_lines:
+        raise InputError(f"{reference} has {len(sources):,} sentences; a job's corpus is at most {max_lines:,}")
     return Corpus(reference, sources, references)
