@@ -108,3 +108,12 @@ def test_bad_mining_requests_are_refused(client, gpt2_job):
     assert malformed.status_code == 422
     binary = client.post("/api/ff/mining", data={"model": "my_gpt2"}, files={"file": ("mine.txt", b"\x00\x01")})
     assert binary.status_code == 400 and "binary" in binary.json()["detail"]
+
+
+def test_a_server_set_over_the_line_limit_is_refused(tmp_path, checkpoint_dir, models_dir):
+    settings = Settings(checkpoint_dir=checkpoint_dir, models_dirs=[models_dir], device="cpu", max_upload_lines=3,
+                        database=tmp_path / "memlens.sqlite3")  # fmt: skip
+    with TestClient(create_app(settings)) as small:
+        refused = small.post("/api/ff/mining", data={"model": "my_gpt2", "corpus": "demo"})
+    assert refused.status_code == 400
+    assert refused.json()["detail"] == f"demo has {len(demo_sentences())} sentences; a job's corpus is at most 3"
