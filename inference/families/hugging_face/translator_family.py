@@ -79,8 +79,9 @@ class HuggingFaceTranslatorFamily(FamilyDefaults):
             logits = model(src_ids, tgt_in)  # [b, t, vocab]
         src_rows, tgt_rows = src_ids.tolist(), tgt_in.tolist()
         enc, dec = AxisKey(ENCODER_AXIS), AxisKey(DECODER_AXIS)
-        target_roles = [[Role.SPECIAL, *row[1:]] for row in token_roles(tgt_rows, config, Role.TGT)]  # the start
-        return assembled_trace(  # token is the pad token in Marian and T5: shown as the special token it is here
+        # The start token is the pad token in Marian and T5: shown as the special token it is here.
+        target_roles = [[Role.SPECIAL, *row[1:]] for row in token_roles(tgt_rows, config, Role.TGT)]
+        return assembled_trace(
             loaded,
             request,
             captures=captures,
