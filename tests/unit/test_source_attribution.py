@@ -100,3 +100,45 @@ def test_shares_peaks_and_agreement_of_hand_made_views():
     other_source = LayerAttention("cross_attn", 0, weights, ["<bos>", "x", "y"], ["a", "c", "<eos>"], [], [])
     with pytest.raises(ValueError, match="different runs"):
         focus(attribution, other_source)
+
+
+def captum_rows(loaded, n_steps: int) -> tuple[list[list[float]], list[float]]:
+    """Captum's IntegratedGradients run the plain way, every (output, path point) pair its own row of the model:
+    (each output's attribution onto each source token, each row's convergence delta)."""
+    from captum.attr import IntegratedGradients
+
+    found = source_attribution(loaded, SOURCE, max_new_tokens=6, n_steps=8)  # the targets it explains
+    embedding = family_of(loaded.config.family).source_embedding(loaded.model)
+    output_ids = run_with_trace(loaded, SOURCE, max_new_tokens=6).output_ids[0]
+    targets = output_ids + [loaded.config.eos_id] if found.output_tokens[-1] == "<eos>" else output_ids
+    src_ids = encode_sources(loaded, [SOURCE])  # [1, n]
+    tgt_in = torch.tensor([[loaded.config.bos_id] + targets[:-1]])  # [1, t]
+    rows = len(targets)
+
+    def chosen_logit(embedded, position, token):  # [k, n, e] -> [k]
+        handle = embedding.register_forward_hook(lambda _m, _a, _out: embedded)
+        try:
+            logits = loaded.model(src_ids.expand(embedded.shape[0], -1), tgt_in.expand(embedded.shape[0], -1))
+        finally:
+            handle.remove()
+        return logits[torch.arange(embedded.shape[0]), position, token]
+
+    with torch.no_grad():
+        source = embedding(src_ids).expand(rows, -1, -1).contiguous()  # [t, n, e]
+    attributions, delta = IntegratedGradients(chosen_logit).attribute(
+        source,
+        baselines=torch.zeros_like(source),
+        additional_forward_args=(torch.arange(rows), torch.tensor(targets)),
+        n_steps=n_steps,
+        return_convergence_delta=True,
+    )
+    return attributions.sum(-1).tolist(), delta.abs().tolist()
+
+
+def test_the_shared_path_equals_captum_s_integrated_gradients_row_by_row(loaded):
+    """One forward per path point for every output equals Captum's run of every (output, point) pair apart: the
+    same Gauss-Legendre points and weights, the same attributions and deltas."""
+    found = source_attribution(loaded, SOURCE, max_new_tokens=6, n_steps=16, internal_batch_size=5)
+    expected, deltas = captum_rows(loaded, n_steps=16)
+    torch.testing.assert_close(torch.tensor(found.integrated_gradients), torch.tensor(expected), atol=1e-4, rtol=1e-4)
+    assert found.convergence_delta == pytest.approx(max(deltas), abs=1e-4)
