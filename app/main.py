@@ -38,6 +38,7 @@ from app.services.gateway import ModelGateway, RunLimits
 from app.services.jobs import JobRunner
 from app.services.model_metrics import metric_columns
 from app.services.store import JobStore
+from app.services.warm_up import warm_up_in_background
 from app.settings import Settings
 from inference.core import bounds
 from inference.core.capabilities import Capability
@@ -52,10 +53,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         limit_malloc_arenas()  # before the worker threads that run requests start
         registry = CheckpointRegistry(
-            settings.checkpoint_dir, settings.device, settings.max_models_mb * 2**20, settings.models_dirs
-        )  # scans only; models load on first use
+            settings.checkpoint_dir,
+            settings.device,
+            settings.max_models_mb * 2**20,
+            settings.models_dirs,
+            scan_in_background=True,
+        )  # scans on its own thread, /healthz answering meanwhile; models load on first use
         limits = RunLimits(settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens)
         app.state.gateway = ModelGateway(registry, limits, recent_trace_bytes=settings.max_cache_mb * 2**20)
+        app.state.warm_up = warm_up_in_background(app, app.state.gateway) if settings.warm_up else None
         app.state.ff_studies = FFStudies()
         app.state.jobs = JobRunner(JobStore(settings.database), app.state.gateway, settings.data_dir)
         yield

@@ -29,3 +29,6 @@ class Settings(BaseSettings):
     max_cache_mb: int = Field(256, description="memory for recent traces, which make a repeated view instant")
     max_models_mb: int = Field(4096, description="memory for loaded models; the least recently used is unloaded first")
     database: Path = Field(REPO_ROOT / "runs" / "memlens.sqlite3", description="SQLite file of jobs and results")
+    warm_up: bool = Field(
+        True, description="after start-up, load and run once the models each page opens on (in the background)"
+    )

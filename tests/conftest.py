@@ -22,6 +22,9 @@ from training.data.fetch import load_manifest, missing_files
 # Tests never reach outside the machine: Hugging Face libraries read local folders only.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# Servers the tests start do not warm models in the background (it would compete with the tests for the CPU);
+# tests/app/test_start_up.py turns it on.
+os.environ["MEMLENS_WARM_UP"] = "false"
 
 TINY_CORPUS = [
     "ein Hund läuft durch den Park",

@@ -14,34 +14,15 @@ from app.figures.focus import focus_map
 from app.routers.deps import GatewayDep, ModelFor
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import INTEGRATION_STEPS, FieldText, IntegrationSteps, ModelName
-from app.services.focus import focus_side_by_side
-from app.services.gateway import ModelGateway
+from app.services.focus import focus_side_by_side, partner
 from app.services.gating import PageModel, page_model
 from app.services.pages import FOCUS
-from inference.analyses.focus import source_attention_stack
 
 router = APIRouter(include_in_schema=False)
 DEFAULT_STEPS = 16
 
 
 FocusModel = Annotated[PageModel, Depends(ModelFor(FOCUS))]
-
-
-def attends(model: PageModel) -> bool:
-    return source_attention_stack(model.loaded.model) is not None
-
-
-def partner(gateway: ModelGateway, model: PageModel) -> str:
-    """The model shown beside `model` at first: one trained on the same task (translation: none named) that
-    focuses the other way (attends where it does not), else the next such; "" where there is none."""
-    task = model.meta.get("task")
-    others = [
-        page_model(gateway, FOCUS, name)
-        for name in model.offered
-        if name != model.name and gateway.registry.entries[name].meta.get("task") == task
-    ]
-    differs = [other.name for other in others if attends(other) != attends(model)]
-    return (differs or [other.name for other in others] or [""])[0]
 
 
 @router.get("/focus")

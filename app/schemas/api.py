@@ -4,7 +4,7 @@ inference core's own model. Every error of every route has one shape,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -451,7 +451,7 @@ class FocusResponse(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
-    models: int
-    broken: int
+    status: Literal["ok", "starting"] = Field(description='"starting" while the checkpoint folders are scanned')
+    models: int | None = Field(description="usable models; null while starting")
+    broken: int | None = Field(description="models listed with the reason they cannot load; null while starting")
     device: str

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from app.schemas.validation import InputError
 from app.services.gateway import ModelGateway
-from app.services.gating import PageModel
+from app.services.gating import PageModel, page_model
+from app.services.pages import FOCUS
 from inference.analyses.attention import layer_attention
 from inference.analyses.focus import Focus, focus, source_attention_stack
 from inference.core.hook_names import EVERY_PATTERN, LOGITS
@@ -36,6 +37,23 @@ def attributable_text(gateway: ModelGateway, model: PageModel, text: str) -> str
     if n_tokens > MAX_ATTRIBUTED_SOURCE:
         raise InputError(f"attribution takes at most {MAX_ATTRIBUTED_SOURCE} source tokens; this text has {n_tokens}")
     return text
+
+
+def attends(model: PageModel) -> bool:
+    return source_attention_stack(model.loaded.model) is not None
+
+
+def partner(gateway: ModelGateway, model: PageModel) -> str:
+    """The model shown beside `model` at first: one trained on the same task (translation: none named) that
+    focuses the other way (attends where it does not), else the first other; "" where there is none. Models are
+    loaded one at a time in the page's order until one focuses the other way, not all of them."""
+    task = model.meta.get("task")
+    others = (name for name in model.offered if name != model.name)
+    same_task = [name for name in others if gateway.registry.entries[name].meta.get("task") == task]
+    for name in same_task:
+        if attends(page_model(gateway, FOCUS, name)) != attends(model):
+            return name
+    return same_task[0] if same_task else ""
 
 
 def model_focus(gateway: ModelGateway, model: PageModel, text: str, n_steps: int) -> ModelFocus:

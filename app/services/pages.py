@@ -23,6 +23,7 @@ class Page:
     shows: Needs
     reads_language: bool = False  # the page's input is a natural language: only models trained on one
     home_to: Needs | None = None  # the models whose own page it is, where fewer than it shows; None: all it shows
+    opens_with: tuple[str, str] | None = None  # (method, path) of the request its form sends when it opens
 
     @property
     def opens_on(self) -> tuple[str, ...]:
@@ -31,18 +32,23 @@ class Page:
 
 
 # A model's own views: the first of these that shows it is where its views are.
-MEMORY = Page("working memory", "/memory", "working-memory", lambda c: C.WORKING_MEMORY in c)
-FF = Page("FF memories", "/ff", "FF-key", lambda c: C.FF_KEYS in c)
+MEMORY = Page(
+    "working memory", "/memory", "working-memory", lambda c: C.WORKING_MEMORY in c, opens_with=("POST", "/memory/run")
+)
+FF = Page("FF memories", "/ff", "FF-key", lambda c: C.FF_KEYS in c, opens_with=("GET", "/ff/keys"))
 EXPLORE = Page(
     "explore",
     "/explore",
     "attention",
     lambda c: not c & {C.WORKING_MEMORY, C.RECURRENT_STEPS},  # a state, not attention
     home_to=lambda c: C.GENERATES_TEXT not in c,  # a language model's own page is its FF memories
+    opens_with=("POST", "/explore/run"),
 )
-SEGMENTS = Page("segments", "/segments", "segment", lambda c: C.SEGMENTS in c)
-STATE = Page("state", "/state", "recurrent-step", lambda c: C.RECURRENT_STEPS in c)
-FOCUS = Page("focus", "/focus", "source-attribution", lambda c: C.SOURCE_ATTRIBUTION in c)
+SEGMENTS = Page("segments", "/segments", "segment", lambda c: C.SEGMENTS in c, opens_with=("POST", "/segments/run"))
+STATE = Page("state", "/state", "recurrent-step", lambda c: C.RECURRENT_STEPS in c, opens_with=("POST", "/state/run"))
+FOCUS = Page(
+    "focus", "/focus", "source-attribution", lambda c: C.SOURCE_ATTRIBUTION in c, opens_with=("POST", "/focus/run")
+)
 MODEL_PAGES = (MEMORY, SEGMENTS, STATE, EXPLORE, FF, FOCUS)  # in the order the home page links them
 
 # Any model that translates, through the API (a task model's input is its own notation).
@@ -53,6 +59,7 @@ COMPARE = Page(
     "translation",
     lambda c: C.TRANSLATES in c and C.BEAM_SEARCH in c,
     reads_language=True,
+    opens_with=("POST", "/compare/run"),
 )
 # Any model with attention patterns (every one but the recurrent-step models), through /api/attention and /api/blocks.
 ATTENTION = Page("attention", "/api/attention", "attention", lambda c: C.RECURRENT_STEPS not in c)

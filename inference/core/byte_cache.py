@@ -58,6 +58,11 @@ class ByteBudgetCache(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def keys(self) -> list[Hashable]:
+        """What it holds, the least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
 
 def tensor_bytes(*tensors: torch.Tensor | np.ndarray) -> int:
     """Bytes of the given tensors and arrays' data."""

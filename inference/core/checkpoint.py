@@ -257,6 +257,11 @@ class RegistryEntry:
         return self.error is None
 
 
+# Scans and loads run one at a time in a process, whichever registry runs them: the first of them imports a family's
+# libraries (transformers for Hugging Face folders), and two threads importing transformers at once can see a
+# half-imported module ("cannot import name AutoModelForCausalLM"), as two apps in one process scanning in the
+# background did.
+SCANS_AND_LOADS = threading.RLock()
 LOADED_MODEL_BYTES = 4 * 2**30  # every shipped checkpoint loaded takes about 0.6 GB
 
 
@@ -282,7 +287,11 @@ def model_folders(root: Path) -> list[Path]:
 class CheckpointRegistry:
     """All checkpoint folders under a root and any more roots (the server operator's models folders); models load
     on first use and stay loaded within a byte budget (the least recently used is dropped first). A name is a
-    folder's name: the same name in two roots is listed once, and the later folder as broken, saying where."""
+    folder's name: the same name in two roots is listed once, and the later folder as broken, saying where.
+
+    The scan checks every folder (a second or more with transformers to import for Hugging Face folders). With
+    `scan_in_background` it runs on its own thread and the registry answers at once: `scanning` says whether it
+    is still running, and whatever reads `entries` meanwhile waits for it."""
 
     def __init__(
         self,
@@ -290,6 +299,7 @@ class CheckpointRegistry:
         device: torch.device | str | None = None,
         loaded_bytes: int = LOADED_MODEL_BYTES,
         more_roots: Sequence[str | Path] = (),
+        scan_in_background: bool = False,
     ):
         self.root = Path(root)
         self.roots = [self.root, *(Path(more) for more in more_roots)]
@@ -298,10 +308,39 @@ class CheckpointRegistry:
             loaded_bytes, model_bytes
         )  # the least recently used go first
         self._lock = threading.Lock()
-        self.entries: dict[str, RegistryEntry] = {}
-        self.scan()
+        self._entries: dict[str, RegistryEntry] = {}
+        self._scanned = threading.Event()
+        self._scan_failure: BaseException | None = None
+        if scan_in_background:
+            threading.Thread(target=self._scan_on_thread, name="checkpoint-scan", daemon=True).start()
+        else:
+            self.scan()
+
+    @property
+    def entries(self) -> dict[str, RegistryEntry]:
+        """Every folder found, by name; waits for a scan in the background to end. RuntimeError where it failed
+        (a bug: a folder's own faults are its entry's error)."""
+        self._scanned.wait()
+        if self._scan_failure is not None:
+            raise RuntimeError(f"the checkpoint scan failed: {self._scan_failure!r}") from self._scan_failure
+        return self._entries
+
+    @property
+    def scanning(self) -> bool:
+        return not self._scanned.is_set()
+
+    def _scan_on_thread(self) -> None:
+        try:
+            self.scan()
+        except BaseException as failure:  # kept for whoever reads the entries; the event must be set either way
+            self._scan_failure = failure
+            self._scanned.set()
 
     def scan(self) -> None:
+        with SCANS_AND_LOADS:
+            self._scan()
+
+    def _scan(self) -> None:
         entries: dict[str, RegistryEntry] = {}
         for root in self.roots:
             for folder in model_folders(root):
@@ -313,7 +352,8 @@ class CheckpointRegistry:
                 entries[twin] = RegistryEntry(
                     twin, folder, error=f"{first.path} has the same name {folder.name!r}: rename one of the folders"
                 )
-        self.entries = entries
+        self._entries = entries
+        self._scanned.set()
 
     @staticmethod
     def _check(folder: Path) -> RegistryEntry:
@@ -334,6 +374,10 @@ class CheckpointRegistry:
             entry.error = str(error)
         return entry
 
+    def loaded(self) -> list[str]:
+        """The models loaded now, the least recently used first."""
+        return [str(name) for name in self._loaded.keys()]
+
     def available(self) -> list[str]:
         return [name for name, entry in self.entries.items() if entry.ok]
 
@@ -351,7 +395,8 @@ class CheckpointRegistry:
             loaded = self._loaded.get(name)
             if loaded is None:
                 try:
-                    loaded = load_checkpoint(entry.path, self.device)
+                    with SCANS_AND_LOADS:
+                        loaded = load_checkpoint(entry.path, self.device)
                 except CheckpointError as error:
                     entry.error = str(error)
                     raise

@@ -9,13 +9,14 @@ import re
 import numpy as np
 import pytest
 
-from tests.app.conftest import HTMX
+from tests.app.conftest import HTMX, compared_page
 
 MODEL = "tiny_memtransformer"
 TEXT = "ein Hund spielt im Park"
 
 
 def test_healthz(client):
+    client.app.state.gateway.registry.entries  # noqa: B018 (waits for the scan, which runs in the background)
     assert client.get("/healthz").json() == {
         "status": "ok",
         "models": 7,
@@ -159,13 +160,24 @@ def test_explore_attribution_fragment(client):
     assert "[mem4]" in response.text
 
 
-def test_compare_page_and_fragment(client):
+def test_compare_shows_each_model_s_row_as_its_own_request_then_the_figure(client):
     assert 'name="models"' in client.get("/compare").text
-    response = client.post("/compare/run", data={"models": [MODEL, "tiny_transformer"], "text": TEXT}, headers=HTMX)
-    assert response.status_code == 200 and response.text.count('class="compare-translation"') == 2
-    assert 'id="figure-data-compare"' in response.text
+    table = client.post("/compare/run", data={"models": [MODEL, "tiny_transformer"], "text": TEXT}, headers=HTMX)
+    assert table.status_code == 200 and table.text.count("running…") == 2  # rows waiting for their own requests
+    assert table.text.count('hx-post="/compare/row"') == 2 and table.text.count('hx-post="/compare/figure"') == 1
+    page = compared_page(client, {"models": [MODEL, "tiny_transformer"], "text": TEXT})
+    for model in (MODEL, "tiny_transformer"):
+        translation = client.post("/api/translate", json={"model": model, "text": TEXT}).json()["translation"]
+        row = f'<tr><td>{model}</td><td class="compare-translation">{html.escape(translation, quote=False)}</td></tr>'
+        assert row in page
+    assert "running…" not in page and 'id="figure-data-compare"' in page
     one = client.post("/compare/run", data={"models": [MODEL], "text": TEXT}, headers=HTMX)
     assert one.status_code == 400 and "at least two different models" in one.text
+    long_text = "Hund " * 60
+    tokens = len(client.app.state.gateway.model(MODEL).tokenizer.encode(long_text.strip()))
+    too_long = client.post("/compare/run", data={"models": [MODEL, "tiny_transformer"], "text": long_text},
+                           headers=HTMX)  # fmt: skip
+    assert too_long.status_code == 400 and f"{MODEL}: the text has {tokens} tokens; the limit is 40" in too_long.text
 
 
 def test_explore_decodes_by_beam_search_when_asked(client):
