@@ -25,7 +25,7 @@ from app.services.demo import demo_sentences
 from app.services.explore import ExploreRequest, attribution, explore_controls, run_explore
 from app.services.gating import PageModel, offered, page_model
 from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE
-from app.services.translation import compare
+from app.services.translation import compare, compare_one, compared_models
 from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_MEMORY_SIZE, MAX_NAME_CHARS
 from inference.core.capabilities import Capability
 
@@ -135,11 +135,40 @@ def compare_run(
     models: Annotated[list[ModelName], Form(max_length=MAX_COMPARED_MODELS)] = [],  # noqa: B006 (a copy each)
     text: Annotated[FieldText, Form()] = "",
 ):
-    compared = compare(gateway, [page_model(gateway, COMPARE, name) for name in models], text, decoding)
+    """The comparison's table, every model checked against the text first; each row then asks for its model's run
+    (/compare/row) and the figure for all of them (/compare/figure), so a row shows as soon as its model finishes."""
+    chosen = compared_models(gateway, [page_model(gateway, COMPARE, name) for name in models], text)
     return render(
         request,
-        "partials/compare_results.html",
-        traces={row.model: row.trace for row in compared},
+        "partials/compare_table.html",
+        models=[model.name for model in chosen],
+        text=text,
         decoding=decoding,
-        figures={"compare": figure_json(compare_blocks({row.model: row.blocks for row in compared}))},
     )
+
+
+@router.post("/compare/row")
+def compare_row(
+    request: Request,
+    gateway: GatewayDep,
+    decoding: DecodingDep,
+    model: Annotated[PageModel, Depends(ModelFor(COMPARE))],
+    text: Annotated[FieldText, Form()] = "",
+):
+    """One model's row of a comparison: its translation."""
+    row = compare_one(gateway, model, text, decoding)
+    return render(request, "partials/compare_row.html", model=row.model, translation=row.trace.outputs[0])
+
+
+@router.post("/compare/figure")
+def compare_figure(
+    request: Request,
+    gateway: GatewayDep,
+    decoding: DecodingDep,
+    models: Annotated[list[ModelName], Form(max_length=MAX_COMPARED_MODELS)] = [],  # noqa: B006 (a copy each)
+    text: Annotated[FieldText, Form()] = "",
+):
+    """The block mass of every compared model, side by side (their runs are the rows' own, kept recently)."""
+    compared = compare(gateway, [page_model(gateway, COMPARE, name) for name in models], text, decoding)
+    figure = compare_blocks({row.model: row.blocks for row in compared})
+    return render(request, "partials/figures.html", figures={"compare": figure_json(figure)})

@@ -61,9 +61,25 @@ class Compared:
     blocks: list[HeadBlocks]
 
 
-def compare(gateway: ModelGateway, models: list[PageModel], text: str, decoding: Decoding) -> list[Compared]:
-    """Each model (once, in the order given) on one sentence, unlesioned; at least two different models."""
-    unique = {model.name: model for model in models}
+def compared_models(gateway: ModelGateway, models: list[PageModel], text: str) -> list[PageModel]:
+    """The models to compare, each once in the order given, the text checked against each before any runs: at least
+    two different models, each of which reads the text within the limits (else an InputError naming the model)."""
+    unique = list({model.name: model for model in models}.values())
     if len(unique) < 2:
         raise InputError("choose at least two different models to compare")
-    return [Compared(name, *blocks(gateway, model, text, NO_INTERVENTIONS, decoding)) for name, model in unique.items()]
+    for model in unique:
+        try:
+            gateway.check_text(model.loaded, text)
+        except InputError as error:
+            raise InputError(f"{model.name}: {error}") from None
+    return unique
+
+
+def compare_one(gateway: ModelGateway, model: PageModel, text: str, decoding: Decoding) -> Compared:
+    """One model's column of a comparison: its unlesioned run and its block mass."""
+    return Compared(model.name, *blocks(gateway, model, text, NO_INTERVENTIONS, decoding))
+
+
+def compare(gateway: ModelGateway, models: list[PageModel], text: str, decoding: Decoding) -> list[Compared]:
+    """Each model (once, in the order given) on one sentence, unlesioned; at least two different models."""
+    return [compare_one(gateway, model, text, decoding) for model in compared_models(gateway, models, text)]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import shutil
 
 import pytest
@@ -117,3 +120,18 @@ def client(settings):
 
 
 HTMX = {"HX-Request": "true"}
+
+
+def compared_page(client, form: dict) -> str:
+    """What the Compare page shows after a run, as a browser assembles it: /compare/run's table, then each row's and
+    the figure's own request (hx-trigger="load", their fields in hx-vals), each swapped in for its placeholder."""
+    table = client.post("/compare/run", data=form, headers=HTMX)
+    assert table.status_code == 200, table.text
+    page = table.text
+    for element in re.findall(r"<(?:tr|div)[^>]*hx-trigger=\"load\"[^>]*>.*?</(?:tr|div)>", page, flags=re.S):
+        path = re.search(r'hx-post="([^"]+)"', element).group(1)
+        fields = json.loads(html.unescape(re.search(r"hx-vals='([^']*)'", element).group(1)))
+        answer = client.post(path, data=fields, headers=HTMX)
+        assert answer.status_code == 200, answer.text
+        page = page.replace(element, answer.text)
+    return page

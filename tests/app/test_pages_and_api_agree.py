@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from inference.core.places import REPO_ROOT
-from tests.app.conftest import HTMX
+from tests.app.conftest import HTMX, compared_page
 from training.tasks.rmt_tasks import task_split, text
 
 MT, WM, LM = "tiny_memtransformer", "tiny_working_memory", "tiny_language_model"
@@ -82,7 +82,7 @@ def test_explore(client):
 
 
 def test_compare(client):
-    page = post_html(client, "/compare/run", {"models": [MT, "tiny_transformer"], "text": GERMAN})
+    page = compared_page(client, {"models": [MT, "tiny_transformer"], "text": GERMAN})
     body = post_json(client, "/api/compare", {"models": [MT, "tiny_transformer"], "text": GERMAN})
     rows = re.findall(r'<tr><td>([\w]+)</td><td class="compare-translation">(.*?)</td></tr>', page)
     assert [(model, html.unescape(text)) for model, text in rows] == [

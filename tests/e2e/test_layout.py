@@ -136,8 +136,13 @@ def test_attribution(page, server_url, swaps):
 
 @pytest.mark.parametrize("swaps", SWAPS)
 def test_compare_runs(page, server_url, swaps):
+    """Each checked model's row fills in with its translation (each row is its own request), then the figure."""
     open_page(page, f"{server_url}/compare")
     submit_sentences(page, "#compare", swaps)
+    checked = page.locator("#compare input[name=models]:checked").count()
+    assert page.locator("#results td.compare-translation").count() == checked == 2
+    assert page.locator("#results .compare-running").count() == 0
+    assert all(text.strip() for text in page.locator("#results td.compare-translation").all_text_contents())
     assert_layout(page, 1)
 
 
