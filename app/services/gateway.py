@@ -189,6 +189,11 @@ class ModelGateway:
         """Bytes held by the recent traces."""
         return self._recent.nbytes
 
+    @property
+    def recent_runs(self) -> int:
+        """How many recent traces are kept."""
+        return len(self._recent)
+
 
 def trace_bytes(trace: Trace) -> int:
     """Bytes of a trace's tensors: every call of every capture, and the logits."""
