@@ -1,13 +1,26 @@
-"""Server time of every live route against the model run it needs, side by side in one run.
+"""Server time of every live route against the model work it needs, side by side in one run.
 
 For each live route (a lesion toggle, a head ablation, an FF key edit, the lens, a memory mask, a segment
 lesion, a state clamp, an attribution refresh, focus, compare) on the model its page opens on, at inputs of 16, 64
 and 256 source tokens where the model reads text (a task model reads its own example), this prints the median
 server time (TestClient, in process) with the trace cache off ("cold": every request computes its plain run too)
-and on ("warm": the plain run cached by a first view, each timed request a new lesion setting), the median time of
-the plain model run on the same input (`run_with_trace` with the logits only: one greedy decode of the route's
-budget, the forward that scores it, as /api/translate runs), and the ratios. Every request of a route asks a
-different lesion setting, so no timed request is answered from the cache whole.
+and on ("warm": the plain run cached by a first view, each timed request a new lesion setting), beside the model
+work the route cannot avoid:
+
+- "run ms": one plain run of the same input (`run_with_trace` with the logits only: one greedy decode of the
+  route's budget and the forward that scores it, as /api/translate runs); for compare, one such run of each model;
+  for focus, Captum's IntegratedGradients called the plain way on the same output, steps and model (every
+  (output, path point) pair its own row of the model), the peer the route's attribution replaces;
+- "runs": how many of those a cold request needs: a route that shows a lesion against the plain run needs both (2);
+  compare needs each model's run twice with the cache off (its rows' own requests, then the figure's, which with the
+  cache on reuses them); warm, the plain run is cached and one is needed.
+
+Compare is timed as a browser loads it: the table, then each row's request and the figure's. After the routes, the
+Compare page on every translator it offers: when its first row arrives and when its last does.
+
+"cold x" = cold ms / (runs x run ms), "warm x" = warm ms / run ms. Every request of a route asks a different
+lesion setting, so no timed request is answered from the cache whole. Then a lesion sweep (a job: BLEU at every
+memory size on the demo set) against the same translations run one memory size at a time, directly.
 
     python benchmarks/latency.py [--device cpu|cuda] [--repeats 7] [--lengths 16 64 256] [--routes toggle ...]
 """
@@ -15,25 +28,34 @@ different lesion setting, so no timed request is answered from the cache whole.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from html.parser import HTMLParser
 
+import torch
 from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.services.demo import demo_sentences
 from app.services.focus import MAX_ATTRIBUTED_OUTPUTS
-from app.services.gateway import RunLimits
+from app.services.gateway import ModelGateway, RunLimits
+from app.services.gating import offered
+from app.services.pages import COMPARE
 from app.settings import Settings
 from inference.core.capabilities import Capability
-from inference.core.family import capabilities_of
+from inference.core.family import capabilities_of, family_of
 from inference.core.hook_names import LOGITS
 from inference.core.loaded_model import LoadedModel
-from inference.core.tracing import run_with_trace
+from inference.core.tracing import encode_sources, run_with_trace
+from inference.runs.lesion import quality_at_memory_size
+from inference.runs.source_attribution import embedded_as
 
 HTMX = {"HX-Request": "true"}
+FOCUS_STEPS = 16  # the Focus page's default
+COMPARED = ["transformer", "memtransformer_10"]
 Form = Callable[[str, int], dict]  # (input text, request number) -> the route's form or JSON body
 
 
@@ -45,6 +67,7 @@ class Route:
     body: Form
     json: bool = False  # a JSON body (the API), else an htmx form post
     reads_text: bool = True  # False: a task model, timed on its own example only
+    cold_runs: int = 2  # the runs a cold request cannot avoid: the plain run and the lesioned one
 
 
 def cycle(values: list, i: int):
@@ -58,7 +81,7 @@ ROUTES = [
           lambda text, i: {"text": text, "ablate": f"decoder.layers.{i % 4}.cross_attn:{i % 8}",
                            "stack": "decoder.cross_attn"}),
     Route("attribution", "memtransformer_10", "/explore/attribution",
-          lambda text, i: {"text": text, "position": 0, "memory_size": cycle([0, 2, 5, 15, 20, 30], i)}),
+          lambda text, i: {"text": text, "position": 0, "memory_size": cycle([0, 2, 5, 15, 20, 30], i)}, cold_runs=1),
     Route("memory mask", "working_memory_de_en", "/memory/run",
           lambda text, i: {"text": text, "mask_memory": "true", "memory_size": cycle([0, 1, 2, 3, 4, 6], i)}),
     Route("FF key edit", "language_model", "/ff/run",
@@ -73,9 +96,9 @@ ROUTES = [
           lambda text, i: {"text": text, "clamp": "update", "clamp_value": cycle([0.0, 0.25, 0.5, 0.75, 1.0], i)},
           reads_text=False),
     Route("focus", "extended_neural_gpu_de_en", "/focus/run",
-          lambda text, i: {"text": text, "steps": cycle([8, 16, 32, 64], i)}),
+          lambda text, i: {"text": text, "steps": FOCUS_STEPS}, cold_runs=1),  # nothing cached: cold and warm alike
     Route("compare", "transformer", "/compare/run",
-          lambda text, i: {"text": text, "models": ["transformer", "memtransformer_10"]}),  # warm: all cached
+          lambda text, i: {"text": text, "models": COMPARED}),  # cold: the rows' runs, then the figure's; warm: cached
 ]  # fmt: skip
 
 
@@ -101,16 +124,46 @@ class Refused(Exception):
     """The route refuses this input (a 4xx: e.g. longer than focus attributes)."""
 
 
+class LoadTriggered(HTMLParser):
+    """The requests an htmx answer makes when it is swapped in: (path, fields) of every element with
+    hx-trigger="load" (a comparison's rows and its figure)."""
+
+    def __init__(self):
+        super().__init__()
+        self.requests: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("hx-trigger") == "load" and a.get("hx-post"):
+            self.requests.append((a["hx-post"], json.loads(a.get("hx-vals") or "{}")))
+
+
+def checked(route: Route, response):
+    if 400 <= response.status_code < 500:
+        raise Refused(response.text[:120])
+    if response.status_code != 200:
+        raise RuntimeError(f"{route.name}: {response.status_code} {response.text[:300]}")
+    return response
+
+
+def loads_of(response) -> list[tuple[str, dict]]:
+    parser = LoadTriggered()
+    parser.feed(response.text)
+    return parser.requests
+
+
 def route_ms(client: TestClient, route: Route, text: str, repeats: int) -> float:
+    """Median ms of the route's request and whatever its answer loads when swapped in, one after another (as the
+    server, running one model at a time, answers them)."""
+
     def send(i: int):
         body = {"model": route.model, **route.body(text, i)}
-        response = (
-            client.post(route.path, json=body) if route.json else client.post(route.path, data=body, headers=HTMX)
+        response = checked(
+            route,
+            client.post(route.path, json=body) if route.json else client.post(route.path, data=body, headers=HTMX),
         )
-        if 400 <= response.status_code < 500:
-            raise Refused(response.text[:120])
-        if response.status_code != 200:
-            raise RuntimeError(f"{route.name}: {response.status_code} {response.text[:300]}")
+        for path, fields in [] if route.json else loads_of(response):
+            checked(route, client.post(path, data=fields, headers=HTMX))
         return response
 
     client.app.state.gateway._recent.clear()
@@ -133,34 +186,120 @@ def plain_ms(loaded: LoadedModel, text: str, repeats: int, max_new_tokens: int) 
     return median_ms(lambda i: run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens), repeats)
 
 
+def captum_whole_output(loaded: LoadedModel, text: str, max_new_tokens: int, n_steps: int) -> None:
+    """The peer of the Focus page's attribution: Captum's IntegratedGradients of every output token of the greedy
+    output onto the embedded source, called the plain way (one row of the model per (output, path point) pair)."""
+    from captum.attr import IntegratedGradients
+
+    embedding = family_of(loaded.config.family).source_embedding(loaded.model)
+    greedy = run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens)
+    targets = greedy.output_ids[0]
+    src_ids = encode_sources(loaded, [text])  # [1, n]
+    tgt_in = torch.tensor([[loaded.config.bos_id] + targets[:-1]])  # [1, t]
+    rows = len(targets)
+
+    def chosen_logit(embedded: torch.Tensor, position: torch.Tensor, token: torch.Tensor) -> torch.Tensor:
+        k = embedded.shape[0]  # [k, n, e] -> [k]
+        with embedded_as(embedding, embedded):
+            logits = loaded.model(src_ids.expand(k, -1), tgt_in.expand(k, -1))  # [k, t, vocab]
+        return logits[torch.arange(k), position, token]
+
+    with torch.no_grad():
+        source = embedding(src_ids).expand(rows, -1, -1).contiguous()  # [t, n, e]
+    IntegratedGradients(chosen_logit).attribute(
+        source,
+        baselines=torch.zeros_like(source),
+        additional_forward_args=(torch.arange(rows), torch.tensor(targets)),
+        n_steps=n_steps,
+        internal_batch_size=32,
+    )
+
+
+def reference_ms(route: Route, gateway: ModelGateway, text: str, repeats: int) -> float:
+    """The model work the route is compared with (the module's docstring says which, per route)."""
+    loaded = gateway.model(route.model)
+    budget = route_budget(route, loaded, gateway.limits)
+    if route.path == "/focus/run":
+        captum_whole_output(loaded, text, budget, FOCUS_STEPS)
+        return median_ms(lambda i: captum_whole_output(loaded, text, budget, FOCUS_STEPS), repeats)
+    if route.path == "/compare/run":
+        return sum(plain_ms(gateway.model(name), text, repeats, budget) for name in COMPARED)
+    return plain_ms(loaded, text, repeats, budget)
+
+
+def sweep_rows(client: TestClient, model: str) -> None:
+    """A lesion sweep through the API (BLEU at every memory size on the demo set) against the same corpus
+    translated at each of those sizes directly, one after another."""
+    response = client.post("/api/sweeps", json={"model": model, "reference": "demo"})
+    job = response.json()
+    start = time.perf_counter()
+    while job["status"] not in ("done", "failed"):
+        time.sleep(0.05)
+        job = client.get(f"/api/jobs/{job['id']}").json()
+    sweep = time.perf_counter() - start
+    if job["status"] != "done":
+        raise RuntimeError(f"the sweep failed: {job}")
+    loaded = client.app.state.gateway.model(model)
+    sources = [d.source for d in demo_sentences()]
+    references = [d.reference for d in demo_sentences()]
+    start = time.perf_counter()
+    for size in job["result"]["memory_size"]:
+        quality_at_memory_size(loaded.model, loaded.tokenizer, sources, references, size)
+    single = time.perf_counter() - start
+    k = len(job["result"]["memory_size"])
+    print(f"\nlesion sweep of {model} over {k} memory sizes on {len(sources)} demo sentences: the job {sweep:.2f} s, "
+          f"{k} single runs {single:.2f} s; ratio {sweep / single:.2f}", flush=True)  # fmt: skip
+
+
+def compare_streaming(client: TestClient, text: str) -> None:
+    """The Compare page on every model it offers, the trace cache off: when the first row arrives (the table, then
+    the first row's own request) and when the last does, against one plain run of the first model."""
+    gateway = client.app.state.gateway
+    models = offered(gateway, COMPARE)
+    for name in models:
+        gateway.model(name)  # loaded, as on a server that has shown them once
+    start = time.perf_counter()
+    table = client.post("/compare/run", data={"models": models, "text": text}, headers=HTMX)
+    rows = [(path, fields) for path, fields in loads_of(table) if path == "/compare/row"]
+    arrived = []
+    for path, fields in rows:
+        assert client.post(path, data=fields, headers=HTMX).status_code == 200
+        arrived.append(time.perf_counter() - start)
+    first = gateway.model(models[0])
+    run = plain_ms(first, text, 3, gateway.limits.max_new_tokens)
+    print(f"\ncompare on {len(models)} models: first row after {arrived[0] * 1e3:.0f} ms ({models[0]}'s plain run "
+          f"{run:.0f} ms), all rows after {arrived[-1] * 1e3:.0f} ms", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64, 256])  # focus attributes up to 24
-    parser.add_argument("--routes", nargs="+", default=[route.name for route in ROUTES])
+    parser.add_argument("--routes", nargs="+", default=[*(route.name for route in ROUTES), "sweep"])
     args = parser.parse_args()
     chosen = [route for route in ROUTES if route.name in args.routes]
-    print(f"device {args.device}, medians of {args.repeats} requests; ratio = route / plain run of the same input")
-    columns = ("plain ms", "cold ms", "cold x", "warm ms", "warm x")
-    print(f"{'route':18} {'model':26} {'tokens':>6} " + " ".join(f"{c:>9}" for c in columns))
+    print(f"device {args.device}, medians of {args.repeats} requests; the model work each route is compared with: "
+          "see the docstring (python benchmarks/latency.py --help)")  # fmt: skip
+    columns = ("run ms", "runs", "cold ms", "cold x", "warm ms", "warm x")
+    print(f"{'route':18} {'model':26} {'tokens':>6} " + " ".join(f"{c:>8}" for c in columns))
     clients = {
-        warm: TestClient(create_app(Settings(device=args.device, max_cache_mb=512 if warm else 0)))
+        warm: TestClient(create_app(Settings(device=args.device, max_cache_mb=512 if warm else 0, warm_up=False)))
         for warm in (False, True)
     }
     for client in clients.values():
         client.__enter__()
     try:
+        gateway = clients[False].app.state.gateway
         for route in chosen:
-            loaded = clients[False].app.state.gateway.model(route.model)
-            budget = route_budget(route, loaded, clients[False].app.state.gateway.limits)
+            loaded = gateway.model(route.model)
             inputs = (
                 [
                     (len(loaded.tokenizer.encode(text_of_tokens(loaded, n))), text_of_tokens(loaded, n))
                     for n in args.lengths
                 ]
                 if route.reads_text
-                else [(None, clients[False].app.state.gateway.registry.entries[route.model].meta["example"])]
+                else [(None, gateway.registry.entries[route.model].meta["example"])]
             )
             for tokens, text in inputs:
                 shown = "task" if tokens is None else str(tokens)
@@ -170,9 +309,13 @@ def main() -> None:
                 except Refused as refused:
                     print(f"{route.name:18} {route.model:26} {shown:>6} refused: {refused}", flush=True)
                     continue
-                plain = plain_ms(loaded, text, args.repeats, budget)
-                print(f"{route.name:18} {route.model:26} {shown:>6} {plain:9.1f} {cold:9.1f} {cold / plain:9.2f} "
-                      f"{warm:9.1f} {warm / plain:9.2f}", flush=True)  # fmt: skip
+                run = reference_ms(route, gateway, text, args.repeats)
+                print(f"{route.name:18} {route.model:26} {shown:>6} {run:8.1f} {route.cold_runs:8d} {cold:8.1f} "
+                      f"{cold / (route.cold_runs * run):8.2f} {warm:8.1f} {warm / run:8.2f}", flush=True)  # fmt: skip
+        if "compare" in args.routes:
+            compare_streaming(clients[False], demo_sentences()[0].source)
+        if "sweep" in args.routes:
+            sweep_rows(clients[False], "memtransformer_10")
     finally:
         for client in clients.values():
             client.__exit__(None, None, None)
