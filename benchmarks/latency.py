@@ -10,7 +10,9 @@ work the route cannot avoid:
 - "run ms": one plain run of the same input (`run_with_trace` with the logits only: one greedy decode of the
   route's budget and the forward that scores it, as /api/translate runs); for compare, one such run of each model;
   for focus, Captum's IntegratedGradients called the plain way on the same output, steps and model (every
-  (output, path point) pair its own row of the model), the peer the route's attribution replaces;
+  (output, path point) pair its own row of the model), the peer the route's attribution replaces; for the
+  attribution refresh, its Captum call (`inference.runs.attribution.attribute`: the decode, integrated gradients
+  of 32 steps and saliency) called directly;
 - "runs": how many of those a cold request needs: a route that shows a lesion against the plain run needs both (2);
   compare needs each model's run twice with the cache off (its rows' own requests, then the figure's, which with the
   cache on reuses them); warm, the plain run is cached and one is needed.
@@ -50,6 +52,7 @@ from inference.core.family import capabilities_of, family_of
 from inference.core.hook_names import LOGITS
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
+from inference.runs.attribution import attribute
 from inference.runs.lesion import quality_at_memory_size
 from inference.runs.source_attribution import embedded_as
 
@@ -87,6 +90,10 @@ ROUTES = [
     Route("FF key edit", "language_model", "/ff/run",
           lambda text, i: {"text": text, "edits": f"layers.{i % 6}.ff:{i % 512},{(i + 7) % 512} x0"}),
     Route("lens", "language_model", "/api/ff/lens",
+          lambda text, i: {"text": text, "layer": i % 6, "interventions": [
+              {"kind": "scale", "hook": f"layers.{i % 6}.ff.keys", "axis": "ff_key", "index": [i % 512], "factor": 0}]},
+          json=True),  # one layer, as the page reads it
+    Route("lens, every layer", "language_model", "/api/ff/lens",
           lambda text, i: {"text": text, "interventions": [
               {"kind": "scale", "hook": f"layers.{i % 6}.ff.keys", "axis": "ff_key", "index": [i % 512], "factor": 0}]},
           json=True),
@@ -222,6 +229,9 @@ def reference_ms(route: Route, gateway: ModelGateway, text: str, repeats: int) -
     if route.path == "/focus/run":
         captum_whole_output(loaded, text, budget, FOCUS_STEPS)
         return median_ms(lambda i: captum_whole_output(loaded, text, budget, FOCUS_STEPS), repeats)
+    if route.path == "/explore/attribution":
+        attribute(loaded, text, 0)
+        return median_ms(lambda i: attribute(loaded, text, 0), repeats)
     if route.path == "/compare/run":
         return sum(plain_ms(gateway.model(name), text, repeats, budget) for name in COMPARED)
     return plain_ms(loaded, text, repeats, budget)

@@ -5,9 +5,8 @@ Prints:
 - for every page a user opens from the navigation, the first request after start-up against a warm one: the
   page itself, then the run its form sends on load (the form serialised as htmx sends it: its named fields,
   the checked boxes, every select's chosen option), the same page and run once more, and the ratio;
-- each `memlens` command's wall time beside the model work it does, timed in a warm process (loading the
-  checkpoint and running it), and the difference: the command's own overhead, of which importing torch is said
-  apart.
+- each `memlens` command's wall time beside a fresh Python process doing the same work without the command line
+  (the same imports, loading the checkpoint and running it), and the difference: the command's own overhead.
 
     python benchmarks/startup.py [--port 8766] [--pause 0]
 
@@ -27,6 +26,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import httpx
+from latency import loads_of  # benchmarks/latency.py, beside this file
 
 ROOT = Path(__file__).resolve().parent.parent
 HTMX = {"HX-Request": "true"}
@@ -110,7 +110,9 @@ def page_and_run(http: httpx.Client, page: str, form_id: str, run: str, method: 
         "GET": lambda: http.get(run, params=fields, headers=HTMX),
         "POST": lambda: http.post(run, data=fields, headers=HTMX),
     }
-    run_ms, _ = timed(send[method])
+    run_ms, answer = timed(send[method])
+    for path, loaded in loads_of(answer):  # what the answer loads when swapped in: a comparison's rows, its figure
+        run_ms += timed(lambda path=path, loaded=loaded: http.post(path, data=loaded, headers=HTMX))[0]
     return page_ms, run_ms
 
 
@@ -133,41 +135,28 @@ def wait_for_health(base: str, server: subprocess.Popen, launched: float) -> tup
 
 
 def cli_rows() -> list[tuple[str, list[str], str]]:
-    """(label, arguments, the model work as Python run in a warm process)."""
+    """(label, the command's arguments, the same work as plain Python: its imports and calls)."""
     text = "Ein Hund läuft über die Wiese."
-    load = "m = load_checkpoint(DEFAULT_CHECKPOINTS / 'memtransformer_10', 'cpu')"
+    checkpoint = "from inference.core.checkpoint import CheckpointRegistry, load_checkpoint"
+    load = f"{checkpoint}; m = load_checkpoint(ROOT / 'memtransformer_10', 'cpu')"
     return [
-        ("--help", ["--help"], ""),
-        ("models", ["models"], "CheckpointRegistry(DEFAULT_CHECKPOINTS, 'cpu')"),
-        (
-            "translate",
-            ["translate", "--model", "memtransformer_10", text],
-            f"{load}; run_with_trace(m, {text!r}, names=[])",
-        ),
-        (
-            "hooks",
-            ["hooks", "--model", "memtransformer_10"],
-            f"{load}; hook_points(m.model)",
-        ),
-    ]
+        ("--help", ["--help"], "pass"),
+        ("models", ["models"], f"{checkpoint}; CheckpointRegistry(ROOT, 'cpu')"),
+        ("translate", ["translate", "--model", "memtransformer_10", text],
+         f"{load}; from inference.core.tracing import run_with_trace; run_with_trace(m, {text!r}, names=[])"),
+        ("hooks", ["hooks", "--model", "memtransformer_10"],
+         f"{load}; from inference.core.hooks import hook_points; hook_points(m.model)"),
+    ]  # fmt: skip
 
 
-WARM_WORK = """
-import time, timeit
-from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
-from inference.core.hooks import hook_points
-from inference.core.tracing import run_with_trace
-from memlens_cli.main import DEFAULT_CHECKPOINTS
-work = {work!r}
-exec(work)  # once to warm
-print(min(timeit.repeat(work, globals=globals(), number=1, repeat=3)))
-"""
-
-
-def wall_seconds(args: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "memlens_cli.main", *args], cwd=ROOT, check=True, capture_output=True)
-    return time.perf_counter() - start
+def process_seconds(arguments: list[str]) -> float:
+    """The fastest of three runs of a fresh Python process, from launch to exit."""
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, *arguments], cwd=ROOT, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return min(times)
 
 
 def main() -> None:
@@ -205,24 +194,12 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
-    torch_import = (
-        min(
-            float(subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); import torch; "
-                                  "print(time.perf_counter() - t)"], capture_output=True, text=True, check=True).stdout)
-            for _ in range(3)
-        )
-    )  # fmt: skip
-    print(f"\nimporting torch: {torch_import:.2f} s (every command that runs a model pays it)")
-    print(f"{'command':12} {'wall s':>7} {'model work s':>13} {'overhead s':>11} {'less torch s':>13}")
+    print("\neach command against the same work as a plain Python process (its imports and calls, no CLI)")
+    print(f"{'command':12} {'memlens s':>10} {'plain s':>8} {'overhead s':>11}")
     for label, cli_args, work in cli_rows():
-        wall = min(wall_seconds(cli_args) for _ in range(3))
-        model = (
-            float(subprocess.run([sys.executable, "-c", WARM_WORK.format(work=work)], cwd=ROOT, capture_output=True,
-                                 text=True, check=True).stdout)
-            if work else 0.0
-        )  # fmt: skip
-        less_torch = wall - model - (torch_import if work else 0.0)
-        print(f"{label:12} {wall:7.2f} {model:13.2f} {wall - model:11.2f} {less_torch:13.2f}", flush=True)
+        command = process_seconds(["-m", "memlens_cli.main", *cli_args])
+        plain = process_seconds(["-c", f"from pathlib import Path; ROOT = Path('checkpoints'); {work}"])
+        print(f"{label:12} {command:10.2f} {plain:8.2f} {command - plain:11.2f}", flush=True)
 
 
 if __name__ == "__main__":

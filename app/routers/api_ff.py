@@ -14,7 +14,7 @@ from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, JobResponse, errors
 from app.schemas.ff import KeysRequest, KeysResponse, LensRequest, LensResponse
 from app.schemas.validation import ModelName, Reference
 from app.services import ff
-from app.services.ff_study import mining_job
+from app.services.ff_study import ff_layer, mining_job
 from app.services.gating import PageModel, page_model
 from app.services.pages import FF
 from app.services.uploads import upload_or_set
@@ -45,11 +45,15 @@ def keys(request: KeysRequest, studies: FFStudiesDep, jobs: JobsDep, model: FFMo
 
 @router.post("/lens", response_model=LensResponse, responses=MODEL_ERRORS)
 def lens(request: LensRequest, gateway: GatewayDep, studies: FFStudiesDep, model: FFModel) -> dict:
-    """Per position and layer: top keys by m_i ||v_i||, and the top tokens of
+    """Per position and layer (or the one `layer`): top keys by m_i ||v_i||, and the top tokens of
     the residual, the FF output and the layer output, in the run with the
     interventions; with interventions also the plain output and how every
     shared position's prediction changed."""
-    run = ff.run_ff(gateway, studies, model, request.text, request.interventions, request.top_keys, request.top_tokens)
+    memories, _ = studies.of(model)
+    layers = None if request.layer is None else [ff_layer(memories, request.layer)]
+    run = ff.run_ff(
+        gateway, studies, model, request.text, request.interventions, request.top_keys, request.top_tokens, layers
+    )
     table = run.lens
     result = {
         "output": run.runs.shown.outputs[0],

@@ -137,9 +137,9 @@ def ff_run(
     names the status line of the key card whose zero / boost asked for the run: it gets the outcome
     in a line (an out-of-band swap), so the answer shows where the user clicked."""
     memories, _ = studies.of(model)
-    ff_layer(memories, layer)
+    shown = ff_layer(memories, layer)
     lesion = model.lesion(LesionControls(scales=tuple(parse_key_edits(edits, memories.layers))))
-    run = run_ff(gateway, studies, model, text, lesion, LENS_KEYS, LENS_TOKENS)
+    run = run_ff(gateway, studies, model, text, lesion, LENS_KEYS, LENS_TOKENS, [shown])
     plain = run.runs.plain
     return render(
         request,
@@ -148,7 +148,7 @@ def ff_run(
         edited=run.runs.lesioned,
         interventions=lesion,
         diff=run.diff,
-        lens=run.lens,
+        lens=run.lens,  # of the one layer on view
         layer=layer,
         changes=run.changes,
         outcome=run.outcome,

@@ -72,3 +72,6 @@ class LensRequest(BaseModel):
     )
     top_keys: int = Field(5, ge=1, le=MAX_TOP)
     top_tokens: int = Field(5, ge=1, le=MAX_TOP)
+    layer: int | None = Field(
+        None, ge=0, le=MAX_INDEX, description="the one FF layer to read (its index), as the page shows; omitted: all"
+    )

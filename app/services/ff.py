@@ -81,15 +81,17 @@ def run_ff(
     edits: Interventions,
     top_keys: int,
     top_tokens: int,
+    lens_layers: list[str] | None = None,
 ) -> FFRun:
     """The language model on the text and its greedy continuation, or a translation model's decoder on its own
-    translation, plainly and under `edits`, with the hooks of the aggregation and the logit lens."""
+    translation, plainly and under `edits`, with the hooks of the aggregation and the logit lens of `lens_layers`
+    (None: every FF layer)."""
     memories, _ = studies.of(model)
     limits = gateway.limits
     new_tokens = limits.continuation_tokens if model.can(Capability.GENERATES_TEXT) else limits.max_new_tokens
     runs = plain_then_lesioned(gateway, model.loaded, text, edits, memories.capture_hooks(), max_new_tokens=new_tokens)
     tokenizer = model.loaded.tokenizer
-    lens = lens_table(logit_lens(runs.shown, memories, top_keys=top_keys, top_tokens=top_tokens), tokenizer)
+    lens = lens_table(logit_lens(runs.shown, memories, 0, top_keys, top_tokens, lens_layers), tokenizer)
     diff = word_diff(runs.plain.outputs[0], runs.shown.outputs[0])
     if runs.lesioned is None:
         return FFRun(runs, lens, [], diff, None)

@@ -182,21 +182,36 @@ class LogitLens:
 
 
 def logit_lens(
-    trace: Trace, memories: FFMemories, example: int = 0, top_keys: int = 5, top_tokens: int = 5
+    trace: Trace,
+    memories: FFMemories,
+    example: int = 0,
+    top_keys: int = 5,
+    top_tokens: int = 5,
+    layers: list[str] | None = None,
 ) -> LogitLens:
+    """The lens of `layers` (None: every FF layer) at every real position of one example."""
     examples, positions = _real_positions(trace, memories.axis)
     positions = positions[examples == example]  # [t]
     examples = torch.full_like(positions, example)
-    layers = []
-    for layer in memories.layers:
+    read = []
+    for layer in memories.layers if layers is None else layers:
         m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
         key_scores, key_indices = (m * memories.values[layer].norm(dim=-1)).topk(top_keys, dim=-1)  # [t, top_keys]
-        value_top = value_logits(memories, layer).argmax(dim=-1)  # [d_ff]
+        value_top = value_top_tokens(memories, layer)  # [d_ff]
         (rp, rt), (fp, ft), (op, ot) = (
             logits.softmax(dim=-1).topk(top_tokens, dim=-1) for logits in _lens_logits(memories, r, y, o)
         )
-        layers.append(LensLayer(layer, key_indices, key_scores, value_top[key_indices], rt, rp, ft, fp, ot, op))
-    return LogitLens([trace.tokens[memories.axis][example][p] for p in positions.tolist()], layers)
+        read.append(LensLayer(layer, key_indices, key_scores, value_top[key_indices], rt, rp, ft, fp, ot, op))
+    return LogitLens([trace.tokens[memories.axis][example][p] for p in positions.tolist()], read)
+
+
+def value_top_tokens(memories: FFMemories, layer: str) -> torch.Tensor:  # [d_ff] long
+    """Each value's most probable token (the argmax of v_i · E^T), computed once per layer and kept: a [d_ff, vocab]
+    product that depends on the weights only."""
+    key = ("value_top_tokens", layer)
+    if key not in memories.derived:
+        memories.derived[key] = value_logits(memories, layer).argmax(dim=-1)
+    return memories.derived[key]
 
 
 def _lens_logits(

@@ -5,7 +5,7 @@ formed. The analyses that read them are inference.analyses.ff_values."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -35,6 +35,8 @@ class FFMemories:
     axis: str = "dec"  # the trace axis whose positions are the predictions
     readout: ReadoutFn = _as_read
     output_bias: torch.Tensor | None = None  # [vocab] added to every logit (Marian's final logits bias), or None
+    # What analyses derive from the weights alone, kept for the next request (the weights do not change), by key
+    derived: dict[tuple, torch.Tensor] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @staticmethod
     def residual_hook(layer: str) -> str:

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from app.routers.ff import LENS_KEYS, LENS_TOKENS
 from app.services.demo import demo_sentences
 from inference.analyses.ff_mining import TriggerStore
 from inference.core.places import REPO_ROOT
@@ -82,6 +83,22 @@ def test_one_input_shows_the_continuation_and_the_lens(client):
     assert fragment.status_code == 200
     assert "continuation" in fragment.text and 'id="lens-table"' in fragment.text
     assert "prediction-changes" not in fragment.text
+
+
+def test_the_lens_of_one_layer_is_that_layer_of_the_whole_lens(client):
+    """The page reads only the layer on view, and so may the API: the same cells as in the lens of every layer;
+    a layer the model does not have is refused."""
+    text = "a man reads a book"
+    asked = {"model": LM, "text": text, "top_keys": LENS_KEYS, "top_tokens": LENS_TOKENS}
+    every = client.post("/api/ff/lens", json=asked).json()
+    one = client.post("/api/ff/lens", json={**asked, "layer": 1}).json()
+    assert one["layers"] == [every["layers"][1]] and one["tokens"] == every["tokens"]
+    page = client.post("/ff/run", data={"model": LM, "text": text, "layer": 1}).text
+    assert "Logit lens, layers.1.ff" in page
+    shown = re.findall(r'data-layer="1" data-key="(\d+)"', page)
+    assert shown == [str(key) for cell in every["layers"][1]["positions"] for key, _, _ in cell["keys"]]
+    refused = client.post("/api/ff/lens", json={"model": LM, "text": text, "layer": 2})
+    assert refused.status_code == 400 and "layer 2 is out of range (0 to 1)" in refused.json()["detail"]
 
 
 def test_a_key_edit_reruns_and_shows_what_changed(client, tiny_tokenizer):
