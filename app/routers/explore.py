@@ -4,6 +4,7 @@ app/services/translation.py's, shared with the JSON API."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Query, Request
@@ -25,7 +26,7 @@ from app.services.demo import demo_sentences
 from app.services.explore import ExploreRequest, attribution, explore_controls, run_explore
 from app.services.gating import PageModel, offered, page_model
 from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE
-from app.services.translation import compare, compare_one, compared_models
+from app.services.translation import compare_one, compared_models
 from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_MEMORY_SIZE, MAX_NAME_CHARS
 from inference.core.capabilities import Capability
 
@@ -127,24 +128,30 @@ def compare_page(request: Request, gateway: GatewayDep, text: Annotated[FieldTex
     )
 
 
-@router.post("/compare/run")
-def compare_run(
-    request: Request,
+@dataclass(frozen=True)
+class ComparedForm:
+    models: list[PageModel]  # each once, in the order asked, at least two, the text checked against each
+    text: str
+
+
+def compared_form(
     gateway: GatewayDep,
-    decoding: DecodingDep,
     models: Annotated[list[ModelName], Form(max_length=MAX_COMPARED_MODELS)] = [],  # noqa: B006 (a copy each)
     text: Annotated[FieldText, Form()] = "",
-):
-    """The comparison's table, every model checked against the text first; each row then asks for its model's run
-    (/compare/row) and the figure for all of them (/compare/figure), so a row shows as soon as its model finishes."""
-    chosen = compared_models(gateway, [page_model(gateway, COMPARE, name) for name in models], text)
-    return render(
-        request,
-        "partials/compare_table.html",
-        models=[model.name for model in chosen],
-        text=text,
-        decoding=decoding,
-    )
+) -> ComparedForm:
+    """The models and text of a comparison, refused before any runs where they do not fit."""
+    return ComparedForm(compared_models(gateway, [page_model(gateway, COMPARE, name) for name in models], text), text)
+
+
+ComparedDep = Annotated[ComparedForm, Depends(compared_form)]
+
+
+@router.post("/compare/run")
+def compare_run(request: Request, decoding: DecodingDep, compared: ComparedDep):
+    """The comparison's table; each row then asks for its model's run (/compare/row) and the figure for all of them
+    (/compare/figure), so a row shows as soon as its model finishes."""
+    names = [model.name for model in compared.models]
+    return render(request, "partials/compare_table.html", models=names, text=compared.text, decoding=decoding)
 
 
 @router.post("/compare/row")
@@ -161,14 +168,8 @@ def compare_row(
 
 
 @router.post("/compare/figure")
-def compare_figure(
-    request: Request,
-    gateway: GatewayDep,
-    decoding: DecodingDep,
-    models: Annotated[list[ModelName], Form(max_length=MAX_COMPARED_MODELS)] = [],  # noqa: B006 (a copy each)
-    text: Annotated[FieldText, Form()] = "",
-):
+def compare_figure(request: Request, gateway: GatewayDep, decoding: DecodingDep, compared: ComparedDep):
     """The block mass of every compared model, side by side (their runs are the rows' own, kept recently)."""
-    compared = compare(gateway, [page_model(gateway, COMPARE, name) for name in models], text, decoding)
-    figure = compare_blocks({row.model: row.blocks for row in compared})
+    rows = [compare_one(gateway, model, compared.text, decoding) for model in compared.models]
+    figure = compare_blocks({row.model: row.blocks for row in rows})
     return render(request, "partials/figures.html", figures={"compare": figure_json(figure)})
