@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from itertools import groupby
 
 import numpy as np
-import plotly.graph_objects as go
 
 from app.figures.attention import CHAR_PX, attention_heatmap, axis_labels, quantize_percent
 from app.figures.plain import PlainFigure, colorscale
@@ -115,7 +114,7 @@ def hits_strip(
     return plain_figure([heatmap], layout)
 
 
-def probe_figure(probe: dict, segment: int) -> go.Figure:
+def probe_figure(probe: dict, segment: int) -> PlainFigure:
     """Held-out accuracy of linear probes reading source position i (columns)
     from memory slot j, from all slots together, and chance (rows), after one segment."""
     last = len(probe["per_slot"]) - 1
@@ -123,22 +122,24 @@ def probe_figure(probe: dict, segment: int) -> go.Figure:
     rows = [*probe["per_slot"][after], probe["all_slots"][after], probe["chance"]]  # [slots + 2][position]
     names = [f"slot {j}" for j in range(len(probe["per_slot"][after]))] + ["all slots", "chance"]
     positions = [f"{i}" for i in range(len(probe["chance"]))]
-    figure = go.Figure(
-        go.Heatmap(
-            z=np.asarray(rows), x=positions, y=names, zmin=0, zmax=1, colorscale=PROBE_GREENS, xgap=1, ygap=1,
-            colorbar={"title": {"text": "accuracy"}}, texttemplate="%{z:.2f}", textfont=PROBE_TEXT,
-            hovertemplate="%{y} reads source position %{x}: %{z:.2f}<extra></extra>",
-        )
-    )  # fmt: skip
+    heatmap = {
+        "type": "heatmap", "z": np.asarray(rows), "x": positions, "y": names, "zmin": 0, "zmax": 1,
+        "colorscale": PROBE_GREENS, "xgap": 1, "ygap": 1, "colorbar": {"title": {"text": "accuracy"}},
+        "texttemplate": "%{z:.2f}", "textfont": PROBE_TEXT,
+        "hovertemplate": "%{y} reads source position %{x}: %{z:.2f}<extra></extra>",
+    }  # fmt: skip
     samples = probe["samples"]
-    figure.update_layout(
-        title=f"What the memory holds after segment {after}"
+    title = (
+        f"What the memory holds after segment {after}"
         + (f" (the last; segment {segment} asked)" if segment > last else "")
-        + f": linear probes, {samples['train']} train / {samples['val']} val / {samples['test']} test samples",
-        height=140 + 26 * len(names),
-        width=max(700, 160 + 34 * len(positions)),
-        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        + f": linear probes, {samples['train']} train / {samples['val']} val / {samples['test']} test samples"
     )
-    figure.update_xaxes(type="category", title_text="source position")
-    figure.update_yaxes(type="category", autorange="reversed")
-    return figure
+    layout = {
+        "title": {"text": title},
+        "height": 140 + 26 * len(names),
+        "width": max(700, 160 + 34 * len(positions)),
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 40},
+        "xaxis": {"type": "category", "title": {"text": "source position"}},
+        "yaxis": {"type": "category", "autorange": "reversed"},
+    }
+    return plain_figure([heatmap], layout)

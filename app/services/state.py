@@ -82,11 +82,15 @@ def output_tokens(trace: Trace) -> list[str]:
 def run_state(gateway: ModelGateway, model: PageModel, text: str, lesion: Interventions) -> StateRun:
     text = checked_text(gateway, model, text)
     names = state_hooks(list(hook_points(model.loaded.model)))
-    runs = plain_then_lesioned(
-        gateway, model.loaded, text, lesion, names, check=lambda plain: check_lesion(lesion, state_steps(plain))
-    )
+    read: list[StateSteps] = []  # the plain run's steps, read once: to check the lesion against, then to show
+
+    def check(plain: Trace) -> None:
+        read.append(state_steps(plain))
+        check_lesion(lesion, read[0])
+
+    runs = plain_then_lesioned(gateway, model.loaded, text, lesion, names, check=check)
     plain, lesioned = runs.plain, runs.lesioned
-    plain_steps = state_steps(plain)
+    (plain_steps,) = read
     if lesioned is None:
         return StateRun(plain, None, plain_steps, plain_steps, None)
     tokens = output_tokens(plain), output_tokens(lesioned)

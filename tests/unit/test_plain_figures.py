@@ -14,6 +14,7 @@ from plotly.subplots import make_subplots
 
 from app.figures.attention import COLORSCALE, axis_labels, head_grid, quantize_percent
 from app.figures.plain import plain_json
+from app.figures.segments import PROBE_GREENS, PROBE_TEXT, probe_figure
 from inference.analyses.attention import LayerAttention
 from inference.core.trace import Role
 
@@ -56,3 +57,32 @@ def test_a_plain_grid_serialises_as_the_graph_objects_would():
     assert plain["layout"]["template"] == objects["layout"]["template"]
     z = np.frombuffer(base64.b64decode(plain["data"][3]["z"]["bdata"]), dtype=np.uint8)
     assert z.reshape(QUERIES, KEYS).tolist() == quantize_percent(attention.weights[3]).tolist()
+
+
+def test_the_memory_probe_map_serialises_as_the_graph_objects_would():
+    """The Segments page's probe map, a plain dict, against the same map built with go.Heatmap (the route's figure
+    before): the same trace, title, size, margins and axes; segment 9 asked of a 2-segment probe says so."""
+    probe = {
+        "per_slot": [[[0.5, 0.25, 1.0], [0.0, 0.75, 0.5]], [[1.0, 1.0, 0.5], [0.25, 0.5, 0.75]]],
+        "all_slots": [[0.75, 0.5, 1.0], [1.0, 1.0, 1.0]],
+        "chance": [0.125, 0.125, 0.125],
+        "samples": {"train": 60, "val": 20, "test": 20},
+    }
+    plain = json.loads(plain_json(probe_figure(probe, 9)))
+    objects = go.Figure(
+        go.Heatmap(
+            z=np.asarray([[1.0, 1.0, 0.5], [0.25, 0.5, 0.75], [1.0, 1.0, 1.0], [0.125, 0.125, 0.125]]),
+            x=["0", "1", "2"], y=["slot 0", "slot 1", "all slots", "chance"], zmin=0, zmax=1,
+            colorscale=PROBE_GREENS, xgap=1, ygap=1, colorbar={"title": {"text": "accuracy"}},
+            texttemplate="%{z:.2f}", textfont=PROBE_TEXT,
+            hovertemplate="%{y} reads source position %{x}: %{z:.2f}<extra></extra>",
+        )
+    )  # fmt: skip
+    objects.update_layout(
+        title="What the memory holds after segment 1 (the last; segment 9 asked): linear probes, "
+        "60 train / 20 val / 20 test samples",
+        height=140 + 26 * 4, width=700, margin={"l": 10, "r": 10, "t": 60, "b": 40},
+    )  # fmt: skip
+    objects.update_xaxes(type="category", title_text="source position")
+    objects.update_yaxes(type="category", autorange="reversed")
+    assert plain == json.loads(objects.to_json())
