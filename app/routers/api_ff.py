@@ -60,7 +60,7 @@ def lens(request: LensRequest, gateway: GatewayDep, studies: FFStudiesDep, model
         "interventions": request.interventions.model_dump(),
         "tokens": table.tokens,
         "layers": [
-            {"layer": layer, "positions": [asdict(cell) for cell in cells]}
+            {"layer": layer, "positions": [vars(cell) for cell in cells]}  # flat fields: asdict's deep copy is 20%
             for layer, cells in zip(table.layers, table.cells)
         ],
     }

@@ -198,9 +198,8 @@ def logit_lens(
         m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
         key_scores, key_indices = (m * memories.values[layer].norm(dim=-1)).topk(top_keys, dim=-1)  # [t, top_keys]
         value_top = value_top_tokens(memories, layer)  # [d_ff]
-        (rp, rt), (fp, ft), (op, ot) = (
-            logits.softmax(dim=-1).topk(top_tokens, dim=-1) for logits in _lens_logits(memories, r, y, o)
-        )
+        streams = _lens_logits(memories, r, y, o)
+        (rp, rt), (fp, ft), (op, ot) = (_top_probabilities(logits, top_tokens) for logits in streams)
         read.append(LensLayer(layer, key_indices, key_scores, value_top[key_indices], rt, rp, ft, fp, ot, op))
     return LogitLens([trace.tokens[memories.axis][example][p] for p in positions.tolist()], read)
 
@@ -212,6 +211,12 @@ def value_top_tokens(memories: FFMemories, layer: str) -> torch.Tensor:  # [d_ff
     if key not in memories.derived:
         memories.derived[key] = value_logits(memories, layer).argmax(dim=-1)
     return memories.derived[key]
+
+
+def _top_probabilities(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:  # [n, vocab] -> 2 x [n, k]
+    """(probabilities, ids) of the k most probable tokens, without the whole softmax: exp(logit - logsumexp)."""
+    top, ids = logits.topk(k, dim=-1)
+    return (top - logits.logsumexp(dim=-1, keepdim=True)).exp(), ids
 
 
 def _lens_logits(
