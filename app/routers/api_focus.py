@@ -17,9 +17,9 @@ router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
 @router.post("/focus", response_model=FocusResponse, responses=MODEL_ERRORS)
 def focus(request: FocusRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(FOCUS))]) -> dict:
-    """Integrated gradients (Captum) of every token of the model's greedy output onto its embedded source
-    tokens, from a zero source, and the attention of a model that attends to its source (at most 24 source
-    and 24 output tokens: each output token runs the model `steps` times)."""
+    """Integrated gradients (Captum's path and weights) of every token of the model's greedy output onto its
+    embedded source tokens, from a zero source, and the attention of a model that attends to its source (at most
+    24 source and 24 output tokens: each output token runs the model backward `steps` times)."""
     found = model_focus(gateway, model, request.text, request.steps)
     view, attribution = found.focus, found.attribution
     return {

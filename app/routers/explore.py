@@ -24,7 +24,7 @@ from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText, InputError, ModelName
 from app.services.demo import demo_sentences
 from app.services.explore import ExploreRequest, attribution, explore_controls, run_explore
-from app.services.gating import PageModel, offered, page_model
+from app.services.gating import PageModel, offered, opening_models, page_model
 from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE
 from app.services.translation import compare_one, compared_models
 from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_MEMORY_SIZE, MAX_NAME_CHARS
@@ -122,7 +122,7 @@ def explore_attribution(
 @router.get("/compare")
 def compare_page(request: Request, gateway: GatewayDep, text: Annotated[FieldText, Query()] = ""):
     available = offered(gateway, COMPARE)
-    chosen = [name for name in COMPARE.opens_on if name in available] or available[:2]
+    chosen = opening_models(available, COMPARE)
     return render(
         request, "pages/compare.html", models=available, chosen=chosen, text=text or demo_sentences()[0].source
     )

@@ -65,6 +65,12 @@ def offered(gateway: ModelGateway, page: Page) -> list[str]:
     return [name for name in gateway.registry.available() if _shows(gateway, page, name)]
 
 
+def opening_models(models: list[str], page: Page) -> list[str]:
+    """The models `page` opens on when the address names none, of the `models` it offers: those of its `opens_on`
+    it offers, else as many of its first models as `opens_on` names (Compare opens on two), at least one."""
+    return [name for name in page.opens_on if name in models] or models[: max(1, len(page.opens_on))]
+
+
 def _shows(gateway: ModelGateway, page: Page, name: str) -> bool:
     entry = gateway.registry.entries[name]
     assert entry.config is not None  # a usable entry has its config
@@ -87,7 +93,7 @@ def page_model(gateway: ModelGateway, page: Page, name: str | None) -> PageModel
                 models,
                 "",
             )
-        name = next((m for m in page.opens_on if m in models), models[0])
+        name = opening_models(models, page)[0]
     entry = gateway.registry.entries.get(name)
     listed = ", ".join(models) or "none"
     if entry is None:

@@ -22,18 +22,16 @@ from starlette.types import ASGIApp, Message
 from app.services.examples import example_input
 from app.services.focus import partner
 from app.services.gateway import ModelGateway
-from app.services.gating import offered, page_model
+from app.services.gating import offered, opening_models, page_model
 from app.services.pages import COMPARE, FOCUS, MODEL_PAGES, Page
 
 WARMED_PAGES = (*MODEL_PAGES, COMPARE)  # the pages that run a model when they open
 log = logging.getLogger("memlens.warm_up")
 
 
-def opening_models(gateway: ModelGateway, page: Page) -> list[str]:
-    """The models `page` opens on: those of its `opens_on` it offers, else as many of its first offered models as
-    `opens_on` names (Compare opens on two), at least one; on Focus, the model shown beside the first too."""
-    models = offered(gateway, page)
-    names = [name for name in page.opens_on if name in models] or models[: max(1, len(page.opens_on))]
+def shown_on_opening(gateway: ModelGateway, page: Page) -> list[str]:
+    """The models `page` shows when it opens (`opening_models`); on Focus, the model beside the first too."""
+    names = opening_models(offered(gateway, page), page)
     if page is FOCUS and names:
         names.append(partner(gateway, page_model(gateway, FOCUS, names[0])))
     return [name for name in names if name]
@@ -94,7 +92,7 @@ def warm_up(app: ASGIApp, gateway: ModelGateway) -> list[str]:
         templates.get_template(name)
     warmed: list[str] = []
     for page in WARMED_PAGES:
-        names = opening_models(gateway, page)
+        names = shown_on_opening(gateway, page)
         if not names:
             continue
         example = example_input(gateway.registry.entries[names[0]])
