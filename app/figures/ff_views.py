@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal, get_args
 
 import torch
@@ -66,6 +67,7 @@ def token_title(token: str) -> str:
     return ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in characters)
 
 
+@lru_cache(maxsize=1 << 14)  # a lens table prints some 6,000 tokens of a few hundred distinct ones
 def token_html(token: str, title: str = "") -> Markup:
     """The one way the FF page prints a token: shown_token's text, HTML-escaped, in a span whose
     title names its non-ASCII characters (after `title`, e.g. a probability) where there is one."""
@@ -228,6 +230,26 @@ class LensCell:
     output: list[tuple[str, float]]  # of the layer output
 
 
+def lens_row_html(token: str, cell: LensCell, layer: int) -> Markup:
+    """One row of the FF page's lens table: the input token, the top keys (buttons that open the key's card) and
+    the three streams' top tokens with their probabilities. Built here with f-strings of numbers and token_html's
+    escaped Markup only: a 253-token table prints some 6,000 tokens, and a template call per token was most of
+    its rendering."""
+
+    def tokens(pairs: list[tuple[str, float]]) -> str:
+        return "".join(f"{token_html(t)} <small>{p:.2f}</small> " for t, p in pairs)
+
+    keys = "".join(
+        f'<button type="button" class="key-link" data-layer="{layer:d}" data-key="{key:d}" title="m·‖v‖ {score:.2f}">'
+        f"{key:d} → {token_html(value)}</button> "
+        for key, score, value in cell.keys
+    )
+    return Markup(
+        f"<tr><td>{token_html(token)}</td><td>{keys}</td><td>{tokens(cell.residual)}</td><td>{tokens(cell.ff)}</td>"
+        f"<td>{tokens(cell.output)}</td></tr>"
+    )
+
+
 @dataclass
 class LensTable:
     tokens: list[str]  # input at each position: the prefix predicted from ends with it
@@ -236,29 +258,41 @@ class LensTable:
 
 
 def lens_table(lens: LogitLens, tokenizer: TextTokenizer) -> LensTable:
-    def tokens_with(ids: torch.Tensor, probabilities: torch.Tensor) -> list[tuple[str, float]]:
-        return list(zip(tokenizer.display_tokens(ids.tolist()), probabilities.tolist()))
+    """The lens as cells of plain values; every distinct token id is shown once (one display_tokens call) and every
+    tensor read once per layer (per-position reads were most of an every-layer table at 253 tokens)."""
+    id_tensors = [
+        t
+        for layer in lens.layers
+        for t in (layer.key_value_tokens, layer.residual_tokens, layer.ff_tokens, layer.output_tokens)
+    ]
+    distinct = torch.cat([t.flatten() for t in id_tensors]).unique().tolist() if id_tensors else []
+    shown = dict(zip(distinct, tokenizer.display_tokens(distinct)))
+
+    def tokens_with(ids: list[int], probabilities: list[float]) -> list[tuple[str, float]]:
+        return [(shown[i], p) for i, p in zip(ids, probabilities)]
 
     cells = []
     for layer in lens.layers:
-        row = []
-        for p in range(len(lens.tokens)):
-            keys = list(
-                zip(
-                    layer.key_indices[p].tolist(),
-                    layer.key_scores[p].tolist(),
-                    tokenizer.display_tokens(layer.key_value_tokens[p].tolist()),
-                )
+        keys, scores, values = (t.tolist() for t in (layer.key_indices, layer.key_scores, layer.key_value_tokens))
+        streams = [
+            (ids.tolist(), probabilities.tolist())
+            for ids, probabilities in (
+                (layer.residual_tokens, layer.residual_probabilities),
+                (layer.ff_tokens, layer.ff_probabilities),
+                (layer.output_tokens, layer.output_probabilities),
             )
-            row.append(
+        ]
+        cells.append(
+            [
                 LensCell(
-                    [k for k in keys if k[1] > 0],  # an inactive key adds nothing
-                    tokens_with(layer.residual_tokens[p], layer.residual_probabilities[p]),
-                    tokens_with(layer.ff_tokens[p], layer.ff_probabilities[p]),
-                    tokens_with(layer.output_tokens[p], layer.output_probabilities[p]),
+                    [
+                        (k, s, shown[v]) for k, s, v in zip(keys[p], scores[p], values[p]) if s > 0
+                    ],  # inactive: adds nothing
+                    *(tokens_with(ids[p], probabilities[p]) for ids, probabilities in streams),
                 )
-            )
-        cells.append(row)
+                for p in range(len(lens.tokens))
+            ]
+        )
     return LensTable(lens.tokens, [layer.layer for layer in lens.layers], cells)
 
 

@@ -15,6 +15,7 @@ from app.figures.ff_views import (
     NEXT_TOKENS,
     TRIGGER_LINES,
     KeyOrder,
+    lens_row_html,
     token_html,
     trigger_lines,
 )
@@ -155,6 +156,7 @@ def ff_run(
         text=text,
         origin=origin,
         token_html=token_html,
+        lens_row_html=lens_row_html,
         continues_text=model.can(Capability.GENERATES_TEXT),
     )
 

@@ -110,7 +110,7 @@ def ff_aggregation(
     layers = []
     for layer in memories.layers:
         m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
-        residual_top, ff_top, output_top = (logits.argmax(dim=-1) for logits in _lens_logits(memories, r, y, o))
+        residual_top, ff_top, output_top = memories.lens_logits(r, y, o).argmax(dim=-1)  # 3 x [n]
         value_top = tops[layer]  # [d_ff]
         considered = _considered_memories(m, memories.values[layer].norm(dim=-1), top_memories)  # [n, d_ff]
         layers.append(
@@ -198,8 +198,8 @@ def logit_lens(
         m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
         key_scores, key_indices = (m * memories.values[layer].norm(dim=-1)).topk(top_keys, dim=-1)  # [t, top_keys]
         value_top = value_top_tokens(memories, layer)  # [d_ff]
-        streams = _lens_logits(memories, r, y, o)
-        (rp, rt), (fp, ft), (op, ot) = (_top_probabilities(logits, top_tokens) for logits in streams)
+        probabilities, ids = _top_probabilities(memories.lens_logits(r, y, o).flatten(0, 1), top_tokens)  # [3t, k]
+        (rp, fp, op), (rt, ft, ot) = probabilities.chunk(3), ids.chunk(3)
         read.append(LensLayer(layer, key_indices, key_scores, value_top[key_indices], rt, rp, ft, fp, ot, op))
     return LogitLens([trace.tokens[memories.axis][example][p] for p in positions.tolist()], read)
 
@@ -214,16 +214,12 @@ def value_top_tokens(memories: FFMemories, layer: str) -> torch.Tensor:  # [d_ff
 
 
 def _top_probabilities(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:  # [n, vocab] -> 2 x [n, k]
-    """(probabilities, ids) of the k most probable tokens, without the whole softmax: exp(logit - logsumexp)."""
-    top, ids = logits.topk(k, dim=-1)
-    return (top - logits.logsumexp(dim=-1, keepdim=True)).exp(), ids
-
-
-def _lens_logits(
-    memories: FFMemories, r: torch.Tensor, y: torch.Tensor, o: torch.Tensor
-) -> tuple[torch.Tensor, ...]:  # 3 x [n, vocab]
-    """Logits of the residual, the FF output and the layer output (module doc)."""
-    return memories.stream_logits(r), y @ memories.output_embedding.T, memories.stream_logits(o)
+    """(probabilities, ids) of the k most probable tokens, without the whole softmax: exp(logit - logsumexp), the
+    logsumexp shifted by the top logit topk has found (no second pass for the maximum). Overwrites `logits`."""
+    top, ids = logits.topk(k, dim=-1)  # [n, k], best first
+    highest = top[:, :1]  # [n, 1]
+    log_total = logits.sub_(highest).exp_().sum(dim=-1, keepdim=True).log_()  # [n, 1]: logsumexp - highest
+    return (top - highest - log_total).exp(), ids
 
 
 def _real_positions(trace: Trace, axis: str) -> tuple[torch.Tensor, torch.Tensor]:  # ([n], [n]) long

@@ -54,3 +54,12 @@ class FFMemories:
         """Logits of a residual-stream state, read as the model reads its last layer."""
         logits = self.readout(h) @ self.output_embedding.T
         return logits if self.output_bias is None else logits + self.output_bias
+
+    def lens_logits(self, r: torch.Tensor, y: torch.Tensor, o: torch.Tensor) -> torch.Tensor:  # 3 x [n, d]
+        """[3, n, vocab]: the logit lens of one layer, in one product with the output embedding (a third less time
+        than three on 2 cores): the residual r entering the FF layer and the layer's output o read as stream states
+        (`stream_logits`), the FF output y alone as it is (y · E^T, no readout, no bias)."""
+        logits = torch.stack([self.readout(r), y, self.readout(o)]) @ self.output_embedding.T
+        if self.output_bias is not None:
+            logits[0::2] += self.output_bias  # the two stream states
+        return logits

@@ -249,8 +249,11 @@ def test_ff_memories_read_the_down_projection_and_the_lens_of_the_last_layer_is_
     last = memories.layers[-1]
     residual = trace.captures[memories.residual_hook(last)].calls[0].tensor
     ff_out = trace.captures[f"{last}.out"].calls[0].tensor
-    lens = memories.stream_logits(memories.layer_output(last, residual, ff_out))  # [1, t, vocab]
-    torch.testing.assert_close(lens, trace.logits, atol=1e-4, rtol=0)
+    output = memories.layer_output(last, residual, ff_out)  # [1, t, d]
+    lens = memories.lens_logits(residual[0], ff_out[0], output[0])  # [3, t, vocab]
+    torch.testing.assert_close(lens[2], trace.logits[0], atol=1e-4, rtol=0)
+    torch.testing.assert_close(lens[0], memories.stream_logits(residual[0]), atol=1e-4, rtol=0)
+    torch.testing.assert_close(lens[1], ff_out[0] @ memories.output_embedding.T, atol=1e-4, rtol=0)  # no bias
     if arch == "marian":  # the final logits bias is part of the reading: without it the lens is off
         bias = loaded.model.hf.final_logits_bias.reshape(-1)
         assert bias.abs().max() > 0.5
