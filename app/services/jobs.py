@@ -2,21 +2,19 @@
 model: its memory and the memory-content analyses), lesion sweeps, and
 mining FF-key trigger examples over an uploaded or a server's corpus.
 
-One worker thread runs jobs in order; each batch takes the gateway's
-inference lock, so interactive requests still get their turn between
-batches. Progress and results go to the JobStore. Jobs still queued when
-the server stops run when it starts again; a job interrupted by a clean
-stop goes back to the queue between two batches.
+A web process queues them in the shared store (app/services/store.py); job
+workers (app/services/worker.py) claim and run them: a thread of this
+process when it runs jobs itself (a single server, the default), else
+`memlens worker` processes. Each batch takes the gateway's inference lock,
+so interactive requests on the same process still get their turn between
+batches; progress and results go to the store.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from app.schemas.validation import InputError, shown
 from app.services.demo import demo_sentences
@@ -24,63 +22,45 @@ from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
 from app.services.store import Job, JobStore
 from app.services.uploads import Corpus
-from inference.analyses.attention import attention_stacks
-from inference.analyses.blocks import attention_blocks, merge_blocks
-from inference.analyses.quality import corpus_quality
+from app.services.worker import JobWorker, Progress, Work
+from inference.analyses.ff_values import ff_memories
 from inference.core.capabilities import Capability
 from inference.core.family import capabilities_of, family_of
-from inference.core.hook_names import EVERY_PATTERN
-from inference.core.interventions import NO_INTERVENTIONS
 from inference.core.loaded_model import LoadedModel
 from inference.corpora.multi30k import DataError, read_multi30k
-from inference.runs.lesion import lesion_sizes, quality_at_memory_size
-from inference.runs.memory_corpus import generate_memory_corpus, summarise_memory_corpus
-from inference.runs.trigger_mining import compact_triggers, mine_triggers
+from inference.corpus_jobs.job import CorpusJob, run_in_process
+from inference.corpus_jobs.states import memory_job, mining_job, sweep_job, translation_job
+from inference.runs.lesion import lesion_sizes
+from inference.runs.trigger_mining import compact_triggers
 
-LOG = logging.getLogger(__name__)
-TRACE_BATCH = 16
-MEMORY_CHUNK = 64  # sentences a working-memory corpus job generates per hold of the model
 MULTI30K_TEST = "multi30k_test_2016"  # reference set read from the data directory
 MINED_TOP_K = 10  # trigger examples a mining job keeps per key (the stored studies keep 50)
 
 
-def length_batches(lengths: list[int], size: int, mixed: bool) -> list[list[int]]:
-    """Indices of sources to trace together, at most `size` a batch, in order of length (little padding);
-    with `mixed` False, every batch holds sources of one length (a family that traces one length at a time)."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    one_length = [[i for i in order if lengths[i] == n] for n in dict.fromkeys(lengths[i] for i in order)]
-    runs = [order] if mixed else one_length
-    return [run[start : start + size] for run in runs for start in range(0, len(run), size)]
-
-
-class JobInterrupted(Exception):
-    """The server is stopping: the job goes back to the queue."""
-
-
 class JobRunner:
-    def __init__(self, store: JobStore, gateway: ModelGateway, data_dir: Path):
+    def __init__(self, store: JobStore, gateway: ModelGateway, data_dir: Path, run_jobs: bool = True):
+        """Queues jobs in `store`; with `run_jobs`, a worker thread of this process runs them (else
+        `memlens worker` processes do)."""
         self.store = store
         self.gateway = gateway
         self.data_dir = data_dir
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-job")
-        self._stopping = threading.Event()
-        for job in store.queued():
-            self._pool.submit(self._run, job.id, self._work[job.kind])
+        self.worker = JobWorker(store, self.work) if run_jobs else None
+        if self.worker is not None:
+            self.worker.start()
 
-    @property
-    def _work(self) -> dict:
-        return {"corpus": self._corpus, "sweep": self._sweep, "mining": self._mining}
+    def work(self, kind: str) -> Work:
+        """What runs a job of `kind`."""
+        return {"corpus": self._corpus, "sweep": self._sweep, "mining": self._mining}[kind]
 
     def shutdown(self) -> None:
-        """Stop after the current batch; the interrupted job goes back to the queue."""
-        self._stopping.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop this process's worker after the current batch; the interrupted job goes back to the queue."""
+        if self.worker is not None:
+            self.worker.stop()
 
-    def _progress(self, job_id: str, done: int) -> None:
-        """Record progress; between two batches is where a stopping server leaves a job."""
-        self.store.update(job_id, done=done)
-        if self._stopping.is_set():
-            raise JobInterrupted()
+    def _queued(self, job: Job) -> Job:
+        if self.worker is not None:
+            self.worker.wake()
+        return job
 
     def submit_corpus(self, model: PageModel, corpus: Corpus) -> Job:
         """Translate (or, for a working-memory model, read the memory of) every line of `corpus` in the background."""
@@ -96,9 +76,7 @@ class JobRunner:
             "sources": corpus.sources,
             "references": corpus.references,
         }
-        job = self.store.create("corpus", params, total=len(corpus.sources))
-        self._pool.submit(self._run, job.id, self._work["corpus"])
-        return job
+        return self._queued(self.store.create("corpus", params, total=len(corpus.sources)))
 
     def submit_sweep(self, model: PageModel, reference: str) -> Job:
         """BLEU against inference memory size on a reference set: "demo",
@@ -114,9 +92,7 @@ class JobRunner:
         cached = self.store.find_done("sweep", params)
         if cached:
             return cached
-        job = self.store.create("sweep", params, total=len(params["sizes"]))
-        self._pool.submit(self._run, job.id, self._work["sweep"])
-        return job
+        return self._queued(self.store.create("sweep", params, total=len(params["sizes"])))
 
     def submit_mining(self, model: PageModel, label: str, sources: list[str], references: list[str] | None) -> Job:
         """Mine the trigger examples of every FF key of `model` over a corpus in the background: a text generator
@@ -140,9 +116,7 @@ class JobRunner:
             "references": references if translates else None,
             "top_k": MINED_TOP_K,
         }
-        job = self.store.create("mining", params, total=len(texts))
-        self._pool.submit(self._run, job.id, self._work["mining"])
-        return job
+        return self._queued(self.store.create("mining", params, total=len(texts)))
 
     def reference_set(self, reference: str) -> tuple[list[str], list[str]]:
         if reference == "demo":
@@ -164,100 +138,40 @@ class JobRunner:
             raise InputError(f"corpus {reference} has no references: upload a .tsv (source<TAB>reference)")
         return job.params["sources"], job.params["references"]
 
-    def _run(self, job_id: str, work) -> None:
-        if self._stopping.is_set():
-            return  # still queued: it runs when the server starts again
-        job = self.store.get(job_id)
-        if job is None:  # removed from the store while it waited
-            return
-        self.store.update(job_id, status="running")
-        try:
-            result = work(job)
-        except JobInterrupted:
-            self.store.update(job_id, status="queued", done=0)
-            return
-        except InputError as error:
-            self.store.update(job_id, status="failed", error=str(error))
-            return
-        except Exception as error:  # reported on the job's page without the server's details, which go to its log
-            LOG.exception("job %s failed", job_id)
-            self.store.update(
-                job_id,
-                status="failed",
-                error=f"the job failed on the server ({type(error).__name__}); its log has the details",
-            )
-            return
-        self.store.update(job_id, status="done", done=job.total, result=result)
+    def _run(self, corpus_job: CorpusJob, loaded: LoadedModel, job: Job, progress: Progress) -> Any:
+        """The corpus job's result, its batches run here in order, each in the model's turn (interactive requests
+        get the model between batches); progress in the job's own units."""
+        batches = len(corpus_job.batches)
+        return run_in_process(
+            corpus_job, loaded, lambda n: progress(job.total * n // batches), hold=self.gateway.exclusive
+        )
 
-    def _corpus(self, job: Job) -> dict:
+    def _corpus(self, job: Job, progress: Progress) -> dict:
+        """Translations, BLEU and attention blocks of an uploaded corpus; for a working-memory model its memory,
+        the memory-content analyses and BLEU under the memory lesions."""
         model, sources, references = job.params["model"], job.params["sources"], job.params["references"]
         loaded = self.gateway.model(model)
         if Capability.WORKING_MEMORY in capabilities_of(loaded.config):
-            return self._memory_corpus(job, loaded, sources, references)
-        lengths = [len(loaded.tokenizer.encode(source)) for source in sources]
+            result = self._run(memory_job(sources, references or None), loaded, job, progress)
+            return {"memory_decisions": True, **result}
         mixed = family_of(loaded.config.family).traces_mixed_lengths
-        patterns = [EVERY_PATTERN] if attention_stacks(loaded.model) else []  # a state model has no attention
-        translations: list[str] = [""] * len(sources)
-        blocks, done = [], 0
-        for batch in length_batches(lengths, TRACE_BATCH, mixed):
-            trace = self.gateway.trace_many(loaded, [sources[i] for i in batch], patterns, NO_INTERVENTIONS)
-            for i, output in zip(batch, trace.outputs):
-                translations[i] = output
-            blocks.append(attention_blocks(trace))
-            done += len(batch)
-            self._progress(job.id, done)
-        quality = asdict(corpus_quality(translations, references)) if references else None
-        return {"translations": translations, "quality": quality, "blocks": [asdict(b) for b in merge_blocks(blocks)]}
+        corpus_job = translation_job(loaded, sources, references, mixed, self.gateway.limits.max_new_tokens)
+        return self._run(corpus_job, loaded, job, progress)
 
-    def _memory_corpus(self, job: Job, loaded: LoadedModel, sources: list[str], references: list[str] | None) -> dict:
-        """Memory and translations chunk by chunk (interactive requests get the
-        model in between), then the memory-content analyses and BLEU lesions."""
-        runs = []
-        for start in range(0, len(sources), MEMORY_CHUNK):
-            with self.gateway.turn():
-                runs.append(
-                    generate_memory_corpus(loaded, sources[start : start + MEMORY_CHUNK], with_lesions=bool(references))
-                )
-            self._progress(job.id, min(start + MEMORY_CHUNK, len(sources)))
-        return {"memory_decisions": True, **summarise_memory_corpus(runs, references or None)}
-
-    def _mining(self, job: Job) -> dict:
-        """The running top-k of every key, batch by batch (interactive requests get the model in between), then the
-        compact record the FF page reads (inference.runs.trigger_mining)."""
+    def _mining(self, job: Job, progress: Progress) -> dict:
+        """The top-k trigger examples of every key (inference.corpus_jobs.states.mining_job), then the compact
+        record the FF page reads (inference.runs.trigger_mining)."""
         loaded = self.gateway.model(job.params["model"])
         sources, references = job.params["sources"], job.params["references"]
         texts, pair_sources = (sources, None) if references is None else (references, sources)
-        state = None
-        for end in range(TRACE_BATCH, len(texts) + TRACE_BATCH, TRACE_BATCH):
-            batch = partial(
-                mine_triggers,
-                loaded,
-                texts[:end],
-                None if pair_sources is None else pair_sources[:end],
-                state,
-                batch_size=TRACE_BATCH,
-                top_k=job.params["top_k"],
-            )
-            state = self.gateway.exclusive(batch)
-            self._progress(job.id, min(end, len(texts)))
-        assert state is not None  # a corpus holds at least one line
+        layers = ff_memories(loaded.model).layers
+        state = self._run(mining_job(texts, pair_sources, job.params["top_k"], layers), loaded, job, progress)
         record = self.gateway.exclusive(partial(compact_triggers, state, loaded, texts))
         return {"triggers": record, "sentences": len(texts), "layers": list(state.coefficients)}
 
-    def _sweep(self, job: Job) -> dict:
+    def _sweep(self, job: Job, progress: Progress) -> dict:
+        """BLEU and chrF at every memory size of the sweep (inference.corpus_jobs.states.sweep_job)."""
         loaded = self.gateway.model(job.params["model"])
         sources, references = self.reference_set(job.params["reference"])
-        bleu, chrf = [], []
-        for size in job.params["sizes"]:
-            with self.gateway.turn():
-                quality = quality_at_memory_size(loaded.model, loaded.tokenizer, sources, references, size)
-            bleu.append(quality.bleu)
-            chrf.append(quality.chrf)
-            self._progress(job.id, len(bleu))
-        return {
-            "memory_size": job.params["sizes"],
-            "bleu": bleu,
-            "chrf": chrf,
-            "trained": loaded.config.memory_size,
-            "sentences": len(sources),
-        }
+        result = self._run(sweep_job(loaded, sources, references, job.params["sizes"]), loaded, job, progress)
+        return {**result, "trained": loaded.config.memory_size, "sentences": len(sources)}

@@ -81,8 +81,11 @@ class MiningState:
         )
 
 
-def add_batch(state: MiningState, keys: dict[str, torch.Tensor], lengths: Sequence[int]) -> MiningState:
-    """The state after the next len(lengths) corpus sentences.
+def add_batch(
+    state: MiningState, keys: dict[str, torch.Tensor], lengths: Sequence[int], first: int | None = None
+) -> MiningState:
+    """The state after the next len(lengths) corpus sentences: sentences first, first + 1, ... of the corpus
+    (first: state.sentences_consumed, by default; a shard of a corpus mined on several workers starts elsewhere).
 
     keys: layer -> [b, t, d_ff] coefficients of the batch; lengths: the real
     positions of each sentence (the rest is padding). Each sentence offers
@@ -94,7 +97,8 @@ def add_batch(state: MiningState, keys: dict[str, torch.Tensor], lengths: Sequen
     """
     b = len(lengths)
     real = torch.arange(next(iter(keys.values())).shape[1])[None, :] < torch.tensor(lengths)[:, None]  # [b, t]
-    batch_sentences = torch.arange(state.sentences_consumed, state.sentences_consumed + b)  # [b]
+    first = state.sentences_consumed if first is None else first
+    batch_sentences = torch.arange(first, first + b)  # [b]
     coefficients, sentences, positions = {}, {}, {}
     for layer, batch_keys in keys.items():
         masked = batch_keys.float().masked_fill(~real[:, :, None], float("-inf"))  # [b, t, d_ff]
@@ -110,6 +114,25 @@ def add_batch(state: MiningState, keys: dict[str, torch.Tensor], lengths: Sequen
         sentences[layer] = candidate_sentences.gather(1, order)
         positions[layer] = candidate_positions.gather(1, order)
     return MiningState(state.top_k, state.sentences_consumed + b, coefficients, sentences, positions)
+
+
+def merge_states(earlier: MiningState, later: MiningState) -> MiningState:
+    """The top-k of two states of disjoint sentences (say, two shards of a corpus), exactly as one state that had
+    read both: candidates in a total order, coefficient descending, then sentence ascending (the order add_batch
+    keeps: a tie goes to the earlier sentence; a key keeps one prefix per sentence, so no tie is left)."""
+    coefficients, sentences, positions = {}, {}, {}
+    for layer in earlier.coefficients:
+        candidate_coefficients = torch.cat([earlier.coefficients[layer], later.coefficients[layer]], dim=1)
+        candidate_sentences = torch.cat([earlier.sentences[layer], later.sentences[layer]], dim=1)  # [d_ff, 2 top_k]
+        candidate_positions = torch.cat([earlier.positions[layer], later.positions[layer]], dim=1)
+        by_sentence = candidate_sentences.sort(dim=1, stable=True).indices
+        by_coefficient = candidate_coefficients.gather(1, by_sentence).sort(dim=1, descending=True, stable=True).indices
+        order = by_sentence.gather(1, by_coefficient)[:, : earlier.top_k]  # [d_ff, top_k]
+        coefficients[layer] = candidate_coefficients.gather(1, order)
+        sentences[layer] = candidate_sentences.gather(1, order)
+        positions[layer] = candidate_positions.gather(1, order)
+    consumed = earlier.sentences_consumed + later.sentences_consumed
+    return MiningState(earlier.top_k, consumed, coefficients, sentences, positions)
 
 
 @dataclass

@@ -329,6 +329,11 @@ class CheckpointRegistry:
     def scanning(self) -> bool:
         return not self._scanned.is_set()
 
+    def wait_for_scan(self) -> None:
+        """Return once a scan in the background has ended, failed or not (a process that exits while the scan
+        imports a library may abort)."""
+        self._scanned.wait()
+
     def _scan_on_thread(self) -> None:
         try:
             self.scan()

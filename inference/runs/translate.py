@@ -29,25 +29,50 @@ def translate_all(
     on_batch: Callable[[int], None] | None = None,
 ) -> list[str]:
     """Translations of `sources`; `on_batch(n)` after each batch of n."""
-    family = family_of(config_of(model).family)
     translations = [""] * len(sources)
-    for i, (rows, src_ids) in enumerate(length_sorted_batches(model, tokenizer, sources, batch_size)):
-        outputs = family.translate(model, src_ids, interventions, MAX_NEW_TOKENS, SEED + i)
-        for row, tokens in zip(rows, outputs):
-            translations[row] = tokenizer.decode(tokens)
+    for number, rows in enumerate(batch_plan(tokenizer, sources, batch_size)):
+        for row, translation in translate_rows(model, tokenizer, sources, rows, number, interventions).items():
+            translations[row] = translation
         if on_batch:
             on_batch(len(rows))
     return translations
 
 
+def batch_plan(tokenizer: TextTokenizer, sources: Sequence[str], batch_size: int = BATCH_SIZE) -> list[list[int]]:
+    """The rows of `sources` each batch translates, in order: similar lengths per batch (less padding). A corpus
+    split across workers keeps this plan, so that every sentence is translated in the batch, and with the seed,
+    it would be in one process."""
+    lengths = [len(ids) for ids in tokenizer.encode_sources(list(sources))]
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def translate_rows(
+    model: nn.Module,
+    tokenizer: TextTokenizer,
+    sources: Sequence[str],
+    rows: list[int],
+    number: int,
+    interventions: Interventions | None = None,
+) -> dict[int, str]:
+    """row -> translation of one batch of the plan, batch `number` (a family that samples uses seed SEED + number)."""
+    family = family_of(config_of(model).family)
+    outputs = family.translate(
+        model, padded_rows(model, tokenizer, sources, rows), interventions, MAX_NEW_TOKENS, SEED + number
+    )
+    return {row: tokenizer.decode(tokens) for row, tokens in zip(rows, outputs)}
+
+
+def padded_rows(model: nn.Module, tokenizer: TextTokenizer, sources: Sequence[str], rows: list[int]) -> torch.Tensor:
+    """Padded source ids [b, n] of `rows`, on the model's device; the model in eval mode."""
+    model.eval()
+    device = next(model.parameters()).device
+    return pad_batch(tokenizer.encode_sources([sources[i] for i in rows]), tokenizer.pad_id, device)
+
+
 def length_sorted_batches(
     model: nn.Module, tokenizer: TextTokenizer, sources: Sequence[str], batch_size: int
 ) -> Iterator[tuple[list[int], torch.Tensor]]:
-    """(row indices, padded source ids [b, n]) with similar lengths per batch: less padding."""
-    model.eval()
-    device = next(model.parameters()).device
-    ids = tokenizer.encode_sources(list(sources))
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        yield rows, pad_batch([ids[i] for i in rows], tokenizer.pad_id, device)
+    """(row indices, padded source ids [b, n]) of each batch of the plan."""
+    for rows in batch_plan(tokenizer, sources, batch_size):
+        yield rows, padded_rows(model, tokenizer, sources, rows)

@@ -54,14 +54,8 @@ def mine_triggers(
     if state.sentences_consumed > len(texts):
         raise ValueError(f"the state has consumed {state.sentences_consumed} sentences; the corpus has {len(texts)}")
     for start in range(state.sentences_consumed, len(texts), batch_size):
-        batch = slice(start, start + batch_size)
-        lengths = [len(prefix_stream(loaded, text)) - 1 for text in texts[batch]]
         # No name holds the batch's keys: they are freed before the next batch runs.
-        state = add_batch(
-            state,
-            _batch_keys(loaded, list(texts[batch]), None if sources is None else list(sources[batch]), layers),
-            lengths,
-        )
+        state = add_batch(state, *mined_batch(loaded, texts, sources, layers, slice(start, start + batch_size)))
         if on_batch is not None:
             on_batch(state)
     return state
@@ -72,14 +66,18 @@ def _key_count(model: nn.Module, layer: str) -> int:
     return hook_points(model)[ff_keys(layer)].sizes["ff_key"]
 
 
-def _batch_keys(
-    loaded: LoadedModel, texts: list[str], sources: list[str] | None, layers: list[str]
-) -> dict[str, torch.Tensor]:
-    """layer -> key coefficients [b, t, d_ff] of one batch. Only these leave:
-    the trace's logits ([b, t, vocab], the largest tensor of a batch) are
-    freed at once, not kept alive while the next batch runs."""
-    trace = trace_texts(loaded, texts, sources, [ff_keys(layer) for layer in layers])
-    return {layer: trace.tensor(ff_keys(layer)) for layer in layers}
+def mined_batch(
+    loaded: LoadedModel, texts: Sequence[str], sources: Sequence[str] | None, layers: list[str], batch: slice
+) -> tuple[dict[str, torch.Tensor], list[int]]:
+    """(layer -> key coefficients [b, t, d_ff], the real positions of each text) of the texts in `batch`. Only
+    these leave: the trace's logits ([b, t, vocab], the largest tensor of a batch) are freed at once, not kept
+    alive while the next batch runs."""
+    texts_in = list(texts[batch])
+    trace = trace_texts(
+        loaded, texts_in, None if sources is None else list(sources[batch]), [ff_keys(layer) for layer in layers]
+    )
+    lengths = [len(prefix_stream(loaded, text)) - 1 for text in texts_in]
+    return {layer: trace.tensor(ff_keys(layer)) for layer in layers}, lengths
 
 
 def trace_texts(loaded: LoadedModel, texts: list[str], sources: list[str] | None, names: list[str]) -> Trace:

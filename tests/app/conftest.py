@@ -21,7 +21,23 @@ from tests.conftest import (
     make_tiny_language_model,
     make_tiny_working_memory,
 )
+from tests.postgres import fresh_database, postgres_server
 from training.studies.ff_keys import StudyCorpus, run_study
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server for the test run (tests/postgres.py): its connection string."""
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path) -> str:
+    """A new, empty job store of each kind: an SQLite file, a database on the test run's PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'jobs.sqlite3'}"
+    return fresh_database(request.getfixturevalue("postgres"))
 
 
 @pytest.fixture(scope="session")

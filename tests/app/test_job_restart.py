@@ -1,5 +1,5 @@
-"""Jobs across a restart: queued jobs run when the server starts again; a
-job that was running when the server died is failed with that reason."""
+"""Jobs across a restart: queued jobs run when the server starts again; a job whose server died while running it
+goes back to the queue when its lease runs out and is run again."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from app.services.gateway import ModelGateway, RunLimits
 from app.services.gating import page_model
 from app.services.jobs import JobRunner
 from app.services.pages import SWEEP
-from app.services.store import DIED_DURING_JOB, JobStore
+from app.services.store import JobStore
 from inference.core.checkpoint import CheckpointRegistry
 
 MODEL = "tiny_memtransformer"
@@ -25,20 +25,23 @@ def wait_until_finished(store: JobStore, job_id: str, seconds: float = 120):
     raise AssertionError(f"job {job_id} did not finish: {store.get(job_id)}")
 
 
-def test_queued_jobs_run_after_a_restart_and_a_running_one_is_failed(checkpoint_dir, tmp_path):
+def test_queued_jobs_run_after_a_restart_and_a_job_whose_server_died_runs_again(checkpoint_dir, tmp_path):
     database = tmp_path / "jobs.sqlite3"
-    before = JobStore(database)  # the server before it died: one job queued, one running
+    before = JobStore(database, lease_seconds=0.5)  # the server before it died: one job queued, one running
     queued = before.create("sweep", {"model": MODEL, "reference": "demo", "sizes": [0, 3]}, total=2)
     running = before.create("sweep", {"model": MODEL, "reference": "demo", "sizes": [3]}, total=1)
-    before.update(running.id, status="running")
+    assert before.claim("died").id == queued.id and before.claim("died").id == running.id
+    before.release(queued.id, "died")  # it stopped cleanly during the first; the second's lease runs out
 
-    store = JobStore(database)  # the server starts again
+    store = JobStore(database, lease_seconds=0.5)  # the server starts again
     gateway = ModelGateway(CheckpointRegistry(checkpoint_dir, "cpu"), RunLimits(300, 40, 12))
     jobs = JobRunner(store, gateway, tmp_path / "no-data")
     try:
-        assert store.get(running.id).status == "failed" and store.get(running.id).error == DIED_DURING_JOB
         done = wait_until_finished(store, queued.id)
         assert done.status == "done" and done.result["memory_size"] == [0, 3] and len(done.result["bleu"]) == 2
+        rerun = wait_until_finished(store, running.id)
+        assert (rerun.status, rerun.attempts, rerun.worker) == ("done", 2, jobs.worker.name)
+        assert rerun.result["bleu"][0] == done.result["bleu"][1]  # size 3 on the demo set, by either job
     finally:
         jobs.shutdown()
 
@@ -56,5 +59,6 @@ def test_a_clean_stop_puts_the_running_job_back_in_the_queue(checkpoint_dir, tmp
     deadline = time.monotonic() + 60
     while store.get(job.id).status == "running" and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert store.get(job.id).status == "queued" and store.get(job.id).done == 0
+    stopped = store.get(job.id)
+    assert (stopped.status, stopped.done, stopped.attempts) == ("queued", 0, 0)
     assert [j.id for j in store.queued()] == [job.id]

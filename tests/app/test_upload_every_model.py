@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from app.services.jobs import length_batches
+from inference.corpus_jobs.states import length_batches
 from tests.app.test_jobs import upload, wait_for
 
 CORPORA = {  # three sentences of different lengths in each source language a shipped model reads

@@ -1,0 +1,219 @@
+"""The corpus jobs as partial states (inference.corpus_jobs.job): a lesion sweep, an uploaded corpus translated
+(BLEU, chrF, attention blocks), a working-memory corpus's memory and its memory-content analyses, and FF-key
+trigger mining. Each job is built by a function here from the corpus alone; its batches are the ones a single
+process runs, so that sharding changes no number:
+
+- translations are kept per corpus row and scored once, at the end, in row order;
+- attention blocks are kept per batch (integer row counts and per-batch sums) and merged in batch order;
+- memory runs are kept per chunk and summarised in chunk order;
+- trigger examples are a top-k merged in a total order (ff_mining.merge_states)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from functools import partial
+
+import torch
+
+from inference.analyses.attention import attention_stacks
+from inference.analyses.blocks import HeadBlocks, attention_blocks, merge_blocks
+from inference.analyses.ff_mining import MiningState, add_batch, merge_states
+from inference.analyses.quality import corpus_quality
+from inference.core.controls import LesionControls, lesion_interventions
+from inference.core.hook_names import EVERY_PATTERN
+from inference.core.interventions import NO_INTERVENTIONS
+from inference.core.loaded_model import LoadedModel
+from inference.core.tracing import run_with_trace
+from inference.corpus_jobs.job import CorpusJob
+from inference.runs.memory_corpus import MemoryCorpusRun, generate_memory_corpus, summarise_memory_corpus
+from inference.runs.translate import BATCH_SIZE, batch_plan, translate_rows
+from inference.runs.trigger_mining import mined_batch
+
+TRACE_BATCH = 16  # sentences an uploaded corpus traces, and trigger mining reads, per batch
+MEMORY_CHUNK = 64  # sentences of a working-memory corpus per batch
+
+
+# ---------------------------------------------------------------- lesion sweep: quality at every memory size
+
+
+@dataclass
+class SweepState:
+    sizes: list[int]
+    references: list[str]
+    translations: dict[int, dict[int, str]] = field(default_factory=dict)  # memory size -> row -> translation
+
+    def update(self, observed: tuple[int, dict[int, str]]) -> None:
+        size, rows = observed
+        self.translations.setdefault(size, {}).update(rows)
+
+    def merge(self, other: SweepState) -> SweepState:
+        for size, rows in other.translations.items():
+            self.translations.setdefault(size, {}).update(rows)
+        return self
+
+    def finalize(self) -> dict:
+        """{"memory_size", "bleu", "chrf", "length_ratio"}: one entry per size, in the sweep's order."""
+        qualities = [
+            corpus_quality([self.translations[size][row] for row in range(len(self.references))], self.references)
+            for size in self.sizes
+        ]
+        return {
+            "memory_size": self.sizes,
+            "bleu": [quality.bleu for quality in qualities],
+            "chrf": [quality.chrf for quality in qualities],
+            "length_ratio": [quality.length_ratio for quality in qualities],
+        }
+
+
+def sweep_job(
+    loaded: LoadedModel, sources: list[str], references: list[str], sizes: list[int], batch_size: int = BATCH_SIZE
+) -> CorpusJob:
+    """Translation quality of `sources` at each inference memory size, every size's batches those of
+    inference.runs.translate (as inference.runs.lesion.quality_at_memory_size runs them)."""
+    plan = batch_plan(loaded.tokenizer, sources, batch_size)
+    batches = [(size, number, rows) for size in sizes for number, rows in enumerate(plan)]
+    return CorpusJob(batches, partial(_translate_at_size, sources), partial(SweepState, sizes, references))
+
+
+def _translate_at_size(sources: list[str], loaded: LoadedModel, _: int, batch: tuple) -> tuple[int, dict[int, str]]:
+    size, number, rows = batch
+    lesion = lesion_interventions(LesionControls(memory_size=size))
+    return size, translate_rows(loaded.model, loaded.tokenizer, sources, rows, number, lesion)
+
+
+# ---------------------------------------------------------------- an uploaded corpus: translations and attention
+
+
+def length_batches(lengths: list[int], size: int, mixed: bool) -> list[list[int]]:
+    """Indices of sources to trace together, at most `size` a batch, in order of length (little padding);
+    with `mixed` False, every batch holds sources of one length (a family that traces one length at a time)."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    one_length = [[i for i in order if lengths[i] == n] for n in dict.fromkeys(lengths[i] for i in order)]
+    runs = [order] if mixed else one_length
+    return [run[start : start + size] for run in runs for start in range(0, len(run), size)]
+
+
+@dataclass
+class TranslationState:
+    rows: int
+    references: list[str] | None
+    translations: dict[int, str] = field(default_factory=dict)  # row -> translation
+    blocks: dict[int, list[HeadBlocks]] = field(default_factory=dict)  # batch number -> its attention blocks
+
+    def update(self, observed: tuple[int, dict[int, str], list[HeadBlocks]]) -> None:
+        number, translations, blocks = observed
+        self.translations.update(translations)
+        self.blocks[number] = blocks
+
+    def merge(self, other: TranslationState) -> TranslationState:
+        self.translations.update(other.translations)
+        self.blocks.update(other.blocks)
+        return self
+
+    def finalize(self) -> dict:
+        """{"translations" (in row order), "quality" (with references), "blocks" (merged in batch order)}."""
+        translations = [self.translations[row] for row in range(self.rows)]
+        quality = asdict(corpus_quality(translations, self.references)) if self.references else None
+        merged = merge_blocks([self.blocks[number] for number in sorted(self.blocks)])
+        return {"translations": translations, "quality": quality, "blocks": [asdict(b) for b in merged]}
+
+
+def translation_job(
+    loaded: LoadedModel, sources: list[str], references: list[str] | None, mixed: bool, max_new_tokens: int
+) -> CorpusJob:
+    """Translations of `sources` and the attention block mass over them (`mixed` False: the family traces one
+    source length at a time), TRACE_BATCH sources a batch."""
+    lengths = [len(loaded.tokenizer.encode(source)) for source in sources]
+    batches = length_batches(lengths, TRACE_BATCH, mixed)
+    observe = partial(_trace_rows, sources, max_new_tokens)
+    return CorpusJob(batches, observe, partial(TranslationState, len(sources), references))
+
+
+def _trace_rows(
+    sources: list[str], max_new_tokens: int, loaded: LoadedModel, number: int, rows: list[int]
+) -> tuple[int, dict[int, str], list[HeadBlocks]]:
+    patterns = [EVERY_PATTERN] if attention_stacks(loaded.model) else []  # a state model has no attention
+    trace = run_with_trace(
+        loaded,
+        [sources[i] for i in rows],
+        names=patterns,
+        interventions=NO_INTERVENTIONS,
+        max_new_tokens=max_new_tokens,
+    )
+    return number, dict(zip(rows, trace.outputs)), attention_blocks(trace)
+
+
+# ---------------------------------------------------------------- a working-memory corpus: memory and its contents
+
+
+@dataclass
+class MemoryState:
+    references: list[str] | None
+    runs: dict[int, MemoryCorpusRun] = field(default_factory=dict)  # chunk number -> its run
+
+    def update(self, observed: tuple[int, MemoryCorpusRun]) -> None:
+        number, run = observed
+        self.runs[number] = run
+
+    def merge(self, other: MemoryState) -> MemoryState:
+        self.runs.update(other.runs)
+        return self
+
+    def finalize(self) -> dict:
+        """summarise_memory_corpus of the chunks' runs in chunk order."""
+        return summarise_memory_corpus([self.runs[number] for number in sorted(self.runs)], self.references)
+
+
+def memory_job(sources: list[str], references: list[str] | None) -> CorpusJob:
+    """A working-memory model's memory and translations of `sources` (with references, under the memory lesions
+    too), MEMORY_CHUNK sources a batch, and the memory-content analyses of them."""
+    batches = [
+        list(range(start, min(start + MEMORY_CHUNK, len(sources)))) for start in range(0, len(sources), MEMORY_CHUNK)
+    ]
+    observe = partial(_remember_rows, sources, references is not None)
+    return CorpusJob(batches, observe, partial(MemoryState, references))
+
+
+def _remember_rows(
+    sources: list[str], with_lesions: bool, loaded: LoadedModel, number: int, rows: list[int]
+) -> tuple[int, MemoryCorpusRun]:
+    return number, generate_memory_corpus(loaded, [sources[i] for i in rows], with_lesions)
+
+
+# ---------------------------------------------------------------- FF-key trigger mining
+
+
+@dataclass
+class MiningPartial:
+    top_k: int
+    state: MiningState | None = None  # made by the first batch, which knows the layers and their keys
+
+    def update(self, observed: tuple[int, dict[str, torch.Tensor], list[int]]) -> None:
+        first, keys, lengths = observed
+        if self.state is None:
+            self.state = MiningState.empty({layer: k.shape[-1] for layer, k in keys.items()}, self.top_k)
+        self.state = add_batch(self.state, keys, lengths, first)
+
+    def merge(self, other: MiningPartial) -> MiningPartial:
+        if self.state is None or other.state is None:
+            return self if other.state is None else other
+        self.state = merge_states(self.state, other.state)
+        return self
+
+    def finalize(self) -> MiningState:
+        if self.state is None:
+            raise ValueError("nothing was mined: the corpus is empty")
+        return self.state
+
+
+def mining_job(texts: list[str], sources: list[str] | None, top_k: int, layers: list[str]) -> CorpusJob:
+    """The running top-k trigger examples of every key of `layers` over `texts` (a translator's decoder
+    teacher-forced on each after its source), TRACE_BATCH texts a batch, as inference.runs.trigger_mining runs."""
+    batches = [range(start, min(start + TRACE_BATCH, len(texts))) for start in range(0, len(texts), TRACE_BATCH)]
+    return CorpusJob(batches, partial(_mine_rows, texts, sources, layers), partial(MiningPartial, top_k))
+
+
+def _mine_rows(
+    texts: list[str], sources: list[str] | None, layers: list[str], loaded: LoadedModel, _: int, rows: range
+) -> tuple[int, dict[str, torch.Tensor], list[int]]:
+    return rows.start, *mined_batch(loaded, texts, sources, layers, slice(rows.start, rows.stop))
