@@ -74,7 +74,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.gateway = build_gateway(settings)
         app.state.warm_up = warm_up_in_background(app, app.state.gateway) if settings.warm_up else None
         app.state.ff_studies = FFStudies()
-        app.state.jobs = JobRunner(job_store(settings), app.state.gateway, settings.data_dir, settings.run_jobs)
+        app.state.jobs = JobRunner(
+            job_store(settings), app.state.gateway, settings.data_dir, settings.run_jobs, settings.ray_workers
+        )
         yield
         app.state.jobs.shutdown()
 

@@ -37,6 +37,13 @@ class Settings(BaseSettings):
     run_jobs: bool = Field(
         True, description="run queued jobs on a thread of this server; false: `memlens worker` processes run them"
     )
+    ray_workers: int = Field(
+        0,
+        ge=0,
+        le=256,
+        description="shard the corpus jobs this process runs over this many Ray actors (the ray extra; Ray joins "
+        "RAY_ADDRESS's cluster, else starts a local one at the first job); 0: run them in this process",
+    )
     job_lease_seconds: float = Field(
         30.0,
         gt=0,

@@ -175,7 +175,13 @@ def worker(args: argparse.Namespace) -> int:
 
     os.environ.update(server_environment(args))
     settings = Settings()
-    runner = JobRunner(job_store(settings), build_gateway(settings), settings.data_dir, run_jobs=False)
+    runner = JobRunner(
+        job_store(settings),
+        build_gateway(settings),
+        settings.data_dir,
+        run_jobs=False,
+        ray_workers=settings.ray_workers,
+    )
     job_worker = JobWorker(runner.store, runner.work)
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: job_worker.stop())

@@ -179,3 +179,15 @@ def segment_checkpoints(tmp_path_factory) -> Path:
 
     assert main(["memory-probe", str(root / "rmt"), "--train", "40", "--validation", "20", "--test", "20"]) == 0
     return root
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A local Ray cluster of 2 CPUs, started once for the test run (it takes seconds and hundreds of MB)."""
+    import ray
+
+    from inference.corpus_jobs.ray_executor import start_ray
+
+    start_ray(num_cpus=2)
+    yield
+    ray.shutdown()

@@ -16,6 +16,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from app.schemas.validation import InputError, shown
 from app.services.demo import demo_sentences
 from app.services.gateway import ModelGateway
@@ -37,13 +39,24 @@ MULTI30K_TEST = "multi30k_test_2016"  # reference set read from the data directo
 MINED_TOP_K = 10  # trigger examples a mining job keeps per key (the stored studies keep 50)
 
 
+def ray_devices(workers: int, device: torch.device) -> list[str]:
+    """A device per Ray worker: the GPUs in turn where the server runs on one, else the CPU."""
+    if device.type != "cuda":
+        return ["cpu"] * workers
+    return [f"cuda:{k % torch.cuda.device_count()}" for k in range(workers)]
+
+
 class JobRunner:
-    def __init__(self, store: JobStore, gateway: ModelGateway, data_dir: Path, run_jobs: bool = True):
+    def __init__(
+        self, store: JobStore, gateway: ModelGateway, data_dir: Path, run_jobs: bool = True, ray_workers: int = 0
+    ):
         """Queues jobs in `store`; with `run_jobs`, a worker thread of this process runs them (else
-        `memlens worker` processes do)."""
+        `memlens worker` processes do). With `ray_workers`, the jobs this process runs are sharded over that many
+        Ray actors (inference.corpus_jobs.ray_executor), Ray started at the first job."""
         self.store = store
         self.gateway = gateway
         self.data_dir = data_dir
+        self.ray_workers = ray_workers
         self.worker = JobWorker(store, self.work) if run_jobs else None
         if self.worker is not None:
             self.worker.start()
@@ -141,10 +154,24 @@ class JobRunner:
     def _run(self, corpus_job: CorpusJob, loaded: LoadedModel, job: Job, progress: Progress) -> Any:
         """The corpus job's result, its batches run here in order, each in the model's turn (interactive requests
         get the model between batches); progress in the job's own units."""
+        if self.ray_workers:
+            return self._run_on_ray(corpus_job, job, progress)
         batches = len(corpus_job.batches)
         return run_in_process(
             corpus_job, loaded, lambda n: progress(job.total * n // batches), hold=self.gateway.exclusive
         )
+
+    def _run_on_ray(self, corpus_job: CorpusJob, job: Job, progress: Progress) -> Any:
+        """The corpus job sharded over Ray actors that load the job's model from its folder, one per worker."""
+        from inference.corpus_jobs.ray_executor import RayExecutor, start_ray
+
+        start_ray()
+        folder = self.gateway.registry.entries[job.params["model"]].path
+        executor = RayExecutor(folder, ray_devices(self.ray_workers, self.gateway.registry.device))
+        try:
+            return executor.run(corpus_job, lambda merged, shards: progress(job.total * merged // shards))
+        finally:
+            executor.close()
 
     def _corpus(self, job: Job, progress: Progress) -> dict:
         """Translations, BLEU and attention blocks of an uploaded corpus; for a working-memory model its memory,

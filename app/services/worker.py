@@ -14,6 +14,8 @@ import threading
 import uuid
 from collections.abc import Callable
 
+from sqlalchemy.exc import OperationalError
+
 from app.schemas.validation import InputError
 from app.services.store import Job, JobLost, JobStore
 
@@ -59,8 +61,12 @@ class JobWorker:
     def run(self) -> None:
         """Claim and run jobs until stopped."""
         while not self.stopping.is_set():
-            self.store.requeue_expired()
-            job = self.store.claim(self.name)
+            try:
+                self.store.requeue_expired()
+                job = self.store.claim(self.name)
+            except OperationalError as error:  # the store is unreachable for now (a database restarting)
+                LOG.warning("the job store is unreachable (%s); trying again in %s s", error, self.poll_seconds)
+                job = None
             if job is None:
                 self._wake.wait(self.poll_seconds)
                 self._wake.clear()
@@ -113,3 +119,5 @@ class JobWorker:
             except JobLost:
                 lost.set()
                 return
+            except OperationalError as error:  # tried again in a third of the lease; the job stops if it runs out
+                LOG.warning("job %s: its lease could not be renewed (%s)", job_id, error)
