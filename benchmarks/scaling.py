@@ -60,7 +60,7 @@ def compare(name: str, folder, job: CorpusJob, texts: int, device: str, workers:
     seconds, whole = timed(lambda: run_in_process(job, loaded))
     print(f"{name:28} {'one process':>12} {seconds:8.1f} s {texts / seconds:9.1f} texts/s {1.0:6.2f}", flush=True)
     for count in workers:
-        executor = RayExecutor(folder, [device] * count)
+        executor = RayExecutor(folder, count, on_gpus=device.startswith("cuda"))
         try:
             executor.run(job)  # the actors load the model and warm up once, as a worker's later jobs find them
             ray_seconds, result = timed(partial(executor.run, job))

@@ -145,7 +145,7 @@ def serve(args: argparse.Namespace) -> int:
 
     os.environ.update(server_environment(args))
     # On SIGTERM, requests still running after SHUTDOWN_SECONDS are cancelled (their clients get no answer)
-    # and a running job goes back to the queue after its current batch.
+    # and a running job goes back to the queue at once.
     options = server_options(args.host, args.port, timeout_graceful_shutdown=SHUTDOWN_SECONDS)
     if args.workers == 1:
         from app.main import create_app

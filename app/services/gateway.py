@@ -175,15 +175,6 @@ class ModelGateway:
         self._recent.put(key, trace)
         return trace
 
-    def trace_many(
-        self, loaded: LoadedModel, texts: list[str], names: list[str] | None, interventions: Interventions
-    ) -> Trace:
-        """A batch of already checked texts, traced; not kept."""
-        with self.turn():
-            return run_with_trace(
-                loaded, texts, names=names, interventions=interventions, max_new_tokens=self.limits.max_new_tokens
-            )
-
     @property
     def recent_bytes(self) -> int:
         """Bytes held by the recent traces."""

@@ -16,8 +16,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from app.schemas.validation import InputError, shown
 from app.services.demo import demo_sentences
 from app.services.gateway import ModelGateway
@@ -37,13 +35,6 @@ from inference.runs.trigger_mining import compact_triggers
 
 MULTI30K_TEST = "multi30k_test_2016"  # reference set read from the data directory
 MINED_TOP_K = 10  # trigger examples a mining job keeps per key (the stored studies keep 50)
-
-
-def ray_devices(workers: int, device: torch.device) -> list[str]:
-    """A device per Ray worker: the GPUs in turn where the server runs on one, else the CPU."""
-    if device.type != "cuda":
-        return ["cpu"] * workers
-    return [f"cuda:{k % torch.cuda.device_count()}" for k in range(workers)]
 
 
 class JobRunner:
@@ -66,9 +57,11 @@ class JobRunner:
         return {"corpus": self._corpus, "sweep": self._sweep, "mining": self._mining}[kind]
 
     def shutdown(self) -> None:
-        """Stop this process's worker after the current batch; the interrupted job goes back to the queue."""
+        """Stop this process's worker; the job it runs goes back to the queue at once (the server is stopping
+        within seconds; the run, on its thread, stops at its next batch and writes nothing)."""
         if self.worker is not None:
             self.worker.stop()
+            self.worker.give_back()
 
     def _queued(self, job: Job) -> Job:
         if self.worker is not None:
@@ -167,9 +160,15 @@ class JobRunner:
 
         start_ray()
         folder = self.gateway.registry.entries[job.params["model"]].path
-        executor = RayExecutor(folder, ray_devices(self.ray_workers, self.gateway.registry.device))
+        executor = RayExecutor(folder, self.ray_workers, on_gpus=self.gateway.registry.device.type == "cuda")
+        done = [0]  # the job's units, as the last merged shard left them
+
+        def merged(shards_merged: int, shards: int) -> None:
+            done[0] = job.total * shards_merged // shards
+            progress(done[0])
+
         try:
-            return executor.run(corpus_job, lambda merged, shards: progress(job.total * merged // shards))
+            return executor.run(corpus_job, merged, tick=lambda: progress(done[0]))  # a tick may stop the job
         finally:
             executor.close()
 

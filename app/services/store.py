@@ -35,6 +35,7 @@ from sqlalchemy import (
     event,
     inspect,
     make_url,
+    or_,
     select,
     text,
     update,
@@ -63,6 +64,7 @@ ADDED_COLUMNS = {  # columns a store written before shared queues lacks, added w
     "lease_until": "FLOAT",
     "attempts": "INTEGER NOT NULL DEFAULT 0",
 }
+SCHEMA_LOCK = 0x6D656D6C656E73  # PostgreSQL advisory lock held while a process creates or updates the table
 MAX_ATTEMPTS = 3  # a job whose worker died this many times (say, out of memory) is failed, not run again
 DIED_DURING_JOB = (
     f"the job's worker stopped {MAX_ATTEMPTS} times while running it (the server's log may say why); submit it again"
@@ -135,11 +137,15 @@ class JobStore:
         self._engine = open_engine(self.url)
         self._writer = self._engine.execution_options(writes=True)
         with self._writer.begin() as connection:
+            if connection.dialect.name == "postgresql":  # processes opening a new database at once (serve --workers)
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
             METADATA.create_all(connection)
             present = {column["name"] for column in inspect(connection).get_columns("jobs")}
             for name, declaration in ADDED_COLUMNS.items():
                 if name not in present:
                     connection.execute(text(f"ALTER TABLE jobs ADD COLUMN {name} {declaration}"))
+            # what every claim and requeue looks up (a new table or one written before it)
+            connection.execute(text("CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, created)"))
 
     @property
     def shown_url(self) -> str:
@@ -182,10 +188,6 @@ class JobStore:
             row = connection.execute(query).first()
         return _job(row) if row else None
 
-    def queued(self) -> list[Job]:
-        """Jobs waiting to run, oldest first."""
-        return self._select(select(JOBS).where(JOBS.c.status == "queued").order_by(JOBS.c.created))
-
     def recent(self, limit: int = 20) -> list[Job]:
         return self._select(select(JOBS).order_by(JOBS.c.created.desc()).limit(limit))
 
@@ -198,7 +200,8 @@ class JobStore:
     def requeue_expired(self) -> int:
         """Put back in the queue every running job whose lease has run out (its worker died or stalled), or fail
         it after MAX_ATTEMPTS starts; returns how many went back."""
-        expired = (JOBS.c.status == "running", JOBS.c.lease_until < time.time())
+        # A running job without a lease was running when its store was written by a version without leases.
+        expired = (JOBS.c.status == "running", or_(JOBS.c.lease_until < time.time(), JOBS.c.lease_until.is_(None)))
         with self._writer.begin() as connection:
             connection.execute(
                 update(JOBS)

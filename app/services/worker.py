@@ -14,7 +14,7 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.schemas.validation import InputError
 from app.services.store import Job, JobLost, JobStore
@@ -43,6 +43,7 @@ class JobWorker:
         self.name = worker_name()
         self.poll_seconds = poll_seconds
         self.stopping = threading.Event()
+        self.current: Job | None = None  # the job this worker runs now
         self._wake = threading.Event()
 
     def wake(self) -> None:
@@ -53,25 +54,39 @@ class JobWorker:
         self.stopping.set()
         self._wake.set()
 
+    def give_back(self) -> None:
+        """Put the running job back in the queue now, without waiting for its batch to end (a server that stops
+        within seconds): the run finds it lost at its next progress and writes nothing. Call after stop()."""
+        job = self.current
+        if job is not None:
+            try:
+                self.store.release(job.id, self.name)
+            except (JobLost, SQLAlchemyError):  # it ended meanwhile, or the store is away: the lease runs out
+                pass
+
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name="memlens-job-worker", daemon=True)
         thread.start()
         return thread
 
     def run(self) -> None:
-        """Claim and run jobs until stopped."""
+        """Claim and run jobs until stopped. An unreachable store (a database restarting) is waited out: nothing a
+        worker writes is lost by it (a claim not made is made later; a job whose outcome could not be written
+        runs again once its lease runs out)."""
         while not self.stopping.is_set():
             try:
                 self.store.requeue_expired()
                 job = self.store.claim(self.name)
-            except OperationalError as error:  # the store is unreachable for now (a database restarting)
+                if job is not None:
+                    self.current = job
+                    self.run_job(job)
+                    continue
+            except SQLAlchemyError as error:
                 LOG.warning("the job store is unreachable (%s); trying again in %s s", error, self.poll_seconds)
-                job = None
-            if job is None:
-                self._wake.wait(self.poll_seconds)
-                self._wake.clear()
-                continue
-            self.run_job(job)
+            finally:
+                self.current = None
+            self._wake.wait(self.poll_seconds)
+            self._wake.clear()
 
     def run_job(self, job: Job) -> None:
         """Run one claimed job to its end (done or failed), or give it back (stopping) or drop it (lost)."""
@@ -83,7 +98,10 @@ class JobWorker:
         def progress(done: int) -> None:
             if lost.is_set():
                 raise JobLost(job.id)
-            self.store.renew(job.id, self.name, done=done)
+            try:
+                self.store.renew(job.id, self.name, done=done)
+            except SQLAlchemyError as error:  # the lease thread keeps trying; the count is written next time
+                LOG.warning("job %s: its progress could not be written (%s)", job.id, error)
             if self.stopping.is_set():
                 raise JobInterrupted()
 
@@ -109,7 +127,7 @@ class JobWorker:
             else:
                 self.store.release(job.id, self.name)
         except JobLost:
-            LOG.warning("job %s: its lease ran out before its outcome was written; the other run's stands", job.id)
+            LOG.warning("job %s is no longer this worker's (given back, or taken after its lease ran out)", job.id)
 
     def _renew(self, job_id: str, done: threading.Event, lost: threading.Event) -> None:
         """Renew the lease every third of its length until the job ends, even through a long batch."""
@@ -119,5 +137,5 @@ class JobWorker:
             except JobLost:
                 lost.set()
                 return
-            except OperationalError as error:  # tried again in a third of the lease; the job stops if it runs out
+            except SQLAlchemyError as error:  # tried again in a third of the lease; the job stops if it runs out
                 LOG.warning("job %s: its lease could not be renewed (%s)", job_id, error)

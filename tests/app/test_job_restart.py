@@ -61,4 +61,4 @@ def test_a_clean_stop_puts_the_running_job_back_in_the_queue(checkpoint_dir, tmp
         time.sleep(0.05)
     stopped = store.get(job.id)
     assert (stopped.status, stopped.done, stopped.attempts) == ("queued", 0, 0)
-    assert [j.id for j in store.queued()] == [job.id]
+    assert [j.id for j in store.recent() if j.status == "queued"] == [job.id]

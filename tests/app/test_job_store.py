@@ -8,8 +8,10 @@ import threading
 import time
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from app.services.store import DIED_DURING_JOB, MAX_ATTEMPTS, JobLost, JobStore
+from app.services.worker import JobWorker
 
 JOBS = 100
 
@@ -109,7 +111,9 @@ def test_a_store_written_before_shared_queues_opens_with_its_jobs(tmp_path):
             ('{"model": "m"}', '{"bleu": [1.5]}'),
         )
         old.execute("INSERT INTO jobs VALUES ('b2', 'sweep', '{}', 'queued', 0, 1, NULL, NULL, 2.0)")
+        old.execute("INSERT INTO jobs VALUES ('c3', 'sweep', '{}', 'running', 1, 2, NULL, NULL, 3.0)")
     store = JobStore(path)
+    assert store.requeue_expired() == 1  # c3 was running when the old server died: it has no lease to wait out
     done = store.get("a1")
     assert (done.status, done.result, done.params, done.attempts, done.worker) == (
         "done",
@@ -118,4 +122,55 @@ def test_a_store_written_before_shared_queues_opens_with_its_jobs(tmp_path):
         0,
         None,
     )
-    assert store.claim("w").id == "b2"
+    assert store.claim("w").id == "b2" and store.claim("w").id == "c3"
+
+
+def test_processes_opening_a_new_store_at_once_all_open_it(store_url):
+    """`memlens serve --workers N` starts N web processes and a job worker on a database none has opened yet."""
+    errors: list[Exception] = []
+    start = threading.Barrier(6)
+
+    def open_store() -> None:
+        start.wait()
+        try:
+            JobStore(store_url).close()
+        except Exception as error:  # reported below, with the others
+            errors.append(error)
+
+    openers = [threading.Thread(target=open_store) for _ in range(6)]
+    for opener in openers:
+        opener.start()
+    for opener in openers:
+        opener.join(timeout=60)
+    assert errors == []
+    assert JobStore(store_url).claim("w") is None  # one usable table
+
+
+class StoreThatLosesOneWrite(JobStore):
+    """A store whose first outcome write fails as a database restarting would make it fail."""
+
+    failed = False
+
+    def finish(self, job_id: str, worker: str, **fields) -> None:
+        if not self.failed:
+            self.failed = True
+            raise OperationalError("UPDATE jobs ...", {}, ConnectionError("the database is restarting"))
+        super().finish(job_id, worker, **fields)
+
+
+def test_a_worker_outlives_a_store_that_fails_and_the_unwritten_job_runs_again(store_url):
+    store = StoreThatLosesOneWrite(store_url, lease_seconds=0.5)
+    first, second = store.create("sweep", {"n": 1}, total=1), store.create("sweep", {"n": 2}, total=1)
+    worker = JobWorker(store, lambda kind: lambda job, progress: {"twice": 2 * job.params["n"]}, poll_seconds=0.1)
+    thread = worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not all(store.get(job.id).finished for job in (first, second)):
+            assert time.monotonic() < deadline, [store.get(job.id) for job in (first, second)]
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+        thread.join(timeout=30)
+    rerun, done = store.get(first.id), store.get(second.id)
+    assert (rerun.status, rerun.result, rerun.attempts) == ("done", {"twice": 2}, 2)  # its lease ran out: run again
+    assert (done.status, done.result, done.attempts) == ("done", {"twice": 4}, 1)

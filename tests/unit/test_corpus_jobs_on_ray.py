@@ -16,7 +16,7 @@ from tests.conftest import TINY_CORPUS, make_tiny, make_tiny_language_model, mak
 from tests.unit.test_corpus_jobs import numbered
 
 GERMAN, ENGLISH = TINY_CORPUS[0::2], TINY_CORPUS[1::2]
-WORKERS = ["cpu", "cpu"]
+WORKERS = 2
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def folders(tmp_path_factory, tiny_tokenizer):
 
 
 def on_ray(folder, job):
-    executor = RayExecutor(folder, WORKERS)
+    executor = RayExecutor(folder, WORKERS, on_gpus=False)
     try:
         return executor.run(job)
     finally:
@@ -69,3 +69,25 @@ def test_mining_over_two_ray_workers_keeps_the_trigger_examples_of_one_process(r
         assert torch.equal(ours.coefficients[layer], whole.coefficients[layer])
         assert torch.equal(ours.sentences[layer], whole.sentences[layer])
         assert torch.equal(ours.positions[layer], whole.positions[layer])
+
+
+def test_workers_the_cluster_cannot_hold_are_refused_not_left_waiting(ray_cluster, folders):
+    with pytest.raises(ValueError, match="3 Ray workers asked; the Ray cluster has 2 CPUs"):
+        RayExecutor(folders["translator"], 3, on_gpus=False)
+    with pytest.raises(ValueError, match="no GPU"):
+        RayExecutor(folders["translator"], 1, on_gpus=True)
+
+
+def test_a_job_stopped_while_its_shards_run_stops_at_the_next_tick(ray_cluster, folders):
+    loaded = load_checkpoint(folders["translator"], "cpu")
+    job = sweep_job(loaded, numbered(GERMAN, 64), numbered(ENGLISH, 64), [0, 3, 5], batch_size=2)
+    executor = RayExecutor(folders["translator"], WORKERS, on_gpus=False)
+
+    def stop() -> None:
+        raise InterruptedError("the worker is stopping")
+
+    try:
+        with pytest.raises(InterruptedError):
+            executor.run(job, tick=stop, tick_seconds=0.01)
+    finally:
+        executor.close()
