@@ -32,10 +32,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from pathlib import Path
 
 import torch
 from fastapi.testclient import TestClient
@@ -293,8 +295,18 @@ def main() -> None:
           "see the docstring (python benchmarks/latency.py --help)")  # fmt: skip
     columns = ("run ms", "runs", "cold ms", "cold x", "warm ms", "warm x")
     print(f"{'route':18} {'model':26} {'tokens':>6} " + " ".join(f"{c:>8}" for c in columns))
+    jobs = Path(tempfile.mkdtemp(prefix="memlens-latency-"))  # a new job store: no sweep is found done already
     clients = {
-        warm: TestClient(create_app(Settings(device=args.device, max_cache_mb=512 if warm else 0, warm_up=False)))
+        warm: TestClient(
+            create_app(
+                Settings(
+                    device=args.device,
+                    max_cache_mb=512 if warm else 0,
+                    warm_up=False,
+                    database=jobs / f"{'warm' if warm else 'cold'}.sqlite3",
+                )
+            )
+        )
         for warm in (False, True)
     }
     for client in clients.values():
