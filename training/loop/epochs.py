@@ -29,6 +29,7 @@ from training.data.lm_streams import LMBatch
 from training.data.translation import Batch, Example, Pair, bucketed_batches, make_batch
 from training.evaluation.translation import bleu_and_chrf
 from training.loop.config import LoopConfig
+from training.loop.distributed import ONE_PROCESS, Ranks
 from training.loop.run_dir import Progress, RunDir
 from training.loop.steps import StepSettings, run_steps
 
@@ -114,6 +115,7 @@ def train(
     schedule_offset: int = 0,
     family_options: Any = None,
     first_candidate_epoch: int = 0,
+    ranks: Ranks = ONE_PROCESS,
 ) -> Progress:
     """Train until settings.epochs are done or the run has taken max_steps
     steps, resuming from the run directory's state if it holds one.
@@ -124,18 +126,21 @@ def train(
     family_options: the family's own section of the training config, handed to its loss (StepObjective.options).
     first_candidate_epoch: epochs before it are not candidates for the checkpoint (a working-memory model's
     plain epochs: their weights have never written memory).
+    ranks: this process's share of a data-parallel run (training.loop.distributed); only rank 0 writes.
     """
     optimizer = make_optimizer(model)
     progress = run.load_state(model, optimizer)
+    ranks.same_start(model)
+    log = run.log if ranks.main else lambda message: None
     if progress is None:
         progress = Progress()
-        run.log(f"start: {sum(p.numel() for p in model.parameters())} parameters; epochs: {settings.epochs}")
+        log(f"start: {sum(p.numel() for p in model.parameters())} parameters; epochs: {settings.epochs}")
     else:
-        run.log(
+        log(
             f"resume at step {progress.step}: {progress.epoch} epochs done, "
             f"{progress.batch_in_epoch} batches into the next"
         )
-    session = Session(progress)
+    session = Session(progress, ranks)
     if progress.epoch < settings.epochs:
         progress.trained_on(next(model.parameters()).device)
     while progress.epoch < settings.epochs:
@@ -148,16 +153,17 @@ def train(
         )
         if not epoch.run(max_steps):
             session.save(run, model, optimizer)
-            run.log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
+            log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
             return progress
         end_epoch(model, tokenizer, settings, data, progress, objective, progress.epoch >= first_candidate_epoch)
-        if progress.val_bleu_epochs[-1:] == [progress.epoch] and progress.best_val_epoch() == progress.epoch:
+        best = progress.val_bleu_epochs[-1:] == [progress.epoch] and progress.best_val_epoch() == progress.epoch
+        if best and ranks.main:
             run.save_best(model, progress)
         session.save(run, model, optimizer)
         val_bleu = (
             f", val BLEU {progress.val_bleu[-1]:.2f}" if progress.val_bleu_epochs[-1:] == [progress.epoch] else ""
         )
-        run.log(
+        log(
             f"epoch {progress.epoch}: train loss {progress.loss_curve[-1]:.4f}, val loss {progress.val_loss[-1]:.4f}"
             f"{val_bleu}, {session.seconds_per_step():.3f} s/step"
         )
@@ -168,8 +174,9 @@ class Session:
     """Timing of this process's share of the run; the run's total training
     time accumulates in Progress.seconds across resumed sessions."""
 
-    def __init__(self, progress: Progress):
+    def __init__(self, progress: Progress, ranks: Ranks = ONE_PROCESS):
         self.progress = progress
+        self.ranks = ranks
         self.start_time = time.monotonic()
         self.start_seconds = progress.seconds
         self.start_step = progress.step
@@ -178,8 +185,10 @@ class Session:
         return (time.monotonic() - self.start_time) / max(self.progress.step - self.start_step, 1)
 
     def save(self, run: RunDir, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        """The resumable state, written by rank 0 alone (every rank holds the same)."""
         self.progress.seconds = self.start_seconds + time.monotonic() - self.start_time
-        run.save_state(model, optimizer, self.progress)
+        if self.ranks.main:
+            run.save_state(model, optimizer, self.progress)
 
 
 class EpochSteps:
@@ -193,6 +202,7 @@ class EpochSteps:
         self.progress: Progress = session.progress
         self.device = next(model.parameters()).device
         self.batch: Batch | LMBatch | None = None
+        self.targets = 0  # target tokens of the whole global batch of the step under way
         self.bar = None
 
     def run(self, max_steps: int | None) -> bool:
@@ -200,12 +210,16 @@ class EpochSteps:
         progress = self.progress
         remaining = len(self.batches) - progress.batch_in_epoch
         allowed = remaining if max_steps is None else max(0, min(remaining, max_steps - progress.step))
+        ranks = self.session.ranks
         self.bar = tqdm(
             desc=f"epoch {progress.epoch + 1}/{self.settings.epochs}",
             initial=progress.batch_in_epoch,
             total=len(self.batches),
+            disable=not ranks.main,
         )
-        steps = StepSettings(self.settings.clip_norm, self.learning_rate)
+        steps = StepSettings(
+            self.settings.clip_norm, self.learning_rate, ranks.sum_gradients if ranks.world > 1 else None
+        )
         run_steps(self.model, self.optimizer, range(progress.step, progress.step + allowed), self, steps)
         self.bar.close()
         return allowed == remaining
@@ -214,21 +228,30 @@ class EpochSteps:
         return noam_lr(self.schedule_offset + step + 1, self.model.config.d_model, self.settings.warmup_steps)
 
     def loss(self, step: int) -> torch.Tensor:
-        indices = self.batches[self.progress.batch_in_epoch]
-        self.batch = self.data.train_batch(indices, self.tokenizer).to(self.device)
+        """The step's loss on this rank's share of the global batch, weighted by its share of the batch's target
+        tokens (the ranks' weighted losses, summed, are the loss on the whole batch)."""
+        ranks = self.session.ranks
+        indices = ranks.share(self.batches[self.progress.batch_in_epoch])
+        self.batch = self.data.train_batch(indices, self.tokenizer).to(self.device) if indices else None
+        targets = 0 if self.batch is None else self.batch.n_targets(self.tokenizer.pad_id)
+        self.targets = int(ranks.total(targets))
+        if self.batch is None:  # a last batch smaller than the world: nothing here, the gradient sum still runs
+            return torch.zeros((), requires_grad=True)
         # The step number seeds the step's memory sampling: a resumed run draws the same.
-        return batch_loss(self.model, self.batch, replace(self.objective, seed=self.settings.seed * 1_000_003 + step))
+        loss = batch_loss(self.model, self.batch, replace(self.objective, seed=self.settings.seed * 1_000_003 + step))
+        return loss if ranks.world == 1 else loss * (targets / self.targets)
 
     def after_step(self, step: int, loss: float) -> None:
         progress, lr = self.progress, self.learning_rate(step)
-        n = self.batch.n_targets(self.tokenizer.pad_id)
+        loss = self.session.ranks.total(loss)  # the whole batch's
+        n = self.targets
         progress.epoch_loss_sum += loss * n
         progress.epoch_tokens += n
         progress.step += 1
         progress.batch_in_epoch += 1
         self.bar.update()
         self.bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}")
-        if progress.step % LOG_EVERY_STEPS == 0:
+        if progress.step % LOG_EVERY_STEPS == 0 and self.session.ranks.main:
             self.run_dir.log(
                 f"step {progress.step}: loss {loss:.4f}, lr {lr:.3e}, {self.session.seconds_per_step():.3f} s/step"
             )

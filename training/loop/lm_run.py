@@ -27,6 +27,7 @@ from training.data.lm_streams import (
 from training.data.vocabulary import DEFAULT_VOCAB_SIZE, load_or_train
 from training.evaluation.perplexity import EvalText, perplexity_metrics
 from training.loop.config import ConfigError, TrainConfig
+from training.loop.distributed import join_ranks
 from training.loop.epochs import train
 from training.loop.run_dir import RunDir
 
@@ -42,36 +43,46 @@ def run_language_model_training(
     max_steps: int | None = None,
 ) -> Path:
     """training.loop.translation_run.run_training for a language-model config."""
-    device = select_device(device)
+    ranks = join_ranks(select_device(device))  # one process, or a rank of a torchrun run
+    device = ranks.device(select_device(device))
     data_dir = resolve_data_dir(data_dir)
     documents = read_enwiki(data_dir)
     train_documents = documents["train"][: config.data.max_articles]  # None: all
-    run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
-    torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
-    vocab_size = config.data.vocab_size or DEFAULT_VOCAB_SIZE
-    if config.init_from_folder is None:
-        tokenizer = load_or_train(
-            run.tokenizer_path,
-            lambda: (
-                load_checkpoint(REPO_ROOT / config.data.tokenizer_from, "cpu").tokenizer  # with its special ids
-                if config.data.tokenizer_from
-                else train_bpe((s for document in train_documents for s in document), vocab_size)
-            ),
+
+    def prepare() -> tuple[RunDir, nn.Module, TextTokenizer, LanguageModelData]:
+        run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
+        torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
+        vocab_size = config.data.vocab_size or DEFAULT_VOCAB_SIZE
+        if config.init_from_folder is None:
+            tokenizer = load_or_train(
+                run.tokenizer_path,
+                lambda: (
+                    load_checkpoint(REPO_ROOT / config.data.tokenizer_from, "cpu").tokenizer  # with its special ids
+                    if config.data.tokenizer_from
+                    else train_bpe((s for document in train_documents for s in document), vocab_size)
+                ),
+            )
+            model = build_model(config.model_config(tokenizer)).to(device)
+        else:
+            model, tokenizer = started_model(config, device)
+        data = LanguageModelData(
+            load_or_tokenize(run.path / TRAIN_STREAM, tokenizer, train_documents),
+            load_or_tokenize(run.path / VAL_STREAM, tokenizer, documents["val"]),
+            config.data.max_len,
         )
-        model = build_model(config.model_config(tokenizer)).to(device)
-    else:
-        model, tokenizer = started_model(config, device)
-    data = LanguageModelData(
-        load_or_tokenize(run.path / TRAIN_STREAM, tokenizer, train_documents),
-        load_or_tokenize(run.path / VAL_STREAM, tokenizer, documents["val"]),
-        config.data.max_len,
-    )
-    run.log(
-        f"vocabulary of {tokenizer.vocab_size}; enwiki train {len(train_documents):,} articles, "
-        f"{data.train.sentences:,} sentences, {len(data.train.tokens):,} tokens; "
-        f"val {len(documents['val']):,} articles, {data.val.sentences:,} sentences, {len(data.val.tokens):,} tokens"
-    )
-    progress = train(model, tokenizer, config.train, data, run, max_steps)
+        return run, model, tokenizer, data
+
+    run, model, tokenizer, data = ranks.main_first(prepare)
+    if ranks.main:
+        run.log(
+            f"vocabulary of {tokenizer.vocab_size}; enwiki train {len(train_documents):,} articles, "
+            f"{data.train.sentences:,} sentences, {len(data.train.tokens):,} tokens; "
+            f"val {len(documents['val']):,} articles, {data.val.sentences:,} sentences, {len(data.val.tokens):,} tokens"
+        )
+    progress = train(model, tokenizer, config.train, data, run, max_steps, ranks=ranks)
+    folder = Path(out_dir or REPO_ROOT / "checkpoints" / config.name)
+    if not ranks.main:  # rank 0 evaluates and writes the checkpoint
+        return folder
 
     wikitext = list(WIKITEXT_FILES) if config.data.wikitext is None else config.data.wikitext
     run.log(f"evaluating perplexity on enwiki val and {', '.join(wikitext)}, windows of {config.data.max_len} tokens")
@@ -79,7 +90,7 @@ def run_language_model_training(
     measured = evaluation_metrics(model, tokenizer, texts, device, config.data.max_len)
     metrics = {**measured, "train": progress.train_record(device, 0, None)}
     meta = checkpoint_meta(config, model.config, len(train_documents), data, progress.step)
-    folder = save_folder(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
+    folder = save_folder(folder, model, tokenizer, meta, metrics)
     run.log(
         f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}"
     )

@@ -26,6 +26,7 @@ from training.data.vocabulary import DEFAULT_VOCAB_SIZE, load_or_train_vocabular
 from training.evaluation.outputs import OUTPUTS_FILE, measure_outputs, write_outputs
 from training.evaluation.translation import lesion_table, perplexity, score_splits
 from training.loop.config import ConfigError, TrainConfig
+from training.loop.distributed import join_ranks
 from training.loop.epochs import TrainingData, train
 from training.loop.lm_run import remeasure as remeasure_language_model
 from training.loop.lm_run import run_language_model_training
@@ -46,12 +47,17 @@ def run_training(
         torch.set_num_threads(config.train.threads)
     if config.is_language_model:
         return run_language_model_training(config, data_dir, out_dir, run_dir, device, max_steps)
-    device = select_device(device)
+    ranks = join_ranks(select_device(device))  # one process, or a rank of a torchrun run
+    device = ranks.device(select_device(device))
     corpus = CORPORA[config.data.dataset]
     splits = first_pairs(corpus.read(resolve_data_dir(data_dir)), config.data.max_pairs, config.data.max_eval_pairs)
-    run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
-    torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
-    model, tokenizer, schedule_offset = initial_model(config, splits["train"], run)
+
+    def prepare() -> tuple[RunDir, tuple[nn.Module, TextTokenizer, int]]:
+        run = RunDir(run_dir or REPO_ROOT / "runs" / config.name, config)
+        torch.manual_seed(config.train.seed)  # the initial weights; a resumed run restores its RNG state
+        return run, initial_model(config, splits["train"], run)
+
+    run, (model, tokenizer, schedule_offset) = ranks.main_first(prepare)
     model.to(device)
     max_len = config.data.max_len
     data = TrainingData(
@@ -59,10 +65,11 @@ def run_training(
         tokenize_pairs(tokenizer, splits["val"], max_len),
         splits["val"],
     )
-    run.log(
-        f"vocabulary of {tokenizer.vocab_size}; "
-        f"{len(data.train)} of {len(splits['train'])} training pairs within max_len {max_len}"
-    )
+    if ranks.main:
+        run.log(
+            f"vocabulary of {tokenizer.vocab_size}; "
+            f"{len(data.train)} of {len(splits['train'])} training pairs within max_len {max_len}"
+        )
     progress = train(
         model,
         tokenizer,
@@ -73,13 +80,17 @@ def run_training(
         schedule_offset,
         config.family_options,
         config.first_candidate_epoch,
+        ranks,
     )
+    folder = Path(out_dir or REPO_ROOT / "checkpoints" / config.name)
+    if not ranks.main:  # rank 0 evaluates and writes the checkpoint
+        return folder
     selected = select_best_on_validation(model, run, progress)
 
     run.log(f"evaluating on val and {', '.join(corpus.test_splits)}")
     metrics = final_metrics(model, tokenizer, corpus, splits, progress, device, schedule_offset, selected)
     meta = checkpoint_meta(config, model.config, len(splits["train"]), selected)
-    folder = save_folder(out_dir or REPO_ROOT / "checkpoints" / config.name, model, tokenizer, meta, metrics)
+    folder = save_folder(folder, model, tokenizer, meta, metrics)
     run.log(f"BLEU {metrics['bleu']}, chrF {metrics['chrf']}; checkpoint written to {folder}")
     return folder
 

@@ -1,0 +1,95 @@
+"""Data-parallel training over the ranks torchrun starts (`torchrun --nproc-per-node N -m training train CONFIG`):
+gloo on CPU, NCCL on GPU. Every rank holds the whole model and takes its share of each global batch (the batch's
+rows rank, rank + N, ...: the per-rank batch is the global batch / N); after the backward pass the ranks' gradients
+are summed, each rank's loss having been weighted by its share of the global batch's target tokens, so that every
+rank takes the step one process would take on the whole batch. Only rank 0 writes the run's state, logs and
+checkpoint. A run's progress counts global batches, so a run saved at one world size resumes at another.
+
+The gradients are summed by hand after the backward pass rather than by wrapping the model in
+DistributedDataParallel: a family's loss calls the model's own methods (an encoder, a memory step), not only its
+forward, and DDP's wrapper hides them; the sum is the one DDP's all-reduce takes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Ranks:
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def main(self) -> bool:
+        """The rank that writes the run's state, logs and checkpoint."""
+        return self.rank == 0
+
+    def share(self, rows: list[int]) -> list[int]:
+        """This rank's rows of a global batch."""
+        return rows[self.rank :: self.world]
+
+    def total(self, value: float) -> float:
+        """`value` summed over the ranks."""
+        if self.world == 1:
+            return value
+        summed = torch.tensor([value], dtype=torch.float64)
+        dist.all_reduce(summed)
+        return summed.item()
+
+    def sum_gradients(self, model: nn.Module, _: int = 0) -> None:
+        """Every parameter's gradient summed over the ranks (a parameter this rank's batch left without one counts
+        as zero), in one all-reduce of a flat buffer. A gradient hook of the step loop."""
+        parameters = [p for p in model.parameters() if p.requires_grad]
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in parameters])
+        dist.all_reduce(flat)
+        offset = 0
+        for p in parameters:
+            p.grad = flat[offset : offset + p.numel()].view_as(p).clone()
+            offset += p.numel()
+
+    def main_first(self, make: Callable[[], T]) -> T:
+        """`make()` on rank 0, then on the others (what it writes, a run folder, a vocabulary, a tokenized
+        corpus, rank 0 writes alone and the others read)."""
+        if self.world == 1:
+            return make()
+        if self.main:
+            made = make()
+            dist.barrier()
+            return made
+        dist.barrier()
+        return make()
+
+    def device(self, device: torch.device) -> torch.device:
+        """This rank's device: its own GPU (torchrun's LOCAL_RANK) where the run is on GPUs."""
+        if device.type != "cuda" or self.world == 1:
+            return device
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", self.rank)))
+
+    def same_start(self, model: nn.Module) -> None:
+        """Every rank's weights made rank 0's (as DistributedDataParallel does when it wraps a model)."""
+        if self.world > 1:
+            for tensor in model.state_dict().values():
+                dist.broadcast(tensor, src=0)
+
+
+ONE_PROCESS = Ranks()
+
+
+def join_ranks(device: torch.device) -> Ranks:
+    """This process's rank among those torchrun started (its WORLD_SIZE, RANK and rendezvous variables), joined
+    into a process group; ONE_PROCESS where torchrun did not start it."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return ONE_PROCESS
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return Ranks(dist.get_rank(), dist.get_world_size())
