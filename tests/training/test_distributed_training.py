@@ -2,7 +2,8 @@
 weights one process reaches on the same global batches (dropout off), through the training CLI; a run saved at one
 world size resumes at the other to the same weights too.
 
-Not yet equal, so not listed: the Memory Bottleneck (weights 1.2e-4 apart after 3 steps), the extended Neural GPU
+Not yet equal, so not listed: the Memory Bottleneck (weights 1.2e-4 apart after 3 steps; docs/scaling.md says
+what it likely is), the extended Neural GPU
 (its state's length follows the longest source of the rank's share, not of the global batch), and the families and
 runs not compared yet: working memory (it samples its memory per batch), the language model (the same loop, not
 yet compared), and the segment and algorithmic-task runs (loops of their own, not yet data-parallel)."""
