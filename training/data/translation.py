@@ -39,6 +39,11 @@ class Batch:
     def n_targets(self, pad_id: int) -> int:
         return int((self.tgt_out != pad_id).sum())
 
+    def rows(self, positions: list[int]) -> Batch:
+        """The batch's rows `positions`, padded as the whole batch is (a model whose computation follows the
+        padded length, as an active memory's state does, computes each row as it would in the whole batch)."""
+        return Batch(self.src_ids[positions], self.tgt_in[positions], self.tgt_out[positions])
+
 
 def make_batch(examples: list[Example], tokenizer: TextTokenizer) -> Batch:
     return Batch(

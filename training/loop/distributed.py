@@ -1,9 +1,10 @@
 """Data-parallel training over the ranks torchrun starts (`torchrun --nproc-per-node N -m training train CONFIG`):
 gloo on CPU, NCCL on GPU. Every rank holds the whole model and takes its share of each global batch (the batch's
-rows rank, rank + N, ...: the per-rank batch is the global batch / N); after the backward pass the ranks' gradients
-are summed, each rank's loss having been weighted by its share of the global batch's target tokens, so that every
-rank takes the step one process would take on the whole batch. Only rank 0 writes the run's state, logs and
-checkpoint. A run's progress counts global batches, so a run saved at one world size resumes at another.
+rows rank, rank + N, ..., padded as the whole batch is: the per-rank batch is the global batch / N); after the
+backward pass the ranks' gradients are summed, each rank's loss having been weighted by its share of the global
+batch's target tokens, so that every rank takes the step one process would take on the whole batch. Only rank 0
+writes the run's state, logs and checkpoint. A run's progress counts global batches, so a run saved at one world
+size resumes at another.
 
 The gradients are summed by hand after the backward pass rather than by wrapping the model in
 DistributedDataParallel: a family's loss calls the model's own methods (an encoder, a memory step), not only its
@@ -33,9 +34,9 @@ class Ranks:
         """The rank that writes the run's state, logs and checkpoint."""
         return self.rank == 0
 
-    def share(self, rows: list[int]) -> list[int]:
-        """This rank's rows of a global batch."""
-        return rows[self.rank :: self.world]
+    def share(self, rows: int) -> list[int]:
+        """The positions of this rank's rows in a global batch of `rows` rows."""
+        return list(range(self.rank, rows, self.world))
 
     def total(self, value: float) -> float:
         """`value` summed over the ranks."""

@@ -231,8 +231,9 @@ class EpochSteps:
         """The step's loss on this rank's share of the global batch, weighted by its share of the batch's target
         tokens (the ranks' weighted losses, summed, are the loss on the whole batch)."""
         ranks = self.session.ranks
-        indices = ranks.share(self.batches[self.progress.batch_in_epoch])
-        self.batch = self.data.train_batch(indices, self.tokenizer).to(self.device) if indices else None
+        whole = self.data.train_batch(self.batches[self.progress.batch_in_epoch], self.tokenizer)
+        mine = ranks.share(len(self.batches[self.progress.batch_in_epoch]))
+        self.batch = None if not mine else (whole if ranks.world == 1 else whole.rows(mine)).to(self.device)
         targets = 0 if self.batch is None else self.batch.n_targets(self.tokenizer.pad_id)
         self.targets = int(ranks.total(targets))
         if self.batch is None:  # a last batch smaller than the world: nothing here, the gradient sum still runs
