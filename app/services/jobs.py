@@ -145,8 +145,9 @@ class JobRunner:
         return job.params["sources"], job.params["references"]
 
     def _run(self, corpus_job: CorpusJob, loaded: LoadedModel, job: Job, progress: Progress) -> Any:
-        """The corpus job's result, its batches run here in order, each in the model's turn (interactive requests
-        get the model between batches); progress in the job's own units."""
+        """The corpus job's result: sharded over Ray actors where this process has them, else its batches run here
+        in order, each in the model's turn (interactive requests get the model between batches); progress in the
+        job's own units."""
         if self.ray_workers:
             return self._run_on_ray(corpus_job, job, progress)
         batches = len(corpus_job.batches)

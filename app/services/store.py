@@ -173,20 +173,11 @@ class JobStore:
         return job
 
     def get(self, job_id: str) -> Job | None:
-        with self._engine.connect() as connection:
-            row = connection.execute(select(JOBS).where(JOBS.c.id == job_id)).first()
-        return _job(row) if row else None
+        return next(iter(self._select(select(JOBS).where(JOBS.c.id == job_id))), None)
 
     def find_done(self, kind: str, params: dict) -> Job | None:
-        query = (
-            select(JOBS)
-            .where(JOBS.c.kind == kind, JOBS.c.params == _params_json(params), JOBS.c.status == "done")
-            .order_by(JOBS.c.created.desc())
-            .limit(1)
-        )
-        with self._engine.connect() as connection:
-            row = connection.execute(query).first()
-        return _job(row) if row else None
+        done = JOBS.c.kind == kind, JOBS.c.params == _params_json(params), JOBS.c.status == "done"
+        return next(iter(self._select(select(JOBS).where(*done).order_by(JOBS.c.created.desc()).limit(1))), None)
 
     def recent(self, limit: int = 20) -> list[Job]:
         return self._select(select(JOBS).order_by(JOBS.c.created.desc()).limit(limit))

@@ -44,11 +44,22 @@ class CorpusJob:
     empty: Callable[[], PartialState]
 
 
-def run_shard(job: CorpusJob, loaded: LoadedModel, numbers: Sequence[int]) -> PartialState:
-    """The partial state of the job's batches `numbers` (ascending), run here in order."""
+def run_shard(
+    job: CorpusJob,
+    loaded: LoadedModel,
+    numbers: Sequence[int],
+    on_batch: Callable[[int], None] | None = None,
+    hold: Callable[[Callable[[], Any]], Any] | None = None,
+) -> PartialState:
+    """The partial state of the job's batches `numbers` (ascending), run here in order. `on_batch(n)` after the
+    n-th of them (it may raise to stop the job); `hold` runs each batch's model work (a server passes its inference
+    lock's, so that interactive requests get the model between batches)."""
     state = job.empty()
-    for number in numbers:
-        state.update(job.observe(loaded, number, job.batches[number]))
+    for done, number in enumerate(numbers, start=1):
+        observe = partial(job.observe, loaded, number, job.batches[number])
+        state.update(observe() if hold is None else hold(observe))
+        if on_batch is not None:
+            on_batch(done)
     return state
 
 
@@ -58,16 +69,8 @@ def run_in_process(
     on_batch: Callable[[int], None] | None = None,
     hold: Callable[[Callable[[], Any]], Any] | None = None,
 ) -> Any:
-    """The job's result, its batches run here in order. `on_batch(n)` after the n-th batch (it may raise to stop
-    the job); `hold` runs each batch's model work (a server passes its inference lock's, so that interactive
-    requests get the model between batches)."""
-    state = job.empty()
-    for number, batch in enumerate(job.batches):
-        observe = partial(job.observe, loaded, number, batch)
-        state.update(observe() if hold is None else hold(observe))
-        if on_batch is not None:
-            on_batch(number + 1)
-    return state.finalize()
+    """The job's result, all its batches run here in order (run_shard's `on_batch` and `hold`)."""
+    return run_shard(job, loaded, range(len(job.batches)), on_batch, hold).finalize()
 
 
 def contiguous_shards(batches: int, shards: int) -> list[range]:

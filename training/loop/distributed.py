@@ -21,6 +21,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from inference.core.places import select_device
+
 T = TypeVar("T")
 
 
@@ -69,12 +71,6 @@ class Ranks:
         dist.barrier()
         return make()
 
-    def device(self, device: torch.device) -> torch.device:
-        """This rank's device: its own GPU (torchrun's LOCAL_RANK) where the run is on GPUs."""
-        if device.type != "cuda" or self.world == 1:
-            return device
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", self.rank)))
-
     def same_start(self, model: nn.Module) -> None:
         """Every rank's weights made rank 0's (as DistributedDataParallel does when it wraps a model)."""
         if self.world > 1:
@@ -85,12 +81,17 @@ class Ranks:
 ONE_PROCESS = Ranks()
 
 
-def join_ranks(device: torch.device) -> Ranks:
+def join_ranks(device: str) -> tuple[Ranks, torch.device]:
     """This process's rank among those torchrun started (its WORLD_SIZE, RANK and rendezvous variables), joined
-    into a process group; ONE_PROCESS where torchrun did not start it."""
+    into a process group, and its device (`device` as select_device reads it; on GPUs, the rank's own: torchrun's
+    LOCAL_RANK); ONE_PROCESS where torchrun did not start it."""
+    chosen = select_device(device)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
-        return ONE_PROCESS
+        return ONE_PROCESS, chosen
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return Ranks(dist.get_rank(), dist.get_world_size())
+        dist.init_process_group("nccl" if chosen.type == "cuda" else "gloo")
+    ranks = Ranks(dist.get_rank(), dist.get_world_size())
+    if chosen.type == "cuda":
+        chosen = torch.device("cuda", int(os.environ.get("LOCAL_RANK", ranks.rank)))
+    return ranks, chosen

@@ -14,7 +14,7 @@ from torch import nn
 from inference.core.capabilities import FamilyConfig
 from inference.core.checkpoint import load_checkpoint, save_folder
 from inference.core.family import build_model, family_of
-from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
+from inference.core.places import REPO_ROOT, resolve_data_dir
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from training.data.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext
 from training.data.lm_streams import (
@@ -43,8 +43,7 @@ def run_language_model_training(
     max_steps: int | None = None,
 ) -> Path:
     """training.loop.translation_run.run_training for a language-model config."""
-    ranks = join_ranks(select_device(device))  # one process, or a rank of a torchrun run
-    device = ranks.device(select_device(device))
+    ranks, device = join_ranks(device)  # one process, or a rank of a torchrun run
     data_dir = resolve_data_dir(data_dir)
     documents = read_enwiki(data_dir)
     train_documents = documents["train"][: config.data.max_articles]  # None: all

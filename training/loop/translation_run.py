@@ -17,7 +17,7 @@ from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.checkpoint import CheckpointError, folder_files, load_checkpoint, save_folder
 from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.loaded_model import LoadedModel
-from inference.core.places import REPO_ROOT, resolve_data_dir, select_device
+from inference.core.places import REPO_ROOT, resolve_data_dir
 from inference.core.tokenizer import TextTokenizer
 from training.data.corpora import CORPORA, Corpus
 from training.data.lm_corpora import WIKITEXT_FILES
@@ -47,8 +47,7 @@ def run_training(
         torch.set_num_threads(config.train.threads)
     if config.is_language_model:
         return run_language_model_training(config, data_dir, out_dir, run_dir, device, max_steps)
-    ranks = join_ranks(select_device(device))  # one process, or a rank of a torchrun run
-    device = ranks.device(select_device(device))
+    ranks, device = join_ranks(device)  # one process, or a rank of a torchrun run
     corpus = CORPORA[config.data.dataset]
     splits = first_pairs(corpus.read(resolve_data_dir(data_dir)), config.data.max_pairs, config.data.max_eval_pairs)
 
