@@ -10,13 +10,13 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import get_args
 
 from inference.core.bounds import MAX_BEAM_SIZE, MAX_MEMORY_SIZE, MAX_SEED
 from inference.core.interventions import MemoryStacks
+from memlens_cli.supervised import SupervisedProcess
 
 DEFAULT_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 SHUTDOWN_SECONDS = 3  # how long `memlens serve` lets running requests finish after SIGTERM
@@ -155,13 +155,13 @@ def serve(args: argparse.Namespace) -> int:
     # Several web processes only queue jobs; `memlens worker` processes run them (one started here unless
     # --no-job-worker: they run elsewhere, on the same store).
     os.environ["MEMLENS_RUN_JOBS"] = "false"
-    job_worker = None if args.no_job_worker else subprocess.Popen([sys.executable, "-m", "memlens_cli.main", "worker"])
+    job_worker = SupervisedProcess([sys.executable, "-m", "memlens_cli.main", "worker"], "the job worker")
+    if not args.no_job_worker:
+        job_worker.start()  # started again whenever it dies
     try:
         uvicorn.run("app.main:create_app", factory=True, workers=args.workers, **options)
     finally:
-        if job_worker is not None:
-            job_worker.terminate()  # its job goes back to the queue after the current batch
-            job_worker.wait()
+        job_worker.stop()  # its job goes back to the queue after the current batch
     return 0
 
 

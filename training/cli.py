@@ -82,6 +82,12 @@ def add_run_commands(commands: argparse._SubParsersAction) -> None:
         type=int,
         help="stop after this many optimiser steps in the run (smoke runs); rerun with more to continue",
     )
+    train.add_argument(
+        "--pause",
+        action="store_true",
+        help="with --max-steps: stop there with only the resumable state saved, neither evaluating nor writing the "
+        "checkpoint folder (a run that finishes before still does both)",
+    )
     train.set_defaults(handler=train_command)
 
     lesion = commands.add_parser(
@@ -200,6 +206,9 @@ def add_task_commands(commands: argparse._SubParsersAction) -> None:
     algorithmic.add_argument("--steps", type=int, default=3000)
     algorithmic.add_argument("--max-length", type=int, default=8, help="longest training length")
     algorithmic.add_argument("--maps", type=int, default=24, help="state depth (the GRU's hidden size is twice it)")
+    algorithmic.add_argument("--batch-size", type=int, default=32)
+    algorithmic.add_argument("--dropout", type=float, default=0.05, help="dropout on the Neural GPU's state")
+    algorithmic.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     algorithmic.add_argument("--out", help="checkpoint folder (default: checkpoints/<model>_<task>)")
     algorithmic.add_argument("--run-dir", help="resumable state (default: runs/<name>)")
     algorithmic.set_defaults(handler=algorithmic_task_command)

@@ -15,11 +15,13 @@ def train_command(args: argparse.Namespace) -> None:
     from training.loop.seed_runs import seed_folder, seeded_config
     from training.loop.translation_run import run_training
 
+    if args.pause and args.max_steps is None:
+        raise SystemExit("--pause stops a run at --max-steps: give both")
     config, out = load_config(args.config), args.out
     if args.seed is not None:
         out = out or REPO_ROOT / "checkpoints" / seed_folder(config.name, args.seed)
         config = seeded_config(config, args.seed)
-    folder = run_training(config, args.data_dir, out, args.run_dir, args.device, args.max_steps)
+    folder = run_training(config, args.data_dir, out, args.run_dir, args.device, args.max_steps, args.pause)
     print(folder)
 
 
@@ -120,9 +122,19 @@ def segment_task_command(args: argparse.Namespace) -> None:
 def algorithmic_task_command(args: argparse.Namespace) -> None:
     from training.loop.neural_gpu_task_run import AlgorithmicRun, train_algorithmic
 
-    run = AlgorithmicRun(args.task, args.model, args.seed, args.steps, max_length=args.max_length, maps=args.maps)
+    run = AlgorithmicRun(
+        args.task,
+        args.model,
+        args.seed,
+        args.steps,
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        maps=args.maps,
+        dropout=args.dropout,
+    )
     out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / f"{run.model}_{run.task}"
-    train_algorithmic(run, out, Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name)
+    run_dir = Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name
+    train_algorithmic(run, out, run_dir, device=args.device)
 
 
 def memory_probe_command(args: argparse.Namespace) -> None:

@@ -4,6 +4,7 @@ teacher-forced target tokens, and of the next token. Each family's `training_los
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,15 @@ from inference.core.capabilities import config_of
 
 
 @dataclass(frozen=True)
+class BatchShare:
+    """One process's part of a data-parallel step's global batch (training.loop.distributed)."""
+
+    rows: tuple[int, ...]  # the positions of this process's rows in the global batch
+    size: int  # rows in the global batch
+    total: Callable[[float], float]  # a count summed over every process's part
+
+
+@dataclass(frozen=True)
 class StepObjective:
     """What a family's loss may depend on besides the model and the batch."""
 
@@ -22,6 +32,11 @@ class StepObjective:
     epoch: int = 0  # 0-based epoch of the run: a family may train differently early on (working memory)
     seed: int = 0  # seeds the step's sampling, where the family samples while it trains
     options: Any = None  # the family's own section of the training config, e.g. working memory's Algorithm 1
+    # Where the batch is a data-parallel process's part of the step's global batch (None: the whole of it). The
+    # step loop weights the loss by the part's share of the global batch's target tokens, which makes a mean over
+    # target tokens this part's share of the global mean; a family whose loss holds another mean, or that
+    # samples per row, reads the share.
+    share: BatchShare | None = None
 
 
 def token_cross_entropy(

@@ -1,5 +1,6 @@
 """`memlens serve --workers 2`: two web processes that only queue jobs, and the `memlens worker` process started
-beside them that runs them, all on one store; SIGTERM stops them all."""
+beside them that runs them, all on one store (SQLite, and PostgreSQL); a job worker that dies is started again
+and runs the next job; SIGTERM stops them all."""
 
 from __future__ import annotations
 
@@ -29,13 +30,33 @@ def command_line(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().rstrip("\0").split("\0")
 
 
-def test_serve_with_two_web_workers_queues_jobs_for_the_job_worker(checkpoint_dir, tmp_path):
-    database = tmp_path / "jobs.sqlite3"
+def wait_for_job(url: str, job_id: str) -> dict:
+    deadline = time.monotonic() + 120
+    while (job := httpx.get(f"{url}/api/jobs/{job_id}", timeout=30).json())["status"] not in ("done", "failed"):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+    assert job["status"] == "done" and len(job["result"]["bleu"]) == len(job["result"]["memory_size"]) > 1, job
+    return job
+
+
+def job_workers(server: int) -> list[int]:
+    return [pid for pid in children(server) if command_line(pid)[-1] == "worker"]
+
+
+def queue_sweep(url: str, model: str = "tiny_memtransformer") -> str:
+    """A lesion sweep's job id (the same sweep asked again is the same job)."""
+    answer = httpx.post(f"{url}/api/sweeps", json={"model": model, "reference": "demo"}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["id"]
+
+
+def test_serve_with_two_web_workers_queues_jobs_for_the_job_worker(checkpoint_dir, store_url, tmp_path):
     port = free_port()
-    environment = {**os.environ, "MEMLENS_DATABASE": str(database), "MEMLENS_DATA_DIR": str(tmp_path / "no-data")}
+    environment = {**os.environ, "MEMLENS_DATABASE_URL": store_url, "MEMLENS_DATA_DIR": str(tmp_path / "no-data")}
     command = [sys.executable, "-m", "memlens_cli.main", "--checkpoints", str(checkpoint_dir), "serve"]
     server = subprocess.Popen([*command, "--port", str(port), "--workers", "2"], env=environment)
     url = f"http://127.0.0.1:{port}"
+    store = JobStore(store_url)
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -47,25 +68,26 @@ def test_serve_with_two_web_workers_queues_jobs_for_the_job_worker(checkpoint_di
                 pass
             time.sleep(0.2)
         processes = children(server.pid)
-        job_workers = [pid for pid in processes if command_line(pid)[-1] == "worker"]
-        assert len(job_workers) == 1, [command_line(pid) for pid in processes]
+        first_worker = job_workers(server.pid)
+        assert len(first_worker) == 1, [command_line(pid) for pid in processes]
         web_workers = [pid for pid in processes if "spawn_main" in " ".join(command_line(pid))]
         assert len(web_workers) == 2, [command_line(pid) for pid in processes]  # uvicorn's spawned web workers
 
-        answers = [
-            httpx.post(f"{url}/api/sweeps", json={"model": "tiny_memtransformer", "reference": "demo"}, timeout=60)
-            for _ in range(2)
-        ]
-        assert [answer.status_code for answer in answers] == [200, 200], [answer.text for answer in answers]
-        job_id = answers[0].json()["id"]
-        deadline = time.monotonic() + 120
-        while (job := httpx.get(f"{url}/api/jobs/{job_id}", timeout=30).json())["status"] not in ("done", "failed"):
-            assert time.monotonic() < deadline, job
+        for job_id in [queue_sweep(url) for _ in range(2)]:  # one through each web worker, likely
+            wait_for_job(url, job_id)
+            assert int(store.get(job_id).worker.split(":")[1]) == first_worker[0]  # host:pid:random; not a web worker
+
+        os.kill(first_worker[0], signal.SIGKILL)  # the job worker dies: serve starts another
+        deadline = time.monotonic() + 60
+        while not (second_worker := [pid for pid in job_workers(server.pid) if pid != first_worker[0]]):
+            assert time.monotonic() < deadline, "no job worker was started again"
             time.sleep(0.2)
-        assert job["status"] == "done" and len(job["result"]["bleu"]) == len(job["result"]["memory_size"]) > 1
-        ran_on = JobStore(database).get(job_id).worker  # host:pid:random
-        assert int(ran_on.split(":")[1]) == job_workers[0]  # the job worker ran it, not a web process
+        later = queue_sweep(url, "tiny_membottleneck")
+        wait_for_job(url, later)
+        assert int(store.get(later).worker.split(":")[1]) == second_worker[0]
+        processes = children(server.pid)
     finally:
+        store.close()
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
     deadline = time.monotonic() + 30

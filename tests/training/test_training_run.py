@@ -69,13 +69,16 @@ def test_rerun_of_a_finished_run_trains_no_more(trained, synthetic_data_dir, tin
 
 
 def test_resume_continues_the_same_run(tmp_path, synthetic_data_dir, tiny_config):
-    """6 steps, stop, rerun to 10 steps == 10 steps at once: same weights,
+    """6 steps, paused, rerun to 10 steps == 10 steps at once: same weights,
     so position in the epoch, optimiser and dropout RNG were all restored."""
     config = tiny_config()
     straight = run_training(
         config, synthetic_data_dir, tmp_path / "straight", tmp_path / "run_straight", device="cpu", max_steps=10
     )
-    run_training(config, synthetic_data_dir, tmp_path / "resumed", tmp_path / "run_resumed", device="cpu", max_steps=6)
+    paused = run_training(
+        config, synthetic_data_dir, tmp_path / "resumed", tmp_path / "run_resumed", "cpu", max_steps=6, pause=True
+    )
+    assert paused == tmp_path / "run_resumed" and not (tmp_path / "resumed").exists()  # neither evaluated nor written
     state = torch.load(tmp_path / "run_resumed" / "state.pt", weights_only=True)
     assert state["progress"]["step"] == 6
     resumed = run_training(
@@ -88,6 +91,11 @@ def test_resume_continues_the_same_run(tmp_path, synthetic_data_dir, tiny_config
     assert expected.keys() == found.keys()
     for name in expected:
         torch.testing.assert_close(found[name], expected[name], rtol=0, atol=0, msg=name)
+
+
+def test_pause_needs_the_step_to_pause_at(capsys):
+    with pytest.raises(SystemExit, match="--pause stops a run at --max-steps: give both"):
+        main(["train", "any.json", "--pause"])
 
 
 def test_the_metrics_name_every_device_that_trained_the_run(tmp_path, synthetic_data_dir, tiny_config):

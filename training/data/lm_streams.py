@@ -99,9 +99,10 @@ class LMBatch:
     def n_targets(self, pad_id: int) -> int:
         return int((self.targets != pad_id).sum())
 
-    def rows(self, positions: list[int]) -> LMBatch:
+    def rows(self, positions: Sequence[int]) -> LMBatch:
         """The batch's rows `positions`, as long as the whole batch's."""
-        return LMBatch(self.ids[positions], self.targets[positions])
+        rows = list(positions)  # a tuple would index dimensions, not rows
+        return LMBatch(self.ids[rows], self.targets[rows])
 
 
 def block_batches(n_tokens: int, block_len: int, batch_size: int, seed: int) -> list[list[int]]:

@@ -8,6 +8,7 @@ inference.corpora.multi30k, shared with the app.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -39,10 +40,11 @@ class Batch:
     def n_targets(self, pad_id: int) -> int:
         return int((self.tgt_out != pad_id).sum())
 
-    def rows(self, positions: list[int]) -> Batch:
+    def rows(self, positions: Sequence[int]) -> Batch:
         """The batch's rows `positions`, padded as the whole batch is (a model whose computation follows the
         padded length, as an active memory's state does, computes each row as it would in the whole batch)."""
-        return Batch(self.src_ids[positions], self.tgt_in[positions], self.tgt_out[positions])
+        rows = list(positions)  # a tuple would index dimensions, not rows
+        return Batch(self.src_ids[rows], self.tgt_in[rows], self.tgt_out[rows])
 
 
 def make_batch(examples: list[Example], tokenizer: TextTokenizer) -> Batch:

@@ -21,7 +21,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from inference.core.losses import BatchShare
 from inference.core.places import select_device
+from training.loop.steps import GradientHook
 
 T = TypeVar("T")
 
@@ -30,23 +32,32 @@ T = TypeVar("T")
 class Ranks:
     rank: int = 0
     world: int = 1
+    device: str = "cpu"  # where the tensors of collectives live: the rank's GPU under NCCL
 
     @property
     def main(self) -> bool:
         """The rank that writes the run's state, logs and checkpoint."""
         return self.rank == 0
 
-    def share(self, rows: int) -> list[int]:
-        """The positions of this rank's rows in a global batch of `rows` rows."""
-        return list(range(self.rank, rows, self.world))
+    def share(self, rows: int) -> BatchShare:
+        """This rank's part of a global batch of `rows` rows: the rows rank, rank + N, ..."""
+        return BatchShare(tuple(range(self.rank, rows, self.world)), rows, self.total)
 
     def total(self, value: float) -> float:
         """`value` summed over the ranks."""
         if self.world == 1:
             return value
-        summed = torch.tensor([value], dtype=torch.float64)
+        summed = torch.tensor([value], dtype=torch.float64, device=self.device)
         dist.all_reduce(summed)
         return summed.item()
+
+    def part(self, loss: torch.Tensor, count: int, total: float | None = None) -> torch.Tensor:
+        """`loss`, a mean over this rank's `count` terms (target tokens), as this rank's part of the mean over
+        every rank's `total` terms (summed here when not given): the parts, summed by the gradient sum, are the
+        global batch's mean."""
+        if self.world == 1:
+            return loss
+        return loss * (count / (self.total(count) if total is None else total))
 
     def sum_gradients(self, model: nn.Module, _: int = 0) -> None:
         """Every parameter's gradient summed over the ranks (a parameter this rank's batch left without one counts
@@ -58,6 +69,16 @@ class Ranks:
         for p in parameters:
             p.grad = flat[offset : offset + p.numel()].view_as(p).clone()
             offset += p.numel()
+
+    def gradient_sum_then(self, hook: GradientHook | None) -> GradientHook:
+        """A gradient hook that sums the gradients over the ranks, then runs `hook` (None: nothing more)."""
+
+        def hooks(model: nn.Module, step: int) -> None:
+            self.sum_gradients(model)
+            if hook is not None:
+                hook(model, step)
+
+        return hooks
 
     def main_first(self, make: Callable[[], T]) -> T:
         """`make()` on rank 0, then on the others (what it writes, a run folder, a vocabulary, a tokenized
@@ -89,9 +110,9 @@ def join_ranks(device: str) -> tuple[Ranks, torch.device]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         return ONE_PROCESS, chosen
+    if chosen.type == "cuda":
+        chosen = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(chosen)
     if not dist.is_initialized():
         dist.init_process_group("nccl" if chosen.type == "cuda" else "gloo")
-    ranks = Ranks(dist.get_rank(), dist.get_world_size())
-    if chosen.type == "cuda":
-        chosen = torch.device("cuda", int(os.environ.get("LOCAL_RANK", ranks.rank)))
-    return ranks, chosen
+    return Ranks(dist.get_rank(), dist.get_world_size(), str(chosen)), chosen

@@ -231,16 +231,19 @@ class EpochSteps:
         """The step's loss on this rank's share of the global batch, weighted by its share of the batch's target
         tokens (the ranks' weighted losses, summed, are the loss on the whole batch)."""
         ranks = self.session.ranks
-        whole = self.data.train_batch(self.batches[self.progress.batch_in_epoch], self.tokenizer)
-        mine = ranks.share(len(self.batches[self.progress.batch_in_epoch]))
-        self.batch = None if not mine else (whole if ranks.world == 1 else whole.rows(mine)).to(self.device)
+        indices = self.batches[self.progress.batch_in_epoch]
+        whole = self.data.train_batch(indices, self.tokenizer)
+        share = ranks.share(len(indices))
+        self.batch = None if not share.rows else (whole if ranks.world == 1 else whole.rows(share.rows)).to(self.device)
         targets = 0 if self.batch is None else self.batch.n_targets(self.tokenizer.pad_id)
         self.targets = int(ranks.total(targets))
         if self.batch is None:  # a last batch smaller than the world: nothing here, the gradient sum still runs
             return torch.zeros((), requires_grad=True)
         # The step number seeds the step's memory sampling: a resumed run draws the same.
-        loss = batch_loss(self.model, self.batch, replace(self.objective, seed=self.settings.seed * 1_000_003 + step))
-        return loss if ranks.world == 1 else loss * (targets / self.targets)
+        objective = replace(
+            self.objective, seed=self.settings.seed * 1_000_003 + step, share=share if ranks.world > 1 else None
+        )
+        return ranks.part(batch_loss(self.model, self.batch, objective), targets, self.targets)
 
     def after_step(self, step: int, loss: float) -> None:
         progress, lr = self.progress, self.learning_rate(step)

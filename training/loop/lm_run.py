@@ -41,6 +41,7 @@ def run_language_model_training(
     run_dir: str | Path | None = None,
     device: str = "auto",
     max_steps: int | None = None,
+    pause: bool = False,
 ) -> Path:
     """training.loop.translation_run.run_training for a language-model config."""
     ranks, device = join_ranks(device)  # one process, or a rank of a torchrun run
@@ -80,6 +81,8 @@ def run_language_model_training(
         )
     progress = train(model, tokenizer, config.train, data, run, max_steps, ranks=ranks)
     folder = Path(out_dir or REPO_ROOT / "checkpoints" / config.name)
+    if pause and progress.epoch < config.train.epochs:
+        return run.path
     if not ranks.main:  # rank 0 evaluates and writes the checkpoint
         return folder
 

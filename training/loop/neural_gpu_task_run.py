@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -43,6 +44,7 @@ from inference.core.checkpoint import save_checkpoint
 from inference.core.decoding import pad_batch, strip_after_eos
 from inference.core.family import build_model, config_from_dict
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
+from training.loop.distributed import join_ranks
 from training.loop.steps import StepSettings
 from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
 from training.tasks.neural_gpu_tasks import SYMBOLS, TASKS, Sample, Task, sample, task_split
@@ -142,7 +144,7 @@ def accuracy(model, samples: list[Sample], tokenizer: TextTokenizer, batch_size:
     whole, right, total = 0, 0, 0
     for first in range(0, len(samples), batch_size):
         chunk = samples[first : first + batch_size]
-        src_ids, _, _ = batch_tensors(chunk, tokenizer)
+        src_ids = batch_tensors(chunk, tokenizer)[0].to(next(model.parameters()).device)  # [b, n]
         longest = max(len(s.target) for s in chunk)
         tokens, _ = model.greedy(src_ids, longest + 1)
         for ids, s in zip(strip_after_eos(tokens, tokenizer.eos_id), chunk):
@@ -174,7 +176,7 @@ def add_gradient_noise(model, scale: float, step: int, generator: torch.Generato
     std = scale / (1 + step) ** 0.55
     for p in model.parameters():
         if p.grad is not None:
-            p.grad += torch.randn(p.grad.shape, generator=generator) * std
+            p.grad += (torch.randn(p.grad.shape, generator=generator) * std).to(p.grad.device)
 
 
 class NeuralGPUTask(TaskCallbacks):
@@ -183,19 +185,23 @@ class NeuralGPUTask(TaskCallbacks):
 
     def __init__(self, run: AlgorithmicRun, model, tokenizer: TextTokenizer, log=print):
         self.run, self.model, self.tokenizer, self.log = run, model, tokenizer, log
+        self.device = next(model.parameters()).device
         self.validation = task_split(run.task, "val", run.max_length, VALIDATION_SIZE)
         self.curriculum = Curriculum(run.start_length, run.max_length, run.advance_at)
         self.levels: list[list[int]] = []  # [step, level] whenever the level went up
         self.noise = torch.Generator().manual_seed(run.seed)
         self.rng = random.Random()
 
-    def loss(self, step: int) -> torch.Tensor:
+    def loss(self, step: int, rows: Sequence[int]) -> tuple[torch.Tensor, int]:
         self.rng = random.Random(f"{self.run.data_seed}/{step}")  # the curriculum's check draws on after the batch
         length = self.curriculum.length(self.rng)
         batch = [sample(self.run.task, length, self.rng) for _ in range(self.run.batch_size)]
-        src_ids, tgt_in, tgt_out = batch_tensors(batch, self.tokenizer)  # [b, n], [b, t], [b, t]
+        # [b, n], [b, t], [b, t]: the whole batch's tensors (padded as it is), then this rank's rows of them
+        whole = batch_tensors(batch, self.tokenizer)
+        src_ids, tgt_in, tgt_out = (tensor[list(rows)].to(self.device) for tensor in whole)
         logits = self.model(src_ids, tgt_in)  # [b, t, vocab]
-        return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=self.tokenizer.pad_id)
+        loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=self.tokenizer.pad_id)
+        return loss, int((tgt_out != self.tokenizer.pad_id).sum())
 
     def add_noise(self, model, step: int) -> None:
         add_gradient_noise(model, self.run.gradient_noise, step, self.noise)
@@ -203,7 +209,7 @@ class NeuralGPUTask(TaskCallbacks):
     def after_step(self, step: int) -> None:
         if (step + 1) % self.run.check_every:
             return
-        check = [sample(self.run.task, self.curriculum.level, self.rng) for _ in range(CHECK_SIZE)]
+        check = [sample(self.run.task, self.curriculum.level, self.rng) for _ in range(CHECK_SIZE)]  # every rank's
         if self.curriculum.update(accuracy(self.model, check, self.tokenizer)["sequence"]):
             self.levels.append([step + 1, self.curriculum.level])
             self.log(f"{self.run.name} step {step + 1}: curriculum level {self.curriculum.level}")
@@ -220,17 +226,21 @@ class NeuralGPUTask(TaskCallbacks):
         self.noise.set_state(state["noise"])
 
 
-def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print) -> dict:
-    """Train (or resume) the run; write the checkpoint folder; return its metrics."""
+def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print, device: str = "cpu") -> dict | None:
+    """Train (or resume) the run on `device`; write the checkpoint folder; return its metrics (None on a rank of
+    a torchrun run other than rank 0, which alone evaluates and writes)."""
+    ranks, chosen = join_ranks(device)  # one process, or a rank of a torchrun run
     torch.manual_seed(run.seed)
     tokenizer = task_tokenizer()
-    model = build_model(config_from_dict(run.model_config(tokenizer)))
+    model = build_model(config_from_dict(run.model_config(tokenizer))).to(chosen)
     optimizer = torch.optim.Adam(model.parameters(), lr=run.learning_rate)
     folder = TaskRunFolder(run_dir, run)
-    task = NeuralGPUTask(run, model, tokenizer, log)
-    schedule = TaskSchedule(run.name, run.steps, run.eval_every, keep_ties=True)
+    task = NeuralGPUTask(run, model, tokenizer, log if ranks.main else lambda message: None)
+    schedule = TaskSchedule(run.name, run.steps, run.eval_every, keep_ties=True, batch_size=run.batch_size)
     settings = StepSettings(run.clip, gradient_hook=task.add_noise)
-    progress = train_task_steps(model, optimizer, folder, schedule, task, settings, log)
+    progress = train_task_steps(model, optimizer, folder, schedule, task, settings, log, ranks)
+    if not ranks.main:
+        return None
     began_test = time.monotonic()
     metrics = {
         "task": run.task,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -40,9 +41,9 @@ from torch import nn
 
 from inference.core.checkpoint import cast_copy, load_checkpoint, save_checkpoint
 from inference.core.family import build_model, config_from_dict, family_of
-from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
 from inference.families.hugging_face.memory_model import CONFIG_NAME as PRETRAINED_MEMORY
+from training.loop.distributed import join_ranks
 from training.loop.steps import StepSettings
 from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
 from training.tasks.rmt_tasks import GENERATORS, GO, TOKENS, Sample, task_split, text
@@ -216,16 +217,17 @@ class SegmentTask(TaskCallbacks):
         self.run, self.model, self.validation, self.held_out = run, model, validation, held_out
         self.lookup = lookup
 
-    def loss(self, step: int) -> torch.Tensor:
+    def loss(self, step: int, rows: Sequence[int]) -> tuple[torch.Tensor, int]:
         rng = random.Random(f"{self.run.data_seed}/{step}")
         batch = []
         while len(batch) < self.run.batch_size:
             sample = GENERATORS[self.run.task](rng)
             if sample not in self.held_out:
                 batch.append(sample)
-        ids, start = stream_batch(batch, self.lookup, next(self.model.parameters()).device)  # [b, n]
+        mine = [batch[row] for row in rows]  # every stream of a task is as long as the others
+        ids, start = stream_batch(mine, self.lookup, next(self.model.parameters()).device)  # [b, n]
         logits = target_logits(self.model, ids, start)  # [b, targets, vocab]
-        return F.cross_entropy(logits.flatten(0, 1), ids[:, start:].flatten())
+        return F.cross_entropy(logits.flatten(0, 1), ids[:, start:].flatten()), ids[:, start:].numel()
 
     def validate(self) -> tuple[float, list[float], str]:
         return scores(self.model, self.validation, self.lookup)["char_accuracy"], [], ""
@@ -249,17 +251,21 @@ def task_model(
     return model, start.tokenizer, base_lookup(start.tokenizer, used, device)
 
 
-def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = "cpu") -> dict:
-    """Train (or resume) the run on `device`; write the checkpoint folder; return its metrics."""
+def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = "cpu") -> dict | None:
+    """Train (or resume) the run on `device`; write the checkpoint folder; return its metrics (None on a rank
+    of a torchrun run other than rank 0, which alone evaluates and writes)."""
+    ranks, chosen = join_ranks(device)  # one process, or a rank of a torchrun run
     torch.manual_seed(run.seed)
     validation = task_split(run.task, "val", VALIDATION_SIZE)
     test = task_split(run.task, "test", TEST_SIZE)
-    model, tokenizer, lookup = task_model(run, validation + test, select_device(device))
+    model, tokenizer, lookup = task_model(run, validation + test, chosen)
     optimizer = torch.optim.Adam(model.parameters(), lr=run.learning_rate)
     folder = TaskRunFolder(run_dir, run)
     task = SegmentTask(run, model, validation, frozenset(validation) | frozenset(test), lookup)
-    schedule = TaskSchedule(run.name, run.steps, run.eval_every, keep_ties=False)
-    progress = train_task_steps(model, optimizer, folder, schedule, task, StepSettings(run.clip), log)
+    schedule = TaskSchedule(run.name, run.steps, run.eval_every, keep_ties=False, batch_size=run.batch_size)
+    progress = train_task_steps(model, optimizer, folder, schedule, task, StepSettings(run.clip), log, ranks)
+    if not ranks.main:
+        return None
     metrics = {
         "task": run.task,
         "segments": run.segments,

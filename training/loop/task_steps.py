@@ -2,20 +2,26 @@
 a fixed number of steps on freshly generated batches, validation every `eval_every` steps, the best weights
 on validation kept, and everything a resumed run needs saved in its run folder at every validation. Each
 task run gives its batches, validation and extra state as `TaskCallbacks`; the steps themselves are
-training.loop.steps's."""
+training.loop.steps's.
+
+Under torchrun (training.loop.distributed) every rank generates each step's whole batch and trains on its
+rows rank::N of it; the ranks hold the same weights, so each validates and follows the curriculum as the
+others do, and rank 0 alone logs and saves."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
+from training.loop.distributed import ONE_PROCESS, Ranks
 from training.loop.steps import StepSettings, run_steps
 
 STATE_FILE = "state.pt"
@@ -60,8 +66,10 @@ class TaskRunFolder:
 class TaskCallbacks:
     """What a task run gives the loop; `loss` and `validate` are its own, the rest default to nothing."""
 
-    def loss(self, step: int) -> torch.Tensor:
-        """The training loss of 0-based step `step` on a batch generated from the run's data seed and the step."""
+    def loss(self, step: int, rows: Sequence[int]) -> tuple[torch.Tensor, int]:
+        """(the training loss, a mean over `count` target tokens; count) of 0-based step `step` on the rows
+        `rows` (non-empty) of a batch generated from the run's data seed and the step, padded as the whole
+        batch is."""
         raise NotImplementedError
 
     def validate(self) -> tuple[float, list[float], str]:
@@ -85,17 +93,26 @@ class TaskSchedule:
     steps: int
     eval_every: int
     keep_ties: bool  # a later validation that equals the best so far replaces the kept weights
+    batch_size: int  # rows of every step's batch, over all ranks
 
 
 class _TaskSteps:
-    """The step loop's callbacks for a task run: progress, validation cadence, best weights, saving."""
+    """The step loop's callbacks for a task run: this rank's rows of each batch, progress, validation cadence,
+    best weights, saving."""
 
-    def __init__(self, model, optimizer, folder, schedule, task, progress, best_weights, began, log):
+    def __init__(self, model, optimizer, folder, schedule, task, progress, best_weights, began, log, ranks):
         self.model, self.optimizer, self.folder, self.schedule, self.task = model, optimizer, folder, schedule, task
         self.progress, self.best_weights, self.began, self.log = progress, best_weights, began, log
+        self.ranks: Ranks = ranks
 
     def loss(self, step: int) -> torch.Tensor:
-        return self.task.loss(step)
+        """This rank's loss, weighted by its share of the batch's target tokens."""
+        share = self.ranks.share(self.schedule.batch_size)
+        if not share.rows:  # a batch smaller than the world: nothing here, the gradient sum still runs
+            self.ranks.total(0)
+            return torch.zeros((), requires_grad=True)
+        loss, count = self.task.loss(step, share.rows)
+        return self.ranks.part(loss, count)
 
     def after_step(self, step: int, loss: float) -> None:
         progress, schedule = self.progress, self.schedule
@@ -106,10 +123,13 @@ class _TaskSteps:
         self.model.eval()
         score, extra, note = self.task.validate()
         progress.seconds = time.monotonic() - self.began
+        loss = self.ranks.total(loss)  # the whole batch's
         progress.curve.append([progress.step, round(loss, 4), round(score, 4), *extra])
         if score > progress.best or (schedule.keep_ties and score == progress.best):
             progress.best, progress.best_step = score, progress.step
             self.best_weights = weights_copy(self.model)
+        if not self.ranks.main:
+            return
         self.log(
             f"{schedule.name} step {progress.step} loss {loss:.4f} val {score:.4f}{note} ({progress.seconds:.0f} s)"
         )
@@ -134,10 +154,12 @@ def train_task_steps(
     task: TaskCallbacks,
     settings: StepSettings,
     log=print,
+    ranks: Ranks = ONE_PROCESS,
 ) -> TaskProgress:
     """Train (or resume) until `schedule.steps` are taken; the model ends holding the best weights on
-    validation. Returns the run's progress."""
+    validation. Returns the run's progress. `ranks`: this process's share of a data-parallel run."""
     progress, best_weights = TaskProgress(), weights_copy(model)
+    log = log if ranks.main else lambda message: None
     state = folder.load()
     if state is not None:
         model.load_state_dict(state["model"])
@@ -145,8 +167,11 @@ def train_task_steps(
         best_weights, progress = state["best_weights"], TaskProgress(**state["progress"])
         task.restore(state["task"])
         log(f"resumed {schedule.name} at step {progress.step}")
+    ranks.same_start(model)
+    if ranks.world > 1:  # the gradients summed over the ranks before the task's own hook (gradient noise)
+        settings = replace(settings, gradient_hook=ranks.gradient_sum_then(settings.gradient_hook))
     began = time.monotonic() - progress.seconds
-    steps = _TaskSteps(model, optimizer, folder, schedule, task, progress, best_weights, began, log)
+    steps = _TaskSteps(model, optimizer, folder, schedule, task, progress, best_weights, began, log, ranks)
     run_steps(model, optimizer, range(progress.step, schedule.steps), steps, settings)
     model.load_state_dict(steps.best_weights)
     model.eval()

@@ -40,13 +40,14 @@ def run_training(
     run_dir: str | Path | None = None,
     device: str = "auto",
     max_steps: int | None = None,
+    pause: bool = False,
 ) -> Path:
-    """Train (or resume) the run of `config`, evaluate it and write its
-    checkpoint folder; returns that folder."""
+    """Train (or resume) the run of `config`, evaluate it and write its checkpoint folder; returns that folder.
+    pause: a run stopped by max_steps keeps only its resumable state, and the run folder is returned instead."""
     if config.train.threads is not None:
         torch.set_num_threads(config.train.threads)
     if config.is_language_model:
-        return run_language_model_training(config, data_dir, out_dir, run_dir, device, max_steps)
+        return run_language_model_training(config, data_dir, out_dir, run_dir, device, max_steps, pause)
     ranks, device = join_ranks(device)  # one process, or a rank of a torchrun run
     corpus = CORPORA[config.data.dataset]
     splits = first_pairs(corpus.read(resolve_data_dir(data_dir)), config.data.max_pairs, config.data.max_eval_pairs)
@@ -82,6 +83,8 @@ def run_training(
         ranks,
     )
     folder = Path(out_dir or REPO_ROOT / "checkpoints" / config.name)
+    if pause and progress.epoch < config.train.epochs:
+        return run.path
     if not ranks.main:  # rank 0 evaluates and writes the checkpoint
         return folder
     selected = select_best_on_validation(model, run, progress)

@@ -65,6 +65,7 @@ import torch.nn.functional as F
 from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import Choice, generate
 from inference.core.interventions import Interventions
+from inference.core.losses import BatchShare
 from inference.families.working_memory.model import (
     CHOICE_COLUMN,
     MEMORY_TYPE,
@@ -107,7 +108,7 @@ def _choose(
     memory_count: torch.Tensor,  # [b] memory tokens written so far
     memory_size: int,
     active: torch.Tensor,  # [b] bool, not finished
-    generator: torch.Generator,
+    uniforms: torch.Tensor,  # [b] the step's one uniform draw per example
     gold: torch.Tensor | None = None,  # [b] teacher-forced target tokens (training)
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # types [b], tokens [b], the step's final record [b, 7]
     c = model.config
@@ -115,9 +116,8 @@ def _choose(
     wants_memory = p[:, MEMORY_TYPE] > p[:, TARGET_TYPE]
     room = memory_count < memory_size
     is_memory = wants_memory & room & active
-    # One draw per example per step whatever its type, so a seed fixes every
+    # One draw per example per step whatever its type (the writer's), so a seed fixes every
     # memory token; the vocabulary sort runs only for the rows writing memory.
-    uniforms = torch.rand(token_logits.shape[0], generator=generator, device=token_logits.device)  # [b]
     token = gold.clone() if gold is not None else token_logits.argmax(dim=-1)  # [b]
     sizes = torch.zeros_like(token)
     rows = is_memory.nonzero().flatten()
@@ -213,9 +213,10 @@ class _Writer:
         use_cache: bool = True,
         gold: torch.Tensor | None = None,  # [b, w] gold target ids, one spare column
         lengths: torch.Tensor | None = None,  # [b] gold tokens per example
+        share: BatchShare | None = None,  # where the batch is a part of a data-parallel step's global batch
     ):
         b, device = src_ids.shape[0], src_ids.device
-        self.model, self.memory_size, self.generator = model, memory_size, generator
+        self.model, self.memory_size, self.generator, self.share = model, memory_size, generator, share
         self.gold, self.lengths = gold, lengths
         self.appended = torch.zeros(b, dtype=torch.long, device=device)  # [b] gold tokens written (training)
         self.encoded = model.encode(src_ids)
@@ -232,6 +233,14 @@ class _Writer:
             token_logits, type_logits = self.model.decode(ids, self.types, self.encoded)
         return token_logits[:, -1], type_logits[:, -1]
 
+    def uniforms(self, b: int) -> torch.Tensor:  # [b]
+        """The step's one uniform draw per example; where the batch is a part of a global batch, the draw of each
+        of its rows in a draw over the whole global batch, so that every example draws what it would there."""
+        if self.share is None:
+            return torch.rand(b, generator=self.generator, device=self.generator.device)
+        whole = torch.rand(self.share.size, generator=self.generator, device=self.generator.device)  # [global b]
+        return whole[list(self.share.rows)]
+
     def choose(self, logits: tuple[torch.Tensor, torch.Tensor], finished: torch.Tensor) -> Choice:
         token_logits, type_logits = logits
         active = ~finished  # [b]
@@ -246,7 +255,7 @@ class _Writer:
             self.memory_count,
             self.memory_size,
             active,
-            self.generator,
+            self.uniforms(active.shape[0]),
             next_gold,
         )
         self.choices.append(record.cpu())
@@ -339,6 +348,7 @@ def wm_training_forward(
     type_loss_weight: float = 0.5,
     memory_size: int | None = None,  # M for the build; default the config's
     label_smoothing: float = 0.0,  # of the target-token loss
+    share: BatchShare | None = None,  # where the batch is a part of a data-parallel step's global batch
 ) -> WMTrainingOutput:
     """Algorithm 1: build the interleaved stream without gradients, then one
     forward pass with gradients over it (see the module doc for the losses)."""
@@ -360,7 +370,7 @@ def wm_training_forward(
     generator = seed if isinstance(seed, torch.Generator) else torch.Generator(device=device).manual_seed(seed)
 
     with torch.no_grad():  # build the stream through the shared loop; every example ends within longest - 1 steps
-        writer = _Writer(model, src_ids, m, generator, gold=gold, lengths=lengths)
+        writer = _Writer(model, src_ids, m, generator, gold=gold, lengths=lengths, share=share)
         start = torch.full((b, 1), c.bos_id, dtype=torch.long, device=device)  # [b, 1]
         ids = generate(writer.step, writer.choose, start, longest - 1)  # [b, L]
         types, key_mask = writer.types, writer.key_mask

@@ -31,7 +31,7 @@ def working_memory_loss(model: WorkingMemoryTransformer, batch: Any, objective: 
         return token_cross_entropy(logits, batch.tgt_out, model.config.pad_id, objective.label_smoothing)
     pad = model.config.pad_id
     targets = [[t for t in row if t != pad] for row in batch.tgt_out.tolist()]  # target + EOS per example
-    return wm_training_forward(
+    out = wm_training_forward(
         model,
         batch.src_ids,
         targets,
@@ -39,7 +39,19 @@ def working_memory_loss(model: WorkingMemoryTransformer, batch: Any, objective: 
         type_threshold=settings.type_threshold,
         type_loss_weight=settings.type_loss_weight,
         label_smoothing=objective.label_smoothing,
-    ).loss
+        share=objective.share,
+    )
+    share = objective.share
+    if share is None:
+        return out.loss
+    # A part of a data-parallel step's global batch: the step loop weights the loss by the part's share of the
+    # global batch's target tokens, which makes the target loss (their mean) its part of the global mean. The type
+    # loss is a mean over the labelled positions instead, so it is rescaled to become, after that weighting, its
+    # part of their global mean.
+    target_tokens = sum(len(t) for t in targets)
+    labelled = int((out.type_labels != -100).sum())
+    rescale = (labelled / share.total(labelled)) / (target_tokens / share.total(target_tokens))
+    return out.target_loss + settings.type_loss_weight * out.type_loss * rescale
 
 
 def from_transformer(transformer: nn.Module, working_memory_fields: dict[str, Any]) -> WorkingMemoryTransformer:
