@@ -51,6 +51,15 @@ class Ranks:
         dist.all_reduce(summed)
         return summed.item()
 
+    def from_main(self, value: float) -> float:
+        """Rank 0's `value` on every rank: a decision taken on numbers every rank computes alike (a validation
+        score, a curriculum's check) follows rank 0's, should a GPU's kernels round them apart."""
+        if self.world == 1:
+            return value
+        sent = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.broadcast(sent, src=0)
+        return sent.item()
+
     def part(self, loss: torch.Tensor, count: int, total: float | None = None) -> torch.Tensor:
         """`loss`, a mean over this rank's `count` terms (target tokens), as this rank's part of the mean over
         every rank's `total` terms (summed here when not given): the parts, summed by the gradient sum, are the

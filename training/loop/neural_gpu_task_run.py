@@ -44,7 +44,7 @@ from inference.core.checkpoint import save_checkpoint
 from inference.core.decoding import pad_batch, strip_after_eos
 from inference.core.family import build_model, config_from_dict
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
-from training.loop.distributed import join_ranks
+from training.loop.distributed import Ranks, join_ranks
 from training.loop.steps import StepSettings
 from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
 from training.tasks.neural_gpu_tasks import SYMBOLS, TASKS, Sample, Task, sample, task_split
@@ -206,11 +206,11 @@ class NeuralGPUTask(TaskCallbacks):
     def add_noise(self, model, step: int) -> None:
         add_gradient_noise(model, self.run.gradient_noise, step, self.noise)
 
-    def after_step(self, step: int) -> None:
+    def after_step(self, step: int, ranks: Ranks) -> None:
         if (step + 1) % self.run.check_every:
             return
         check = [sample(self.run.task, self.curriculum.level, self.rng) for _ in range(CHECK_SIZE)]  # every rank's
-        if self.curriculum.update(accuracy(self.model, check, self.tokenizer)["sequence"]):
+        if self.curriculum.update(ranks.from_main(accuracy(self.model, check, self.tokenizer)["sequence"])):
             self.levels.append([step + 1, self.curriculum.level])
             self.log(f"{self.run.name} step {step + 1}: curriculum level {self.curriculum.level}")
 

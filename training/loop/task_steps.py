@@ -76,8 +76,9 @@ class TaskCallbacks:
         """(validation score, higher is better; extra curve columns; a note for the log line)."""
         raise NotImplementedError
 
-    def after_step(self, step: int) -> None:
-        """Anything the task does after a step besides validation (the Neural GPU's curriculum)."""
+    def after_step(self, step: int, ranks: Ranks) -> None:
+        """Anything the task does after a step besides validation (the Neural GPU's curriculum: its decisions
+        `ranks.from_main`)."""
 
     def state(self) -> dict[str, Any]:
         """The task's own resumable state."""
@@ -117,11 +118,12 @@ class _TaskSteps:
     def after_step(self, step: int, loss: float) -> None:
         progress, schedule = self.progress, self.schedule
         progress.step = step + 1
-        self.task.after_step(step)
+        self.task.after_step(step, self.ranks)
         if progress.step % schedule.eval_every and progress.step != schedule.steps:
             return
         self.model.eval()
         score, extra, note = self.task.validate()
+        score = self.ranks.from_main(score)  # the kept weights are the same on every rank
         progress.seconds = time.monotonic() - self.began
         loss = self.ranks.total(loss)  # the whole batch's
         progress.curve.append([progress.step, round(loss, 4), round(score, 4), *extra])
