@@ -64,7 +64,9 @@ def layer_attention(trace: Trace, stack: str, layer: int, example: int = 0, **in
         trace.axis_tokens(query_axis, example, **index),
         trace.axis_tokens(key_axis, example, **index),
     )
-    weights = capture.at(**index)[example][:, query_keep][:, :, key_keep]  # [h, q_real, k_real]
+    weights = (
+        capture.at(**index)[example].index_select(1, torch.tensor(query_keep)).index_select(2, torch.tensor(key_keep))
+    )  # [h, q_real, k_real]; index_select with tensors, many times faster than indexing with lists
     return LayerAttention(
         stack=stack,
         layer=layer,

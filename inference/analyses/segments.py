@@ -65,20 +65,22 @@ def memory_path(trace: Trace, pattern: str, layer: int, positions: int, example:
     spans = segment_spans(trace, pattern, example)
     rows, weights = [], []
     for s, index in enumerate(call_indices(capture)):
-        attention = capture.at(**index)[example].mean(dim=0)  # [q, k] head mean
         query_roles = trace.axis_roles(capture.positions["query"], example, **index)
         key_roles = trace.axis_roles(capture.positions["key"], example, **index)
+        writes = [q for q, role in enumerate(query_roles) if role == Role.WRITE_MEM]
+        if not writes:
+            continue
+        attention = capture.at(**index)[example][:, writes].mean(dim=0)  # [slots, k] head mean of the writes' rows
         tokens = [k for k, role in enumerate(key_roles) if role not in (Role.CACHE, *MEMORY_BLOCKS, Role.PAD)]
-        for slot, q in enumerate(q for q, role in enumerate(query_roles) if role == Role.WRITE_MEM):
-            row = torch.zeros(positions + len(EXTRA_COLUMNS))  # [positions + 3]
-            row[spans.starts[s] : spans.starts[s] + len(tokens)] = attention[q, tokens]
-            for column, role in enumerate(EXTRA_COLUMNS.values(), start=positions):
-                row[column] = sum(attention[q, k] for k, found in enumerate(key_roles) if found == role)
-            rows.append((s, slot))
-            weights.append(row)
+        blocks = torch.tensor([[found == role for found in key_roles] for role in EXTRA_COLUMNS.values()])  # [3, k]
+        row = torch.zeros(len(writes), positions + len(EXTRA_COLUMNS))  # [slots, positions + 3]
+        row[:, spans.starts[s] : spans.starts[s] + len(tokens)] = attention.index_select(1, torch.tensor(tokens))
+        row[:, positions:] = attention @ blocks.to(attention.dtype).T  # [slots, 3]: each block's sum
+        rows += [(s, slot) for slot in range(len(writes))]
+        weights.append(row)
     if not rows:
         raise ValueError("this run wrote no memory: the model has no memory tokens, or the memory size is 0")
-    return MemoryPath(torch.stack(weights), rows, layer)
+    return MemoryPath(torch.cat(weights), rows, layer)
 
 
 @dataclass

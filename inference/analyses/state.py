@@ -77,42 +77,49 @@ def _layers(trace: Trace) -> dict[str, dict[str, list[str]]]:
     }
 
 
+def l2_over_maps_and_width(x: torch.Tensor) -> torch.Tensor:  # [steps map width length] -> [steps length]
+    """One reduction at a time: torch's reduction over several inner dimensions at once is many times slower on
+    small tensors (1.5 ms against 0.04 on 2 cores)."""
+    return x.square().sum(dim=1).sum(dim=1).sqrt()
+
+
 def state_steps(trace: Trace, groups: int = MAP_GROUPS) -> StateSteps:
     """Every step of a traced recurrent-step run (the first source of the trace)."""
     stacks = _layers(trace)
     steps: list[int] = []
     stack_of: list[str] = []
-    state: list[list[list[list[float]]]] = []  # [steps, groups, width, length]
-    update: list[list[float]] = []  # [steps, length], and so are the two below
-    reset: list[list[float]] = []
-    change: list[list[float]] = []
+    state, update, reset, change = [], [], [], []  # per stack: [steps, groups, width, length], then [steps, length]
     before = trace.captures[STATE_INPUT].calls[0].tensor[0].float()  # [map width length]
     maps = before.shape[0]
     bounds = [(g * maps // groups, (g + 1) * maps // groups) for g in range(min(groups, maps))]
     for stack, kinds in stacks.items():
         last = _row(trace, kinds["state"][-1])  # (step, [map width length]) after the last layer
-        gates = {kind: [_row(trace, name) for name in kinds[kind]] for kind in ("update_gate", "reset_gate")}
-        for i, (step, after) in enumerate(last):
-            steps.append(step)
-            stack_of.append(stack)
-            state.append([after[a:b].mean(dim=0).tolist() for a, b in bounds])  # groups x [width length]
-            for kind, out in (("update_gate", update), ("reset_gate", reset)):
-                per_layer = torch.stack([layer[i][1] for layer in gates[kind]])  # [layers map width length]
-                out.append(per_layer.mean(dim=(0, 1, 2)).tolist())  # [length]
-            change.append((after - before).norm(dim=(0, 1)).tolist())  # [length]
-            before = after
-    flat = [v for step in state for group in step for row in group for v in row]
+        after = torch.stack([tensor for _, tensor in last])  # [steps map width length]
+        steps += [step for step, _ in last]
+        stack_of += [stack] * len(last)
+        state.append(torch.stack([after[:, a:b].mean(dim=1) for a, b in bounds], dim=1))  # [steps groups width length]
+        for kind, out in (("update_gate", update), ("reset_gate", reset)):
+            per_layer = torch.stack(
+                [torch.stack([tensor for _, tensor in _row(trace, name)]) for name in kinds[kind]]
+            )  # [layers steps map width length]
+            out.append(per_layer.mean(dim=0).mean(dim=1).mean(dim=1))  # [steps length]
+        previous = torch.cat([before[None], after[:-1]])  # [steps map width length]: the state before each step
+        change.append(l2_over_maps_and_width(after - previous))  # [steps length]
+        before = after[-1]
+    every_state = torch.cat(state)  # [steps groups width length]
     tape_hooks = [tape(stack) for stack in stacks if tape(stack) in trace.captures]
-    tape_norms = [t.norm(dim=(0, 1)).tolist() for _, t in _row(trace, tape_hooks[0])] if tape_hooks else None
+    tape_norms = (
+        l2_over_maps_and_width(torch.stack([t for _, t in _row(trace, tape_hooks[0])])).tolist() if tape_hooks else None
+    )  # [decoder steps length]
     return StateSteps(
         positions=trace.tokens["state"][0],
         steps=steps,
         stacks=stack_of,
         map_groups=bounds,
-        state=state,
-        state_range=(min(flat), max(flat)),
-        update=update,
-        reset=reset,
-        change=change,
+        state=every_state.tolist(),
+        state_range=(every_state.min().item(), every_state.max().item()),
+        update=torch.cat(update).tolist(),
+        reset=torch.cat(reset).tolist(),
+        change=torch.cat(change).tolist(),
         tape=tape_norms,
     )
