@@ -81,7 +81,7 @@ def test_two_workers_never_run_a_job_twice(store_url, checkpoint_dir, tmp_path):
 
 def test_a_worker_killed_mid_job_has_its_job_finished_by_the_other(store_url, checkpoint_dir, tmp_path):
     store = JobStore(store_url)
-    sources = [GERMAN[n % len(GERMAN)] + f" {n}" for n in range(2000)]
+    sources = [GERMAN[n % len(GERMAN)] + f" {n}" for n in range(600)]
     with workers(2, store_url, checkpoint_dir, tmp_path) as running:
         job = corpus_job(store, sources)
         started = wait_for(lambda: (found := store.get(job.id)).done > 0 and found)
@@ -89,10 +89,10 @@ def test_a_worker_killed_mid_job_has_its_job_finished_by_the_other(store_url, ch
         running[killed].send_signal(signal.SIGKILL)  # dies mid-job: no clean stop, its lease left to run out
         running[killed].wait(timeout=30)
         finished = wait_for(lambda: (found := store.get(job.id)).finished and found)
-    assert 0 < started.done < len(sources)  # it was killed mid-way
+    assert 0 < started.done < len(sources), started.done  # it was killed mid-way
     survivor = next(name for name in running if name != killed)
     assert (finished.status, finished.worker, finished.attempts) == ("done", survivor, 2)
     translations = finished.result["translations"]
     assert len(translations) == len(sources)
-    for n in (0, 1, 999, 1999):
+    for n in (0, 1, 299, 599):
         assert translations[n] == translation(checkpoint_dir, sources[n])
