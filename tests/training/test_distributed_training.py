@@ -1,5 +1,6 @@
 """Training on torchrun: 2 gloo ranks on the CPU, each taking half of every global batch, train a tiny model to the
-weights one process reaches on the same global batches (dropout off), through the training CLI, for every way
+weights one process reaches on the same global batches (dropout off), through the training CLI (under torchrun for
+the two ranks, called in this process for the one, which saves a process start and torch's imports), for every way
 a model trains here: the translation families (working memory included: it samples each example's memory from
 a draw over the whole global batch), the language models (our own, a segment-recurrent one and a Hugging Face
 GPT-2), and the task runs of papers 001 and 002. A run saved at one world size resumes at the other to the same
@@ -8,6 +9,7 @@ weights too."""
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 import torch
 
 from inference.layers import sinusoid
+from training.cli import main
 
 STEPS = 3
 SMALL = {"d_model": 16, "d_ff": 32, "n_heads": 2}
@@ -87,12 +90,21 @@ def config_file(folder: Path, family: str) -> str:
 
 
 def run_cli(arguments: list[str], ranks: int) -> None:
-    """`python -m training ARGUMENTS` on `ranks` processes (torchrun for more than one), on the CPU."""
-    launch = [sys.executable] if ranks == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                                   "--nproc-per-node", str(ranks)]  # fmt: skip
-    command = [*launch, "-m", "training", *arguments, "--device", "cpu"]
-    finished = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert finished.returncode == 0, finished.stderr[-3000:]
+    """`python -m training ARGUMENTS` on the CPU: on 2 processes under torchrun, or (one process) called here, in
+    this process, with the torch settings and random states it changes put back after."""
+    if ranks == 1:
+        threads, torch_state, python_state = torch.get_num_threads(), torch.random.get_rng_state(), random.getstate()
+        try:
+            assert main([*arguments, "--device", "cpu"]) == 0
+        finally:
+            torch.set_num_threads(threads)
+            torch.random.set_rng_state(torch_state)
+            random.setstate(python_state)
+        return
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks)]
+    finished = subprocess.run([*torchrun, "-m", "training", *arguments, "--device", "cpu"], capture_output=True,
+                              text=True, timeout=600)  # fmt: skip
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-3000:]
 
 
 def train(config: str, data_dir: Path, run_dir: Path, ranks: int, steps: int, pause: bool = True):
