@@ -19,6 +19,7 @@ class SupervisedProcess:
         self.command, self.name = command, name
         self.process: subprocess.Popen | None = None
         self.stopping = threading.Event()
+        self.starting = threading.Lock()  # a restart and stop() one at a time: none starts after stop()
         self.watcher = threading.Thread(target=self._watch, name=f"supervise {name}", daemon=True)
 
     def start(self) -> None:
@@ -37,12 +38,16 @@ class SupervisedProcess:
             print(f"{self.name} exited with {code}; starting it again in {wait:.0f} s", file=sys.stderr, flush=True)
             if self.stopping.wait(wait):
                 return
-            self.process = subprocess.Popen(self.command)
+            with self.starting:
+                if self.stopping.is_set():
+                    return
+                self.process = subprocess.Popen(self.command)
             wait = min(2 * wait, LONGEST_WAIT_SECONDS)
 
     def stop(self) -> None:
         """Terminate the process (SIGTERM: a job worker gives its job back after the current batch) and wait."""
-        self.stopping.set()
+        with self.starting:
+            self.stopping.set()
         if self.process is not None:
             self.process.terminate()
             self.process.wait()

@@ -21,6 +21,7 @@ from inference.layers import sinusoid
 from training.cli import main
 
 STEPS = 3
+PAST_AN_EPOCH = 5  # the synthetic corpus's 255 pairs make 4 batches of 64
 SMALL = {"d_model": 16, "d_ff": 32, "n_heads": 2}
 TRANSFORMER_SIZES = {**SMALL, "n_encoder_layers": 1, "n_decoder_layers": 1}
 # The Memory Transformer family's variants share one loss and one encoder-decoder: the memory-token one and the
@@ -74,12 +75,12 @@ TRAIN = {"epochs": 2, "batch_size": 16, "warmup_steps": 4, "seed": 0, "save_ever
 WORKING_MEMORY = {"plain_epochs": 0, "type_threshold": 0.25, "type_loss_weight": 0.5}
 
 
-def config_file(folder: Path, family: str) -> str:
+def config_file(folder: Path, family: str, **train: int) -> str:
     if family in LANGUAGE_MODELS:
         model, data = LANGUAGE_MODELS[family], {"dataset": "enwiki", "vocab_size": 80, "max_len": 24, "wikitext": []}
     else:
         model, data = TRANSLATION_MODELS[family], {"dataset": "multi30k", "vocab_size": 60, "max_len": 24}
-    config = {"name": "tiny_ranks", "model": model, "data": data, "train": TRAIN}
+    config = {"name": "tiny_ranks", "model": model, "data": data, "train": {**TRAIN, **train}}
     if "hf_config" not in model:
         config["model"] = {**model, "dropout": 0.0}
     if family == "working_memory":
@@ -182,8 +183,13 @@ def test_two_ranks_take_the_steps_of_one_process_on_a_task(run, tmp_path):
 
 @pytest.mark.parametrize("first, then", [(2, 1), (1, 2)])
 def test_a_run_resumes_on_another_number_of_ranks(first, then, synthetic_data_dir, tmp_path):
-    config = config_file(tmp_path, "memtransformer")
-    alone = train(config, synthetic_data_dir, tmp_path / "one", 1, STEPS + 2)
+    """Resumed past the first epoch's end, which rank 0 alone validates. (Batches of 64, so that the epoch ends
+    within a few steps: the ranks' rounding, carried on by Adam at this warm-up's learning rate, grows from 4e-6
+    after 10 steps to 4.4e-4 after 18, with or without an epoch's end between.)"""
+    config = config_file(tmp_path, "memtransformer", batch_size=64)
+    alone = train(config, synthetic_data_dir, tmp_path / "one", 1, PAST_AN_EPOCH)
     train(config, synthetic_data_dir, tmp_path / "resumed", first, STEPS)
-    resumed = train(config, synthetic_data_dir, tmp_path / "resumed", then, STEPS + 2, pause=False)
+    resumed = train(config, synthetic_data_dir, tmp_path / "resumed", then, PAST_AN_EPOCH, pause=False)
     assert_same_weights(resumed, alone)
+    progress = torch.load(tmp_path / "resumed" / "state.pt", weights_only=True)["progress"]
+    assert progress["epoch"] == 1 and len(progress["val_loss"]) == len(progress["val_bleu"]) == 1

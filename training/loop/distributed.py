@@ -47,7 +47,7 @@ class Ranks:
         """`value` summed over the ranks."""
         if self.world == 1:
             return value
-        summed = torch.tensor([value], dtype=torch.float64, device=self.device)
+        summed = self._scalar(value)
         dist.all_reduce(summed)
         return summed.item()
 
@@ -56,9 +56,12 @@ class Ranks:
         score, a curriculum's check) follows rank 0's, should a GPU's kernels round them apart."""
         if self.world == 1:
             return value
-        sent = torch.tensor([value], dtype=torch.float64, device=self.device)
+        sent = self._scalar(value)
         dist.broadcast(sent, src=0)
         return sent.item()
+
+    def _scalar(self, value: float) -> torch.Tensor:  # [1], where the backend's collectives take it
+        return torch.tensor([value], dtype=torch.float64, device=self.device)
 
     def part(self, loss: torch.Tensor, count: int, total: float | None = None) -> torch.Tensor:
         """`loss`, a mean over this rank's `count` terms (target tokens), as this rank's part of the mean over
@@ -68,9 +71,9 @@ class Ranks:
             return loss
         return loss * (count / (self.total(count) if total is None else total))
 
-    def sum_gradients(self, model: nn.Module, _: int = 0) -> None:
+    def sum_gradients(self, model: nn.Module) -> None:
         """Every parameter's gradient summed over the ranks (a parameter this rank's batch left without one counts
-        as zero), in one all-reduce of a flat buffer. A gradient hook of the step loop."""
+        as zero), in one all-reduce of a flat buffer."""
         parameters = [p for p in model.parameters() if p.requires_grad]
         flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in parameters])
         dist.all_reduce(flat)
@@ -79,8 +82,11 @@ class Ranks:
             p.grad = flat[offset : offset + p.numel()].view_as(p).clone()
             offset += p.numel()
 
-    def gradient_sum_then(self, hook: GradientHook | None) -> GradientHook:
-        """A gradient hook that sums the gradients over the ranks, then runs `hook` (None: nothing more)."""
+    def gradient_hook(self, hook: GradientHook | None = None) -> GradientHook | None:
+        """The step loop's gradient hook on these ranks: the gradients summed over them, then `hook` (a run's own,
+        e.g. gradient noise); `hook` itself in one process."""
+        if self.world == 1:
+            return hook
 
         def hooks(model: nn.Module, step: int) -> None:
             self.sum_gradients(model)

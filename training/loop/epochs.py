@@ -155,14 +155,16 @@ def train(
             session.save(run, model, optimizer)
             log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
             return progress
-        end_epoch(model, tokenizer, settings, data, progress, objective, progress.epoch >= first_candidate_epoch)
-        best = progress.val_bleu_epochs[-1:] == [progress.epoch] and progress.best_val_epoch() == progress.epoch
-        if best and ranks.main:
-            run.save_best(model, progress)
-        session.save(run, model, optimizer)
-        val_bleu = (
-            f", val BLEU {progress.val_bleu[-1]:.2f}" if progress.val_bleu_epochs[-1:] == [progress.epoch] else ""
+        end_epoch(
+            model, tokenizer, settings, data, progress, objective, progress.epoch >= first_candidate_epoch, ranks.main
         )
+        session.save(run, model, optimizer)
+        if not ranks.main:  # the epoch's validation, best weights and log line are rank 0's alone
+            continue
+        validated = progress.val_bleu_epochs[-1:] == [progress.epoch]
+        if validated and progress.best_val_epoch() == progress.epoch:
+            run.save_best(model, progress)
+        val_bleu = f", val BLEU {progress.val_bleu[-1]:.2f}" if validated else ""
         log(
             f"epoch {progress.epoch}: train loss {progress.loss_curve[-1]:.4f}, val loss {progress.val_loss[-1]:.4f}"
             f"{val_bleu}, {session.seconds_per_step():.3f} s/step"
@@ -217,9 +219,7 @@ class EpochSteps:
             total=len(self.batches),
             disable=not ranks.main,
         )
-        steps = StepSettings(
-            self.settings.clip_norm, self.learning_rate, ranks.sum_gradients if ranks.world > 1 else None
-        )
+        steps = StepSettings(self.settings.clip_norm, self.learning_rate, ranks.gradient_hook())
         run_steps(self.model, self.optimizer, range(progress.step, progress.step + allowed), self, steps)
         self.bar.close()
         return allowed == remaining
@@ -271,15 +271,18 @@ def end_epoch(
     progress: Progress,
     objective: StepObjective,
     candidate: bool = True,
+    measured: bool = True,
 ) -> None:
     """Close the epoch in `progress`: its mean train loss, validation loss and
     (every settings.eval_every_epochs, for a task with translations, where the epoch's weights are a
-    candidate for the checkpoint) validation BLEU."""
+    candidate for the checkpoint) validation BLEU. measured False: the epoch closed without validating (a rank
+    of a torchrun run other than rank 0, which alone logs, keeps the best weights and saves)."""
     progress.loss_curve.append(progress.epoch_loss_sum / max(progress.epoch_tokens, 1))
-    progress.val_loss.append(validation_loss(model, tokenizer, data, settings, objective))
+    if measured:
+        progress.val_loss.append(validation_loss(model, tokenizer, data, settings, objective))
     progress.epoch += 1
     progress.batch_in_epoch, progress.epoch_loss_sum, progress.epoch_tokens = 0, 0.0, 0
-    if candidate and progress.epoch % settings.eval_every_epochs == 0:
+    if measured and candidate and progress.epoch % settings.eval_every_epochs == 0:
         bleu = data.validation_bleu(model, tokenizer)
         if bleu is not None:
             progress.val_bleu_epochs.append(progress.epoch)

@@ -109,8 +109,8 @@ class _TaskSteps:
     def loss(self, step: int) -> torch.Tensor:
         """This rank's loss, weighted by its share of the batch's target tokens."""
         share = self.ranks.share(self.schedule.batch_size)
-        if not share.rows:  # a batch smaller than the world: nothing here, the gradient sum still runs
-            self.ranks.total(0)
+        if not share.rows:  # a batch smaller than the world: nothing here, but this rank joins the collectives
+            self.ranks.total(0)  # of the others' `part`
             return torch.zeros((), requires_grad=True)
         loss, count = self.task.loss(step, share.rows)
         return self.ranks.part(loss, count)
@@ -170,8 +170,7 @@ def train_task_steps(
         task.restore(state["task"])
         log(f"resumed {schedule.name} at step {progress.step}")
     ranks.same_start(model)
-    if ranks.world > 1:  # the gradients summed over the ranks before the task's own hook (gradient noise)
-        settings = replace(settings, gradient_hook=ranks.gradient_sum_then(settings.gradient_hook))
+    settings = replace(settings, gradient_hook=ranks.gradient_hook(settings.gradient_hook))
     began = time.monotonic() - progress.seconds
     steps = _TaskSteps(model, optimizer, folder, schedule, task, progress, best_weights, began, log, ranks)
     run_steps(model, optimizer, range(progress.step, schedule.steps), steps, settings)
