@@ -12,6 +12,7 @@ forward, and DDP's wrapper hides them; the sum is the one DDP's all-reduce takes
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,6 +118,14 @@ class Ranks:
 ONE_PROCESS = Ranks()
 
 
+def _leave_ranks() -> None:
+    """The process group destroyed while the interpreter is still whole: left to the interpreter's teardown,
+    gloo's worker threads outlive the objects they hold and the process aborts at exit ("terminate called without
+    an active exception", SIGABRT), failing the torchrun launch after the run itself succeeded."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def join_ranks(device: str) -> tuple[Ranks, torch.device]:
     """This process's rank among those torchrun started (its WORLD_SIZE, RANK and rendezvous variables), joined
     into a process group, and its device (`device` as select_device reads it; on GPUs, the rank's own: torchrun's
@@ -130,4 +139,5 @@ def join_ranks(device: str) -> tuple[Ranks, torch.device]:
         torch.cuda.set_device(chosen)
     if not dist.is_initialized():
         dist.init_process_group("nccl" if chosen.type == "cuda" else "gloo")
+        atexit.register(_leave_ranks)
     return Ranks(dist.get_rank(), dist.get_world_size(), str(chosen)), chosen
