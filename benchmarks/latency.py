@@ -9,6 +9,11 @@ work the route cannot avoid:
 
 - "run ms": one plain run of the same input (`run_with_trace` with the logits only: one greedy decode of the
   route's budget and the forward that scores it, as /api/translate runs); for compare, one such run of each model;
+  for a route that shows the logit lens (the FF key edit: the layer on view; the lens API), that run plus the
+  lens's products, done the plain way on a trace of the lens's hooks: each shown layer's residual, FF output and
+  layer output projected through the output embedding one by one, a full softmax and its top tokens, and the top
+  keys (an every-layer lens at 253 tokens is 18 [253, d] x [d, vocab] products: about twice the model's forward on
+  the CPU); "plain x" gives the warm ratio to the plain run alone;
   for focus, Captum's IntegratedGradients called the plain way on the same output, steps and model (every
   (output, path point) pair its own row of the model), the peer the route's attribution replaces; for the
   attribution refresh, its Captum call (`inference.runs.attribution.attribute`: the decode, integrated gradients
@@ -20,9 +25,11 @@ work the route cannot avoid:
 Compare is timed as a browser loads it: the table, then each row's request and the figure's. After the routes, the
 Compare page on every translator it offers: when its first row arrives and when its last does.
 
-"cold x" = cold ms / (runs x run ms), "warm x" = warm ms / run ms. Every request of a route asks a different
-lesion setting, so no timed request is answered from the cache whole. Then a lesion sweep (a job: BLEU at every
-memory size on the demo set) against the same translations run one memory size at a time, directly.
+"cold x" = cold ms / (runs x run ms), "warm x" = warm ms / run ms; for the lens, whose cold request needs the lens
+run and a plain run without the lens's products, cold x = cold ms / (run ms + the plain run's ms), and "plain x" =
+warm ms / the plain run alone. Every request of a route asks a different lesion setting, so no timed request is
+answered from the cache whole. Then a lesion sweep (a job: BLEU at every memory size on the demo set) against the
+same translations run one memory size at a time, directly.
 
     python benchmarks/latency.py [--device cpu|cuda] [--repeats 7] [--lengths 16 64 256] [--routes toggle ...]
 """
@@ -49,9 +56,10 @@ from app.services.gateway import ModelGateway, RunLimits
 from app.services.gating import offered
 from app.services.pages import COMPARE
 from app.settings import Settings
+from inference.analyses.ff_values import ff_memories
 from inference.core.capabilities import Capability
 from inference.core.family import capabilities_of, family_of
-from inference.core.hook_names import LOGITS
+from inference.core.hook_names import LOGITS, ff_keys, ff_output
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.runs.attribution import attribute
@@ -60,6 +68,7 @@ from inference.runs.source_attribution import embedded_as
 
 HTMX = {"HX-Request": "true"}
 FOCUS_STEPS = 16  # the Focus page's default
+LENS_TOP = 5  # the lens's top keys and top tokens by default
 COMPARED = ["transformer", "memtransformer_10"]
 Form = Callable[[str, int], dict]  # (input text, request number) -> the route's form or JSON body
 
@@ -73,6 +82,7 @@ class Route:
     json: bool = False  # a JSON body (the API), else an htmx form post
     reads_text: bool = True  # False: a task model, timed on its own example only
     cold_runs: int = 2  # the runs a cold request cannot avoid: the plain run and the lesioned one
+    lens: str = ""  # "one layer" or "every layer": the route shows the logit lens of the edited run
 
 
 def cycle(values: list, i: int):
@@ -90,15 +100,16 @@ ROUTES = [
     Route("memory mask", "working_memory_de_en", "/memory/run",
           lambda text, i: {"text": text, "mask_memory": "true", "memory_size": cycle([0, 1, 2, 3, 4, 6], i)}),
     Route("FF key edit", "language_model", "/ff/run",
-          lambda text, i: {"text": text, "edits": f"layers.{i % 6}.ff:{i % 512},{(i + 7) % 512} x0"}),
+          lambda text, i: {"text": text, "edits": f"layers.{i % 6}.ff:{i % 512},{(i + 7) % 512} x0"},
+          lens="one layer"),  # the layer on view: the form's default, 0
     Route("lens", "language_model", "/api/ff/lens",
           lambda text, i: {"text": text, "layer": i % 6, "interventions": [
               {"kind": "scale", "hook": f"layers.{i % 6}.ff.keys", "axis": "ff_key", "index": [i % 512], "factor": 0}]},
-          json=True),  # one layer, as the page reads it
+          json=True, lens="one layer"),  # as the page reads it
     Route("lens, every layer", "language_model", "/api/ff/lens",
           lambda text, i: {"text": text, "interventions": [
               {"kind": "scale", "hook": f"layers.{i % 6}.ff.keys", "axis": "ff_key", "index": [i % 512], "factor": 0}]},
-          json=True),
+          json=True, lens="every layer"),
     Route("segment knock-out", "rmt_copy", "/segments/run",
           lambda text, i: {"text": text, "knockout": [i % 5]}, reads_text=False),
     Route("state clamp", "neural_gpu_addition", "/state/run",
@@ -163,21 +174,23 @@ def loads_of(response) -> list[tuple[str, dict]]:
 
 def route_ms(client: TestClient, route: Route, text: str, repeats: int) -> float:
     """Median ms of the route's request and whatever its answer loads when swapped in, one after another (as the
-    server, running one model at a time, answers them)."""
+    server, running one model at a time, answers them): the requests' round trips only, not the parsing of an
+    answer for what it loads (Python's HTMLParser on the State page's answer took a third of its time)."""
 
-    def send(i: int):
-        body = {"model": route.model, **route.body(text, i)}
-        response = checked(
-            route,
-            client.post(route.path, json=body) if route.json else client.post(route.path, data=body, headers=HTMX),
-        )
+    def post(path: str, body: dict) -> tuple[object, float]:
+        start = time.perf_counter()
+        response = client.post(path, json=body) if route.json else client.post(path, data=body, headers=HTMX)
+        return checked(route, response), time.perf_counter() - start
+
+    def send(i: int) -> float:
+        response, seconds = post(route.path, {"model": route.model, **route.body(text, i)})
         for path, fields in [] if route.json else loads_of(response):
-            checked(route, client.post(path, data=fields, headers=HTMX))
-        return response
+            seconds += post(path, fields)[1]
+        return seconds
 
     client.app.state.gateway._recent.clear()
     send(10_000)  # loads the model and, with the cache on, the plain run a first view leaves (no timed request's)
-    return median_ms(lambda i: send(i), repeats)
+    return statistics.median(send(i) for i in range(repeats)) * 1e3
 
 
 def route_budget(route: Route, loaded: LoadedModel, limits: RunLimits) -> int:
@@ -224,10 +237,31 @@ def captum_whole_output(loaded: LoadedModel, text: str, max_new_tokens: int, n_s
     )
 
 
+def plain_lens(loaded: LoadedModel, text: str, max_new_tokens: int, layer: int | None) -> None:
+    """The lens route's own work done the plain way: a trace of the lens's hooks, then for each shown layer its
+    streams' logits (one product each), a full softmax, the top tokens, and the top keys by m_i ||v_i||."""
+    memories = ff_memories(loaded.model)
+    layers = memories.layers if layer is None else [memories.layers[layer]]
+    trace = run_with_trace(loaded, text, names=[LOGITS, *memories.capture_hooks()], max_new_tokens=max_new_tokens)
+    for name in layers:
+        m, r, y = (trace.tensor(hook)[0].float() for hook in (ff_keys(name), memories.residual_hook(name),
+                                                              ff_output(name)))  # fmt: skip
+        (m * memories.values[name].norm(dim=-1)).topk(LENS_TOP)
+        for logits in (
+            memories.stream_logits(r),
+            y @ memories.output_embedding.T,
+            memories.stream_logits(memories.layer_output(name, r, y)),
+        ):
+            torch.softmax(logits, dim=-1).topk(LENS_TOP)
+
+
 def reference_ms(route: Route, gateway: ModelGateway, text: str, repeats: int) -> float:
     """The model work the route is compared with (the module's docstring says which, per route)."""
     loaded = gateway.model(route.model)
     budget = route_budget(route, loaded, gateway.limits)
+    if route.lens:
+        layer = None if route.lens == "every layer" else route.body(text, 0).get("layer", 0)
+        return median_ms(lambda i: plain_lens(loaded, text, budget, layer), repeats)
     if route.path == "/focus/run":
         captum_whole_output(loaded, text, budget, FOCUS_STEPS)
         return median_ms(lambda i: captum_whole_output(loaded, text, budget, FOCUS_STEPS), repeats)
@@ -293,7 +327,7 @@ def main() -> None:
     chosen = [route for route in ROUTES if route.name in args.routes]
     print(f"device {args.device}, medians of {args.repeats} requests; the model work each route is compared with: "
           "see the docstring (python benchmarks/latency.py --help)")  # fmt: skip
-    columns = ("run ms", "runs", "cold ms", "cold x", "warm ms", "warm x")
+    columns = ("run ms", "runs", "cold ms", "cold x", "warm ms", "warm x", "plain x")
     print(f"{'route':18} {'model':26} {'tokens':>6} " + " ".join(f"{c:>8}" for c in columns))
     jobs = Path(tempfile.mkdtemp(prefix="memlens-latency-"))  # a new job store: no sweep is found done already
     clients = {
@@ -332,8 +366,14 @@ def main() -> None:
                     print(f"{route.name:18} {route.model:26} {shown:>6} refused: {refused}", flush=True)
                     continue
                 run = reference_ms(route, gateway, text, args.repeats)
+                lens = bool(route.lens)
+                plain = (
+                    plain_ms(loaded, text, args.repeats, route_budget(route, loaded, gateway.limits)) if lens else run
+                )
+                cold_x = cold / (run + (route.cold_runs - 1) * plain)  # a cold lens: the lens run and a plain one
                 print(f"{route.name:18} {route.model:26} {shown:>6} {run:8.1f} {route.cold_runs:8d} {cold:8.1f} "
-                      f"{cold / (route.cold_runs * run):8.2f} {warm:8.1f} {warm / run:8.2f}", flush=True)  # fmt: skip
+                      f"{cold_x:8.2f} {warm:8.1f} {warm / run:8.2f} {f'{warm / plain:8.2f}' if lens else ''}",
+                      flush=True)  # fmt: skip
         if "compare" in args.routes:
             compare_streaming(clients[False], demo_sentences()[0].source)
         if "sweep" in args.routes:

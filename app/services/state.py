@@ -88,7 +88,7 @@ def run_state(gateway: ModelGateway, model: PageModel, text: str, lesion: Interv
     read: list[StateSteps] = []  # the plain run's steps, read once: to check the lesion against, then to show
 
     def check(plain: Trace) -> None:
-        read.append(state_steps(plain))
+        read.append(plain.derived("state_steps", state_steps))
         check_lesion(lesion, read[0])
 
     runs = plain_then_lesioned(gateway, model.loaded, text, lesion, names, check=check)

@@ -9,8 +9,10 @@ and a `Role` for every position of every token axis, and the output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypeVar
 
 import torch
 
@@ -18,6 +20,8 @@ from inference.core.axes import AxisKey, AxisPart, TokenAxis
 from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.decoding import Decoding
 from inference.core.interventions import Interventions
+
+T = TypeVar("T")
 
 
 class Role(StrEnum):
@@ -123,6 +127,16 @@ class Trace:
     # token axis whose positions differ from call to call -> the call-scope key that tells its calls apart,
     # e.g. {"seg": "segment", "ctx": "segment"}; every other axis is the same in every call
     call_axes: dict[str, str] = field(default_factory=dict)
+    # what analyses read from this trace, by name, computed once (`derived`): the views of a cached plain run
+    _derived: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def derived(self, name: str, read: Callable[[Trace], T]) -> T:
+        """read(self), computed on first use and kept with the trace: a pure analysis of a run the gateway keeps
+        (the plain run a lesion is shown against) is then read once, not on every request. `read` must be a
+        function of the trace alone (its other settings bound into `name`) whose result nobody changes."""
+        if name not in self._derived:
+            self._derived[name] = read(self)
+        return self._derived[name]  # type: ignore[return-value]
 
     @property
     def decoded(self) -> bool:

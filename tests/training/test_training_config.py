@@ -90,7 +90,8 @@ def test_all_shipped_models_have_a_config():
         "memctrl_shared_20_4_epochs", "memtransformer_5_to_10_4_epochs", "memtransformer_10_to_15_4_epochs",
         "memtransformer_15_to_20_4_epochs", "memtransformer_5_finetuned_4_epochs", "working_memory_de_en_4_epochs",
         "gpt2_enwiki", "tiny_gpt2", "gpt2_enwiki_memory10", "gpt2_enwiki_memory10_reset", "marian_de_en_4_epochs",
-        "tiny_marian",
+        "tiny_marian", "lm_seg50_20m_baseline", "lm_seg50_20m_xl10", "lm_seg50_20m_xl50", "lm_seg50_20m_rmt1",
+        "lm_seg50_20m_rmt5", "lm_seg50_20m_rmt10",
     }  # fmt: skip
     assert {path.stem for path in SHIPPED} == expected
 

@@ -108,3 +108,18 @@ def test_a_trace_without_recurrent_steps_is_refused(extended):
     run = run_with_trace(extended, SOURCE, max_new_tokens=2, names=["input"])
     with pytest.raises(ValueError, match="no recurrent-step hooks"):
         state_steps(run)
+
+
+def test_a_kept_trace_reads_its_state_steps_once(extended):
+    """The State page's plain run, kept by the gateway, is read once: the same steps object on every request."""
+    plain = trace(extended)
+    calls = []
+
+    def counted(t):
+        calls.append(t)
+        return state_steps(t)
+
+    first = plain.derived("state_steps", counted)
+    assert plain.derived("state_steps", counted) is first and calls == [plain]
+    assert first.state == state_steps(plain).state  # what it keeps is the analysis itself
+    assert trace(extended).derived("state_steps", counted) is not first and len(calls) == 2  # another run: read anew
