@@ -40,9 +40,14 @@ def block_mass(pattern: torch.Tensor, blocks: list[tuple[torch.Tensor, torch.Ten
     return torch.stack([(pattern * keys).sum(-1) * rows for rows, keys in blocks], dim=-1)
 
 
+def holds_text(role: Role) -> bool:
+    """Every role but memory and pad."""
+    return role not in MEMORY_ROLES and role != Role.PAD
+
+
 def sequence_selection(roles: list[Role]) -> torch.Tensor:
-    """[positions] True where a position holds text: every role but memory and pad."""
-    return torch.tensor([r not in MEMORY_ROLES and r != Role.PAD for r in roles], dtype=torch.bool)
+    """[positions] True where a position holds text."""
+    return torch.tensor([holds_text(r) for r in roles], dtype=torch.bool)
 
 
 def role_selection(roles: list[Role], chosen: frozenset[Role]) -> torch.Tensor:

@@ -51,11 +51,12 @@ matching an index (segment=s):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
 
-from inference.analyses.blocks import PatternCall, block_mass, pattern_calls, role_selection, sequence_selection
+from inference.analyses.blocks import PatternCall, holds_text, pattern_calls
 from inference.core.hook_names import EVERY_MASK, EVERY_PATTERN, PATTERN, attention_mask
 from inference.core.trace import MEMORY_ROLES, Role, Trace
 
@@ -82,28 +83,23 @@ class HeadOperations:
     sequence_queries: int
 
 
-def operation_rows(
-    pattern: torch.Tensor, visible: torch.Tensor, query_roles: list[Role], key_roles: list[Role]
+def operation_blocks(
+    query_roles: list[Role], key_roles: list[Role], visible: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """pattern [h, q, k] and visible keys [q, k] of one example -> each row's
-    mass in each operation [h, q, 4] and the same for uniform attention over
-    its visible keys [q, 4], in OPERATIONS order; zero for rows not counted."""
-    memory_rows, sequence_rows = counted_rows(query_roles, visible)
-    memory_keys, sequence_keys = role_selection(key_roles, MEMORY_ROLES), sequence_selection(key_roles)
-    blocks = [
-        (memory_rows, sequence_keys),  # write
-        (sequence_rows, memory_keys),  # read
-        (memory_rows, memory_keys),  # rewrite
-        (sequence_rows, sequence_keys),  # process
-    ]
-    uniform = visible.float() / visible.sum(-1, keepdim=True).clamp(min=1)  # [q, k]
-    return block_mass(pattern, blocks), block_mass(uniform[None], blocks)[0]
+    """The query rows [q, 4] and keys [k, 4] of each operation, in OPERATIONS order, as 0/1 floats, for visible
+    keys [q, k]: a row counts where it sees at least one of them. An operation's mass in a head is then
+    rows^T (pattern @ keys), one product for the four."""
+    queries = _kinds(tuple(query_roles), WRITTEN_ROLES) & visible.any(-1, keepdim=True)  # [q, 2]: memory, text
+    keys = _kinds(tuple(key_roles), MEMORY_ROLES)  # [k, 2]: memory, text
+    # write: memory rows on text keys; read: text rows on memory; rewrite: memory on memory; process: text on text
+    return queries[:, [0, 1, 0, 1]].float(), keys[:, [1, 0, 0, 1]].float()
 
 
-def counted_rows(query_roles: list[Role], visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(memory query rows [q], sequence query rows [q]) that see at least one of the visible keys [q, k]."""
-    sees = visible.any(-1)  # [q]
-    return role_selection(query_roles, WRITTEN_ROLES) & sees, sequence_selection(query_roles) & sees
+@functools.lru_cache(maxsize=256)
+def _kinds(roles: tuple[Role, ...], memory: frozenset[Role]) -> torch.Tensor:  # [n, 2] bool, shared: not to change
+    """(a memory role of `memory`, a text role) of every position; kept per role layout, which every segment of a
+    run but the last shares (building it was half of memory_operations' time)."""
+    return torch.tensor([(r in memory, holds_text(r)) for r in roles])
 
 
 def lift(share: float, uniform: float, kind_share: float) -> float:
@@ -134,13 +130,14 @@ def memory_operations(trace: Trace, **index: int) -> list[HeadOperations]:
     sums: dict[tuple[str, int], list] = {}
     for call in pattern_calls(trace, **index):
         visible = visible_keys(trace, call)  # [q, k]
-        mass, uniform = operation_rows(call.pattern, visible, call.query_roles, call.key_roles)
-        memory_rows, sequence_rows = counted_rows(call.query_roles, visible)
-        total = sums.setdefault((call.stack, call.layer), [torch.zeros(mass.shape[0], 4), torch.zeros(4), 0, 0])
-        total[0] += mass.sum(dim=1)
-        total[1] += uniform.sum(dim=0)
-        total[2] += int(memory_rows.sum())
-        total[3] += int(sequence_rows.sum())
+        rows, keys = operation_blocks(call.query_roles, call.key_roles, visible)  # [q, 4], [k, 4]
+        uniform = visible.float() / visible.sum(-1, keepdim=True).clamp(min=1)  # [q, k]: even over the visible keys
+        heads = call.pattern.shape[0]
+        total = sums.setdefault((call.stack, call.layer), [torch.zeros(heads, 4), torch.zeros(4), 0, 0])
+        total[0] += ((call.pattern @ keys) * rows).sum(dim=1)  # [h, 4]: each operation's mass over its rows
+        total[1] += ((uniform @ keys) * rows).sum(dim=0)  # [4]
+        total[2] += int(rows[:, 0].sum())  # the memory query rows (write's)
+        total[3] += int(rows[:, 1].sum())  # the sequence query rows (read's)
     results = []
     for (stack, layer), (mass, uniform, memory_rows, sequence_rows) in sums.items():
         rows = max(memory_rows + sequence_rows, 1)
