@@ -189,7 +189,8 @@ def add_task_commands(commands: argparse._SubParsersAction) -> None:
     task.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     task.add_argument("--seed", type=int, default=1)
     task.add_argument("--steps", type=int, default=2000)
-    task.add_argument("--memory", type=int, default=8, help="memory tokens (rmt) or cache length (xl)")
+    task.add_argument("--memory", type=int, default=8,
+                      help="memory tokens (rmt) or cache length (xl); named in the run's name where not 8")  # fmt: skip
     task.add_argument("--batch-size", type=int, default=32)
     task.add_argument("--out", help="checkpoint folder (default: checkpoints/tasks/<name>)")
     task.add_argument("--run-dir", help="resumable state (default: runs/<name>)")

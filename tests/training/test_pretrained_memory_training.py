@@ -172,7 +172,7 @@ def test_the_copy_task_trains_on_a_pretrained_base_with_its_tokens(tmp_path):
     assert len(metrics["test"]["sample_char_hits"]) == 1000 and max(metrics["test"]["sample_char_hits"]) <= 48
     example = json.loads((tmp_path / "out" / "config.json").read_text())["meta"]["example"]
     assert loaded.tokenizer.encode(example) == [int(lookup[i]) for i in test[0].stream]  # as a person types it
-    assert run.name == "copy_3seg_rmt_on_base_4steps_seed1"
+    assert run.name == "copy_3seg_rmt2_on_base_4steps_seed1"  # 2 memory tokens, not the default 8
 
 
 def test_task_runs_refuse_a_reset_without_a_base_and_a_cache_with_one(tmp_path):

@@ -32,7 +32,10 @@ def test_a_trained_task_model_loads_scores_as_recorded_and_traces_by_segment(tmp
     assert loaded.tokenizer.encode(stream) == list(test[0].stream)  # the stream as a person types it
     trace = run_with_trace(loaded, stream, names=["memory.write"])
     assert [call.index["segment"] for call in trace.captures["memory.write"].calls] == [0, 1, 2]
-    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["variant"] == "RMT, 2 memory tokens"
+    recorded = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert (recorded["variant"], recorded["memory"]) == ("RMT, 2 memory tokens", 2)
+    assert run.name == "reverse_3seg_rmt2_6steps_seed1"  # the memory named where it is not the default 8
+    assert small(memory=8, carry="xl").name == "reverse_3seg_xl_6steps_seed1"
 
 
 def test_a_rerun_resumes_and_another_run_in_the_same_folder_is_refused(tmp_path):

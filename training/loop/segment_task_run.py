@@ -49,6 +49,7 @@ from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule,
 from training.tasks.rmt_tasks import GENERATORS, GO, TOKENS, Sample, task_split, text
 
 FIRST_CHARACTER = 4  # TOKENS before it are the task tokenizer's special tokens
+DEFAULT_MEMORY = 8
 CARRIES = ("rmt", "xl", "none", "reset")  # reset: memory reset at every segment (a pretrained base only)
 VALIDATION_SIZE, TEST_SIZE = 256, 1000
 
@@ -63,7 +64,7 @@ class TaskRun:
     batch_size: int = 32
     learning_rate: float = 1e-3
     clip: float = 0.25  # the paper's gradient clipping
-    memory: int = 8  # memory tokens or cache length
+    memory: int = DEFAULT_MEMORY  # memory tokens or cache length
     d_model: int = 64
     d_ff: int = 256
     n_heads: int = 4
@@ -84,7 +85,9 @@ class TaskRun:
     @property
     def name(self) -> str:
         on = f"_on_{Path(self.base).name}" if self.base else ""
-        return f"{self.task}_{self.segments}seg_{self.carry}{on}_{self.steps}steps_seed{self.seed}"
+        named = self.memory != DEFAULT_MEMORY and self.carry != "none"
+        size = str(self.memory) if named else ""  # e.g. xl60: a cache of 60
+        return f"{self.task}_{self.segments}seg_{self.carry}{size}{on}_{self.steps}steps_seed{self.seed}"
 
     @property
     def data_seed(self) -> str:
@@ -270,6 +273,7 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = 
         "task": run.task,
         "segments": run.segments,
         "carry": run.carry,
+        "memory": run.memory,  # memory tokens (rmt) or cache length (xl)
         "variant": model.config.variant,
         "seed": run.seed,
         "steps": run.steps,

@@ -24,10 +24,11 @@ Group = tuple[str, int, int, str]  # task, steps, segments, carry
 
 
 def grouped(metrics: dict[str, dict]) -> dict[Group, list[dict]]:
-    """(task, steps, segments, carry) -> the runs' metrics, one per seed."""
+    """(task, steps, segments, carry) -> the runs' metrics, one per seed, of the runs with 8 memory tokens or a
+    cache of 8 (the tables' setting; a run records `memory` since the longer caches of issue 39, 8 before)."""
     groups: dict[Group, list[dict]] = defaultdict(list)
     for found in metrics.values():
-        if {"task", "steps", "segments", "carry", "test"} <= found.keys():
+        if {"task", "steps", "segments", "carry", "test"} <= found.keys() and found.get("memory", 8) == 8:
             groups[found["task"], found["steps"], found["segments"], found["carry"]].append(found)
     return groups
 
