@@ -93,6 +93,19 @@ def test_resume_continues_the_same_run(tmp_path, synthetic_data_dir, tiny_config
         torch.testing.assert_close(found[name], expected[name], rtol=0, atol=0, msg=name)
 
 
+def test_a_configured_max_steps_ends_the_run_past_an_epoch(tmp_path, synthetic_data_dir, tiny_config):
+    """A budget of 20 steps (16 a epoch): paused at 8, resumed, the run ends at 20 and is evaluated and written,
+    even asked to pause; run again, it trains no further."""
+    config, run_dir, out = tiny_config(max_steps=20), tmp_path / "run", tmp_path / "out"
+    assert run_training(config, synthetic_data_dir, out, run_dir, "cpu", max_steps=8, pause=True) == run_dir
+    assert run_training(config, synthetic_data_dir, out, run_dir, "cpu", max_steps=30, pause=True) == out
+    assert json.loads((out / "metrics.json").read_text())["train"]["steps"] == 20
+    assert "end at the run's max_steps 20" in (run_dir / "train.log").read_text()
+    run_training(config, synthetic_data_dir, out, run_dir, "cpu")
+    assert json.loads((out / "metrics.json").read_text())["train"]["steps"] == 20
+    assert torch.load(run_dir / "state.pt", weights_only=True)["progress"]["epoch"] == 1
+
+
 def test_pause_needs_the_step_to_pause_at(capsys):
     with pytest.raises(SystemExit, match="--pause stops a run at --max-steps: give both"):
         main(["train", "any.json", "--pause"])

@@ -100,6 +100,9 @@ class DataConfig:
 @dataclass(config=STRICT)
 class LoopConfig:
     epochs: int = Field(20, ge=1)
+    # the run ends after this many steps where its budget is not whole epochs (a language model's tokens); None:
+    # after the epochs. `train --max-steps` stops it sooner, to resume later.
+    max_steps: int | None = Field(None, ge=1)
     batch_size: int = Field(64, ge=1)  # sentence pairs per batch
     warmup_steps: int = Field(4000, ge=1)  # Noam schedule
     label_smoothing: float = Field(0.1, ge=0, lt=1)
@@ -112,6 +115,15 @@ class LoopConfig:
     )  # CPU threads torch may use (torch.set_num_threads); None: its default, one per core.
     # A tiny model is fastest on 1: splitting its small matrix products costs more than it saves,
     # and far more on a busy machine.
+
+    def finished(self, epochs_done: int, steps_done: int) -> bool:
+        """Whether a run that has done this much is over: its epochs, or its max_steps."""
+        return epochs_done >= self.epochs or (self.max_steps is not None and steps_done >= self.max_steps)
+
+    def step_limit(self, stop_at: int | None) -> int | None:
+        """The step the run stops at in this session: its max_steps, or `stop_at` (--max-steps) where sooner."""
+        limits = [limit for limit in (self.max_steps, stop_at) if limit is not None]
+        return min(limits) if limits else None
 
 
 @dataclass(config=STRICT)

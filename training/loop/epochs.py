@@ -117,8 +117,8 @@ def train(
     first_candidate_epoch: int = 0,
     ranks: Ranks = ONE_PROCESS,
 ) -> Progress:
-    """Train until settings.epochs are done or the run has taken max_steps
-    steps, resuming from the run directory's state if it holds one.
+    """Train until settings.epochs are done or the run has taken settings.max_steps or max_steps (this session's
+    stop) steps, resuming from the run directory's state if it holds one.
 
     schedule_offset: steps the model was already trained in the run it was
     initialised from; the Noam schedule continues from there instead of
@@ -151,9 +151,11 @@ def train(
         epoch = EpochSteps(
             model, tokenizer, optimizer, settings, data, batches, run, session, objective, schedule_offset
         )
-        if not epoch.run(max_steps):
+        if not epoch.run(settings.step_limit(max_steps)):
             session.save(run, model, optimizer)
-            log(f"stop at max_steps {max_steps}: {session.seconds_per_step():.3f} s/step in this session")
+            ended = "end at the run's" if settings.finished(progress.epoch, progress.step) else "stop at"
+            log(f"{ended} max_steps {settings.step_limit(max_steps)}: {session.seconds_per_step():.3f} s/step "
+                "in this session")  # fmt: skip
             return progress
         end_epoch(
             model, tokenizer, settings, data, progress, objective, progress.epoch >= first_candidate_epoch, ranks.main

@@ -81,7 +81,7 @@ def run_language_model_training(
         )
     progress = train(model, tokenizer, config.train, data, run, max_steps, ranks=ranks)
     folder = Path(out_dir or REPO_ROOT / "checkpoints" / config.name)
-    if pause and progress.epoch < config.train.epochs:
+    if pause and not config.train.finished(progress.epoch, progress.step):
         return run.path
     if not ranks.main:  # rank 0 evaluates and writes the checkpoint
         return folder

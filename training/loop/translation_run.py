@@ -83,7 +83,7 @@ def run_training(
         ranks,
     )
     folder = Path(out_dir or REPO_ROOT / "checkpoints" / config.name)
-    if pause and progress.epoch < config.train.epochs:
+    if pause and not config.train.finished(progress.epoch, progress.step):
         return run.path
     if not ranks.main:  # rank 0 evaluates and writes the checkpoint
         return folder
