@@ -8,6 +8,7 @@ import pytest
 
 from inference.core.places import REPO_ROOT
 from training.loop.config import ConfigError
+from training.report import segment_tasks
 from training.report.memory_extension import SHORTER_RUN, extension_chain, extension_chains
 from training.report.results import write_results
 
@@ -376,3 +377,21 @@ def test_pairs_the_paper_ranks_compare_runs_trained_as_long(tmp_path, synthetic_
     rows = [line.split(" | ") for line in lines if line.startswith("| A | B | ")]
     assert len(rows) == 1 and rows[0][2] == "1"
     assert rows[0][6].startswith(f"{expected:+.2f} [") and " p=" in rows[0][6]
+
+
+def test_a_task_run_with_another_cache_gets_its_own_column():
+    """Two seeds of Transformer-XL with a cache of 60 beside one of the cache of 8, at 6 segments, 6,000 steps; a
+    run from before `memory` was recorded counts as the default 8."""
+
+    def run(carry: str, seed: int, accuracy: float, **memory: int) -> dict:
+        return {"task": "copy", "steps": 6000, "segments": 6, "carry": carry, "seed": seed, "best_step": 900,
+                "validation_char_accuracy": accuracy, "test": {"char_accuracy": accuracy, "answer_accuracy": 0.5},
+                "train_seconds": 60.0, "threads": 1, **memory}  # fmt: skip
+
+    groups = segment_tasks.grouped(
+        {"a": run("xl", 1, 0.99, memory=60), "b": run("xl", 2, 0.97, memory=60), "c": run("xl", 1, 0.13)}
+    )
+    header, _, row = segment_tasks.task_table(groups, "copy", 6000)
+    assert header.startswith("| segments | no memory | Transformer-XL | RMT | Transformer-XL, cache 60 |")
+    assert row.startswith("| 6 | - | 0.13 (n=1) | - | 0.98 ± 0.01 (n=2) |")  # mean 0.98, sd 0.0141
+    assert "| copy, 6 seg, Transformer-XL, cache 60 | 2 | 6000 | 900 |" in "\n".join(segment_tasks.runs_table(groups))

@@ -1,7 +1,8 @@
 """The paper 002 task tables of docs/results.md, from the task checkpoints'
-metrics.json (checkpoints/tasks/<task>_<n>seg_<carry>_seed<k>/): per-character
+metrics.json (checkpoints/tasks/<task>_<n>seg_<carry>[<memory>]_<steps>steps_seed<k>/): per-character
 test accuracy of RMT, Transformer-XL and the no-memory baseline by number of
-segments, mean ± standard deviation over seeds, beside the paper's figures."""
+segments (a model with another memory size or cache length its own column), mean ± standard deviation over
+seeds, beside the paper's figures."""
 
 from __future__ import annotations
 
@@ -20,16 +21,29 @@ PAPER = {
 }
 
 
-Group = tuple[str, int, int, str]  # task, steps, segments, carry
+DEFAULT_MEMORY = 8  # memory tokens (RMT) and cache length (Transformer-XL) of the runs the text describes
+Model = tuple[str, int]  # carry, memory (tokens or cache length; DEFAULT_MEMORY for no memory)
+Group = tuple[str, int, int, Model]  # task, steps, segments, model
+
+
+def model_of(found: dict) -> Model:
+    """A run's carry and memory; a run from before `memory` was recorded had the default."""
+    return found["carry"], DEFAULT_MEMORY if found["carry"] == "none" else found.get("memory", DEFAULT_MEMORY)
+
+
+def model_label(model: Model) -> str:
+    carry, memory = model
+    if memory == DEFAULT_MEMORY:
+        return CARRY_NAMES[carry]
+    return f"{CARRY_NAMES[carry]}, {'cache' if carry == 'xl' else 'memory'} {memory}"
 
 
 def grouped(metrics: dict[str, dict]) -> dict[Group, list[dict]]:
-    """(task, steps, segments, carry) -> the runs' metrics, one per seed, of the runs with 8 memory tokens or a
-    cache of 8 (the tables' setting; a run records `memory` since the longer caches of issue 39, 8 before)."""
+    """(task, steps, segments, model) -> the runs' metrics, one per seed."""
     groups: dict[Group, list[dict]] = defaultdict(list)
     for found in metrics.values():
-        if {"task", "steps", "segments", "carry", "test"} <= found.keys() and found.get("memory", 8) == 8:
-            groups[found["task"], found["steps"], found["segments"], found["carry"]].append(found)
+        if {"task", "steps", "segments", "carry", "test"} <= found.keys():
+            groups[found["task"], found["steps"], found["segments"], model_of(found)].append(found)
     return groups
 
 
@@ -40,14 +54,20 @@ def cell(runs: list[dict]) -> str:
 
 
 def task_table(groups: dict[Group, list[dict]], task: str, steps: int) -> list[str]:
-    segment_counts = sorted({segments for (t, n, segments, _) in groups if (t, n) == (task, steps)})
+    """Segments by model at one budget: the default models' three columns, then any other memory size run."""
+    runs = {key: found for key, found in groups.items() if key[:2] == (task, steps)}
+    segment_counts = sorted({segments for (_, _, segments, _) in runs})
+    defaults = [(carry, DEFAULT_MEMORY) for carry in CARRY_NAMES]
+    models = defaults + sorted(
+        {model for (*_, model) in runs} - set(defaults), key=lambda m: (list(CARRY_NAMES).index(m[0]), m[1])
+    )
     lines = [
-        "| segments | " + " | ".join(CARRY_NAMES.values()) + " | paper (no memory / Tr-XL / RMT) |",
-        "|---|" + "---|" * (len(CARRY_NAMES) + 1),
+        "| segments | " + " | ".join(map(model_label, models)) + " | paper (no memory / Tr-XL / RMT) |",
+        "|---|" + "---|" * (len(models) + 1),
     ]
     for segments in segment_counts:
-        cells = [cell(groups[task, steps, segments, carry]) if groups.get((task, steps, segments, carry)) else "-"
-                 for carry in CARRY_NAMES]  # fmt: skip
+        cells = [cell(runs[task, steps, segments, model]) if (task, steps, segments, model) in runs else "-"
+                 for model in models]  # fmt: skip
         paper = PAPER.get((task, segments))
         quoted = " / ".join(f"{paper[c]:.2f}" if c in paper else "-" for c in CARRY_NAMES) if paper else ""
         lines.append(f"| {segments} | " + " | ".join(cells) + f" | {quoted} |")
@@ -57,10 +77,10 @@ def task_table(groups: dict[Group, list[dict]], task: str, steps: int) -> list[s
 def runs_table(groups: dict[Group, list[dict]]) -> list[str]:
     """Every run: seed, steps, the step chosen on validation, wall time and threads."""
     lines = ["| run | seed | steps | chosen at | val | test char | test answer | wall s | threads |", "|---" * 9 + "|"]
-    for (task, _, segments, carry), runs in sorted(groups.items()):
+    for (task, _, segments, model), runs in sorted(groups.items()):
         for run in sorted(runs, key=lambda r: r["seed"]):
             lines.append(
-                f"| {task}, {segments} seg, {CARRY_NAMES[carry]} | {run['seed']} | {run['steps']} | "
+                f"| {task}, {segments} seg, {model_label(model)} | {run['seed']} | {run['steps']} | "
                 f"{run['best_step']} | {run['validation_char_accuracy']:.3f} | {run['test']['char_accuracy']:.3f} | "
                 f"{run['test']['answer_accuracy']:.3f} | {run['train_seconds']:.0f} | {run['threads']} |"
             )
@@ -75,7 +95,7 @@ def segment_task_section(checkpoints: Path) -> list[str]:
         "Per-character accuracy of the answer on 1,000 test samples (teacher-forced, the paper's measure), "
         "mean ± std over seeds (n).",
         "Ours: 2-layer decoder, d_model 64, 4 heads, d_ff 256, relative attention; memory tokens (RMT) = cache length "
-        "(Transformer-XL) = 8;",
+        "(Transformer-XL) = 8 where a column names no other (Transformer-XL, cache 60: the paper's cache, issue 39);",
         "copy and reverse of 24 symbols from 8 (chance 0.125); full BPTT through the memory; Adam 1e-3, clip 0.25, "
         "batch 32; the step chosen on",
         "256 validation samples (`python -m training segment-task`, CPU). Paper: 4 layers, d_model 128, "
