@@ -49,6 +49,25 @@ class AttentionProjections(nn.Module):
         return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # [b, h, t, d_head]
 
 
+def keyless_rows(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(a mask in which every query row sees a key, the rows [b, 1, q, 1] that saw one in `mask` [b, 1, q, k]; None
+    where all did): a row without a visible key attends everything, then is zeroed by its caller, so it gets zero
+    weight and zero output instead of a softmax over nothing (NaN, which spreads to every position through the
+    values)."""
+    visible = mask.any(dim=-1, keepdim=True)  # [b, 1, q, 1]
+    if bool(visible.all()):
+        return mask, None
+    return mask | ~visible, visible
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # [b, h, q, k] -> [b, h, q, k]
+    """Attention weights over the visible keys of `mask` [b, 1, q, k]; all zero in a row without one
+    (`keyless_rows`). Overwrites `scores`."""
+    safe_mask, visible = keyless_rows(mask)
+    weights = scores.masked_fill_(~safe_mask, float("-inf")).softmax(dim=-1)
+    return weights if visible is None else weights * visible
+
+
 class MultiHeadAttention(AttentionProjections):
     """Multi-head attention with hook points for mask, pattern and head outputs.
 
@@ -83,18 +102,15 @@ class MultiHeadAttention(AttentionProjections):
             cache["k"], cache["v"] = k, v
 
         mask = self.mask(mask)
-        visible = mask.any(dim=-1, keepdim=True)  # [b, 1, q, 1]
-        all_visible = bool(visible.all())
-        safe_mask = mask if all_visible else mask | ~visible  # rows without keys attend everything, then get zeroed
         dropout_p = self.dropout if self.training else 0.0
         if self.pattern.active:
             scores = (q / math.sqrt(self.d_head)) @ k.transpose(-2, -1)  # [b, h, q, k]
-            weights = scores.masked_fill_(~safe_mask, float("-inf")).softmax(dim=-1)
-            weights = self.pattern(weights if all_visible else weights * visible)
+            weights = self.pattern(masked_softmax(scores, mask))
             z = F.dropout(weights, dropout_p, self.training) @ v  # [b, h, q, d_head]
         else:
+            safe_mask, visible = keyless_rows(mask)
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=safe_mask, dropout_p=dropout_p)
-            z = z if all_visible else z * visible
+            z = z if visible is None else z * visible
         z = self.z(z)
         b, h, t, d_head = z.shape
         return self.out_proj(z.transpose(1, 2).reshape(b, t, h * d_head))

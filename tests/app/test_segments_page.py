@@ -87,7 +87,13 @@ def test_the_transformer_xl_map_shows_its_cache_and_has_no_memory_path(client):
 
 @pytest.mark.parametrize(
     "lesion",
-    [{"reset_at": 1}, {"knockout": [0, 2]}, {"noise_at": 1, "noise_scale": 3}, {"transplant_at": 2, "donor": OTHER}],
+    [
+        {"reset_at": 1},
+        {"knockout": [0, 2]},
+        {"noise_at": 1, "noise_scale": 3},
+        {"transplant_at": 2, "donor": OTHER},
+        {"knockout": [0, 1, 2, 3]},
+    ],  # every slot: the read memory, which attends memory alone, then attends nothing
 )
 def test_every_lesion_changes_the_run_after_its_segment_and_is_marked(client, lesion):
     ((plain_name, plain),) = strip_rows(run(client).text).items()

@@ -146,6 +146,21 @@ def test_a_trace_keeps_every_segment_with_its_own_tokens_and_a_knockout_applies(
     assert weights[..., 1].abs().max() == 0 and pattern.at(segment=1)[..., 1].abs().max() > 0
 
 
+def test_knocking_out_every_slot_leaves_the_read_memory_attending_nothing(tiny_tokenizer):
+    """The read memory attends memory alone: with every slot knocked out its rows see no key, get zero weight and
+    zero attention output (not NaN, which reached every position through the values and every output)."""
+    model = tiny(vocab_size=tiny_tokenizer.vocab_size)
+    loaded = LoadedModel("tiny-rmt", model, tiny_tokenizer)
+    knocked = run_with_trace(
+        loaded, "zwei Männer spielen Fußball", names=["layers.0.attn.pattern"],
+        interventions=Interventions.of(KnockoutSlots(slots=(0, 1))),
+    )  # fmt: skip
+    weights = knocked.captures["layers.0.attn.pattern"].at(segment=1)  # [b, h, q, k]: keys [read ; tokens ; write]
+    assert weights[..., :2, :].abs().max() == 0  # the two read rows
+    assert torch.allclose(weights[..., 2:, :].sum(-1), torch.ones(()))  # every other row still sums to 1
+    assert torch.isfinite(knocked.logits).all()
+
+
 def lesioned_logits(model, ids: torch.Tensor, *items) -> torch.Tensor:
     with recording(model, [], Interventions.of(*items)) as (_, memory_size):
         return model(ids, memory_size)

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from inference.core.hooks import HookPoint
-from inference.layers import AttentionProjections, FeedForward, sinusoid
+from inference.layers import AttentionProjections, FeedForward, masked_softmax, sinusoid
 
 
 class RelativeAttention(AttentionProjections):
@@ -60,7 +60,7 @@ class RelativeAttention(AttentionProjections):
         position = by_distance.gather(-1, index)  # [b, h, q, k]: the relative shift
         scores = (content + position) / math.sqrt(self.d_head)
         mask = self.mask(mask)
-        weights = self.pattern(scores.masked_fill(~mask, float("-inf")).softmax(dim=-1))  # [b, h, q, k]
+        weights = self.pattern(masked_softmax(scores, mask))  # [b, h, q, k]; a row with no visible key all zero
         z = self.z(F.dropout(weights, self.dropout, self.training) @ v)  # [b, h, q, d_head]
         b, h, t, d_head = z.shape
         return self.out_proj(z.transpose(1, 2).reshape(b, t, h * d_head))
