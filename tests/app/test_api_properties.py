@@ -16,6 +16,7 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
+from schemathesis.generation import dictionaries  # noqa: F401
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
@@ -28,6 +29,9 @@ from app.services.store import JobStore
 from app.settings import Settings
 from inference.core.places import REPO_ROOT
 
+# `dictionaries` is imported here, at the top of the stack, because schemathesis imports it lazily deep inside
+# Hypothesis's generation, where pytest's rewriting of that plugin module parses it and CPython 3.11 can fail with
+# "SystemError: AST constructor recursion depth mismatch" (a fresh clone's collection, now and then).
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 # One shipped model of each kind the API serves: the names in the schema's examples.
 SHIPPED = ["transformer", "memtransformer_10", "working_memory_de_en", "language_model"]
