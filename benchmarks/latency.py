@@ -23,13 +23,13 @@ work the route cannot avoid:
   cache on reuses them); warm, the plain run is cached and one is needed.
 
 Compare is timed as a browser loads it: the table, then each row's request and the figure's. After the routes, the
-Compare page on every translator it offers: when its first row arrives and when its last does.
+Compare page on every translator it offers: when its first row arrives and when its last does (medians of 3 loads).
 
 "cold x" = cold ms / (runs x run ms), "warm x" = warm ms / run ms; for the lens, whose cold request needs the lens
 run and a plain run without the lens's products, cold x = cold ms / (run ms + the plain run's ms), and "plain x" =
 warm ms / the plain run alone. Every request of a route asks a different lesion setting, so no timed request is
-answered from the cache whole. Then a lesion sweep (a job: BLEU at every memory size on the demo set) against the
-same translations run one memory size at a time, directly.
+answered from the cache whole. Then a lesion sweep of three models (a job each: BLEU at every memory size on the demo
+set) against the same translations run one memory size at a time, directly.
 
     python benchmarks/latency.py [--device cpu|cuda] [--repeats 7] [--lengths 16 64 256] [--routes toggle ...]
 """
@@ -72,6 +72,7 @@ LENS_TOP = 5  # the lens's top keys and top tokens by default
 TIMED_SECONDS = 1.0  # a fast route or run is timed over at least this long
 MAX_REPEATS = 51
 COMPARED = ["transformer", "memtransformer_10"]
+SWEPT = ["memtransformer_10", "memtransformer_20", "memtransformer_5"]
 SIZES = [0, 2, 5, 15, 20, 30, 25, 1]  # memory sizes a toggle tries: none the model's own 10
 Form = Callable[[str, int], dict]  # (input text, request number) -> the route's form or JSON body
 
@@ -311,24 +312,30 @@ def sweep_rows(client: TestClient, model: str) -> None:
           f"{k} single runs {single:.2f} s; ratio {sweep / single:.2f}", flush=True)  # fmt: skip
 
 
-def compare_streaming(client: TestClient, text: str) -> None:
+def compare_streaming(client: TestClient, text: str, repeats: int = 3) -> None:
     """The Compare page on every model it offers, the trace cache off: when the first row arrives (the table, then
-    the first row's own request) and when the last does, against one plain run of the first model."""
+    the first row's own request) and when the last does, medians of `repeats` loads, against the first model's
+    plain run."""
     gateway = client.app.state.gateway
     models = offered(gateway, COMPARE)
     for name in models:
         gateway.model(name)  # loaded, as on a server that has shown them once
-    start = time.perf_counter()
-    table = client.post("/compare/run", data={"models": models, "text": text}, headers=HTMX)
-    rows = [(path, fields) for path, fields in loads_of(table) if path == "/compare/row"]
-    arrived = []
-    for path, fields in rows:
-        assert client.post(path, data=fields, headers=HTMX).status_code == 200
-        arrived.append(time.perf_counter() - start)
-    first = gateway.model(models[0])
-    run = plain_ms(first, text, 3, gateway.limits.max_new_tokens)
-    print(f"\ncompare on {len(models)} models: first row after {arrived[0] * 1e3:.0f} ms ({models[0]}'s plain run "
-          f"{run:.0f} ms), all rows after {arrived[-1] * 1e3:.0f} ms", flush=True)  # fmt: skip
+
+    def rows_arrived() -> list[float]:
+        start = time.perf_counter()
+        table = client.post("/compare/run", data={"models": models, "text": text}, headers=HTMX)
+        arrived = []
+        for path, fields in loads_of(table):
+            if path == "/compare/row":
+                assert client.post(path, data=fields, headers=HTMX).status_code == 200
+                arrived.append(time.perf_counter() - start)
+        return arrived
+
+    loads = [rows_arrived() for _ in range(repeats)]
+    first, last = (statistics.median(load[i] for load in loads) * 1e3 for i in (0, -1))
+    run = plain_ms(gateway.model(models[0]), text, 3, gateway.limits.max_new_tokens)
+    print(f"\ncompare on {len(models)} models, medians of {repeats} loads: first row after {first:.0f} ms "
+          f"({models[0]}'s plain run {run:.0f} ms), all rows after {last:.0f} ms", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -339,8 +346,8 @@ def main() -> None:
     parser.add_argument("--routes", nargs="+", default=[*(route.name for route in ROUTES), "sweep"])
     args = parser.parse_args()
     chosen = [route for route in ROUTES if route.name in args.routes]
-    print(f"device {args.device}, medians of {args.repeats} requests; the model work each route is compared with: "
-          "see the docstring (python benchmarks/latency.py --help)")  # fmt: skip
+    print(f"device {args.device}, medians of at least {args.repeats} requests; the model work each route is compared "
+          "with: see the docstring (python benchmarks/latency.py --help)")  # fmt: skip
     columns = ("run ms", "runs", "cold ms", "cold x", "warm ms", "warm x", "plain x")
     print(f"{'route':18} {'model':26} {'tokens':>6} " + " ".join(f"{c:>8}" for c in columns))
     jobs = Path(tempfile.mkdtemp(prefix="memlens-latency-"))  # a new job store: no sweep is found done already
@@ -391,7 +398,8 @@ def main() -> None:
         if "compare" in args.routes:
             compare_streaming(clients[False], demo_sentences()[0].source)
         if "sweep" in args.routes:
-            sweep_rows(clients[False], "memtransformer_10")
+            for model in SWEPT:  # a sweep is a job, timed once: one per model
+                sweep_rows(clients[False], model)
     finally:
         for client in clients.values():
             client.__exit__(None, None, None)
