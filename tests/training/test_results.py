@@ -395,3 +395,20 @@ def test_a_task_run_with_another_cache_gets_its_own_column():
     assert header.startswith("| segments | no memory | Transformer-XL | RMT | Transformer-XL, cache 60 |")
     assert row.startswith("| 6 | - | 0.13 (n=1) | - | 0.98 ± 0.01 (n=2) |")  # mean 0.98, sd 0.0141
     assert "| copy, 6 seg, Transformer-XL, cache 60 | 2 | 6000 | 900 |" in "\n".join(segment_tasks.runs_table(groups))
+
+
+def test_a_longer_cache_is_paired_with_the_default_run_of_its_seed():
+    """Per-sample hits of 4 samples of 2 target characters: cache 60 all right, cache 8 [1, 0, 2, 1] right; the
+    difference of per-character accuracy is the mean of [0.5, 1, 0, 0.5] = +0.5."""
+
+    def run(memory: int, steps: int, hits: list[int]) -> dict:
+        test = {"char_accuracy": sum(hits) / 8, "answer_accuracy": 0.0, "sample_char_hits": hits}
+        return {"task": "reverse", "steps": steps, "segments": 9, "carry": "xl", "memory": memory, "seed": 1,
+                "best_step": 100, "validation_char_accuracy": 0.5, "test": test, "train_seconds": 1.0,
+                "threads": 1}  # fmt: skip
+
+    groups = segment_tasks.grouped({"long": run(60, 6000, [2, 2, 2, 2]), "short": run(8, 2000, [1, 0, 2, 1])})
+    (line,) = [line for line in segment_tasks.memory_differences(groups) if line.startswith("- ")]
+    assert line.startswith(
+        "- reverse, 9 segments, seed 1: Transformer-XL, cache 60 (6000 steps) − Transformer-XL (2000 steps): +0.5000 ["
+    )

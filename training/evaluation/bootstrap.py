@@ -51,6 +51,17 @@ def paired_mean_difference(
     return float(differences.mean()), low, high
 
 
+def sample_char_accuracy(test: dict) -> list[float] | None:
+    """A task run's per-sample character accuracy, from its test record's hits per sample (every sample of a task
+    has as many target characters: the record's accuracy gives how many); None where the run kept no per-sample
+    record."""
+    hits = test.get("sample_char_hits")
+    if not hits:
+        return None
+    targets = round(sum(hits) / (test["char_accuracy"] * len(hits)))  # target characters per sample
+    return [h / targets for h in hits]
+
+
 @dataclass(frozen=True)
 class PairedDifference:
     """One metric's corpus score of system a minus system b on the same sentences, with the LEVEL percentile

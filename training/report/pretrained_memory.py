@@ -10,7 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from training.evaluation.bootstrap import LEVEL, RESAMPLES, interval_text, paired_mean_difference
+from training.evaluation.bootstrap import (
+    LEVEL,
+    RESAMPLES,
+    interval_text,
+    paired_mean_difference,
+    sample_char_accuracy,
+)
 from training.loop.config import load_config
 from training.report.language_model import LM_SPLITS
 from training.report.segment_lm import difference_cell
@@ -117,18 +123,15 @@ def copy_table(checkpoints: Path) -> list[str]:
         pair = by_key.get(("rmt", seed)), by_key.get(("reset", seed))
         if None in pair:
             continue
-        hits = [run["test"].get("sample_char_hits") for run in pair]
-        if None in hits:
+        carried, reset = (sample_char_accuracy(run["test"]) for run in pair)
+        if carried is None or reset is None:
             lines.append(f"Seed {seed}: no per-sample record of both runs, so no interval.")
             continue
-        targets = round(sum(hits[0]) / (pair[0]["test"]["char_accuracy"] * len(hits[0])))  # target characters
-        difference, low, high = paired_mean_difference(
-            [h / targets for h in hits[0]], [h / targets for h in hits[1]], BOOTSTRAP_SEED
-        )
+        difference, low, high = paired_mean_difference(carried, reset, BOOTSTRAP_SEED)
         lines.append(
             f"Seed {seed}: per-char accuracy carried − reset {difference:+.4f} [{low:+.4f}, {high:+.4f}] ({LEVEL:.0%} "
             "interval, "
-            f"{RESAMPLES:,} paired resamplings of the {len(hits[0]):,} test samples, seed {BOOTSTRAP_SEED})."
+            f"{RESAMPLES:,} paired resamplings of the {len(carried):,} test samples, seed {BOOTSTRAP_SEED})."
         )
     return [*lines, ""]
 

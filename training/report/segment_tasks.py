@@ -10,6 +10,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from training.evaluation.bootstrap import LEVEL, RESAMPLES, paired_mean_difference, sample_char_accuracy
 from training.report.metrics_files import load_metrics
 
 CARRY_NAMES = {"none": "no memory", "xl": "Transformer-XL", "rmt": "RMT"}
@@ -21,6 +22,8 @@ PAPER = {
 }
 
 
+BOOTSTRAP_SEED = 0
+TEST_SAMPLES = 1000  # every task run's test split
 DEFAULT_MEMORY = 8  # memory tokens (RMT) and cache length (Transformer-XL) of the runs the text describes
 Model = tuple[str, int]  # carry, memory (tokens or cache length; DEFAULT_MEMORY for no memory)
 Group = tuple[str, int, int, Model]  # task, steps, segments, model
@@ -87,6 +90,41 @@ def runs_table(groups: dict[Group, list[dict]]) -> list[str]:
     return lines
 
 
+def memory_differences(groups: dict[Group, list[dict]]) -> list[str]:
+    """Each run of a memory size or cache length other than the default against the default run of its task,
+    segments, carry and seed (the longest such): per-character test accuracy, paired over the test samples."""
+    defaults: dict[tuple[str, int, str, int], dict] = {}
+    for (task, _, segments, (carry, memory)), runs in groups.items():
+        for run in runs if memory == DEFAULT_MEMORY else []:
+            key = (task, segments, carry, run["seed"])
+            if key not in defaults or run["steps"] > defaults[key]["steps"]:
+                defaults[key] = run
+    lines = []
+    for (task, steps, segments, model), runs in sorted(groups.items()):
+        for run in sorted(runs, key=lambda r: r["seed"]) if model[1] != DEFAULT_MEMORY else []:
+            default = defaults.get((task, segments, model[0], run["seed"]))
+            if default is None:
+                continue
+            ours, theirs = sample_char_accuracy(run["test"]), sample_char_accuracy(default["test"])
+            if ours is None or theirs is None:
+                continue
+            difference, low, high = paired_mean_difference(ours, theirs, BOOTSTRAP_SEED)
+            lines.append(
+                f"- {task}, {segments} segments, seed {run['seed']}: {model_label(model)} ({steps} steps) − "
+                f"{model_label((model[0], DEFAULT_MEMORY))} ({default['steps']} steps): {difference:+.4f} "
+                f"[{low:+.4f}, {high:+.4f}]"
+            )
+    if not lines:
+        return []
+    return [
+        f"Per-character test accuracy, paired over the {TEST_SAMPLES:,} test samples ({LEVEL:.0%} interval, "
+        f"{RESAMPLES:,} resamplings, seed {BOOTSTRAP_SEED}):",
+        "",
+        *lines,
+        "",
+    ]
+
+
 def segment_task_section(checkpoints: Path) -> list[str]:
     groups = grouped(load_metrics(checkpoints / "tasks"))
     parts = [
@@ -108,5 +146,7 @@ def segment_task_section(checkpoints: Path) -> list[str]:
             parts += [f"### {task}, {steps} steps", "", *task_table(groups, task, steps), ""]
         if not budgets:
             parts += [f"### {task}", "", f"No {task} runs yet.", ""]
+    differences = memory_differences(groups)
+    parts += ["### Other memory sizes against the default", "", *differences] if differences else []
     parts += ["### Every run", "", *runs_table(groups), ""]
     return parts
