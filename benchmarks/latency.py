@@ -59,6 +59,7 @@ from app.settings import Settings
 from inference.analyses.ff_values import ff_memories
 from inference.core.capabilities import Capability
 from inference.core.family import capabilities_of, family_of
+from inference.core.ff_memories import FFMemories
 from inference.core.hook_names import LOGITS, ff_keys, ff_output
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
@@ -252,10 +253,10 @@ def captum_whole_output(loaded: LoadedModel, text: str, max_new_tokens: int, n_s
     )
 
 
-def plain_lens(loaded: LoadedModel, text: str, max_new_tokens: int, layer: int | None) -> None:
+def plain_lens(loaded: LoadedModel, memories: FFMemories, text: str, max_new_tokens: int, layer: int | None) -> None:
     """The lens route's own work done the plain way: a trace of the lens's hooks, then for each shown layer its
-    streams' logits (one product each), a full softmax, the top tokens, and the top keys by m_i ||v_i||."""
-    memories = ff_memories(loaded.model)
+    streams' logits (one product each), a full softmax, the top tokens, and the top keys by m_i ||v_i||
+    (`memories` read from the weights beforehand, as the server keeps them)."""
     layers = memories.layers if layer is None else [memories.layers[layer]]
     trace = run_with_trace(loaded, text, names=[LOGITS, *memories.capture_hooks()], max_new_tokens=max_new_tokens)
     for name in layers:
@@ -276,7 +277,8 @@ def reference_ms(route: Route, gateway: ModelGateway, text: str, repeats: int) -
     budget = route_budget(route, loaded, gateway.limits)
     if route.lens:
         layer = None if route.lens == "every layer" else route.body(text, 0).get("layer", 0)
-        return median_ms(lambda i: plain_lens(loaded, text, budget, layer), repeats)
+        memories = ff_memories(loaded.model)
+        return median_ms(lambda i: plain_lens(loaded, memories, text, budget, layer), repeats)
     if route.path == "/focus/run":
         captum_whole_output(loaded, text, budget, FOCUS_STEPS)
         return median_ms(lambda i: captum_whole_output(loaded, text, budget, FOCUS_STEPS), repeats)

@@ -49,7 +49,7 @@ from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule,
 from training.tasks.rmt_tasks import GENERATORS, GO, TOKENS, Sample, task_split, text
 
 FIRST_CHARACTER = 4  # TOKENS before it are the task tokenizer's special tokens
-DEFAULT_MEMORY = 8
+DEFAULT_MEMORY = 8  # memory tokens (rmt) and cache length (xl) unless a run names another
 CARRIES = ("rmt", "xl", "none", "reset")  # reset: memory reset at every segment (a pretrained base only)
 VALIDATION_SIZE, TEST_SIZE = 256, 1000
 

@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from training.evaluation.bootstrap import LEVEL, RESAMPLES, paired_mean_difference, sample_char_accuracy
+from training.loop.segment_task_run import DEFAULT_MEMORY
 from training.report.metrics_files import load_metrics
 
 CARRY_NAMES = {"none": "no memory", "xl": "Transformer-XL", "rmt": "RMT"}
@@ -23,8 +24,6 @@ PAPER = {
 
 
 BOOTSTRAP_SEED = 0
-TEST_SAMPLES = 1000  # every task run's test split
-DEFAULT_MEMORY = 8  # memory tokens (RMT) and cache length (Transformer-XL) of the runs the text describes
 Model = tuple[str, int]  # carry, memory (tokens or cache length; DEFAULT_MEMORY for no memory)
 Group = tuple[str, int, int, Model]  # task, steps, segments, model
 
@@ -112,12 +111,12 @@ def memory_differences(groups: dict[Group, list[dict]]) -> list[str]:
             lines.append(
                 f"- {task}, {segments} segments, seed {run['seed']}: {model_label(model)} ({steps} steps) − "
                 f"{model_label((model[0], DEFAULT_MEMORY))} ({default['steps']} steps): {difference:+.4f} "
-                f"[{low:+.4f}, {high:+.4f}]"
+                f"[{low:+.4f}, {high:+.4f}] over {len(ours):,} test samples"
             )
     if not lines:
         return []
     return [
-        f"Per-character test accuracy, paired over the {TEST_SAMPLES:,} test samples ({LEVEL:.0%} interval, "
+        f"Per-character test accuracy, paired over the test samples ({LEVEL:.0%} interval, "
         f"{RESAMPLES:,} resamplings, seed {BOOTSTRAP_SEED}):",
         "",
         *lines,
