@@ -199,5 +199,7 @@ def test_no_token_is_drawn_as_a_missing_glyph_box(page, server_url):
     expect(page.locator("#keys .key-card").first).to_have_attribute("data-key", "layers.1.ff:178", timeout=SWAP_MS)
     chip = page.locator("#keys .value-tokens .token", has_text=re.compile(r"^##(\uc911|\\uc911)$"))
     expect(chip).to_have_count(1)
+    # The page checks glyphs once htmx has settled the swap, a moment after the card is in place.
+    expect(chip).to_have_class(re.compile(r"\bglyphs-checked\b"), timeout=SWAP_MS)
     assert "U+C911 HANGUL SYLLABLE JUNG" in chip.get_attribute("title")
     assert page.evaluate(MISSING_GLYPHS) == []
