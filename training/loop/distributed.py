@@ -126,6 +126,14 @@ def _leave_ranks() -> None:
         dist.destroy_process_group()
 
 
+def _import_what_captures_the_group() -> None:
+    """torch's modules that take the default process group as a default argument (`group=group.WORLD`, in
+    torch.distributed.nn.functional among others), imported while there is none yet. The optimizer's first step
+    imports them through torch._dynamo; imported after the group is made, their defaults keep it alive past
+    destroy_process_group, and its gloo threads then die in the interpreter's teardown: the abort above."""
+    import torch._dynamo  # noqa: F401
+
+
 def join_ranks(device: str) -> tuple[Ranks, torch.device]:
     """This process's rank among those torchrun started (its WORLD_SIZE, RANK and rendezvous variables), joined
     into a process group, and its device (`device` as select_device reads it; on GPUs, the rank's own: torchrun's
@@ -138,6 +146,7 @@ def join_ranks(device: str) -> tuple[Ranks, torch.device]:
         chosen = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(chosen)
     if not dist.is_initialized():
+        _import_what_captures_the_group()
         dist.init_process_group("nccl" if chosen.type == "cuda" else "gloo")
         atexit.register(_leave_ranks)
     return Ranks(dist.get_rank(), dist.get_world_size(), str(chosen)), chosen
