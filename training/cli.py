@@ -209,6 +209,14 @@ def add_task_commands(commands: argparse._SubParsersAction) -> None:
     algorithmic.add_argument("--maps", type=int, default=24, help="state depth (the GRU's hidden size is twice it)")
     algorithmic.add_argument("--batch-size", type=int, default=32)
     algorithmic.add_argument("--dropout", type=float, default=0.05, help="dropout on the Neural GPU's state")
+    algorithmic.add_argument(
+        "--relaxed-sets",
+        type=int,
+        default=1,
+        help="Neural GPU: train r sets of the recurrence's weights, step t using set t mod r, pulled together and "
+        "averaged into one for validation, test and checkpoint (1: shared throughout)",
+    )
+    algorithmic.add_argument("--eval-every", type=int, default=250, help="steps between validations")
     algorithmic.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     algorithmic.add_argument("--out", help="checkpoint folder (default: checkpoints/<model>_<task>)")
     algorithmic.add_argument("--run-dir", help="resumable state (default: runs/<name>)")

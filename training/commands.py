@@ -131,6 +131,8 @@ def algorithmic_task_command(args: argparse.Namespace) -> None:
         batch_size=args.batch_size,
         maps=args.maps,
         dropout=args.dropout,
+        relaxed_sets=args.relaxed_sets,
+        eval_every=args.eval_every,
     )
     out = Path(args.out) if args.out else REPO_ROOT / "checkpoints" / f"{run.model}_{run.task}"
     run_dir = Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / run.name

@@ -8,11 +8,19 @@ import json
 import random
 
 import pytest
+import torch
 
 from inference.core.capabilities import Capability
-from inference.core.checkpoint import CheckpointRegistry
-from inference.core.family import capabilities_of
-from training.loop.neural_gpu_task_run import AlgorithmicRun, Curriculum, train_algorithmic
+from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
+from inference.core.family import build_model, capabilities_of, config_from_dict
+from training.loop.neural_gpu_task_run import (
+    AlgorithmicRun,
+    Curriculum,
+    NeuralGPUTask,
+    length_table,
+    task_tokenizer,
+    train_algorithmic,
+)
 from training.report.active_memory import algorithmic_table
 from training.tasks.neural_gpu_tasks import carry_chain_sample, sample, task_split
 
@@ -82,6 +90,43 @@ def test_a_tiny_run_trains_tests_by_length_and_is_served(tmp_path, model):
     assert Capability.TRANSLATES in capabilities_of(loaded.config)
     resumed = train_algorithmic(run, out, tmp_path / "run", log=lambda line: None)  # finished: nothing more to train
     assert resumed["test"] == metrics["test"]
+
+
+def test_the_relaxation_pull_adds_its_weight_times_the_sets_distance_to_the_loss():
+    run = AlgorithmicRun("addition", "neural_gpu", seed=1, max_length=3, maps=8, dropout=0.0, relaxed_sets=3)
+    tokenizer = task_tokenizer()
+    model = build_model(config_from_dict(run.model_config(tokenizer)))
+    assert model.relaxation_distance().item() < 1e-12  # the sets start shared
+    with torch.no_grad():
+        for weight in model.encoder.relaxed.parameters():
+            weight.add_(0.1 * torch.randn_like(weight))  # as training draws them apart
+    task = NeuralGPUTask(run, model, tokenizer, log=lambda line: None)
+    task.pull = 0.0
+    plain, _ = task.loss(7, range(run.batch_size))
+    task.pull = 0.5
+    pulled, _ = task.loss(7, range(run.batch_size))  # step 7's batch again
+    distance = model.relaxation_distance().item()
+    assert distance > 0.1
+    assert pulled.item() - plain.item() == pytest.approx(0.5 * distance, rel=1e-4)
+    with pytest.raises(ValueError, match="only the Neural GPU"):
+        AlgorithmicRun("addition", "gru_attention", seed=1, relaxed_sets=2)
+
+
+def test_a_relaxed_run_ships_one_shared_set_and_tests_what_it_ships(tmp_path):
+    run = AlgorithmicRun("reverse", "neural_gpu", seed=1, steps=40, max_length=3, maps=8, check_every=10,
+                         eval_every=20, relaxed_sets=3, pull=0.01)  # fmt: skip
+    assert run.name == "reverse_neural_gpu_len3_relaxed3_40steps_seed1"
+    out = tmp_path / "checkpoint"
+    metrics = train_algorithmic(run, out, tmp_path / "run", log=lambda line: None)
+    loaded = load_checkpoint(out, "cpu")
+    assert loaded.config.relaxed_sets == 1
+    assert not [name for name in loaded.model.state_dict() if ".relaxed." in name]
+    assert length_table(loaded.model, "reverse", 3, loaded.tokenizer) == metrics["test"]
+    # The pull grew by 1.2 at every check (each 10 steps) taken at the longest length, 3.
+    reached = next((step for step, level in metrics["curriculum"] if level == 3), None)
+    growths = 0 if reached is None else (run.steps - reached) // run.check_every
+    assert metrics["final_pull"] == pytest.approx(0.01 * 1.2**growths)
+    assert metrics["sets_apart"] > 0
 
 
 def test_the_table_lists_served_runs_and_the_collection_and_nothing_else(tmp_path):

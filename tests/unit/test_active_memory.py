@@ -8,13 +8,14 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from inference.core.decoding import pad_batch
 from inference.core.family import family_of
 from inference.core.interventions import ClampGate, EditState, EncoderSteps, Interventions
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.families.active_memory.cgru import CGRU, cutoff_sigmoid
-from inference.families.active_memory.model import VARIANTS
+from inference.families.active_memory.model import VARIANTS, ActiveMemoryConfig, ActiveMemoryModel
 from tests.conftest import make_tiny_active_memory
 
 SOURCE = "ein Hund spielt im Park"
@@ -160,3 +161,54 @@ def test_a_region_outside_the_state_is_refused(extended):
 def test_sources_of_different_lengths_are_not_traced_together(extended):
     with pytest.raises(ValueError, match="one length"):
         run_with_trace(extended, [SOURCE, "ein Buch"])
+
+
+def relaxed_neural_gpu(sets: int) -> ActiveMemoryModel:
+    """A Neural GPU whose weight sets start shared, then drawn apart as training would (noise on sets 1..r-1)."""
+    torch.manual_seed(0)
+    model = ActiveMemoryModel(ActiveMemoryConfig(variant="neural_gpu", vocab_size=8, maps=3, width=2, n_layers=2,
+                                                 relaxed_sets=sets)).eval()  # fmt: skip
+    assert model.relaxation_distance().item() < 1e-12  # the mean of equal weights, up to rounding
+    with torch.no_grad():
+        for weight in model.encoder.relaxed.parameters():
+            weight.add_(0.3 * torch.randn_like(weight))
+    return model
+
+
+def test_relaxed_sharing_runs_step_t_on_weight_set_t_mod_r():
+    """Three sets, five steps: the encoder's state is the one got by applying set 0, 1, 2, 0, 1 by hand."""
+    model = relaxed_neural_gpu(3)
+    source = torch.tensor([[3, 4, 5, 2]])  # [b, n]
+    sets = [model.encoder.layers, *model.encoder.relaxed]
+    first_row = model.embed(source).transpose(1, 2)  # [1, m, 4]
+    state = torch.cat([F.pad(first_row, (0, 1)).unsqueeze(2), torch.zeros(1, 3, 1, 5)], dim=2)  # [1, m, w, 5]
+    for step in range(5):
+        for layer in sets[step % 3]:
+            state = layer(state)
+    assert torch.equal(model.encode(source, 5), state)
+    assert not torch.allclose(model.encode(source, 5), relaxed_neural_gpu(1).encode(source, 5))
+
+
+def test_the_relaxation_distance_and_the_shared_copy_are_the_sets_spread_and_mean():
+    model = relaxed_neural_gpu(3)
+    sets = [model.encoder.layers, *model.encoder.relaxed]
+    expected = 0.0
+    for weights in zip(*(dict(s.named_parameters()).values() for s in sets), strict=True):
+        mean = (weights[0] + weights[1] + weights[2]) / 3
+        expected += sum(((w - mean) ** 2).sum().item() for w in weights)
+    assert model.relaxation_distance().item() == pytest.approx(expected, rel=1e-5)
+    shared = model.shared_copy()
+    assert shared.config.relaxed_sets == 1 and not shared.training
+    gates = [s[1].gates.weight for s in sets]  # the second layer's U', U''
+    assert torch.allclose(shared.encoder.layers[1].gates.weight, (gates[0] + gates[1] + gates[2]) / 3)
+    assert torch.equal(shared.embed.weight, model.embed.weight)
+
+
+def test_sets_pulled_together_make_a_shared_copy_that_computes_as_they_do():
+    model = relaxed_neural_gpu(2)
+    with torch.no_grad():
+        for ours, theirs in zip(model.encoder.relaxed[0].parameters(), model.encoder.layers.parameters()):
+            ours.copy_(theirs)
+    source = torch.tensor([[3, 4, 5, 2]])
+    assert model.relaxation_distance().item() < 1e-12  # the mean of equal weights, up to rounding
+    assert torch.allclose(model.shared_copy().encode(source, 6), model.encode(source, 6), atol=1e-6)

@@ -10,11 +10,17 @@ test how far it generalises beyond the lengths it saw.
   `check_every` steps the whole-sequence accuracy on 64 fresh samples at
   the level is measured; at or above `advance_at` the level goes up by one,
   until `max_length`.
-- Training facts kept from the reference code: dropout on the state, and
+- Training facts kept from the reference code: dropout on the state,
   Gaussian noise added to the gradients (standard deviation
-  `gradient_noise` / (1 + step)^0.55). Not kept: the parameter-sharing
-  relaxation (several weight copies pulled together), which multiplies the
-  cost on 2 CPU cores; docs/active_memory.md says so.
+  `gradient_noise` / (1 + step)^0.55), and, with `relaxed_sets` r > 1, the
+  parameter-sharing relaxation: r sets of the recurrence's weights, step t
+  of the state using set t mod r, and `pull` times their squared distance
+  from their mean added to the loss. Our rule for the pull: once the
+  curriculum is at `max_length`, every check multiplies it by `pull_growth`,
+  up to `max_pull`. Validation, the test and the checkpoint use the sets'
+  mean, the one shared set every shipped model has, so the model chosen is
+  the model shipped. A step costs what it costs unrelaxed (one set per
+  step); the optimizer holds r times the recurrence's weights.
 - Training batches are drawn fresh from every string of their length: at
   the longest training length, reverse and duplicate have only 2^8 inputs,
   so their 1x test row holds strings seen in training; the 2x-10x rows are
@@ -71,16 +77,23 @@ class AlgorithmicRun:
     maps: int = 24  # Neural GPU state depth; the GRU's hidden size is 2 x maps
     dropout: float = 0.05
     eval_every: int = 250
+    relaxed_sets: int = 1  # r: the Neural GPU's sets of recurrence weights in training (1: shared throughout)
+    pull: float = 0.0005  # the relaxation penalty's starting weight
+    pull_growth: float = 1.2  # its factor at every check once the curriculum is at max_length
+    max_pull: float = 1.0
 
     def __post_init__(self):
         if self.task not in TASKS or self.model not in MODELS:
             raise ValueError(f"task is one of {', '.join(TASKS)}; model one of {', '.join(MODELS)}")
         if not 1 <= self.start_length <= self.max_length <= 64 or self.steps < 1:
             raise ValueError("lengths: 1 <= start_length <= max_length <= 64; steps at least 1")
+        if self.relaxed_sets > 1 and self.model != "neural_gpu":
+            raise ValueError("only the Neural GPU's recurrence can be relaxed (relaxed_sets > 1)")
 
     @property
     def name(self) -> str:
-        return f"{self.task}_{self.model}_len{self.max_length}_{self.steps}steps_seed{self.seed}"
+        relaxed = f"_relaxed{self.relaxed_sets}" if self.relaxed_sets > 1 else ""
+        return f"{self.task}_{self.model}_len{self.max_length}{relaxed}_{self.steps}steps_seed{self.seed}"
 
     @property
     def data_seed(self) -> str:
@@ -97,6 +110,7 @@ class AlgorithmicRun:
             "maps": self.maps,
             "dropout": self.dropout,
             "length_factor": 2.0 if self.task == "duplicate" else 1.0,  # room for the longer output
+            "relaxed_sets": self.relaxed_sets,
             **special,
         }
 
@@ -181,7 +195,8 @@ def add_gradient_noise(model, scale: float, step: int, generator: torch.Generato
 
 class NeuralGPUTask(TaskCallbacks):
     """The step loop's callbacks for a Neural GPU task run: batches at the curriculum's lengths, the loss of the
-    target, gradient noise, the curriculum's checks, whole-sequence validation accuracy."""
+    target (with the relaxation's pull), gradient noise, the curriculum's checks, whole-sequence validation
+    accuracy of the shared model."""
 
     def __init__(self, run: AlgorithmicRun, model, tokenizer: TextTokenizer, log=print):
         self.run, self.model, self.tokenizer, self.log = run, model, tokenizer, log
@@ -191,6 +206,7 @@ class NeuralGPUTask(TaskCallbacks):
         self.levels: list[list[int]] = []  # [step, level] whenever the level went up
         self.noise = torch.Generator().manual_seed(run.seed)
         self.rng = random.Random()
+        self.pull = run.pull
 
     def loss(self, step: int, rows: Sequence[int]) -> tuple[torch.Tensor, int]:
         self.rng = random.Random(f"{self.run.data_seed}/{step}")  # the curriculum's check draws on after the batch
@@ -201,6 +217,8 @@ class NeuralGPUTask(TaskCallbacks):
         src_ids, tgt_in, tgt_out = (tensor[list(rows)].to(self.device) for tensor in whole)
         logits = self.model(src_ids, tgt_in)  # [b, t, vocab]
         loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=self.tokenizer.pad_id)
+        if self.run.relaxed_sets > 1:
+            loss = loss + self.pull * self.model.relaxation_distance()
         return loss, int((tgt_out != self.tokenizer.pad_id).sum())
 
     def add_noise(self, model, step: int) -> None:
@@ -210,20 +228,31 @@ class NeuralGPUTask(TaskCallbacks):
         if (step + 1) % self.run.check_every:
             return
         check = [sample(self.run.task, self.curriculum.level, self.rng) for _ in range(CHECK_SIZE)]  # every rank's
+        if self.curriculum.level == self.run.max_length:
+            self.pull = min(self.pull * self.run.pull_growth, self.run.max_pull)
         if self.curriculum.update(ranks.from_main(accuracy(self.model, check, self.tokenizer)["sequence"])):
             self.levels.append([step + 1, self.curriculum.level])
             self.log(f"{self.run.name} step {step + 1}: curriculum level {self.curriculum.level}")
 
     def validate(self) -> tuple[float, list[float], str]:
         level = self.curriculum.level
-        return accuracy(self.model, self.validation, self.tokenizer)["sequence"], [level], f" level {level}"
+        if self.run.relaxed_sets == 1:
+            return accuracy(self.model, self.validation, self.tokenizer)["sequence"], [level], f" level {level}"
+        score = accuracy(self.model.shared_copy(), self.validation, self.tokenizer)["sequence"]
+        return score, [level], f" level {level}, sets {self.model.relaxation_distance().item():.3g} apart"
 
     def state(self) -> dict:
-        return {"level": self.curriculum.level, "levels": self.levels, "noise": self.noise.get_state()}
+        return {
+            "level": self.curriculum.level,
+            "levels": self.levels,
+            "noise": self.noise.get_state(),
+            "pull": self.pull,
+        }
 
     def restore(self, state: dict) -> None:
         self.curriculum.level, self.levels = state["level"], state["levels"]
         self.noise.set_state(state["noise"])
+        self.pull = state.get("pull", self.run.pull)
 
 
 def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print, device: str = "cpu") -> dict | None:
@@ -241,6 +270,10 @@ def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print, 
     progress = train_task_steps(model, optimizer, folder, schedule, task, settings, log, ranks)
     if not ranks.main:
         return None
+    relaxation = {}
+    if run.relaxed_sets > 1:
+        relaxation = {"final_pull": task.pull, "sets_apart": model.relaxation_distance().item()}
+        model = model.shared_copy()  # the best weights as one shared set: the model tested and shipped
     began_test = time.monotonic()
     metrics = {
         "task": run.task,
@@ -256,6 +289,7 @@ def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print, 
         "threads": torch.get_num_threads(),
         "curve": progress.curve,
         "curriculum": task.levels,
+        **relaxation,
         "training": asdict(run),
     }
     example = task_split(run.task, "test", run.max_length, 1)[0]

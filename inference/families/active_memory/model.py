@@ -6,7 +6,11 @@ that every step rewrites as a whole with convolutional GRUs (cgru.py).
   (s0[:, 0, k] = E[i_k]), zeros elsewhere; the state is `state_length(n)`
   long (padded), so an output longer than the input has room.
 - Encoder: the l CGRU layers applied in turn, `length` steps, shared weights;
-  s_fin is the state after the last step.
+  s_fin is the state after the last step. In training the sharing may be
+  relaxed (the reference code's device): r sets of the layers' weights, step
+  t using set t mod r, pulled together by a penalty on their distance
+  (`relaxation_distance`); `shared_copy` averages them into the one set of
+  weights every shipped model has (r = 1).
 - Output, by `variant`:
   - "neural_gpu": l_k = O s_fin[:, 0, k], every output independent;
   - "markovian": l_k = O concat(s_fin[:, 0, k], E' o_{k-1}), o_{-1} = BOS;
@@ -34,7 +38,7 @@ source's tokens, then padding.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
@@ -67,6 +71,7 @@ class ActiveMemoryConfig:
     dropout: float = 0.0  # on the state after every step, in training
     length_factor: float = 1.0  # a source of n tokens gets a state ceil(length_factor * n) long
     scheduled_sampling: float = 0.0  # extended, in training: share of tape entries taken from its own output
+    relaxed_sets: int = 1  # r sets of recurrence weights, step t using set t mod r (training only; 1: shared)
     max_positions: int = 512  # the longest state
     pad_id: int = 0
     bos_id: int = 1
@@ -85,6 +90,8 @@ class ActiveMemoryConfig:
             raise ValueError(f"length_factor is between 1 and 4, got {self.length_factor}")
         if not 0.0 <= self.scheduled_sampling <= 1.0 or not 0.0 <= self.dropout < 1.0:
             raise ValueError("scheduled_sampling is a share (0 to 1) and dropout below 1")
+        if not 1 <= self.relaxed_sets <= 16:
+            raise ValueError(f"relaxed_sets is between 1 and 16, got {self.relaxed_sets}")
         check_positions_and_special_ids(self)
 
     @property
@@ -118,13 +125,21 @@ class ActiveMemoryConfig:
 
 
 class Recurrence(nn.Module):
-    """The l CGRU layers one step applies in turn, then dropout on the state."""
+    """The l CGRU layers one step applies in turn, then dropout on the state. With relaxed sharing, `relaxed`
+    holds sets 1..r-1 of the layers (set 0 is `layers`, whose hook points the pages read)."""
 
     def __init__(self, config: ActiveMemoryConfig, reads_tape: bool):
         super().__init__()
-        self.layers = nn.ModuleList(
-            CGRU(config.maps, config.kernel_width, config.kernel_length, reads_tape) for _ in range(config.n_layers)
-        )
+
+        def layer_set() -> nn.ModuleList:
+            return nn.ModuleList(
+                CGRU(config.maps, config.kernel_width, config.kernel_length, reads_tape) for _ in range(config.n_layers)
+            )
+
+        self.layers = layer_set()
+        self.relaxed = nn.ModuleList(layer_set() for _ in range(config.relaxed_sets - 1))
+        for relaxed in self.relaxed:  # the sets start shared and drift apart in training
+            relaxed.load_state_dict(self.layers.state_dict())
         self.dropout = nn.Dropout(config.dropout)
         self.tape = (
             HookPoint(STATE_DIMS, "the output tape: emitted tokens embedded in the first row", LENGTH)
@@ -132,12 +147,26 @@ class Recurrence(nn.Module):
             else None
         )
 
-    def forward(self, s: torch.Tensor, tape: torch.Tensor | None = None) -> torch.Tensor:  # [b, m, w, n]
+    def forward(self, s: torch.Tensor, tape: torch.Tensor | None = None, step: int = 0) -> torch.Tensor:
+        """s [b, m, w, n] (and the tape, of the same shape) -> the state after step `step`."""
         if self.tape is not None:
             tape = self.tape(tape)
-        for layer in self.layers:
+        sets = [self.layers, *self.relaxed]
+        for layer in sets[step % len(sets)]:
             s = layer(s, tape)
         return self.dropout(s)
+
+    def relaxation_distance(self) -> torch.Tensor:
+        """Sum over weights of the squared distance of every set from the sets' mean (0 with one set)."""
+        sets = [self.layers, *self.relaxed]
+        stacks = (torch.stack(weights) for weights in zip(*(layer_set.parameters() for layer_set in sets), strict=True))
+        return torch.stack([(stacked - stacked.mean(0)).pow(2).sum() for stacked in stacks]).sum()  # stacked [r, ...]
+
+    def mean_weights(self) -> dict[str, torch.Tensor]:
+        """The state dict of `layers` holding every weight's mean over the sets."""
+        sets = [self.layers, *self.relaxed]
+        named = [dict(layer_set.named_parameters()) for layer_set in sets]
+        return {name: torch.stack([weights[name] for weights in named]).mean(0) for name in named[0]}
 
 
 class ActiveMemoryModel(nn.Module):
@@ -161,6 +190,27 @@ class ActiveMemoryModel(nn.Module):
             raise TypeError(f"a {self.config.variant} model does not embed its outputs")
         return self.output_embed
 
+    def recurrences(self) -> list[Recurrence]:
+        """The encoder's recurrence, and the decoder's where there is one."""
+        return [self.encoder] if self.decoder is None else [self.encoder, self.decoder]
+
+    def relaxation_distance(self) -> torch.Tensor:
+        """How far the relaxed weight sets are apart: the penalty that pulls them together in training."""
+        return torch.stack([recurrence.relaxation_distance() for recurrence in self.recurrences()]).sum()
+
+    def shared_copy(self) -> ActiveMemoryModel:
+        """This model with one set of recurrence weights, each the mean of its r sets (itself when r = 1), in the
+        same mode and on the same device."""
+        if self.config.relaxed_sets == 1:
+            return self
+        shared = ActiveMemoryModel(replace(self.config, relaxed_sets=1))
+        weights = {name: tensor for name, tensor in self.state_dict().items() if ".relaxed." not in name}
+        for prefix, recurrence in (("encoder", self.encoder), ("decoder", self.decoder)):
+            if recurrence is not None:
+                weights |= {f"{prefix}.layers.{name}": mean for name, mean in recurrence.mean_weights().items()}
+        shared.load_state_dict(weights)
+        return shared.to(next(self.parameters()).device).train(self.training)
+
     def _decoder(self) -> Recurrence:
         """The active memory decoder: Extended models only."""
         if self.decoder is None:
@@ -177,7 +227,7 @@ class ActiveMemoryModel(nn.Module):
         s = self.input(torch.cat([first_row.unsqueeze(2), rest], dim=2))  # [b, m, w, length]
         for step in range(length):
             with call_scope(step=step):
-                s = self.encoder(s)
+                s = self.encoder(s, step=step)
         return s
 
     def forward(self, src_ids: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
@@ -213,7 +263,7 @@ class ActiveMemoryModel(nn.Module):
         rate = self.config.scheduled_sampling if self.training else 0.0
         for k in range(steps):
             with call_scope(step=length + k):
-                d = self._decoder()(d, self._tape_tensor(written))  # tape [b, m, w, length]
+                d = self._decoder()(d, self._tape_tensor(written), step=k)  # tape [b, m, w, length]
                 step_logits = self.output(d[:, :, 0, k])  # [b, vocab]
             logits.append(step_logits)
             chosen = step_logits.argmax(dim=-1)  # [b]
