@@ -17,12 +17,13 @@ from training.loop.neural_gpu_task_run import (
     AlgorithmicRun,
     Curriculum,
     NeuralGPUTask,
+    accuracy,
     length_table,
     task_tokenizer,
     train_algorithmic,
 )
-from training.report.active_memory import algorithmic_table
-from training.tasks.neural_gpu_tasks import carry_chain_sample, sample, task_split
+from training.report.active_memory import aids_table, algorithmic_table
+from training.tasks.neural_gpu_tasks import Sample, carry_chain_sample, sample, task_split
 
 
 def number(bits: str) -> int:
@@ -64,6 +65,31 @@ def test_carry_chains_carry_through_most_bits(length):
 def test_splits_are_fixed_and_differ():
     assert task_split("addition", "test", 8, 5) == task_split("addition", "test", 8, 5)
     assert task_split("addition", "test", 8, 5) != task_split("addition", "val", 8, 5)
+
+
+class WritesGivenOutputs(torch.nn.Module):
+    """A model whose greedy outputs are fixed strings, to score by hand."""
+
+    def __init__(self, outputs: list[str]):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))  # where accuracy() reads the device
+        self.outputs = outputs
+
+    def greedy(self, src_ids: torch.Tensor, max_new_tokens: int) -> tuple[torch.Tensor, None]:
+        tokenizer = task_tokenizer()
+        rows = [[*tokenizer.encode_batch([output])[0], tokenizer.eos_id] for output in self.outputs]
+        width = max(map(len, rows))
+        return torch.tensor([row + [tokenizer.pad_id] * (width - len(row)) for row in rows]), None
+
+
+def test_accuracy_scores_each_sample_whole_and_bit_by_bit():
+    samples = [Sample("0110", "0110"), Sample("1011", "1101"), Sample("1100", "0011")]
+    # right; one bit wrong; a bit short (the missing bit counts wrong, as does its last written one)
+    scored = accuracy(WritesGivenOutputs(["0110", "1001", "00"]), samples, task_tokenizer())
+    assert scored["sample_whole"] == [1, 0, 0]
+    assert scored["sample_bit_hits"] == [4, 3, 2]
+    assert scored["sequence"] == pytest.approx(1 / 3)
+    assert scored["bit"] == pytest.approx(9 / 12)
 
 
 def test_curriculum_advances_only_at_its_threshold_and_stops_at_the_longest_length():
@@ -139,3 +165,26 @@ def test_the_table_lists_served_runs_and_the_collection_and_nothing_else(tmp_pat
     (checkpoints / "transformer" / "metrics.json").write_text(json.dumps({"bleu": {"val": 1.0}}))
     rows = [line for line in algorithmic_table(checkpoints) if line.startswith("| reverse |")]
     assert [row.split(" | ")[1:4] for row in rows] == [["gru_attention", "2", "4"], ["neural_gpu", "1", "3"]]
+
+
+def neural_gpu_run(task: str, seed: int, max_length: int, relaxed_sets: int, sequence: list[float]) -> dict:
+    """A run's metrics as the report reads them: 4 test samples per length, no per-sample record."""
+    test = [{"factor": f, "length": f * max_length, "sequence": s, "bit": 0.5} for f, s in zip((1, 2), sequence)]
+    training = {"max_length": max_length, "relaxed_sets": relaxed_sets}
+    return {"task": task, "model": "neural_gpu", "seed": seed, "test": test, "test_samples": 4, "training": training}
+
+
+def test_the_aids_table_sets_relaxed_runs_pooled_over_seeds_against_the_runs_without():
+    runs = [
+        neural_gpu_run("reverse", 1, 20, 6, [1.0, 0.5]),
+        neural_gpu_run("reverse", 2, 20, 6, [1.0, 0.25]),
+        neural_gpu_run("reverse", 1, 8, 1, [1.0, 0.0]),
+        neural_gpu_run("addition", 1, 8, 1, [1.0, 0.0]),  # no relaxed addition run: no row
+    ]
+    rows = [line for line in aids_table(runs) if line.startswith("| reverse")]
+    assert len(rows) == 1 and not [line for line in aids_table(runs) if line.startswith("| addition")]
+    cells = rows[0].strip("| ").split(" | ")
+    assert cells[1:3] == ["20; seeds 1, 2", "8; seeds 1"]
+    # 1x: every sample right on both sides; 2x: 3 of 8 pooled samples right against none of 4
+    assert cells[3] == "+0.00 [+0.00, +0.00]"
+    assert cells[4].startswith("+0.38 [")

@@ -19,6 +19,7 @@ from training.evaluation.bootstrap import (
     interval_text,
     paired_perplexity_difference,
     paired_translation_differences,
+    unpaired_mean_difference,
 )
 
 TOKENS = [40, 25, 60, 35, 50, 30, 45, 55]
@@ -170,3 +171,17 @@ def test_translation_intervals_are_the_middle_95_percent_of_the_resampled_differ
         assert got[name].high == pytest.approx(high, rel=1e-9), name
         assert got[name].p_value == pytest.approx((above + 1) / (count + 1), rel=1e-12), name
         assert not np.allclose(np.percentile(sampled, [5, 95]), [low, high], rtol=1e-3), name  # 90% would differ
+
+
+def test_an_unpaired_interval_of_two_accuracies_is_about_their_normal_interval():
+    """30 of 40 right against 10 of 50: the difference 0.55, and its 95% interval close to the normal one,
+    0.55 +- 1.96 sqrt(0.75 * 0.25 / 40 + 0.2 * 0.8 / 50)."""
+    a, b = [1] * 30 + [0] * 10, [1] * 10 + [0] * 40
+    difference, low, high = unpaired_mean_difference(a, b, seed=0)
+    half = 1.96 * math.sqrt(0.75 * 0.25 / 40 + 0.2 * 0.8 / 50)
+    assert difference == pytest.approx(0.55)
+    assert low == pytest.approx(0.55 - half, abs=0.03) and high == pytest.approx(0.55 + half, abs=0.03)
+    same_low, same_high = unpaired_mean_difference(a, list(a), seed=0)[1:]
+    assert same_low < 0 < same_high
+    with pytest.raises(ValueError):
+        unpaired_mean_difference([], b, seed=0)

@@ -51,6 +51,24 @@ def paired_mean_difference(
     return float(differences.mean()), low, high
 
 
+def unpaired_mean_difference(
+    a: Sequence[float], b: Sequence[float], seed: int, resamples: int = RESAMPLES
+) -> tuple[float, float, float]:
+    """Mean of a minus mean of b over items of their own (test samples of different lengths), and its LEVEL
+    percentile interval over `resamples` resamplings of each side's items with replacement -> (difference, low,
+    high)."""
+    if not len(a) or not len(b):
+        raise ValueError("both sides need at least one item")
+    generator = torch.Generator().manual_seed(seed)
+    means = []
+    for side in (a, b):
+        values = torch.tensor(side, dtype=torch.float64)  # [items]
+        means.append(values[torch.randint(len(side), (resamples, len(side)), generator=generator)].mean(dim=1))
+    tail = (1 - LEVEL) / 2
+    low, high = torch.quantile(means[0] - means[1], torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return sum(a) / len(a) - sum(b) / len(b), low, high
+
+
 def sample_char_accuracy(test: dict) -> list[float] | None:
     """A task run's per-sample character accuracy, from its test record's hits per sample (every sample of a task
     has as many target characters: the record's accuracy gives how many); None where the run kept no per-sample

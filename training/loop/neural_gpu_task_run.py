@@ -153,9 +153,11 @@ def batch_tensors(samples: list[Sample], tokenizer: TextTokenizer) -> tuple[torc
 @torch.no_grad()
 def accuracy(model, samples: list[Sample], tokenizer: TextTokenizer, batch_size: int = 64) -> dict[str, float]:
     """Greedy outputs against the targets: whole-sequence accuracy and per-bit accuracy (a target bit the
-    output lacks counts as wrong)."""
+    output lacks counts as wrong), and each sample's outcome (whether its output was the target, and how many
+    of its target's bits it wrote right) for intervals resampled over the samples."""
     model.eval()
-    whole, right, total = 0, 0, 0
+    sample_whole: list[int] = []
+    sample_bit_hits: list[int] = []
     for first in range(0, len(samples), batch_size):
         chunk = samples[first : first + batch_size]
         src_ids = batch_tensors(chunk, tokenizer)[0].to(next(model.parameters()).device)  # [b, n]
@@ -163,10 +165,14 @@ def accuracy(model, samples: list[Sample], tokenizer: TextTokenizer, batch_size:
         tokens, _ = model.greedy(src_ids, longest + 1)
         for ids, s in zip(strip_after_eos(tokens, tokenizer.eos_id), chunk):
             output = tokenizer.decode(ids)
-            whole += output == s.target
-            right += sum(a == b for a, b in zip(output, s.target))
-            total += len(s.target)
-    return {"sequence": whole / len(samples), "bit": right / total}
+            sample_whole.append(int(output == s.target))
+            sample_bit_hits.append(sum(a == b for a, b in zip(output, s.target)))
+    return {
+        "sequence": sum(sample_whole) / len(samples),
+        "bit": sum(sample_bit_hits) / sum(len(s.target) for s in samples),
+        "sample_whole": sample_whole,
+        "sample_bit_hits": sample_bit_hits,
+    }
 
 
 def length_table(model, task: Task, max_length: int, tokenizer: TextTokenizer) -> list[dict]:
