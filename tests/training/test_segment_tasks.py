@@ -12,6 +12,7 @@ import torch
 from inference.core.checkpoint import load_checkpoint
 from inference.core.tracing import run_with_trace
 from training.loop.segment_task_run import TaskRun, scores, train_task
+from training.report.metrics_files import chosen_step
 from training.tasks.rmt_tasks import task_split, text
 
 
@@ -48,3 +49,9 @@ def test_a_rerun_resumes_and_another_run_in_the_same_folder_is_refused(tmp_path)
     first = load_checkpoint(tmp_path / "a", "cpu").model.state_dict()
     again = load_checkpoint(tmp_path / "c", "cpu").model.state_dict()
     assert all(torch.equal(first[name], again[name]) for name in first)
+
+
+def test_a_step_chosen_in_the_last_tenth_of_training_is_marked():
+    assert chosen_step(5400, 6000) == "5400"  # 90% exactly: not in the last tenth
+    assert chosen_step(5401, 6000) == "5401 (last 10%)"
+    assert chosen_step(300, 6000) == "300"

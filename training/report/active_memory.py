@@ -19,6 +19,7 @@ from pathlib import Path
 
 from training.evaluation.active_memory_comparison import COMPARISON
 from training.evaluation.bootstrap import PairedDifference, interval_text, unpaired_mean_difference
+from training.report.metrics_files import chosen_step
 
 # Paper 001, Table 1 (WMT'14 En-Fr): per-word perplexity and BLEU.
 PAPER_TABLE_1 = {
@@ -61,9 +62,10 @@ def algorithmic_table(checkpoints: Path) -> list[str]:
         cells = " | ".join(f"{row['sequence']:.2f} / {row['bit']:.2f}" for row in run["test"])
         reached = run["curriculum"][-1][1] if run["curriculum"] else run["training"]["start_length"]
         reached_at = f" (step {run['curriculum'][-1][0]})" if run["curriculum"] else ""
+        chosen = chosen_step(run["best_step"], run["steps"])
         lines.append(
             f"| {run['task']} | {run['model']} | {run['seed']} | {run['training']['max_length']} | {aids(run)} | "
-            f"{run['steps']} ({run['best_step']}) | {reached}{reached_at} | {cells} | {run['train_seconds']:.0f} |"
+            f"{run['steps']} ({chosen}) | {reached}{reached_at} | {cells} | {run['train_seconds']:.0f} |"
         )
         if run["task"] == "addition":
             carry = " | ".join(f"{row['carry_sequence']:.2f} / {row['carry_bit']:.2f}" for row in run["test"])

@@ -24,3 +24,9 @@ def load_metrics(checkpoints: Path, file: str = "metrics.json") -> dict[str, dic
 def number(value) -> str:
     """A figure to two decimals; "-" where there is none."""
     return "-" if value is None else f"{value:.2f}"
+
+
+def chosen_step(best_step: int, steps: int) -> str:
+    """The step chosen on validation, marked where it lies in the last 10% of training: a run that may still
+    have been improving when it stopped."""
+    return f"{best_step} (last 10%)" if best_step > 0.9 * steps else str(best_step)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from training.evaluation.bootstrap import LEVEL, RESAMPLES, paired_mean_difference, sample_char_accuracy
 from training.loop.segment_task_run import DEFAULT_MEMORY
-from training.report.metrics_files import load_metrics
+from training.report.metrics_files import chosen_step, load_metrics
 
 CARRY_NAMES = {"none": "no memory", "xl": "Transformer-XL", "rmt": "RMT"}
 # Paper 002, per-character accuracy: (task, segments) -> {carry: accuracy}; the headline figures.
@@ -81,9 +81,10 @@ def runs_table(groups: dict[Group, list[dict]]) -> list[str]:
     lines = ["| run | seed | steps | chosen at | val | test char | test answer | wall s | threads |", "|---" * 9 + "|"]
     for (task, _, segments, model), runs in sorted(groups.items()):
         for run in sorted(runs, key=lambda r: r["seed"]):
+            chosen = chosen_step(run["best_step"], run["steps"])
             lines.append(
-                f"| {task}, {segments} seg, {model_label(model)} | {run['seed']} | {run['steps']} | "
-                f"{run['best_step']} | {run['validation_char_accuracy']:.3f} | {run['test']['char_accuracy']:.3f} | "
+                f"| {task}, {segments} seg, {model_label(model)} | {run['seed']} | {run['steps']} | {chosen} | "
+                f"{run['validation_char_accuracy']:.3f} | {run['test']['char_accuracy']:.3f} | "
                 f"{run['test']['answer_accuracy']:.3f} | {run['train_seconds']:.0f} | {run['threads']} |"
             )
     return lines
