@@ -151,21 +151,24 @@ class Recurrence(nn.Module):
         """s [b, m, w, n] (and the tape, of the same shape) -> the state after step `step`."""
         if self.tape is not None:
             tape = self.tape(tape)
-        sets = [self.layers, *self.relaxed]
+        sets = self.weight_sets()
         for layer in sets[step % len(sets)]:
             s = layer(s, tape)
         return self.dropout(s)
 
+    def weight_sets(self) -> list[nn.ModuleList]:
+        """Set 0 (`layers`), then the relaxed sets 1..r-1."""
+        return [self.layers, *self.relaxed]
+
     def relaxation_distance(self) -> torch.Tensor:
         """Sum over weights of the squared distance of every set from the sets' mean (0 with one set)."""
-        sets = [self.layers, *self.relaxed]
+        sets = self.weight_sets()
         stacks = (torch.stack(weights) for weights in zip(*(layer_set.parameters() for layer_set in sets), strict=True))
         return torch.stack([(stacked - stacked.mean(0)).pow(2).sum() for stacked in stacks]).sum()  # stacked [r, ...]
 
     def mean_weights(self) -> dict[str, torch.Tensor]:
         """The state dict of `layers` holding every weight's mean over the sets."""
-        sets = [self.layers, *self.relaxed]
-        named = [dict(layer_set.named_parameters()) for layer_set in sets]
+        named = [dict(layer_set.named_parameters()) for layer_set in self.weight_sets()]
         return {name: torch.stack([weights[name] for weights in named]).mean(0) for name in named[0]}
 
 
