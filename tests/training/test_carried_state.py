@@ -156,18 +156,23 @@ def test_render_prints_the_records_figures_in_the_runs_order(tmp_path):
         fixture_record("lm_seg50_xl50", 0, 50, (253.7, 261.3), (7.6, 6.012, 9.3)),
         fixture_record("lm_seg50_xl10", 0, 10, (251.66, 258.2), (6.54, 5.1, 7.996)),
     ]
-    for record in records:
-        (tmp_path / record["model"]).mkdir()
-        (tmp_path / record["model"] / "carried_state.json").write_text(json.dumps(record))
-    (tmp_path / "lm_seg50_baseline").mkdir()  # a run without a record is left out
+    served = fixture_record("rmt1_served", 1, 0, (129.571, 132.674), (3.103, 2.327, 3.79))
+    for folder, record in [*((tmp_path / "segment_lm", r) for r in records), (tmp_path, served)]:
+        (folder / record["model"]).mkdir(parents=True)
+        (folder / record["model"] / "carried_state.json").write_text(json.dumps(record))
+    (tmp_path / "segment_lm" / "lm_seg50_baseline").mkdir()  # a run without a record is left out
     lines = render_carried_state(tmp_path).split("\n")
     assert lines[0].startswith("### Carried state")
     rows = [line for line in lines if line.startswith("| ") and "---" not in line]
     assert rows == [
-        "| model | carried state removed | ppl as trained | ppl removed | Δ [95% CI] | tokens scored | articles |",
-        "| Transformer-XL, cache 10 | no cache | 251.7 | 258.2 | +6.54 [+5.10, +8.00] | 41,918 | 120 |",
-        "| Transformer-XL, cache 50 | no cache | 253.7 | 261.3 | +7.60 [+6.01, +9.30] | 41,918 | 120 |",
-        "| RMT, memory 1 | memory reset at every segment | 259.7 | 260.2 | +0.53 [+0.31, +0.76] | 41,918 | 120 |",
+        "| run | model | carried state removed | ppl as trained | ppl removed | Δ [95% CI] | tokens scored "
+        "| articles |",
+        "| lm_seg50_xl10 | Transformer-XL, cache 10 | no cache | 251.7 | 258.2 | +6.54 [+5.10, +8.00] | 41,918 | 120 |",
+        "| lm_seg50_xl50 | Transformer-XL, cache 50 | no cache | 253.7 | 261.3 | +7.60 [+6.01, +9.30] | 41,918 | 120 |",
+        "| lm_seg50_rmt1 | RMT, memory 1 | memory reset at every segment | 259.7 | 260.2 | +0.53 [+0.31, +0.76] "
+        "| 41,918 | 120 |",
+        "| rmt1_served | RMT, memory 1 | memory reset at every segment | 129.6 | 132.7 | +3.10 [+2.33, +3.79] "
+        "| 41,918 | 120 |",
     ]
     paragraph = lines[2]
     assert "first 120 enwiki validation articles (a stream of 42,042 tokens, 41,918 of them scored" in paragraph

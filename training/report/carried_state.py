@@ -2,7 +2,8 @@
 segment language model, enwiki validation perplexity as trained and with what
 it carries between segments removed (RMT: memory reset at every segment;
 Transformer-XL: no cache), the difference and its bootstrap interval, from
-the carried_state.json files of checkpoints/segment_lm/<name>/
+the carried_state.json files of the runs in checkpoints/segment_lm/<name>/
+and of the served segment language models in checkpoints/<name>/
 (training.studies.carried_state writes them). Every figure printed comes
 from those files."""
 
@@ -21,9 +22,14 @@ SHARED = (("text", "articles"), ("text", "stream_tokens"), ("text", "scored"), (
           ("text", "stride"), ("difference", "level"), ("difference", "resamples"), ("difference", "seed"))  # fmt: skip
 
 
-def load_records(folder: Path) -> list[dict]:
-    """Every <folder>/*/carried_state.json, Transformer-XL by cache, then RMT by memory (the runs table's order)."""
-    records = [json.loads(path.read_text()) for path in sorted(Path(folder).glob(f"*/{RESULT_FILE}"))]
+SEGMENT_LM_RUNS = "segment_lm"  # checkpoints/segment_lm/<name>: the runs not served by the app
+
+
+def load_records(checkpoints: Path) -> list[dict]:
+    """Every carried_state.json of checkpoints/segment_lm/* and checkpoints/*, Transformer-XL by cache, then RMT by
+    memory (the runs table's order), then by run."""
+    paths = [*Path(checkpoints).glob(f"{SEGMENT_LM_RUNS}/*/{RESULT_FILE}"), *Path(checkpoints).glob(f"*/{RESULT_FILE}")]
+    records = [json.loads(path.read_text()) for path in paths]
     return sorted(records, key=lambda r: (r["memory_size"] > 0, r["cache_length"], r["memory_size"], r["model"]))
 
 
@@ -68,21 +74,22 @@ def description(records: list[dict]) -> str:
         "intervention), Transformer-XL's cache dropped (the same weights with no cache). Δ: perplexity without "
         f"minus as trained, above zero when the model uses what it carries, with {bootstrap}. "
         "Rerun, once the weights are retrained (`training/train_segment_lm.sh`): "
-        "`python -m training carried-state checkpoints/segment_lm/<name>`."
+        "`python -m training carried-state checkpoints/segment_lm/<run>` (a served model: `checkpoints/<run>`)."
     )
 
 
 def row(record: dict) -> str:
     d, text, ppl = record["difference"], record["text"], record["perplexity"]
     return (
-        f"| {model_label(record)} | {removed_label(record)} | {ppl[AS_TRAINED]:.1f} | {ppl[WITHOUT]:.1f} | "
-        f"{interval_text(d['perplexity'], d['low'], d['high'])} | {text['scored']:,} | {text['articles']:,} |"
+        f"| {record['model']} | {model_label(record)} | {removed_label(record)} | {ppl[AS_TRAINED]:.1f} | "
+        f"{ppl[WITHOUT]:.1f} | {interval_text(d['perplexity'], d['low'], d['high'])} | {text['scored']:,} | "
+        f"{text['articles']:,} |"
     )
 
 
-def carried_state_section(folder: Path) -> list[str]:
-    """The section's lines; `folder`: the segment language-model runs (checkpoints/segment_lm)."""
-    records = load_records(folder)
+def carried_state_section(checkpoints: Path) -> list[str]:
+    """The section's lines."""
+    records = load_records(checkpoints)
     parts = [HEADING, ""]
     if not records:
         return [*parts, "No carried-state measurements yet (`python -m training carried-state`).", ""]
@@ -92,13 +99,14 @@ def carried_state_section(folder: Path) -> list[str]:
         *parts,
         description(records),
         "",
-        f"| model | carried state removed | ppl as trained | ppl removed | Δ [{level}] | tokens scored | articles |",
-        "|---" * 7 + "|",
+        f"| run | model | carried state removed | ppl as trained | ppl removed | Δ [{level}] | tokens scored "
+        "| articles |",
+        "|---" * 8 + "|",
         *(row(record) for record in records),
         "",
     ]
 
 
-def render_carried_state(folder: Path) -> str:
+def render_carried_state(checkpoints: Path) -> str:
     """The section as markdown text."""
-    return "\n".join(carried_state_section(folder))
+    return "\n".join(carried_state_section(checkpoints))
