@@ -11,9 +11,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from inference.core.capabilities import FamilyConfig
+from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.checkpoint import load_checkpoint, save_folder
-from inference.core.family import build_model, family_of
+from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.places import REPO_ROOT, resolve_data_dir
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from training.data.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext
@@ -32,6 +32,16 @@ from training.loop.epochs import train
 from training.loop.run_dir import RunDir
 
 TRAIN_STREAM, VAL_STREAM = "train_tokens.safetensors", "val_tokens.safetensors"  # caches in the run directory
+
+# What the Segments page opens a segment-recurrent language model on: plain English long enough for several
+# segments (133 tokens of the served 8,000-token enwiki vocabulary: two segments of 50 and most of a third).
+SEGMENTS_EXAMPLE = (
+    "The river rises in the hills north of the town and flows south for about forty kilometres before it joins "
+    "the sea. In the nineteenth century the town grew around a mill that used the river to power its machines, and "
+    "a railway line was built along the valley in 1862. The mill closed in 1954, but its main building survives and "
+    "is now a museum. The town has a population of about twelve thousand people, and most of them work in the nearby "
+    "city. The river is also known for its trout, which draw anglers from across the region every spring."
+)
 
 
 def run_language_model_training(
@@ -171,6 +181,7 @@ def checkpoint_meta(
         f"({tokens:,} tokens, {tokens / len(data.train.tokens):.2f} epochs)"
     )
     started = f" from {config.init_from}" if config.init_from else ""
+    example = {"example": SEGMENTS_EXAMPLE} if Capability.SEGMENTS in capabilities_of(c) else {}
     return {
         "family": c.family,
         "memory_size": c.memory_size,
@@ -182,4 +193,5 @@ def checkpoint_meta(
         "description": (
             f"{family_of(c.family).describe(c)}; {trained} on enwiki{started}, blocks of {data.block_len} tokens"
         ),
+        **example,
     }
