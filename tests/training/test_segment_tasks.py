@@ -51,7 +51,14 @@ def test_a_rerun_resumes_and_another_run_in_the_same_folder_is_refused(tmp_path)
     assert all(torch.equal(first[name], again[name]) for name in first)
 
 
-def test_a_step_chosen_in_the_last_tenth_of_training_is_marked():
-    assert chosen_step(5400, 6000) == "5400"  # 90% exactly: not in the last tenth
-    assert chosen_step(5401, 6000) == "5401 (last 10%)"
-    assert chosen_step(300, 6000) == "300"
+def test_a_step_chosen_in_the_last_tenth_of_training_is_marked_with_what_that_tenth_gained():
+    curve = [[2700, 0.5, 0.90], [5400, 0.2, 0.97], [5700, 0.1, 0.99], [6000, 0.1, 0.98]]  # [step, loss, val]
+
+    def chosen(best_step: int) -> str:
+        return chosen_step({"best_step": best_step, "steps": 6000, "curve": curve})
+
+    assert chosen(5400) == "5400"  # 90% exactly: not in the last tenth
+    assert chosen(5700) == "5700 (last 10%, validation +0.0200)"  # best after 5,400 (0.99) - best up to it (0.97)
+    assert chosen(300) == "300"
+    plateau = [[5000, 0.1, 1.0], [6000, 0.1, 1.0]]
+    assert chosen_step({"best_step": 6000, "steps": 6000, "curve": plateau}) == "6000 (last 10%, validation +0.0000)"

@@ -62,7 +62,7 @@ def algorithmic_table(checkpoints: Path) -> list[str]:
         cells = " | ".join(f"{row['sequence']:.2f} / {row['bit']:.2f}" for row in run["test"])
         reached = run["curriculum"][-1][1] if run["curriculum"] else run["training"]["start_length"]
         reached_at = f" (step {run['curriculum'][-1][0]})" if run["curriculum"] else ""
-        chosen = chosen_step(run["best_step"], run["steps"])
+        chosen = chosen_step(run)
         lines.append(
             f"| {run['task']} | {run['model']} | {run['seed']} | {run['training']['max_length']} | {aids(run)} | "
             f"{run['steps']} ({chosen}) | {reached}{reached_at} | {cells} | {run['train_seconds']:.0f} |"

@@ -26,7 +26,14 @@ def number(value) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def chosen_step(best_step: int, steps: int) -> str:
-    """The step chosen on validation, marked where it lies in the last 10% of training: a run that may still
-    have been improving when it stopped."""
-    return f"{best_step} (last 10%)" if best_step > 0.9 * steps else str(best_step)
+def chosen_step(run: dict) -> str:
+    """The step `run` chose on validation, marked where it lies in the last 10% of training with how much that
+    last tenth raised the best validation score: a run that may still have been improving when it stopped
+    gains there, one on a plateau gains nothing. `run["curve"]`: [step, training loss, validation score, ...]
+    at each evaluation."""
+    best_step, cutoff = run["best_step"], 0.9 * run["steps"]
+    if best_step <= cutoff:
+        return str(best_step)
+    before = max((point[2] for point in run["curve"] if point[0] <= cutoff), default=0.0)
+    gain = max(point[2] for point in run["curve"]) - before
+    return f"{best_step} (last 10%, validation +{gain:.4f})"

@@ -81,7 +81,7 @@ def runs_table(groups: dict[Group, list[dict]]) -> list[str]:
     lines = ["| run | seed | steps | chosen at | val | test char | test answer | wall s | threads |", "|---" * 9 + "|"]
     for (task, _, segments, model), runs in sorted(groups.items()):
         for run in sorted(runs, key=lambda r: r["seed"]):
-            chosen = chosen_step(run["best_step"], run["steps"])
+            chosen = chosen_step(run)
             lines.append(
                 f"| {task}, {segments} seg, {model_label(model)} | {run['seed']} | {run['steps']} | {chosen} | "
                 f"{run['validation_char_accuracy']:.3f} | {run['test']['char_accuracy']:.3f} | "
