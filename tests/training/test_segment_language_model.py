@@ -55,6 +55,7 @@ def test_a_segment_language_model_trains_and_is_scored_on_its_block_windows(trai
     root, folder = trained_rmt_lm
     metrics = json.loads((folder / "metrics.json").read_text())
     assert metrics["train"]["loss_curve"][-1] < metrics["train"]["loss_curve"][0] - 0.5
+    assert metrics["train"]["config"] == "tiny_rmt_lm"  # the results table finds its training config by this name
     counts = metrics["perplexity_counts"]
     assert (counts["context"], counts["stride"]) == (24, 12)  # the training block, not max_positions
     assert set(metrics["perplexity"]) == {"enwiki_val", "wikitext103_test"}  # the config's WikiText splits only

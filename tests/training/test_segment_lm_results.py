@@ -4,6 +4,7 @@ run folders (config.json + metrics.json) and their training configs."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from training.report.segment_lm import segment_lm_section
@@ -11,10 +12,19 @@ from training.report.segment_lm import segment_lm_section
 ARTICLE_TOKENS = [100, 80, 120, 90, 110, 70]
 
 
-def write_run(root: Path, name: str, memory: int, cache: int, test_rates: list[float], val_rates: list[float]) -> None:
-    """A finished run whose articles cost `test_rates` (WikiText-103 test) and `val_rates`
-    (enwiki val) nats per token."""
-    folder = root / "checkpoints" / "segment_lm" / name
+def write_run(
+    root: Path,
+    name: str,
+    memory: int,
+    cache: int,
+    test_rates: list[float],
+    val_rates: list[float],
+    steps: int = 30,
+    served_from: str | None = None,
+) -> None:
+    """A finished run of `steps` steps whose articles cost `test_rates` (WikiText-103 test) and `val_rates`
+    (enwiki val) nats per token; `served_from`: a served model at checkpoints/<name> trained from that config."""
+    folder = root / "checkpoints" / name if served_from else root / "checkpoints" / "segment_lm" / name
     folder.mkdir(parents=True)
     model = {"family": "recurrent_memory", "d_model": 32, "d_ff": 64, "n_heads": 2, "n_layers": 2,
              "segment_length": 10, "memory_size": memory, "cache_length": cache, "bptt_depth": -1}  # fmt: skip
@@ -27,13 +37,13 @@ def write_run(root: Path, name: str, memory: int, cache: int, test_rates: list[f
         "perplexity": {"enwiki_val": 50.0, "wikitext103_test": 60.0 - memory},
         "word_perplexity": {"enwiki_val": 400.0, "wikitext103_test": 700.0},
         "perplexity_counts": {"context": 40, "stride": 20, "splits": splits},
-        "train": {"steps": 30, "seconds": 600.0},
+        "train": {"steps": steps, "seconds": 600.0, **({"config": served_from} if served_from else {})},
     }
     (folder / "metrics.json").write_text(json.dumps(metrics))
-    config = {"name": name, "model": model, "data": {"dataset": "enwiki", "max_len": 40},
+    config = {"name": served_from or name, "model": model, "data": {"dataset": "enwiki", "max_len": 40},
               "train": {"batch_size": 4, "seed": 3}}  # fmt: skip
     (root / "configs").mkdir(exist_ok=True)
-    (root / "configs" / f"{name}.json").write_text(json.dumps(config))
+    (root / "configs" / f"{served_from or name}.json").write_text(json.dumps(config))
 
 
 def interval(cell: str) -> list[float]:
@@ -62,3 +72,28 @@ def test_rows_come_baseline_first_with_the_difference_and_its_interval(tmp_path)
 
 def test_no_runs_say_so(tmp_path):
     assert "No segment language-model runs yet" in "\n".join(segment_lm_section(tmp_path, tmp_path))
+
+
+def test_each_run_is_set_against_the_baseline_trained_on_as_many_tokens(tmp_path):
+    write_run(tmp_path, "lm_base", 0, 0, [4.2] * 6, [4.2] * 6)  # 30 steps
+    write_run(tmp_path, "lm_rmt10", 10, 0, [4.0] * 6, [4.2] * 6)
+    write_run(tmp_path, "lm_long_base_90steps", 0, 0, [3.0] * 6, [3.0] * 6, steps=90, served_from="lm_long_base")
+    write_run(tmp_path, "rmt10_served", 10, 0, [3.1] * 6, [3.0] * 6, steps=90, served_from="lm_long_rmt10")
+    write_run(tmp_path, "lm_xl50_60", 0, 50, [4.0] * 6, [4.0] * 6, steps=60)  # no baseline at 60 steps
+    (tmp_path / "checkpoints" / "rmt_copy").mkdir()  # a served model that is no segment language model
+    (tmp_path / "checkpoints" / "rmt_copy" / "config.json").write_text(json.dumps({"model": {"segment_length": 8}}))
+    (tmp_path / "checkpoints" / "rmt_copy" / "metrics.json").write_text(json.dumps({"test": {}}))
+    lines = segment_lm_section(tmp_path / "checkpoints", tmp_path / "configs")
+    rows = [line.split(" | ") for line in lines if line.startswith("| ") and "---" not in line][1:]
+    assert [(row[0], row[8]) for row in rows] == [  # by training tokens (steps x 4 blocks x 40), baseline first
+        ("| no memory", "4,800"),
+        ("| RMT, memory 10", "4,800"),
+        ("| Transformer-XL, cache 50", "9,600"),
+        ("| no memory", "14,400"),
+        ("| RMT, memory 10", "14,400"),
+    ]
+    rmt_short, xl, rmt_long = rows[1], rows[2], rows[4]
+    # exp(mean nll) - exp(baseline mean nll) on WikiText-103 test: each against its own budget's baseline
+    assert rmt_short[4].startswith(f"{math.exp(4.0) - math.exp(4.2):+.2f} [")
+    assert rmt_long[4].startswith(f"{math.exp(3.1) - math.exp(3.0):+.2f} [")
+    assert xl[2] == xl[4] == "-"  # no baseline trained on 9,600 tokens

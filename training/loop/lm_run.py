@@ -100,7 +100,7 @@ def run_language_model_training(
     run.log(f"evaluating perplexity on enwiki val and {', '.join(wikitext)}, windows of {config.data.max_len} tokens")
     texts = evaluation_texts(tokenizer, data.val, documents["val"], data_dir, wikitext)
     measured = evaluation_metrics(model, tokenizer, texts, device, config.data.max_len)
-    metrics = {**measured, "train": progress.train_record(device, 0, None)}
+    metrics = {**measured, "train": {**progress.train_record(device, 0, None), "config": config.name}}
     meta = checkpoint_meta(config, model.config, len(train_documents), data, progress.step)
     folder = save_folder(folder, model, tokenizer, meta, metrics)
     run.log(

@@ -1,8 +1,9 @@
 """The paper 002 language-model table of docs/results.md, from
-checkpoints/segment_lm/<name>/ (config.json and metrics.json): perplexity of
-the segment-50 models (no memory, Transformer-XL, RMT), each beside the
-paper's WikiText-103 figure, with the difference from the no-memory
-baseline and its bootstrap interval over the articles of each text."""
+checkpoints/segment_lm/<name>/ and the served segment language models in
+checkpoints/<name>/ (config.json and metrics.json): perplexity of the
+segment-50 models (no memory, Transformer-XL, RMT), each beside the paper's
+WikiText-103 figure, with the difference from the no-memory baseline trained
+on as many tokens and its bootstrap interval over the articles of each text."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from training.evaluation.bootstrap import LEVEL, RESAMPLES, interval_text, paired_perplexity_difference
 from training.loop.config import TrainConfig, load_config
+from training.report.carried_state import SEGMENT_LM_RUNS
 
 SPLIT = "wikitext103_test"
 VALIDATION = "enwiki_val"
@@ -19,14 +21,43 @@ BOOTSTRAP_SEED = 0
 PAPER = {(0, 0): 39.05, (0, 10): 28.98, (0, 50): 26.54, (1, 0): 28.71, (10, 0): 26.37}
 
 
-def load_runs(folder: Path, configs: Path) -> list[tuple[dict, dict, TrainConfig]]:
-    """(model config, metrics, training config) of every finished run, baseline
-    first, then by cache and memory; the training config is configs/<run name>.json."""
+def is_segment_lm(folder: Path) -> bool:
+    """A paper 002 segment language model's checkpoint: a perplexity record and a recurrent_memory model (the
+    pretrained models given memory have their own table)."""
+    metrics, config = folder / "metrics.json", folder / "config.json"
+    return (
+        metrics.is_file()
+        and config.is_file()
+        and "perplexity_counts" in json.loads(metrics.read_text())
+        and json.loads(config.read_text()).get("model", {}).get("family") == "recurrent_memory"
+    )
+
+
+def load_runs(checkpoints: Path, configs: Path) -> list[tuple[dict, dict, TrainConfig]]:
+    """(model config, metrics, training config) of every finished run in checkpoints/segment_lm/ and every served
+    segment language model, by training tokens, then baseline first, then by cache and memory. The training config
+    is configs/<train.config>.json, the config the run was trained from (a run that does not record it: its
+    folder's name)."""
+    folders = [*sorted((checkpoints / SEGMENT_LM_RUNS).glob("*/")), *sorted(checkpoints.glob("*/"))]
     runs = []
-    for path in sorted(folder.glob("*/metrics.json")):
-        config = json.loads((path.parent / "config.json").read_text())["model"]
-        runs.append((config, json.loads(path.read_text()), load_config(configs / f"{path.parent.name}.json")))
-    return sorted(runs, key=lambda run: (run[0]["memory_size"] > 0, run[0]["cache_length"], run[0]["memory_size"]))
+    for folder in filter(is_segment_lm, folders):
+        metrics = json.loads((folder / "metrics.json").read_text())
+        config = json.loads((folder / "config.json").read_text())["model"]
+        runs.append((config, metrics, load_config(configs / f"{metrics['train'].get('config', folder.name)}.json")))
+    return sorted(
+        runs,
+        key=lambda run: (
+            tokens(run[1], run[2]),
+            run[0]["memory_size"] > 0,
+            run[0]["cache_length"],
+            run[0]["memory_size"],
+        ),
+    )
+
+
+def tokens(metrics: dict, training: TrainConfig) -> int:
+    """The tokens a run trained on: steps x blocks x block length."""
+    return metrics["train"]["steps"] * training.train.batch_size * training.data.max_len
 
 
 def carried(config: dict) -> str:
@@ -51,11 +82,11 @@ def difference_cell(metrics: dict, baseline: dict | None, split: str) -> str:
 
 
 def segment_lm_section(checkpoints: Path, configs: Path) -> list[str]:
-    runs = load_runs(checkpoints / "segment_lm", configs)
+    runs = load_runs(checkpoints, configs)
     parts = ["## Recurrent memory in language modelling (paper 002)", ""]
     if not runs:
         return [*parts, "No segment language-model runs yet (`training/train_segment_lm.sh`).", ""]
-    baseline = next((m for c, m, _ in runs if not c["memory_size"] + c["cache_length"]), None)
+    baselines = {tokens(m, t): m for c, m, t in runs if not c["memory_size"] + c["cache_length"]}  # by budget
     model, counts = runs[0][0], runs[0][1]["perplexity_counts"]
     window = counts["context"]
     parts += [
@@ -65,22 +96,22 @@ def segment_lm_section(checkpoints: Path, configs: Path) -> list[str]:
         f"Perplexity is scored on windows of {window} tokens advancing by {counts['stride']} (each token once, "
         "the memory fresh at the window's start). Token perplexity uses our BPE tokens; word perplexity is comparable "
         "across tokenizers, not with the paper's word-level vocabulary.",
-        f"Δ: token perplexity minus the no-memory baseline's on the same text, with its {LEVEL:.0%} interval over "
-        f"{RESAMPLES:,} paired resamplings of the text's articles (seed {BOOTSTRAP_SEED}).",
+        "Δ: token perplexity minus that of the no-memory baseline trained on as many tokens, on the same text, "
+        f"with its {LEVEL:.0%} interval over {RESAMPLES:,} paired resamplings of the text's articles "
+        f"(seed {BOOTSTRAP_SEED}); - where no baseline was trained on as many tokens.",
         "",
         "| model | enwiki val ppl | Δ enwiki val [95% CI] | WT-103 test ppl | Δ WT-103 test [95% CI] | "
         "WT-103 test word ppl | paper WT-103 | steps | train tokens | seed | wall min |",
         "|---" * 11 + "|",
     ]
     for config, metrics, training in runs:
-        train = metrics["train"]
-        tokens = train["steps"] * training.train.batch_size * training.data.max_len
-        differences = [difference_cell(metrics, baseline, split) for split in (VALIDATION, SPLIT)]
+        train, budget = metrics["train"], tokens(metrics, training)
+        differences = [difference_cell(metrics, baselines.get(budget), split) for split in (VALIDATION, SPLIT)]
         paper = PAPER.get((config["memory_size"], config["cache_length"]))
         parts.append(
             f"| {carried(config)} | {metrics['perplexity'][VALIDATION]:.1f} | {differences[0]} | "
             f"{metrics['perplexity'][SPLIT]:.1f} | {differences[1]} | {metrics['word_perplexity'][SPLIT]:.0f} | "
-            f"{'-' if paper is None else f'{paper:.2f}'} | {train['steps']} | {tokens:,} | {training.train.seed} | "
+            f"{'-' if paper is None else f'{paper:.2f}'} | {train['steps']} | {budget:,} | {training.train.seed} | "
             f"{train['seconds'] / 60:.0f} |"
         )
     return [*parts, ""]
