@@ -38,7 +38,7 @@ from app.services.gateway import ModelGateway, RunLimits
 from app.services.jobs import JobRunner
 from app.services.model_metrics import metric_columns
 from app.services.store import JobStore
-from app.services.warm_up import warm_up_in_background
+from app.services.warm_up import WarmUp
 from app.settings import Settings
 from inference.core import bounds
 from inference.core.capabilities import Capability
@@ -72,12 +72,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         limit_malloc_arenas()  # before the worker threads that run requests start
         app.state.gateway = build_gateway(settings)
-        app.state.warm_up = warm_up_in_background(app, app.state.gateway) if settings.warm_up else None
+        app.state.warm_up = WarmUp(app, app.state.gateway) if settings.warm_up else None
         app.state.ff_studies = FFStudies()
         app.state.jobs = JobRunner(
             job_store(settings), app.state.gateway, settings.data_dir, settings.run_jobs, settings.ray_workers
         )
         yield
+        if app.state.warm_up is not None:
+            app.state.warm_up.stop()
         app.state.jobs.shutdown()
 
     app = FastAPI(

@@ -6,6 +6,8 @@ one-time costs a later one does not) and builds the figures of each kind the pag
 
 The server answers meanwhile. The warm-up's runs take the gateway's turn like any request, so a user's request
 waits at most for the one run in progress; whatever it needs that the warm-up has not reached yet, it loads itself.
+A server that stops stops the warm-up after the request in progress and waits for it: an interpreter that exits
+while a model runs on another thread aborts in PyTorch's teardown ("terminate called without an active exception").
 """
 
 from __future__ import annotations
@@ -83,10 +85,10 @@ def status_of(app: ASGIApp, method: str, path: str, form: Mapping[str, str | Seq
     return status
 
 
-def warm_up(app: ASGIApp, gateway: ModelGateway) -> list[str]:
-    """Compile the templates, then ask for every page that runs a model and for its opening run; returns the
-    models those opened on, in order. A page that answers otherwise than 200 is logged and left for its user to
-    see (a broken model's entry says why)."""
+def warm_up(app: ASGIApp, gateway: ModelGateway, stopping: threading.Event) -> list[str]:
+    """Compile the templates, then ask for every page that runs a model and for its opening run, until `stopping`
+    is set; returns the models those opened on, in order. A page that answers otherwise than 200 is logged and left
+    for its user to see (a broken model's entry says why)."""
     templates = app.state.templates.env  # type: ignore[attr-defined]
     for name in templates.list_templates():
         templates.get_template(name)
@@ -102,6 +104,8 @@ def warm_up(app: ASGIApp, gateway: ModelGateway) -> list[str]:
         if opens:
             asked.append((*opens, form))
         for method, path, sent_form in asked:
+            if stopping.is_set():
+                return warmed
             status = status_of(app, method, path, sent_form)
             if status != 200:
                 log.warning("%s %s answered %d while warming up", method, path, status)
@@ -109,16 +113,31 @@ def warm_up(app: ASGIApp, gateway: ModelGateway) -> list[str]:
     return warmed
 
 
-def warm_up_in_background(app: ASGIApp, gateway: ModelGateway) -> Future[list[str]]:
-    """`warm_up` on a daemon thread (a server stopping mid-way does not wait for it); the future holds its result."""
-    warming: Future[list[str]] = Future()
+class WarmUp:
+    """`warm_up` on a daemon thread of its own, started at once."""
 
-    def run() -> None:
+    STOP_WAIT_SECONDS = 120  # the longest a stopping server waits for the warm-up's request in progress
+
+    def __init__(self, app: ASGIApp, gateway: ModelGateway) -> None:
+        self._stopping = threading.Event()
+        self._warmed: Future[list[str]] = Future()
+        self._thread = threading.Thread(target=self._run, args=(app, gateway), name="warm-up", daemon=True)
+        self._thread.start()
+
+    def _run(self, app: ASGIApp, gateway: ModelGateway) -> None:
         try:
-            warming.set_result(warm_up(app, gateway))
-        except BaseException as failure:  # kept in the future for whoever asks; the server goes on without it
+            self._warmed.set_result(warm_up(app, gateway, self._stopping))
+        except BaseException as failure:  # kept for whoever asks; the server goes on without it
             log.exception("warm-up failed")
-            warming.set_exception(failure)
+            self._warmed.set_exception(failure)
 
-    threading.Thread(target=run, name="warm-up", daemon=True).start()
-    return warming
+    def result(self, timeout: float | None = None) -> list[str]:
+        """The models the warm-up opened on, once it has ended (a stopped one: those it reached)."""
+        return self._warmed.result(timeout)
+
+    def stop(self) -> None:
+        """End the warm-up after its request in progress and wait for it."""
+        self._stopping.set()
+        self._thread.join(self.STOP_WAIT_SECONDS)
+        if self._thread.is_alive():
+            log.warning("the warm-up's request in progress outlasted %d s; stopping without it", self.STOP_WAIT_SECONDS)

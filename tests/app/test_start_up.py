@@ -72,3 +72,13 @@ def test_no_warm_up_loads_nothing(settings):
         assert client.app.state.warm_up is None
         assert client.get("/api/models").status_code == 200
         assert client.app.state.gateway.registry.loaded() == []
+
+
+def test_a_server_stopping_mid_warm_up_ends_it_after_the_request_in_progress(settings):
+    """The server stops while the warm-up is still at its first pages: the warm-up ends before the server does
+    (an interpreter that exits while a model runs on another thread aborts in PyTorch's teardown), having
+    warmed fewer models than the six a whole warm-up opens on."""
+    with TestClient(create_app(settings.model_copy(update={"warm_up": True}))) as client:
+        warming = client.app.state.warm_up
+    assert not [thread for thread in threading.enumerate() if thread.name == "warm-up"]
+    assert len(warming.result(timeout=0)) < 6
