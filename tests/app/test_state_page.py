@@ -139,3 +139,12 @@ def test_the_api_returns_every_step_and_the_lesioned_output(client):
     bad = client.post("/api/state", json={**body, "interventions": [{"kind": "encoder_steps", "steps": 99}]})
     assert bad.status_code == 400 and "99 encoder steps" in bad.json()["detail"]
     assert client.post("/api/state", json={"model": "transformer", "text": "Ein Hund."}).status_code == 400
+
+
+def test_the_served_reverse_model_reverses_twice_its_training_length(client):
+    """neural_gpu_reverse trained on lengths up to 20 (with the reference's training aids); on the State page it
+    reverses 40 bits whole, the longest input the page's views take but 8."""
+    bits = "1101001110001011110000101101110010100111"  # 40 bits
+    response = run(client, model="neural_gpu_reverse", text=bits)
+    assert response.status_code == 200, response.text
+    assert re.search(r'id="output-plain">([01]+)<', response.text)[1] == bits[::-1]
