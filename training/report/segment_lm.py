@@ -21,16 +21,14 @@ BOOTSTRAP_SEED = 0
 PAPER = {(0, 0): 39.05, (0, 10): 28.98, (0, 50): 26.54, (1, 0): 28.71, (10, 0): 26.37}
 
 
-def is_segment_lm(folder: Path) -> bool:
-    """A paper 002 segment language model's checkpoint: a perplexity record and a recurrent_memory model (the
-    pretrained models given memory have their own table)."""
-    metrics, config = folder / "metrics.json", folder / "config.json"
-    return (
-        metrics.is_file()
-        and config.is_file()
-        and "perplexity_counts" in json.loads(metrics.read_text())
-        and json.loads(config.read_text()).get("model", {}).get("family") == "recurrent_memory"
-    )
+def segment_lm_run(folder: Path) -> tuple[dict, dict] | None:
+    """(model config, metrics) of a paper 002 segment language model's checkpoint: a perplexity record and a
+    recurrent_memory model (the pretrained models given memory have their own table); None for any other folder."""
+    if not (folder / "metrics.json").is_file() or not (folder / "config.json").is_file():
+        return None
+    metrics = json.loads((folder / "metrics.json").read_text())
+    config = json.loads((folder / "config.json").read_text()).get("model", {})
+    return (config, metrics) if "perplexity_counts" in metrics and config.get("family") == "recurrent_memory" else None
 
 
 def load_runs(checkpoints: Path, configs: Path) -> list[tuple[dict, dict, TrainConfig]]:
@@ -38,12 +36,12 @@ def load_runs(checkpoints: Path, configs: Path) -> list[tuple[dict, dict, TrainC
     segment language model, by training tokens, then baseline first, then by cache and memory. The training config
     is configs/<train.config>.json, the config the run was trained from (a run that does not record it: its
     folder's name)."""
-    folders = [*sorted((checkpoints / SEGMENT_LM_RUNS).glob("*/")), *sorted(checkpoints.glob("*/"))]
     runs = []
-    for folder in filter(is_segment_lm, folders):
-        metrics = json.loads((folder / "metrics.json").read_text())
-        config = json.loads((folder / "config.json").read_text())["model"]
-        runs.append((config, metrics, load_config(configs / f"{metrics['train'].get('config', folder.name)}.json")))
+    for folder in [*sorted((checkpoints / SEGMENT_LM_RUNS).glob("*/")), *sorted(checkpoints.glob("*/"))]:
+        found = segment_lm_run(folder)
+        if found is not None:
+            config, metrics = found
+            runs.append((config, metrics, load_config(configs / f"{metrics['train'].get('config', folder.name)}.json")))
     return sorted(
         runs,
         key=lambda run: (
