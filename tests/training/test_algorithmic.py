@@ -167,24 +167,29 @@ def test_the_table_lists_served_runs_and_the_collection_and_nothing_else(tmp_pat
     assert [row.split(" | ")[1:4] for row in rows] == [["gru_attention", "2", "4"], ["neural_gpu", "1", "3"]]
 
 
-def neural_gpu_run(task: str, seed: int, max_length: int, relaxed_sets: int, sequence: list[float]) -> dict:
+def neural_gpu_run(task: str, seed: int, max_length: int, relaxed_sets: int, sequence: list[float],
+                   steps: int = 100) -> dict:  # fmt: skip
     """A run's metrics as the report reads them: 4 test samples per length, no per-sample record."""
     test = [{"factor": f, "length": f * max_length, "sequence": s, "bit": 0.5} for f, s in zip((1, 2), sequence)]
     training = {"max_length": max_length, "relaxed_sets": relaxed_sets}
-    return {"task": task, "model": "neural_gpu", "seed": seed, "test": test, "test_samples": 4, "training": training}
+    return {"task": task, "model": "neural_gpu", "seed": seed, "steps": steps, "test": test, "test_samples": 4,
+            "training": training}  # fmt: skip
 
 
-def test_the_aids_table_sets_relaxed_runs_pooled_over_seeds_against_the_runs_without():
+def test_the_aids_table_sets_relaxed_runs_pooled_over_seeds_against_each_setting_without():
     runs = [
         neural_gpu_run("reverse", 1, 20, 6, [1.0, 0.5]),
         neural_gpu_run("reverse", 2, 20, 6, [1.0, 0.25]),
         neural_gpu_run("reverse", 1, 8, 1, [1.0, 0.0]),
+        neural_gpu_run("reverse", 1, 8, 1, [0.5, 0.0], steps=400),  # trained longer: a row of its own
         neural_gpu_run("addition", 1, 8, 1, [1.0, 0.0]),  # no relaxed addition run: no row
     ]
-    rows = [line for line in aids_table(runs) if line.startswith("| reverse")]
-    assert len(rows) == 1 and not [line for line in aids_table(runs) if line.startswith("| addition")]
-    cells = rows[0].strip("| ").split(" | ")
-    assert cells[1:3] == ["20; seeds 1, 2", "8; seeds 1"]
-    # 1x: every sample right on both sides; 2x: 3 of 8 pooled samples right against none of 4
-    assert cells[3] == "+0.00 [+0.00, +0.00]"
-    assert cells[4].startswith("+0.38 [")
+    rows = [line.strip("| ").split(" | ") for line in aids_table(runs) if line.startswith("| reverse")]
+    assert not [line for line in aids_table(runs) if line.startswith("| addition")]
+    assert [row[1:3] for row in rows] == [
+        ["20, 100 steps; seeds 1, 2", "8, 100 steps; seeds 1"],
+        ["20, 100 steps; seeds 1, 2", "8, 400 steps; seeds 1"],
+    ]
+    # 1x: 8 of 8 pooled samples right against 4 of 4, then against 2 of 4; 2x: 3 of 8 right against none of 4
+    assert rows[0][3] == "+0.00 [+0.00, +0.00]" and rows[1][3].startswith("+0.50 [")
+    assert rows[0][4].startswith("+0.38 [") and rows[1][4].startswith("+0.38 [")

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -53,9 +54,9 @@ def algorithmic_table(checkpoints: Path) -> list[str]:
         f"Whole-sequence accuracy / per-bit accuracy of the greedy output, {runs[0]['test_samples']} test samples "
         "per length, at 1, 2, 5 and 10 times the longest training length. Per-bit accuracy counts a missing bit as "
         "wrong; on carry chains most output bits are 0, so a model that writes zeros scores high per bit there. "
-        "Steps: trained (the step chosen on validation at the longest training length).",
+        "Steps: trained; chosen: the step chosen on validation at the longest training length.",
         "",
-        f"| task | model | seed | trained on length | aids | steps (chosen) | curriculum reached | {head} | train s |",
+        f"| task | model | seed | trained on length | aids | steps; chosen | curriculum reached | {head} | train s |",
         "|---|---|---|---|---|---|---|" + "---|" * len(factors) + "---|",
     ]
     for run in runs:
@@ -65,7 +66,7 @@ def algorithmic_table(checkpoints: Path) -> list[str]:
         chosen = chosen_step(run)
         lines.append(
             f"| {run['task']} | {run['model']} | {run['seed']} | {run['training']['max_length']} | {aids(run)} | "
-            f"{run['steps']} ({chosen}) | {reached}{reached_at} | {cells} | {run['train_seconds']:.0f} |"
+            f"{run['steps']}; chosen {chosen} | {reached}{reached_at} | {cells} | {run['train_seconds']:.0f} |"
         )
         if run["task"] == "addition":
             carry = " | ".join(f"{row['carry_sequence']:.2f} / {row['carry_bit']:.2f}" for row in run["test"])
@@ -89,21 +90,22 @@ def whole_sequence_outcomes(row: dict, samples: int) -> list[int]:
 
 
 def aids_table(runs: list[dict]) -> list[str]:
-    """Each task's Neural GPU runs with the relaxation against its runs without, whole-sequence accuracy at each
-    multiple of the training length: each side's test samples pooled over its seeds, resampled unpaired."""
+    """Each task's Neural GPU runs with the relaxation against its runs without, one row per setting without
+    (longest training length and steps: a half-trained run is not pooled with a finished one), whole-sequence
+    accuracy at each multiple of the training length: each side's test samples pooled over its seeds, resampled
+    unpaired."""
     neural = [run for run in runs if run["model"] == "neural_gpu"]
     lines = []
     for task in sorted({run["task"] for run in neural}):
         relaxed = [run for run in neural if run["task"] == task and run["training"].get("relaxed_sets", 1) > 1]
         before = [run for run in neural if run["task"] == task and run["training"].get("relaxed_sets", 1) == 1]
-        if not relaxed or not before:
-            continue
-        cells = []
-        for index in range(len(relaxed[0]["test"])):  # the multiples of the training length, in order
-            sides = [[o for run in side for o in whole_sequence_outcomes(run["test"][index], run["test_samples"])]
-                     for side in (relaxed, before)]  # fmt: skip
-            cells.append(interval_text(*unpaired_mean_difference(*sides, seed=0)))
-        lines.append(f"| {task} | {_runs_text(relaxed)} | {_runs_text(before)} | {' | '.join(cells)} |")
+        for with_aids, without in itertools.product(_by_setting(relaxed), _by_setting(before)):
+            cells = []
+            for index in range(len(with_aids[0]["test"])):  # the multiples of the training length, in order
+                sides = [[o for run in side for o in whole_sequence_outcomes(run["test"][index], run["test_samples"])]
+                         for side in (with_aids, without)]  # fmt: skip
+                cells.append(interval_text(*unpaired_mean_difference(*sides, seed=0)))
+            lines.append(f"| {task} | {_runs_text(with_aids)} | {_runs_text(without)} | {' | '.join(cells)} |")
     if not lines:
         return []
     factors = [row["factor"] for row in neural[0]["test"]]
@@ -111,20 +113,30 @@ def aids_table(runs: list[dict]) -> list[str]:
         "Whole-sequence accuracy of the Neural GPU with the training aids (relaxed sharing, a longer curriculum) "
         "minus without, at each multiple of each run's own longest training length, with the 95% interval of "
         "2,000 unpaired resamplings of the test samples (each side's samples pooled over its seeds; bootstrap "
-        "seed 0). The interval covers the draw of test samples, not of seeds: each seed's row is in the table "
-        "above.",
+        "seed 0), one row per setting without the aids. The interval covers the draw of test samples, not of "
+        "seeds: each seed's row is in the table above.",
         "",
-        "| task | with aids (length, seeds) | without (length, seeds) | " + " | ".join(f"{f}x" for f in factors) + " |",
+        "| task | with aids (length, steps, seeds) | without (length, steps, seeds) | "
+        + " | ".join(f"{f}x" for f in factors)
+        + " |",
         "|---|---|---|" + "---|" * len(factors),
         *lines,
         "",
     ]
 
 
+def _by_setting(runs: list[dict]) -> list[list[dict]]:
+    """`runs` grouped by longest training length and steps, in that order; a group holds the setting's seeds."""
+    groups: dict[tuple[int, int], list[dict]] = {}
+    for run in runs:
+        groups.setdefault((run["training"]["max_length"], run["steps"]), []).append(run)
+    return [groups[key] for key in sorted(groups)]
+
+
 def _runs_text(runs: list[dict]) -> str:
-    lengths = sorted({run["training"]["max_length"] for run in runs})
+    """One setting's runs: "20, 10000 steps; seeds 1, 2"."""
     seeds = sorted({run["seed"] for run in runs})
-    return f"{', '.join(map(str, lengths))}; seeds {', '.join(map(str, seeds))}"
+    return f"{runs[0]['training']['max_length']}, {runs[0]['steps']} steps; seeds {', '.join(map(str, seeds))}"
 
 
 def translation_tables(checkpoints: Path) -> list[str]:
