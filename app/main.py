@@ -37,6 +37,7 @@ from app.services.ff_study import FFStudies
 from app.services.gateway import ModelGateway, RunLimits
 from app.services.jobs import JobRunner
 from app.services.model_metrics import metric_columns
+from app.services.model_thread import claim_cpu_threads
 from app.services.store import JobStore
 from app.services.warm_up import WarmUp
 from app.settings import Settings
@@ -71,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         limit_malloc_arenas()  # before the worker threads that run requests start
+        claim_cpu_threads()  # so too: torch's CPU threads to the model thread, one to each of them
         app.state.gateway = build_gateway(settings)
         app.state.warm_up = WarmUp(app, app.state.gateway) if settings.warm_up else None
         app.state.ff_studies = FFStudies()

@@ -91,7 +91,8 @@ def run_ff(
     new_tokens = limits.continuation_tokens if model.can(Capability.GENERATES_TEXT) else limits.max_new_tokens
     runs = plain_then_lesioned(gateway, model.loaded, text, edits, memories.capture_hooks(), max_new_tokens=new_tokens)
     tokenizer = model.loaded.tokenizer
-    lens = lens_table(logit_lens(runs.shown, memories, 0, top_keys, top_tokens, lens_layers), tokenizer)
+    lensed = gateway.exclusive(lambda: logit_lens(runs.shown, memories, 0, top_keys, top_tokens, lens_layers))
+    lens = lens_table(lensed, tokenizer)  # the lens's vocabulary products on the model thread, as a run's are
     diff = word_diff(runs.plain.outputs[0], runs.shown.outputs[0])
     if runs.lesioned is None:
         return FFRun(runs, lens, [], diff, None)

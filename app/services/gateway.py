@@ -3,9 +3,11 @@ request at a time per device, and keeps recent traces.
 
 Inference is serialised with a lock: concurrent requests queue instead of
 fighting over the GPU (or the CPU threads) and interleaving hooks on a
-shared model. Recent traces are read without that lock, so a cached view
-never waits behind a long run, and a request whose client has gone gives
-up its place in the queue. Which page may show which model is decided in
+shared model; every run executes on the process's one model thread
+(app/services/model_thread.py says why). Recent
+traces are read without that lock, so a cached view never waits behind a
+long run, and a request whose client has gone gives up its place in the
+queue. Which page may show which model is decided in
 app/services/gating.py; what a page makes of a run, in its own service.
 """
 
@@ -15,10 +17,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 from app.middleware.client_gone import ClientGone, client_gone
 from app.schemas.validation import InputError, shown, visible_text
+from app.services.model_thread import on_model_thread
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointRegistry
@@ -86,11 +90,12 @@ class ModelGateway:
             self.lock.release()
 
     def exclusive(self, run: Callable[[], Result]) -> Result:
-        """`run` in the model's turn; a ValueError it raises about its input (a position the output does not
-        have, beam search on a model that samples, a text over the model's window) is an InputError."""
+        """`run` in the model's turn, on the model thread; a ValueError it raises about its input (a position the
+        output does not have, beam search on a model that samples, a text over the model's window) is an
+        InputError."""
         with self.turn():
             try:
-                return run()
+                return on_model_thread(run)
             except ValueError as error:
                 raise InputError(str(error)) from None
 
@@ -161,14 +166,17 @@ class ModelGateway:
             if trace is not None:
                 return trace
             try:
-                trace = run_with_trace(
-                    loaded,
-                    text,
-                    names=names,
-                    interventions=interventions,
-                    max_new_tokens=new_tokens,
-                    seed=seed,
-                    decoding=decoding,
+                trace = on_model_thread(
+                    partial(
+                        run_with_trace,
+                        loaded,
+                        text,
+                        names=names,
+                        interventions=interventions,
+                        max_new_tokens=new_tokens,
+                        seed=seed,
+                        decoding=decoding,
+                    )
                 )
             except ValueError as error:  # input the checks above cannot see: a text over the model's window
                 raise InputError(str(error)) from None

@@ -9,7 +9,9 @@ import threading
 import pytest
 
 from app.middleware.client_gone import _GONE, ClientGone
+from app.schemas.validation import InputError
 from app.services.gateway import ModelGateway, RunLimits, trace_bytes
+from app.services.model_thread import MODEL_THREAD
 from inference.core.checkpoint import CheckpointRegistry
 from inference.core.hook_names import EVERY_PATTERN
 from inference.core.interventions import Interventions
@@ -74,3 +76,16 @@ def test_recent_traces_stay_within_their_byte_budget(gateway, model):
     assert len(small._recent) < len(TEXTS)  # the oldest were dropped
     newest = small.trace(model, TEXTS[-1], Interventions(), names=[EVERY_PATTERN])
     assert small.trace(model, TEXTS[-1], Interventions(), names=[EVERY_PATTERN]) is newest
+
+
+def test_every_run_goes_to_the_model_thread(gateway, model):
+    seen: list[str] = []
+    hook = model.model.register_forward_hook(lambda *_: seen.append(threading.current_thread().name))
+    try:
+        gateway.trace(model, TEXTS[1], Interventions(), names=[EVERY_PATTERN])
+    finally:
+        hook.remove()
+    assert seen and {name.split("_")[0] for name in seen} == {MODEL_THREAD}
+    assert gateway.exclusive(lambda: threading.current_thread().name).startswith(MODEL_THREAD)
+    with pytest.raises(InputError, match="position 9"):  # a run's ValueError about its input, as before
+        gateway.exclusive(lambda: (_ for _ in ()).throw(ValueError("position 9 is beyond the output")))

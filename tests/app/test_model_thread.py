@@ -1,0 +1,46 @@
+"""The process's one model thread: every model run goes there, and it alone keeps torch's CPU threads, so no
+second OpenMP team puts the first to sleep between its parallel loops."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+from app.services.model_thread import MODEL_THREAD, claim_cpu_threads, on_model_thread
+
+REQUEST = contextvars.ContextVar("request", default="none")
+
+
+def test_a_run_goes_to_the_model_thread_with_the_callers_context_and_its_errors():
+    REQUEST.set("caller's")
+    assert on_model_thread(lambda: (threading.current_thread().name.split("_")[0], REQUEST.get())) == (
+        MODEL_THREAD,
+        "caller's",
+    )
+    with pytest.raises(KeyError, match="no such key"):
+        on_model_thread(lambda: {}["no such key"])
+    # a run that asks for the model thread from the model thread runs at once instead of waiting for itself
+    assert on_model_thread(lambda: on_model_thread(lambda: 6 * 7)) == 42
+
+
+def os_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_only_the_model_thread_keeps_torchs_cpu_threads():
+    team = claim_cpu_threads()
+    assert on_model_thread(torch.get_num_threads) == team
+    assert claim_cpu_threads() == team  # once a process
+
+    def a_request_threads_parallel_loop() -> tuple[int, int]:
+        before = os_threads()
+        torch.zeros(2**20).add_(1)  # 32 times torch's grain: a parallel loop wherever there are threads for it
+        return torch.get_num_threads(), os_threads() - before
+
+    with ThreadPoolExecutor(max_workers=1) as request_thread:
+        assert request_thread.submit(a_request_threads_parallel_loop).result() == (1, 0)  # no team of its own
