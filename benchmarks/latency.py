@@ -43,6 +43,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -73,6 +74,7 @@ FOCUS_STEPS = 16  # the Focus page's default
 LENS_TOP = 5  # the lens's top keys and top tokens by default
 TIMED_SECONDS = 1.0  # a fast route or run is timed over at least this long
 MAX_REPEATS = 51
+JOB_POLL_SECONDS = 0.02  # within 2% of a sweep of about a second; polling faster slowed the job (each poll a request)
 COMPARED = ["transformer", "memtransformer_10"]
 SWEPT = ["memtransformer_10", "memtransformer_20", "memtransformer_5"]
 SIZES = [0, 2, 5, 15, 20, 30, 25, 1]  # memory sizes a toggle tries: none the model's own 10
@@ -298,7 +300,7 @@ def sweep_rows(client: TestClient, model: str) -> None:
     job = response.json()
     start = time.perf_counter()
     while job["status"] not in ("done", "failed"):
-        time.sleep(0.05)
+        time.sleep(JOB_POLL_SECONDS)
         job = client.get(f"/api/jobs/{job['id']}").json()
     sweep = time.perf_counter() - start
     if job["status"] != "done":
@@ -307,8 +309,8 @@ def sweep_rows(client: TestClient, model: str) -> None:
     sources = [d.source for d in demo_sentences()]
     references = [d.reference for d in demo_sentences()]
     start = time.perf_counter()
-    for size in job["result"]["memory_size"]:
-        quality_at_memory_size(loaded.model, loaded.tokenizer, sources, references, size)
+    for size in job["result"]["memory_size"]:  # on the model thread, as the job's batches run
+        on_model_thread(partial(quality_at_memory_size, loaded.model, loaded.tokenizer, sources, references, size))
     single = time.perf_counter() - start
     k = len(job["result"]["memory_size"])
     print(f"\nlesion sweep of {model} over {k} memory sizes on {len(sources)} demo sentences: the job {sweep:.2f} s, "
