@@ -3,7 +3,8 @@
 // htmx gives a swapped-in element the class and style of the old element with the same id until the swap
 // settles, then puts its own back, which would strip Plotly's js-plotly-plot class from a figure drawn
 // earlier (its layers would stack instead of overlaying). So figures are drawn once the swap has settled,
-// purged when htmx removes them, and redrawn from their JSON when history restores a page snapshot.
+// purged when htmx removes them, and redrawn from their JSON when history restores a page snapshot. The JSON
+// leaves out Plotly's default template, which every page loads once (FIGURE_TEMPLATE, /vendor/figure-template.js).
 const PLOT_CONFIG = { responsive: true, displaylogo: false };
 
 function figureElements(root) {
@@ -15,6 +16,7 @@ function figureElements(root) {
 function drawFigures(root) {
   figureElements(root).forEach((element) => {
     const figure = JSON.parse(document.getElementById(element.dataset.figure).textContent);
+    figure.layout.template ??= FIGURE_TEMPLATE;
     Plotly.react(element, figure.data, figure.layout, PLOT_CONFIG);
   });
 }

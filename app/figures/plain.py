@@ -21,7 +21,7 @@ PlainFigure = dict[str, Any]  # {"data": [trace dicts], "layout": {...}}; numpy 
 
 
 @cache
-def _template() -> dict[str, Any]:
+def default_template() -> dict[str, Any]:
     """The default template, as a graph object figure carries it in its layout."""
     return pio.templates[pio.templates.default].to_plotly_json()
 
@@ -74,7 +74,7 @@ def axis_ref(panel: int) -> tuple[str, str]:
 
 def figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> PlainFigure:
     """A plain figure of `data` traces (each with its "type") and `layout`, the default template added."""
-    return {"data": data, "layout": {**layout, "template": _template()}}
+    return {"data": data, "layout": {**layout, "template": default_template()}}
 
 
 def plain_json(plain: PlainFigure) -> str:

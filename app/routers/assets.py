@@ -1,5 +1,6 @@
 """Files served beside the pages: the vendored JavaScript and CSS (from the installed packages, so the pages
-and the API docs work with the network off) and the Swagger UI page of /docs."""
+and the API docs work with the network off), Plotly's default template, which the pages' figures leave out, and
+the Swagger UI page of /docs."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from pathlib import Path
 
 import js_lib_htmx
 import plotly
+import plotly.io as pio
 import swagger_ui_bundle
 from fastapi import APIRouter, HTTPException
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, Response
 
+from app.figures.plain import default_template
 from app.schemas.validation import shown
 from inference.core.places import REPO_ROOT
 
@@ -22,6 +25,14 @@ VENDOR_FILES = {
 }
 
 router = APIRouter(include_in_schema=False)
+
+
+@router.get("/vendor/figure-template.js")
+def figure_template() -> Response:
+    """Plotly's default template as FIGURE_TEMPLATE, which static/figures.js gives every figure that the pages
+    send without it (app/routers/rendering.py)."""
+    script = f"const FIGURE_TEMPLATE = {pio.json.to_json_plotly(default_template())};\n"
+    return Response(script, media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
 
 
 @router.get("/vendor/{name}")

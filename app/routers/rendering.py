@@ -47,7 +47,10 @@ class RenderedFigure:
 
 def figure_json(figure: go.Figure | PlainFigure) -> RenderedFigure:
     """Figure JSON (of a graph object figure, or a plain one) that is safe inside a <script> element, with its
-    summary in words."""
-    text = plain_json(figure) if isinstance(figure, dict) else figure.to_json()
+    summary in words. The JSON leaves out Plotly's default template (6.5 KB a figure, a third of a State answer):
+    every page loads it once (/vendor/figure-template.js) and static/figures.js puts it back."""
+    plain = figure if isinstance(figure, dict) else figure.to_plotly_json()
+    layout = {key: value for key, value in plain["layout"].items() if key != "template"}
+    text = plain_json({"data": plain["data"], "layout": layout})
     safe = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return RenderedFigure(safe, figure_summary(figure))

@@ -44,6 +44,25 @@ def test_vendor_scripts_are_served_locally(client):
     assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page
 
 
+def test_pages_send_figures_without_the_template_that_every_page_loads_once(client):
+    """An Explore run's figures leave Plotly's default template out; /vendor/figure-template.js carries it, the
+    template a graph object figure would have carried (its first colour #636efa, its plot background #E5ECF6)."""
+    script = client.get("/vendor/figure-template.js")
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    prefix = "const FIGURE_TEMPLATE = "
+    assert script.text.startswith(prefix) and script.text.endswith(";\n")
+    template = json.loads(script.text[len(prefix) : -2])
+    assert template["layout"]["colorway"][0] == "#636efa" and template["layout"]["plot_bgcolor"] == "#E5ECF6"
+    page = client.get("/").text
+    assert page.index('src="/vendor/figure-template.js"') < page.index('src="/static/figures.js"')
+    answer = client.post("/explore/run", data={"model": MODEL, "text": TEXT}, headers=HTMX).text
+    figures = re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', answer, re.S)
+    assert figures
+    for figure in figures:
+        layout = json.loads(figure)["layout"]
+        assert "template" not in layout and "xaxis" in layout
+
+
 def test_explore_page_offers_model_controls(client):
     page = client.get("/explore", params={"model": MODEL}).text
     assert 'name="memory_size" min="0" max="9" value="3"' in page

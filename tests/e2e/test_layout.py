@@ -1,7 +1,7 @@
 """Layout, not presence: after every kind of htmx swap that re-renders a
 figure (and after 1, 2 and 5 of them in a row), each Plotly figure is one
-live plot whose SVG layers overlay each other inside its container, and no
-figure covers a button."""
+live plot, drawn with Plotly's default template, whose SVG layers overlay
+each other inside its container, and no figure covers a button."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ FIGURE_PROBLEMS = """() => {
     const box = figure.getBoundingClientRect();
     const holder = figure.parentElement.getBoundingClientRect();
     if (!figure.classList.contains("js-plotly-plot")) problems.push(`${name}: lost its js-plotly-plot class`);
+    // The pages send figures without Plotly's default template; figures.js puts it back. Its first colour is
+    // #636efa, Plotly.js's own #1f77b4.
+    const colours = figure._fullLayout && figure._fullLayout.colorway;
+    if (!colours || colours[0] !== "#636efa") problems.push(`${name}: drawn without the default template`);
     const sets = figure.querySelectorAll(".svg-container").length;
     if (sets !== 1) problems.push(`${name}: ${sets} sets of layers`);
     const layers = [...figure.querySelectorAll(".main-svg")].map((layer) => layer.getBoundingClientRect());
