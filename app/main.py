@@ -12,6 +12,7 @@ from fastapi.templating import Jinja2Templates
 from app.middleware.body_limit import LimitBody
 from app.middleware.client_gone import WatchDisconnect
 from app.middleware.security import SecurityMiddleware
+from app.middleware.server_timing import ServerTiming
 from app.routers import (
     api_ff,
     api_focus,
@@ -122,5 +123,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(WatchDisconnect)
     app.add_middleware(LimitBody, limit=settings.max_request_bytes)  # every read of the body is bounded
-    app.add_middleware(SecurityMiddleware)  # outermost: its headers go on every answer, a 413 included
+    app.add_middleware(SecurityMiddleware)  # its headers go on every answer, a 413 included
+    app.add_middleware(ServerTiming)  # outermost: the time of every middleware too
     return app

@@ -3,9 +3,9 @@
 For each live route (a lesion toggle, a head ablation, an FF key edit, the lens, a memory mask, a segment
 lesion, a state clamp, an attribution refresh, focus, compare) on the model its page opens on, at inputs of 16, 64
 and 256 source tokens where the model reads text (a task model reads its own example), this prints the median
-server time (TestClient, in process) with the trace cache off ("cold": every request computes its plain run too)
-and on ("warm": the plain run cached by a first view, each timed request a new lesion setting), beside the model
-work the route cannot avoid:
+server time (each answer's Server-Timing header; TestClient, in process) with the trace cache off ("cold": every
+request computes its plain run too) and on ("warm": the plain run cached by a first view, each timed request a new
+lesion setting), beside the model work the route cannot avoid:
 
 - "run ms": one plain run of the same input (`run_with_trace` with the logits only: one greedy decode of the
   route's budget and the forward that scores it, as /api/translate runs); for compare, one such run of each model;
@@ -14,6 +14,9 @@ work the route cannot avoid:
   layer output projected through the output embedding one by one, a full softmax and its top tokens, and the top
   keys (an every-layer lens at 253 tokens is 18 [253, d] x [d, vocab] products: about twice the model's forward on
   the CPU); "plain x" gives the warm ratio to the plain run alone;
+  for a task route (segment knock-out, state clamp), one run traced with the hooks its views read (every attention
+  pattern; the state's steps and gates), as the route traces them, and "plain x" gives the warm ratio to the
+  logits-only run;
   for focus, Captum's IntegratedGradients called the plain way on the same output, steps and model (every
   (output, path point) pair its own row of the model), the peer the route's attribution replaces; for the
   attribution refresh, its Captum call (`inference.runs.attribution.attribute`: the decode, integrated gradients
@@ -51,18 +54,22 @@ import torch
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+from app.middleware.server_timing import TIMING
 from app.services.demo import demo_sentences
 from app.services.focus import MAX_ATTRIBUTED_OUTPUTS
 from app.services.gateway import ModelGateway, RunLimits
 from app.services.gating import offered
 from app.services.model_thread import on_model_thread
 from app.services.pages import COMPARE
+from app.services.segments import segment_hooks
 from app.settings import Settings
 from inference.analyses.ff_values import ff_memories
+from inference.analyses.state import state_hooks
 from inference.core.capabilities import Capability
 from inference.core.family import capabilities_of, family_of
 from inference.core.ff_memories import FFMemories
 from inference.core.hook_names import LOGITS, ff_keys, ff_output
+from inference.core.hooks import hook_points
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.runs.attribution import attribute
@@ -92,10 +99,19 @@ class Route:
     cold_runs: int = 2  # the runs a cold request cannot avoid: the plain run and the lesioned one
     settings: int = 8  # distinct lesion settings its requests take in turn (the first, untimed, takes the last)
     lens: str = ""  # "one layer" or "every layer": the route shows the logit lens of the edited run
+    traced: Callable[[LoadedModel], list[str]] | None = None  # the hooks a task route's views read, as it traces them
 
 
 def cycle(values: list, i: int):
     return values[i % len(values)]
+
+
+def segment_view_hooks(loaded: LoadedModel) -> list[str]:
+    return segment_hooks(Capability.MEMORY_TOKENS in capabilities_of(loaded.config))
+
+
+def state_view_hooks(loaded: LoadedModel) -> list[str]:
+    return state_hooks(list(hook_points(loaded.model)))
 
 
 ROUTES = [
@@ -121,10 +137,10 @@ ROUTES = [
           json=True, lens="every layer", settings=512),
     Route("segment knock-out", "rmt_copy", "/segments/run",
           lambda text, i: {"text": text, "knockout": [j for j in range(8) if (i + 1) >> j & 1]}, reads_text=False,
-          settings=255),  # every nonempty set of the 8 slots
+          settings=255, traced=segment_view_hooks),  # every nonempty set of the 8 slots
     Route("state clamp", "neural_gpu_addition", "/state/run",
           lambda text, i: {"text": text, "clamp": "update", "clamp_value": i % 1000 / 1000}, reads_text=False,
-          settings=1000),
+          settings=1000, traced=state_view_hooks),
     Route("focus", "extended_neural_gpu_de_en", "/focus/run",
           lambda text, i: {"text": text, "steps": FOCUS_STEPS}, cold_runs=1),  # nothing cached: cold and warm alike
     Route("compare", "transformer", "/compare/run",
@@ -194,15 +210,21 @@ def loads_of(response) -> list[tuple[str, dict]]:
     return parser.requests
 
 
+def server_seconds(response) -> float:
+    """The server's time for the answer, from its Server-Timing header (app/middleware/server_timing.py)."""
+    name, duration = response.headers["server-timing"].split(";dur=")
+    assert name == TIMING
+    return float(duration) / 1e3
+
+
 def route_ms(client: TestClient, route: Route, text: str, repeats: int) -> float:
-    """Median ms of the route's request and whatever its answer loads when swapped in, one after another (as the
-    server, running one model at a time, answers them): the requests' round trips only, not the parsing of an
-    answer for what it loads (Python's HTMLParser on the State page's answer took a third of its time)."""
+    """Median server ms of the route's request and whatever its answer loads when swapped in, one after another
+    (as the server, running one model at a time, answers them), each request's time as its Server-Timing header
+    gives it: not the test client's own time around it (about 1.5 ms a request on 2 cores)."""
 
     def post(path: str, body: dict) -> tuple[object, float]:
-        start = time.perf_counter()
         response = client.post(path, json=body) if route.json else client.post(path, data=body, headers=HTMX)
-        return checked(route, response), time.perf_counter() - start
+        return checked(route, response), server_seconds(response)
 
     def send(i: int) -> float:
         response, seconds = post(route.path, {"model": route.model, **route.body(text, i)})
@@ -290,6 +312,9 @@ def reference_ms(route: Route, gateway: ModelGateway, text: str, repeats: int) -
         return median_ms(lambda i: attribute(loaded, text, 0), repeats)
     if route.path == "/compare/run":
         return sum(plain_ms(gateway.model(name), text, repeats, budget) for name in COMPARED)
+    if route.traced is not None:
+        names = route.traced(loaded)
+        return median_ms(lambda i: run_with_trace(loaded, text, names=names, max_new_tokens=budget), repeats)
     return plain_ms(loaded, text, repeats, budget)
 
 
@@ -392,13 +417,14 @@ def main() -> None:
                     print(f"{route.name:18} {route.model:26} {shown:>6} refused: {refused}", flush=True)
                     continue
                 run = reference_ms(route, gateway, text, args.repeats)
-                lens = bool(route.lens)
+                apart = bool(route.lens or route.traced)  # compared with more than the plain run: shown beside it
                 plain = (
-                    plain_ms(loaded, text, args.repeats, route_budget(route, loaded, gateway.limits)) if lens else run
+                    plain_ms(loaded, text, args.repeats, route_budget(route, loaded, gateway.limits)) if apart else run
                 )
-                cold_x = cold / (run + (route.cold_runs - 1) * plain)  # a cold lens: the lens run and a plain one
+                second = plain if route.lens else run  # a cold lens: the lens run and a plain one
+                cold_x = cold / (run + (route.cold_runs - 1) * second)
                 print(f"{route.name:18} {route.model:26} {shown:>6} {run:8.1f} {route.cold_runs:8d} {cold:8.1f} "
-                      f"{cold_x:8.2f} {warm:8.1f} {warm / run:8.2f} {f'{warm / plain:8.2f}' if lens else ''}",
+                      f"{cold_x:8.2f} {warm:8.1f} {warm / run:8.2f} {f'{warm / plain:8.2f}' if apart else ''}",
                       flush=True)  # fmt: skip
         if "compare" in args.routes:
             compare_streaming(clients[False], demo_sentences()[0].source)

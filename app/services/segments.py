@@ -45,6 +45,12 @@ class SegmentControls:
     task: str | None  # the task it was trained on; None: language modelling
 
 
+def segment_hooks(memory: bool) -> list[str]:
+    """The hooks a run's views read: with memory tokens, the patterns and masks of what each head does with
+    memory; without, the attention patterns."""
+    return MEMORY_OPERATION_HOOKS if memory else [EVERY_PATTERN]
+
+
 def segment_controls(model: PageModel) -> SegmentControls:
     network = model.loaded.model
     stack, layers = next(iter(attention_stacks(network).items()))
@@ -107,8 +113,7 @@ def run_segments(gateway: ModelGateway, model: PageModel, request: SegmentsReque
                     f"{SEGMENT_LESIONS[item.kind]} at segment {item.segment}: this input has {count} segments"
                 )
 
-    names = MEMORY_OPERATION_HOOKS if controls.memory else [EVERY_PATTERN]
-    runs = plain_then_lesioned(gateway, model.loaded, request.text, lesion, names, check=check)
+    runs = plain_then_lesioned(gateway, model.loaded, request.text, lesion, segment_hooks(controls.memory), check=check)
     plain, shown = runs.plain, runs.shown
     tokenizer, bos = model.loaded.tokenizer, model.loaded.config.bos_id
     ids = tokenizer.encode(plain.sources[0])
