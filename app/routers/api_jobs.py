@@ -59,5 +59,6 @@ def job_json(job: Job) -> dict:
         "params": params,
         "result": job.result,
         "error": job.error,
+        "seconds": job.seconds,
         "url": f"/results/{job.id}",
     }

@@ -395,6 +395,7 @@ class JobResponse(BaseModel):
     params: dict[str, Any]
     result: dict[str, Any] | None
     error: str | None
+    seconds: float | None = Field(description="its run, from its worker's claim to its end; null until it has ended")
     url: str
 
 

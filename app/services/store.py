@@ -57,12 +57,16 @@ JOBS = Table(
     Column("worker", String(64)),  # the worker that holds (or last held) the job
     Column("lease_until", Float),  # while running: when the job goes back to the queue unless renewed
     Column("attempts", Integer, nullable=False, default=0),  # claims that started it
+    Column("started_at", Float),  # when its last claim started it
+    Column("ended_at", Float),  # when it ended, done or failed
 )
 FIELDS = [column.name for column in JOBS.columns]
 ADDED_COLUMNS = {  # columns a store written before shared queues lacks, added when it is opened
     "worker": "VARCHAR(64)",
     "lease_until": "FLOAT",
     "attempts": "INTEGER NOT NULL DEFAULT 0",
+    "started_at": "FLOAT",
+    "ended_at": "FLOAT",
 }
 SCHEMA_LOCK = 0x6D656D6C656E73  # PostgreSQL advisory lock held while a process creates or updates the table
 MAX_ATTEMPTS = 3  # a job whose worker died this many times (say, out of memory) is failed, not run again
@@ -89,6 +93,13 @@ class Job:
     worker: str | None = None
     lease_until: float | None = None
     attempts: int = 0
+    started_at: float | None = None  # time.time() when its last claim started it
+    ended_at: float | None = None  # time.time() when it ended
+
+    @property
+    def seconds(self) -> float | None:
+        """How long its last run took, from its claim to its end; None until it has ended."""
+        return None if self.started_at is None or self.ended_at is None else self.ended_at - self.started_at
 
     @property
     def progress(self) -> float:
@@ -197,7 +208,7 @@ class JobStore:
             connection.execute(
                 update(JOBS)
                 .where(*expired, JOBS.c.attempts >= MAX_ATTEMPTS)
-                .values(status="failed", error=DIED_DURING_JOB, lease_until=None)
+                .values(status="failed", error=DIED_DURING_JOB, lease_until=None, ended_at=time.time())
             )
             return connection.execute(
                 update(JOBS).where(*expired).values(status="queued", done=0, lease_until=None)
@@ -217,7 +228,13 @@ class JobStore:
         claimed = (
             update(JOBS)
             .where(JOBS.c.id == oldest, JOBS.c.status == "queued")
-            .values(status="running", worker=worker, lease_until=now + self.lease_seconds, attempts=JOBS.c.attempts + 1)
+            .values(
+                status="running",
+                worker=worker,
+                lease_until=now + self.lease_seconds,
+                attempts=JOBS.c.attempts + 1,
+                started_at=now,
+            )
             .returning(*JOBS.c)
         )
         with self._writer.begin() as connection:
@@ -233,7 +250,7 @@ class JobStore:
         """Write `worker`'s outcome of its job (status done or failed, result, error); JobLost as renew."""
         if "result" in fields:
             fields["result"] = json.dumps(fields["result"])
-        self._as_holder(job_id, worker, lease_until=None, **fields)
+        self._as_holder(job_id, worker, lease_until=None, ended_at=time.time(), **fields)
 
     def release(self, job_id: str, worker: str) -> None:
         """Give a job back to the queue untouched (its worker is stopping cleanly): this start does not count."""

@@ -75,6 +75,24 @@ def test_a_job_whose_lease_runs_out_goes_back_to_the_queue_and_its_old_worker_ca
     )
 
 
+def test_a_job_takes_the_time_from_its_last_claim_to_its_end(store_url):
+    store = JobStore(store_url, lease_seconds=0.05)
+    job = store.create("sweep", {"n": 1}, total=1)
+    assert (job.started_at, job.ended_at, job.seconds) == (None, None, None)
+    store.claim("dies")
+    time.sleep(0.3)
+    store.requeue_expired()
+    before_claim = time.time()
+    store.claim("takes over")
+    running = store.get(job.id)
+    assert running.started_at >= before_claim and running.seconds is None
+    time.sleep(0.2)
+    store.finish(job.id, "takes over", status="done", result={})
+    done = store.get(job.id)
+    assert 0.2 <= done.seconds < 0.3 + 0.2  # from the second claim: not the first worker's 0.3 s
+    assert done.ended_at - done.started_at == done.seconds and done.ended_at <= time.time()
+
+
 def test_a_job_whose_workers_keep_dying_is_failed_after_the_last_attempt(store_url):
     store = JobStore(store_url, lease_seconds=0.05)
     job = store.create("sweep", {"n": 1}, total=1)
@@ -98,7 +116,7 @@ def test_a_released_job_is_queued_again_and_its_start_not_counted(store_url):
 
 
 def test_a_store_written_before_shared_queues_opens_with_its_jobs(tmp_path):
-    """runs/memlens.sqlite3 of an earlier version: the table without worker, lease and attempts."""
+    """runs/memlens.sqlite3 of an earlier version: the table without worker, lease, attempts, start and end."""
     path = tmp_path / "old.sqlite3"
     with sqlite3.connect(path) as old:
         old.execute(
@@ -122,6 +140,7 @@ def test_a_store_written_before_shared_queues_opens_with_its_jobs(tmp_path):
         0,
         None,
     )
+    assert done.seconds is None  # an earlier version did not keep a job's start and end
     assert store.claim("w").id == "b2" and store.claim("w").id == "c3"
 
 

@@ -35,8 +35,12 @@ def upload(client, name, content, model=MODEL, headers=None):
 def test_tsv_upload_gives_translations_bleu_and_blocks(client):
     job = upload(client, "set.tsv", TSV.encode()).json()
     assert job["kind"] == "corpus" and job["total"] == 3 and job["url"] == f"/results/{job['id']}"
+    assert job["seconds"] is None  # not run yet
+    waited = time.perf_counter()
     done = wait_for(client, job["id"])
+    waited = time.perf_counter() - waited
     assert done["status"] == "done" and done["done"] == 3
+    assert 0 < done["seconds"] <= waited  # its run, within the time the client waited for it
     result = done["result"]
     assert len(result["translations"]) == 3
     references = [line.split("\t")[1] for line in TSV.splitlines()]
