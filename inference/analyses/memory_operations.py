@@ -83,16 +83,23 @@ class HeadOperations:
     sequence_queries: int
 
 
-def operation_blocks(
-    query_roles: list[Role], key_roles: list[Role], visible: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The query rows [q, 4] and keys [k, 4] of each operation, in OPERATIONS order, as 0/1 floats, for visible
-    keys [q, k]: a row counts where it sees at least one of them. An operation's mass in a head is then
-    rows^T (pattern @ keys), one product for the four."""
-    queries = _kinds(tuple(query_roles), WRITTEN_ROLES) & visible.any(-1, keepdim=True)  # [q, 2]: memory, text
-    keys = _kinds(tuple(key_roles), MEMORY_ROLES)  # [k, 2]: memory, text
+def operation_mass(trace: Trace, calls: list[PatternCall]) -> tuple[list, list, list]:
+    """For each of calls whose patterns share a shape: each head's mass in each operation over the call's counted
+    rows [n, h, 4] (OPERATIONS order), the same for attention spread evenly over the visible keys [n, 4], and the
+    counted (memory, sequence) query rows [n, 2], as lists. A row counts where it sees at least one key; an
+    operation's mass in a head is then rows^T (pattern @ keys), one product for the four, batched over the calls
+    (a call's dozen small tensor operations, one call at a time, were most of the analysis's time)."""
+    patterns = torch.stack([call.pattern for call in calls])  # [n, h, q, k]
+    visible = torch.stack([visible_keys(trace, call) for call in calls])  # [n, q, k]
+    queries = torch.stack([_kinds(tuple(call.query_roles), WRITTEN_ROLES) for call in calls])  # [n, q, 2]: memory, text
+    queries = queries & visible.any(-1, keepdim=True)
+    keys = torch.stack([_kinds(tuple(call.key_roles), MEMORY_ROLES) for call in calls])  # [n, k, 2]: memory, text
     # write: memory rows on text keys; read: text rows on memory; rewrite: memory on memory; process: text on text
-    return queries[:, [0, 1, 0, 1]].float(), keys[:, [1, 0, 0, 1]].float()
+    rows, blocks = queries[..., [0, 1, 0, 1]].float(), keys[..., [1, 0, 0, 1]].float()  # [n, q, 4], [n, k, 4]
+    uniform = visible.float() / visible.sum(-1, keepdim=True).clamp(min=1)  # [n, q, k]: even over the visible keys
+    mass = ((patterns @ blocks[:, None]) * rows[:, None]).sum(dim=2)  # [n, h, 4]
+    uniform_mass = ((uniform @ blocks) * rows).sum(dim=1)  # [n, 4]
+    return mass.tolist(), uniform_mass.tolist(), queries.sum(dim=1).tolist()
 
 
 @functools.lru_cache(maxsize=256)
@@ -126,25 +133,23 @@ def memory_operations(trace: Trace, **index: int) -> list[HeadOperations]:
     head, over all examples and all calls, or the calls matching `index`
     (e.g. segment=2). The trace must hold each pattern's mask too (trace
     with names=MEMORY_OPERATION_HOOKS); raises ValueError where it does not."""
-    # (stack, layer) -> [mass [h, 4], uniform mass [4], memory rows, sequence rows], summed over counted rows
-    sums: dict[tuple[str, int], list] = {}
-    for call in pattern_calls(trace, **index):
-        visible = visible_keys(trace, call)  # [q, k]
-        rows, keys = operation_blocks(call.query_roles, call.key_roles, visible)  # [q, 4], [k, 4]
-        uniform = visible.float() / visible.sum(-1, keepdim=True).clamp(min=1)  # [q, k]: even over the visible keys
-        heads = call.pattern.shape[0]
-        total = sums.setdefault((call.stack, call.layer), [torch.zeros(heads, 4), torch.zeros(4), 0, 0])
-        total[0] += ((call.pattern @ keys) * rows).sum(dim=1)  # [h, 4]: each operation's mass over its rows
-        total[1] += ((uniform @ keys) * rows).sum(dim=0)  # [4]
-        total[2] += int(rows[:, 0].sum())  # the memory query rows (write's)
-        total[3] += int(rows[:, 1].sum())  # the sequence query rows (read's)
+    calls = list(pattern_calls(trace, **index))
+    by_shape: dict[torch.Size, list[PatternCall]] = {}  # every layer's and segment's alike, but the last segment's
+    for call in calls:
+        by_shape.setdefault(call.pattern.shape, []).append(call)
+    # (stack, layer), in capture order -> [mass [h][4], uniform mass [4], memory rows, sequence rows], summed
+    sums: dict[tuple[str, int], list] = {(call.stack, call.layer): [] for call in calls}
+    for shaped in by_shape.values():
+        for call, *found in zip(shaped, *operation_mass(trace, shaped)):
+            total = sums[(call.stack, call.layer)]
+            sums[(call.stack, call.layer)] = _added(total, found) if total else found
     results = []
-    for (stack, layer), (mass, uniform, memory_rows, sequence_rows) in sums.items():
+    for (stack, layer), (mass, uniform, (memory_rows, sequence_rows)) in sums.items():
         rows = max(memory_rows + sequence_rows, 1)
-        uniform_share = dict(zip(OPERATIONS, (uniform / rows).tolist()))
+        uniform_share = dict(zip(OPERATIONS, (value / rows for value in uniform)))
         kind_share = {op: (memory_rows if op in MEMORY_QUERY_OPERATIONS else sequence_rows) / rows for op in OPERATIONS}
-        for head, head_mass in enumerate((mass / rows).tolist()):
-            share = dict(zip(OPERATIONS, head_mass))
+        for head, head_mass in enumerate(mass):
+            share = dict(zip(OPERATIONS, (value / rows for value in head_mass)))
             lifts = {op: lift(share[op], uniform_share[op], kind_share[op]) for op in OPERATIONS}
             results.append(
                 HeadOperations(
@@ -152,6 +157,11 @@ def memory_operations(trace: Trace, **index: int) -> list[HeadOperations]:
                 )
             )
     return results
+
+
+def _added(a: list, b: list) -> list:
+    """Nested lists of numbers of one shape, added element by element."""
+    return [_added(x, y) if isinstance(x, list) else x + y for x, y in zip(a, b)]
 
 
 def segment_operations(trace: Trace) -> dict[int, list[HeadOperations]]:

@@ -150,6 +150,30 @@ def test_a_recurrent_memory_head_forced_to_read_or_write_is_labelled_so(tiny_tok
     assert by_head(memory_operations(free))[("attn", 1, 0)].lift["read"] < 0.99  # the edit made the reader
 
 
+def test_the_whole_input_pools_its_segments_by_their_counted_rows(tiny_tokenizer):
+    """The calls of every layer and segment are batched by shape (the last segment shorter than the others): each
+    head's share over the input is its segments' shares weighted by their counted rows, recomputed here."""
+    model = tiny(vocab_size=tiny_tokenizer.vocab_size)
+    trace = run_with_trace(
+        LoadedModel("tiny-rmt", model, tiny_tokenizer), "zwei Männer spielen Fußball auf der Wiese im Park",
+        names=MEMORY_OPERATION_HOOKS,
+    )  # fmt: skip
+    shapes = {call.tensor.shape for call in trace.captures["layers.0.attn.pattern"].calls}
+    assert len(shapes) == 2  # full segments and a shorter last one
+    whole = by_head(memory_operations(trace))
+    segments = [by_head(heads) for heads in segment_operations(trace).values()]
+    for key, head in whole.items():
+        parts = [segment[key] for segment in segments]
+        rows = [part.memory_queries + part.sequence_queries for part in parts]
+        assert head.memory_queries == sum(part.memory_queries for part in parts)
+        assert head.sequence_queries == sum(part.sequence_queries for part in parts)
+        for operation in OPERATIONS:
+            pooled = sum(part.share[operation] * n for part, n in zip(parts, rows)) / sum(rows)
+            assert head.share[operation] == pytest.approx(pooled, abs=1e-6)
+            pooled_uniform = sum(part.uniform[operation] * n for part, n in zip(parts, rows)) / sum(rows)
+            assert head.uniform[operation] == pytest.approx(pooled_uniform, abs=1e-6)
+
+
 def test_transformer_xl_heads_only_process_and_have_no_choice(tiny_tokenizer):
     model = tiny(vocab_size=tiny_tokenizer.vocab_size, memory_size=0, cache_length=4)
     trace = run_with_trace(
