@@ -10,8 +10,10 @@ with any cached tokens (role cache) in front."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from inference.analyses.attention import call_indices
@@ -60,27 +62,36 @@ class MemoryPath:
 
 def memory_path(trace: Trace, pattern: str, layer: int, positions: int, example: int = 0) -> MemoryPath:
     """Which input positions each memory slot's write attends to, write by write
-    (`pattern`: the hook of layer `layer`'s attention pattern)."""
+    (`pattern`: the hook of layer `layer`'s attention pattern). In numpy: a segment's few small operations
+    as torch tensors took most of the time."""
     capture = trace.captures[pattern]
     spans = segment_spans(trace, pattern, example)
     rows, weights = [], []
-    for s, index in enumerate(call_indices(capture)):
+    for s, (index, call) in enumerate(zip(call_indices(capture), capture.calls)):
         query_roles = trace.axis_roles(capture.positions["query"], example, **index)
-        key_roles = trace.axis_roles(capture.positions["key"], example, **index)
         writes = [q for q, role in enumerate(query_roles) if role == Role.WRITE_MEM]
         if not writes:
             continue
-        attention = capture.at(**index)[example][:, writes].mean(dim=0)  # [slots, k] head mean of the writes' rows
-        tokens = [k for k, role in enumerate(key_roles) if role not in (Role.CACHE, *MEMORY_BLOCKS, Role.PAD)]
-        blocks = torch.tensor([[found == role for found in key_roles] for role in EXTRA_COLUMNS.values()])  # [3, k]
-        row = torch.zeros(len(writes), positions + len(EXTRA_COLUMNS))  # [slots, positions + 3]
-        row[:, spans.starts[s] : spans.starts[s] + len(tokens)] = attention.index_select(1, torch.tensor(tokens))
-        row[:, positions:] = attention @ blocks.to(attention.dtype).T  # [slots, 3]: each block's sum
+        tokens, blocks = _key_columns(tuple(trace.axis_roles(capture.positions["key"], example, **index)))
+        attention = call.tensor[example].float().numpy()[:, writes].mean(axis=0)  # [slots, k]: the writes' rows
+        row = np.zeros((len(writes), positions + len(EXTRA_COLUMNS)), dtype=np.float32)  # [slots, positions + 3]
+        row[:, spans.starts[s] : spans.starts[s] + len(tokens)] = attention[:, tokens]
+        row[:, positions:] = attention @ blocks  # [slots, 3]: each block's sum
         rows += [(s, slot) for slot in range(len(writes))]
         weights.append(row)
     if not rows:
         raise ValueError("this run wrote no memory: the model has no memory tokens, or the memory size is 0")
-    return MemoryPath(torch.cat(weights), rows, layer)
+    return MemoryPath(torch.from_numpy(np.concatenate(weights)), rows, layer)
+
+
+@functools.lru_cache(maxsize=256)
+def _key_columns(key_roles: tuple[Role, ...]) -> tuple[list[int], np.ndarray]:
+    """The input tokens' keys, and [k, 3] 0/1 of the keys in each extra column, of a key layout (every segment's
+    but the last alike)."""
+    tokens = [k for k, role in enumerate(key_roles) if role not in (Role.CACHE, *MEMORY_BLOCKS, Role.PAD)]
+    blocks = np.array([[found == role for role in EXTRA_COLUMNS.values()] for found in key_roles], dtype=np.float32)
+    blocks.setflags(write=False)  # shared by every call of the layout
+    return tokens, blocks
 
 
 @dataclass
