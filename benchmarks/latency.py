@@ -59,7 +59,7 @@ from app.services.demo import demo_sentences
 from app.services.focus import MAX_ATTRIBUTED_OUTPUTS
 from app.services.gateway import ModelGateway, RunLimits
 from app.services.gating import offered
-from app.services.model_thread import on_model_thread
+from app.services.model_thread import on_model_thread, splits_over_cpu_threads
 from app.services.pages import COMPARE
 from app.services.segments import segment_hooks
 from app.settings import Settings
@@ -166,13 +166,14 @@ def median_of(seconds_of: Callable[[int], float], repeats: int, most: int = MAX_
     return statistics.median(times) * 1e3
 
 
-def median_ms(run: Callable[[int], object], repeats: int) -> float:
+def median_ms(run: Callable[[int], object], repeats: int, one_cpu_thread: bool = False) -> float:
     """Median ms of run(i) on the model thread, where the routes' runs go too: timed on another thread, a run pays
-    for a second OpenMP team (app/services/model_thread.py), and so would every route's run after it."""
+    for a second OpenMP team (app/services/model_thread.py), and so would every route's run after it.
+    `one_cpu_thread`: on the model thread of one CPU thread, where the gateway traces a model too small to split."""
 
     def seconds_of(i: int) -> float:
         start = time.perf_counter()
-        on_model_thread(lambda: run(i))
+        on_model_thread(lambda: run(i), one_cpu_thread)
         return time.perf_counter() - start
 
     return median_of(seconds_of, repeats)
@@ -248,7 +249,11 @@ def route_budget(route: Route, loaded: LoadedModel, limits: RunLimits) -> int:
 
 
 def plain_ms(loaded: LoadedModel, text: str, repeats: int, max_new_tokens: int) -> float:
-    return median_ms(lambda i: run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens), repeats)
+    return median_ms(
+        lambda i: run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens),
+        repeats,
+        not splits_over_cpu_threads(loaded.model),  # where the gateway runs it
+    )
 
 
 def captum_whole_output(loaded: LoadedModel, text: str, max_new_tokens: int, n_steps: int) -> None:
@@ -314,7 +319,11 @@ def reference_ms(route: Route, gateway: ModelGateway, text: str, repeats: int) -
         return sum(plain_ms(gateway.model(name), text, repeats, budget) for name in COMPARED)
     if route.traced is not None:
         names = route.traced(loaded)
-        return median_ms(lambda i: run_with_trace(loaded, text, names=names, max_new_tokens=budget), repeats)
+        return median_ms(
+            lambda i: run_with_trace(loaded, text, names=names, max_new_tokens=budget),
+            repeats,
+            not splits_over_cpu_threads(loaded.model),
+        )
     return plain_ms(loaded, text, repeats, budget)
 
 

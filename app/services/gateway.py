@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from app.middleware.client_gone import ClientGone, client_gone
 from app.schemas.validation import InputError, shown, visible_text
-from app.services.model_thread import on_model_thread
+from app.services.model_thread import on_model_thread, splits_over_cpu_threads
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointRegistry
@@ -176,7 +176,8 @@ class ModelGateway:
                         max_new_tokens=new_tokens,
                         seed=seed,
                         decoding=decoding,
-                    )
+                    ),
+                    one_cpu_thread=not splits_over_cpu_threads(loaded.model),
                 )
             except ValueError as error:  # input the checks above cannot see: a text over the model's window
                 raise InputError(str(error)) from None

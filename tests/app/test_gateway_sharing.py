@@ -11,7 +11,7 @@ import pytest
 from app.middleware.client_gone import _GONE, ClientGone
 from app.schemas.validation import InputError
 from app.services.gateway import ModelGateway, RunLimits, trace_bytes
-from app.services.model_thread import MODEL_THREAD
+from app.services.model_thread import MODEL_THREAD, ONE_CPU_THREAD, splits_over_cpu_threads
 from inference.core.checkpoint import CheckpointRegistry
 from inference.core.hook_names import EVERY_PATTERN
 from inference.core.interventions import Interventions
@@ -85,7 +85,9 @@ def test_every_run_goes_to_the_model_thread(gateway, model):
         gateway.trace(model, TEXTS[1], Interventions(), names=[EVERY_PATTERN])
     finally:
         hook.remove()
-    assert seen and {name.split("_")[0] for name in seen} == {MODEL_THREAD}
-    assert gateway.exclusive(lambda: threading.current_thread().name).startswith(MODEL_THREAD)
+    # the test model's largest weight is far under torch's grain: the model thread of one CPU thread runs it
+    assert not splits_over_cpu_threads(model.model)
+    assert seen and {name.split("_")[0] for name in seen} == {ONE_CPU_THREAD}
+    assert gateway.exclusive(lambda: threading.current_thread().name).split("_")[0] == MODEL_THREAD
     with pytest.raises(InputError, match="position 9"):  # a run's ValueError about its input, as before
         gateway.exclusive(lambda: (_ for _ in ()).throw(ValueError("position 9 is beyond the output")))

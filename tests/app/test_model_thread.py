@@ -11,7 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from app.services.model_thread import MODEL_THREAD, claim_cpu_threads, on_model_thread
+from app.services.model_thread import (
+    MODEL_THREAD,
+    ONE_CPU_THREAD,
+    claim_cpu_threads,
+    on_model_thread,
+    splits_over_cpu_threads,
+)
+from inference.core.checkpoint import load_checkpoint
 
 REQUEST = contextvars.ContextVar("request", default="none")
 
@@ -44,3 +51,18 @@ def test_only_the_model_thread_keeps_torchs_cpu_threads():
 
     with ThreadPoolExecutor(max_workers=1) as request_thread:
         assert request_thread.submit(a_request_threads_parallel_loop).result() == (1, 0)  # no team of its own
+
+
+def test_a_model_too_small_to_split_runs_on_the_model_thread_of_one_cpu_thread():
+    assert not splits_over_cpu_threads(torch.nn.Linear(100, 300))  # 30,000 weights: under torch's grain, 32,768
+    assert splits_over_cpu_threads(torch.nn.Linear(128, 256))  # 32,768
+    assert not splits_over_cpu_threads(load_checkpoint("checkpoints/neural_gpu_addition", "cpu").model)
+    assert splits_over_cpu_threads(load_checkpoint("checkpoints/memtransformer_10", "cpu").model)
+
+    def where() -> tuple[str, int, int]:
+        before = os_threads()
+        torch.zeros(2**20).add_(1)  # a parallel loop where there are threads for it
+        return threading.current_thread().name.split("_")[0], torch.get_num_threads(), os_threads() - before
+
+    assert on_model_thread(where, one_cpu_thread=True) == (ONE_CPU_THREAD, 1, 0)  # no team of its own
+    assert on_model_thread(lambda: on_model_thread(where), one_cpu_thread=True)[0] == ONE_CPU_THREAD  # in place
