@@ -41,6 +41,7 @@ def test_tsv_upload_gives_translations_bleu_and_blocks(client):
     waited = time.perf_counter() - waited
     assert done["status"] == "done" and done["done"] == 3
     assert 0 < done["seconds"] <= waited  # its run, within the time the client waited for it
+    assert f'<p id="job-time">Ran in {done["seconds"]:.2f} s.</p>' in client.get(done["url"]).text
     result = done["result"]
     assert len(result["translations"]) == 3
     references = [line.split("\t")[1] for line in TSV.splitlines()]
