@@ -14,9 +14,9 @@ lesion setting), beside the model work the route cannot avoid:
   layer output projected through the output embedding one by one, a full softmax and its top tokens, and the top
   keys (an every-layer lens at 253 tokens is 18 [253, d] x [d, vocab] products: about twice the model's forward on
   the CPU); "plain x" gives the warm ratio to the plain run alone;
-  for a task route (segment knock-out, state clamp), one run traced with the hooks its views read (every attention
-  pattern; the state's steps and gates), as the route traces them, and "plain x" gives the warm ratio to the
-  logits-only run;
+  for a task route (segment knock-out, state clamp), one run traced with the hooks its views read (the attention
+  patterns, with their masks where the model carries memory; the state's steps and gates), as the route traces
+  them, and "plain x" gives the warm ratio to the logits-only run;
   for focus, Captum's IntegratedGradients called the plain way on the same output, steps and model (every
   (output, path point) pair its own row of the model), the peer the route's attribution replaces; for the
   attribution refresh, its Captum call (`inference.runs.attribution.attribute`: the decode, integrated gradients
@@ -248,11 +248,14 @@ def route_budget(route: Route, loaded: LoadedModel, limits: RunLimits) -> int:
     return limits.max_new_tokens
 
 
-def plain_ms(loaded: LoadedModel, text: str, repeats: int, max_new_tokens: int) -> float:
+def plain_ms(
+    loaded: LoadedModel, text: str, repeats: int, max_new_tokens: int, names: tuple[str, ...] = (LOGITS,)
+) -> float:
+    """Median ms of a run traced with `names` (the logits only: the plain run), where the gateway runs it."""
     return median_ms(
-        lambda i: run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens),
+        lambda i: run_with_trace(loaded, text, names=list(names), max_new_tokens=max_new_tokens),
         repeats,
-        not splits_over_cpu_threads(loaded.model),  # where the gateway runs it
+        not splits_over_cpu_threads(loaded.model),
     )
 
 
@@ -318,12 +321,7 @@ def reference_ms(route: Route, gateway: ModelGateway, text: str, repeats: int) -
     if route.path == "/compare/run":
         return sum(plain_ms(gateway.model(name), text, repeats, budget) for name in COMPARED)
     if route.traced is not None:
-        names = route.traced(loaded)
-        return median_ms(
-            lambda i: run_with_trace(loaded, text, names=names, max_new_tokens=budget),
-            repeats,
-            not splits_over_cpu_threads(loaded.model),
-        )
+        return plain_ms(loaded, text, repeats, budget, tuple(route.traced(loaded)))
     return plain_ms(loaded, text, repeats, budget)
 
 

@@ -4,6 +4,7 @@ the Swagger UI page of /docs."""
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import js_lib_htmx
@@ -31,8 +32,12 @@ router = APIRouter(include_in_schema=False)
 def figure_template() -> Response:
     """Plotly's default template as FIGURE_TEMPLATE, which static/figures.js gives every figure that the pages
     send without it (app/routers/rendering.py)."""
-    script = f"const FIGURE_TEMPLATE = {pio.json.to_json_plotly(default_template())};\n"
-    return Response(script, media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+    return Response(template_script(), media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+
+
+@cache
+def template_script() -> str:
+    return f"const FIGURE_TEMPLATE = {pio.json.to_json_plotly(default_template())};\n"
 
 
 @router.get("/vendor/{name}")

@@ -3,8 +3,8 @@ request at a time per device, and keeps recent traces.
 
 Inference is serialised with a lock: concurrent requests queue instead of
 fighting over the GPU (or the CPU threads) and interleaving hooks on a
-shared model; every run executes on the process's one model thread
-(app/services/model_thread.py says why). Recent traces are read without
+shared model; every run executes on one of the process's two model
+threads (app/services/model_thread.py says why). Recent traces are read without
 that lock, so a cached view never waits behind a long run, and a request
 whose client has gone gives up its place in the queue. Which page may show
 which model is decided in app/services/gating.py; what a page makes of a
