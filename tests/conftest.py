@@ -26,6 +26,18 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # tests/app/test_start_up.py turns it on.
 os.environ["MEMLENS_WARM_UP"] = "false"
 
+
+@pytest.fixture(autouse=True)
+def environment_as_found():
+    """Each test leaves the environment as it found it: a command under test (memlens serve) sets MEMLENS_*
+    settings for the processes it starts, which an app built by a later test would read (its models folder
+    listed among every app's models)."""
+    before = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(before)
+
+
 TINY_CORPUS = [
     "ein Hund läuft durch den Park",
     "a dog runs through the park",
