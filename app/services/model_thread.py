@@ -14,7 +14,11 @@ tokens) gives torch next to nothing to split over threads: a team brought its ru
 6.4 ms back to back) and made them wait for its wake-up after a request's other work (a clamp's run 12.4 ms once on
 the team, 6.5-6.8 ms on one CPU thread). Its runs go to a second model thread that computes on one CPU thread, so
 the team's threads are neither woken nor changed (changing the team's size for them slowed a 64-token translation
-from 214 to 237-244 ms). Runs still go one at a time (the gateway's lock).
+from 214 to 237-244 ms). A caller that computes on one CPU thread already (every thread that runs requests, once
+`claim_cpu_threads` has run) runs such a model itself: handing it to another thread made a request's run wait
+for that thread to wake, on caches the request had not warmed (a warm clamp 13.3-14.1 ms against 12.3-13.4 run in
+place, a slot knock-out 14.8-15.2 against 14.4-14.7, blocks of each alternating in one process). Runs still go
+one at a time (the gateway's lock).
 """
 
 from __future__ import annotations
@@ -43,9 +47,12 @@ _claimed_threads: list[int] = []  # the model thread's team size, once claimed
 
 def on_model_thread(run: Callable[[], Result], one_cpu_thread: bool = False) -> Result:
     """`run` on the model thread, in the caller's context (its hook scope, its request), the caller waiting;
-    run directly where the caller is a model thread. `one_cpu_thread`: on the model thread that computes on one
-    CPU thread, for a model that `splits_over_cpu_threads` says cannot use more."""
+    run directly where the caller is a model thread. `one_cpu_thread`: for a model that `splits_over_cpu_threads`
+    says cannot use more than one CPU thread: run directly where the caller computes on one, else on the model
+    thread that does."""
     if threading.current_thread().name.startswith(MODEL_THREAD):
+        return run()
+    if one_cpu_thread and torch.get_num_threads() == 1:
         return run()
     context = contextvars.copy_context()
     return (_one_cpu if one_cpu_thread else _executor).submit(context.run, run).result()

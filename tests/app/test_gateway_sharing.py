@@ -5,13 +5,14 @@ recent traces stay within their byte budget."""
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from app.middleware.client_gone import _GONE, ClientGone
 from app.schemas.validation import InputError
 from app.services.gateway import ModelGateway, RunLimits, trace_bytes
-from app.services.model_thread import MODEL_THREAD, ONE_CPU_THREAD, splits_over_cpu_threads
+from app.services.model_thread import MODEL_THREAD, claim_cpu_threads, splits_over_cpu_threads
 from inference.core.checkpoint import CheckpointRegistry
 from inference.core.hook_names import EVERY_PATTERN
 from inference.core.interventions import Interventions
@@ -78,16 +79,18 @@ def test_recent_traces_stay_within_their_byte_budget(gateway, model):
     assert small.trace(model, TEXTS[-1], Interventions(), names=[EVERY_PATTERN]) is newest
 
 
-def test_every_run_goes_to_the_model_thread(gateway, model):
+def test_a_run_goes_to_a_thread_of_one_cpu_thread_and_exclusive_work_to_the_model_thread(gateway, model):
     seen: list[str] = []
     hook = model.model.register_forward_hook(lambda *_: seen.append(threading.current_thread().name))
+    claim_cpu_threads()  # as the server does at start-up: every thread that runs requests computes on one
     try:
-        gateway.trace(model, TEXTS[1], Interventions(), names=[EVERY_PATTERN])
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="request") as request_thread:
+            request_thread.submit(gateway.trace, model, TEXTS[1], Interventions(), names=[EVERY_PATTERN]).result()
     finally:
         hook.remove()
-    # the test model's largest weight is far under torch's grain: the model thread of one CPU thread runs it
+    # the test model's largest weight is far under torch's grain: the request's own thread, on one CPU thread, runs it
     assert not splits_over_cpu_threads(model.model)
-    assert seen and {name.split("_")[0] for name in seen} == {ONE_CPU_THREAD}
+    assert seen and {name.split("_")[0] for name in seen} == {"request"}
     assert gateway.exclusive(lambda: threading.current_thread().name).split("_")[0] == MODEL_THREAD
     with pytest.raises(InputError, match="position 9"):  # a run's ValueError about its input, as before
         gateway.exclusive(lambda: (_ for _ in ()).throw(ValueError("position 9 is beyond the output")))
