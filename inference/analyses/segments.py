@@ -20,7 +20,7 @@ from inference.analyses.attention import call_indices
 from inference.core.trace import Role, Trace
 
 
-@dataclass
+@dataclass(frozen=True)
 class SegmentSpans:
     starts: list[int]  # first input position of every segment
     lengths: list[int]  # its tokens
@@ -36,7 +36,12 @@ EXTRA_COLUMNS = {"read memory": Role.READ_MEM, "write memory": Role.WRITE_MEM, "
 
 
 def segment_spans(trace: Trace, pattern: str, example: int = 0) -> SegmentSpans:
-    """Where every segment lies in the input, from the token roles of the pattern's query axis."""
+    """Where every segment lies in the input, from the token roles of the pattern's query axis; read once a trace
+    (a lesioned run's views and its check against the plain run ask again)."""
+    return trace.derived(f"segment_spans {pattern} {example}", lambda read: _segment_spans(read, pattern, example))
+
+
+def _segment_spans(trace: Trace, pattern: str, example: int) -> SegmentSpans:
     capture = trace.captures[pattern]
     starts, lengths, start = [], [], 0
     for index in call_indices(capture):

@@ -79,15 +79,26 @@ class HookPoint(nn.Module):
         return f"{self.name!r}, {self.shape!r}"
 
 
+HOOK_POINTS = "_hook_points_by_name"  # the attribute where a built model keeps its hook points
+
+
 def name_hook_points(model: nn.Module) -> None:
-    """Give every hook point its module path as its name."""
+    """Give every hook point its module path as its name; the model keeps them by name, so `hook_points` need
+    not walk its modules again (a live route asks for them several times a request: 0.1 ms a walk)."""
+    named = {}
     for path, module in model.named_modules():
         if isinstance(module, HookPoint):
             module.name = path
+            named[path] = module
+    object.__setattr__(model, HOOK_POINTS, named)  # a plain attribute: not a submodule, not in the state dict
 
 
 def hook_points(model: nn.Module) -> dict[str, HookPoint]:
-    """All hook points of a model by name, in module order."""
+    """All hook points of a model by name, in module order: those `name_hook_points` named when the model was
+    built, else (a part of a model) found among its modules."""
+    named = model.__dict__.get(HOOK_POINTS)
+    if named is not None:
+        return dict(named)
     return {m.name: m for m in model.modules() if isinstance(m, HookPoint)}
 
 

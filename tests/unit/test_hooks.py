@@ -57,3 +57,14 @@ def test_unknown_hook_name_is_refused():
         "decoder.layers.0.cross_attn.pattern",
         "decoder.layers.1.cross_attn.pattern",
     ]
+
+
+def test_a_built_model_keeps_its_hook_points_and_a_part_of_it_finds_its_own():
+    model = build_model(tiny_config("memtransformer", vocab_size=40))
+    walked = {m.name: m for m in model.modules() if type(m).__name__ == "HookPoint"}
+    assert len(walked) > 10 and hook_points(model) == walked  # kept when built, in module order
+    assert list(hook_points(model)) == list(walked)
+    hook_points(model).clear()  # a caller's copy: the model's own stays whole
+    assert hook_points(model) == walked
+    part = model.encoder.layers[0]
+    assert hook_points(part) == {name: m for name, m in walked.items() if name.startswith("encoder.layers.0.")}
