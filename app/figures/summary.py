@@ -34,7 +34,7 @@ def field(item: Any, name: str) -> Any:
 def trace_peak(trace: Any) -> str | None:
     """Where one trace's largest value is, in words; None for a trace without values."""
     name = f"{field(trace, 'name')}: " if field(trace, "name") else ""
-    if isinstance(trace, go.Heatmap) or (isinstance(trace, dict) and trace.get("type") == "heatmap"):
+    if field(trace, "type") == "heatmap":  # a graph object's type is a property too
         z_values = field(trace, "z")
         if z_values is None:
             return None

@@ -86,3 +86,15 @@ def test_the_memory_probe_map_serialises_as_the_graph_objects_would():
     objects.update_xaxes(type="category", title_text="source position")
     objects.update_yaxes(type="category", autorange="reversed")
     assert plain == json.loads(objects.to_json())
+
+
+def test_arrays_at_any_depth_become_typed_arrays_and_the_figure_keeps_its_own():
+    marker = {"color": np.array([1, 2, 3]), "line": {"width": torch.tensor([0.5, 0.25])}}
+    rows = [[0.5, 1.0], [0.25, 0.75]]
+    trace = {"type": "heatmap", "z": rows, "marker": marker, "range": np.array([0, 1]), "name": "a"}
+    encoded = json.loads(plain_json({"data": [trace], "layout": {"title": {"text": "t"}}}))["data"][0]
+    assert encoded["marker"]["color"] == {"dtype": "i1", "bdata": "AQID"}  # int64 1, 2, 3 as int8 bytes 01 02 03
+    width = encoded["marker"]["line"]["width"]  # float32 0.5, 0.25 little-endian: 00 00 00 3f, 00 00 80 3e
+    assert width == {"dtype": "f4", "bdata": base64.b64encode(bytes.fromhex("0000003f0000803e")).decode()}
+    assert encoded["z"] == rows and encoded["range"] == [0, 1] and encoded["name"] == "a"  # lists and skipped keys
+    assert isinstance(trace["marker"]["color"], np.ndarray) and isinstance(marker["line"]["width"], torch.Tensor)
