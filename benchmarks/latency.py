@@ -14,9 +14,10 @@ lesion setting), beside the model work the route cannot avoid:
   layer output projected through the output embedding one by one, a full softmax and its top tokens, and the top
   keys (an every-layer lens at 253 tokens is 18 [253, d] x [d, vocab] products: about twice the model's forward on
   the CPU); "plain x" gives the warm ratio to the plain run alone;
-  for a task route (segment knock-out, state clamp), one run traced with the hooks its views read (the attention
-  patterns, with their masks where the model carries memory; the state's steps and gates), as the route traces
-  them, and "plain x" gives the warm ratio to the logits-only run;
+  for a task route (segment knock-out, state clamp), the run its request cannot avoid: the same lesion's run (the
+  slots knocked out, the gate clamped), traced with the hooks its views read (the attention patterns, with their
+  masks where the model carries memory; the state's steps and gates) as the route traces them; "plain x" gives
+  the warm ratio to the logits-only run without the lesion;
   for focus, Captum's IntegratedGradients called the plain way on the same output, steps and model (every
   (output, path point) pair its own row of the model), the peer the route's attribution replaces; for the
   attribution refresh, its Captum call (`inference.runs.attribution.attribute`: the decode, integrated gradients
@@ -45,7 +46,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from html.parser import HTMLParser
 from pathlib import Path
@@ -66,11 +67,13 @@ from app.settings import Settings
 from inference.analyses.ff_values import ff_memories
 from inference.analyses.state import state_hooks
 from inference.core.capabilities import Capability
+from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.family import capabilities_of, family_of
 from inference.core.ff_memories import FFMemories
 from inference.core.hook_names import LOGITS, ff_keys, ff_output
 from inference.core.hooks import hook_points
 from inference.core.loaded_model import LoadedModel
+from inference.core.trace import Trace
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.runs.attribution import attribute
 from inference.runs.lesion import quality_at_memory_size
@@ -81,6 +84,7 @@ FOCUS_STEPS = 16  # the Focus page's default
 LENS_TOP = 5  # the lens's top keys and top tokens by default
 TIMED_SECONDS = 1.0  # a fast route or run is timed over at least this long
 MAX_REPEATS = 51
+TURN = 3  # samples of one kind in a row (interleaved_ms)
 JOB_POLL_SECONDS = 0.1  # each poll a request: polling every 20 ms took CPU from the job it waited for
 COMPARED = ["transformer", "memtransformer_10"]
 SWEPT = ["memtransformer_10", "memtransformer_20", "memtransformer_5"]
@@ -100,10 +104,21 @@ class Route:
     settings: int = 8  # distinct lesion settings its requests take in turn (the first, untimed, takes the last)
     lens: str = ""  # "one layer" or "every layer": the route shows the logit lens of the edited run
     traced: Callable[[LoadedModel], list[str]] | None = None  # the hooks a task route's views read, as it traces them
+    lesion: Callable[[int], LesionControls] | None = None  # a task route's lesion in request i, as its form asks it
 
 
 def cycle(values: list, i: int):
     return values[i % len(values)]
+
+
+def knocked_out(i: int) -> list[int]:
+    """Request i's memory slots knocked out: every nonempty set of the 8 slots in turn."""
+    return [j for j in range(8) if (i + 1) >> j & 1]
+
+
+def clamped(i: int) -> float:
+    """Request i's update gate value: 1,000 values in turn."""
+    return i % 1000 / 1000
 
 
 def segment_view_hooks(loaded: LoadedModel) -> list[str]:
@@ -136,11 +151,12 @@ ROUTES = [
               {"kind": "scale", "hook": f"layers.{i % 6}.ff.keys", "axis": "ff_key", "index": [i % 512], "factor": 0}]},
           json=True, lens="every layer", settings=512),
     Route("segment knock-out", "rmt_copy", "/segments/run",
-          lambda text, i: {"text": text, "knockout": [j for j in range(8) if (i + 1) >> j & 1]}, reads_text=False,
-          settings=255, traced=segment_view_hooks),  # every nonempty set of the 8 slots
+          lambda text, i: {"text": text, "knockout": knocked_out(i)}, reads_text=False, settings=255,
+          traced=segment_view_hooks, lesion=lambda i: LesionControls(knockout=tuple(knocked_out(i)))),
     Route("state clamp", "neural_gpu_addition", "/state/run",
-          lambda text, i: {"text": text, "clamp": "update", "clamp_value": i % 1000 / 1000}, reads_text=False,
-          settings=1000, traced=state_view_hooks),
+          lambda text, i: {"text": text, "clamp": "update", "clamp_value": clamped(i)}, reads_text=False,
+          settings=1000, traced=state_view_hooks, lesion=lambda i: LesionControls(clamp_gate="update",
+                                                                                   clamp_value=clamped(i))),
     Route("focus", "extended_neural_gpu_de_en", "/focus/run",
           lambda text, i: {"text": text, "steps": FOCUS_STEPS}, cold_runs=1),  # nothing cached: cold and warm alike
     Route("compare", "transformer", "/compare/run",
@@ -157,26 +173,47 @@ def text_of_tokens(loaded: LoadedModel, limit: int) -> str:
     return " ".join(words[:n])
 
 
-def median_of(seconds_of: Callable[[int], float], repeats: int, most: int = MAX_REPEATS) -> float:
-    """Median ms of seconds_of(i), i = 0, 1, ...: at least `repeats` samples, and more, up to `most`, until they
-    add up to TIMED_SECONDS (a median of 7 requests of 10 ms moved by a fifth from one run to the next)."""
-    times: list[float] = []
-    while len(times) < repeats or (sum(times) < TIMED_SECONDS and len(times) < most):
-        times.append(seconds_of(len(times)))
-    return statistics.median(times) * 1e3
+@dataclass(frozen=True)
+class Timed:
+    """What is timed: seconds_of(i) times sample i (a request with the i-th setting, or a run)."""
+
+    seconds_of: Callable[[int], float]
+    most: int = MAX_REPEATS  # samples at most: a route's distinct settings after its first (none answered whole)
 
 
-def median_ms(run: Callable[[int], object], repeats: int, one_cpu_thread: bool = False) -> float:
-    """Median ms of run(i) on the model thread, where the routes' runs go too: timed on another thread, a run pays
-    for a second OpenMP team (app/services/model_thread.py), and so would every route's run after it.
-    `one_cpu_thread`: on the model thread of one CPU thread, where the gateway traces a model too small to split."""
+def interleaved_ms(timed: dict[str, Timed], repeats: int) -> dict[str, float]:
+    """Median ms of each, sampled in turns of TURN samples each while any has fewer than `repeats` samples or,
+    below its `most`, under TIMED_SECONDS of them (a median of 7 requests of 10 ms moved by a fifth from one run to
+    the next). The machine's speed drifts (a median moved by 20-30% from one process to the next on a shared 2-core
+    VM); in turns, it weighs on a route and on the work it is compared with alike. A turn's first run starts on
+    what the requests before it left in the caches; the rest of its TURN runs go back to back."""
+    times: dict[str, list[float]] = {name: [] for name in timed}
+
+    def more(name: str) -> bool:
+        return len(times[name]) < timed[name].most
+
+    def wanted(name: str) -> bool:
+        return more(name) and (len(times[name]) < repeats or sum(times[name]) < TIMED_SECONDS)
+
+    while any(map(wanted, timed)):
+        for name, sample in timed.items():
+            for _ in range(TURN):
+                if more(name):
+                    times[name].append(sample.seconds_of(len(times[name])))
+    return {name: statistics.median(samples) * 1e3 for name, samples in times.items()}
+
+
+def model_work(run: Callable[[int], object], one_cpu_thread: bool = False) -> Timed:
+    """run(i) timed on the model thread, where the routes' runs go too: timed on another thread, a run pays for a
+    second OpenMP team (app/services/model_thread.py), and so would every route's run after it. `one_cpu_thread`:
+    where the gateway runs a model too small to split (on a thread of one CPU thread, this one)."""
 
     def seconds_of(i: int) -> float:
         start = time.perf_counter()
         on_model_thread(lambda: run(i), one_cpu_thread)
         return time.perf_counter() - start
 
-    return median_of(seconds_of, repeats)
+    return Timed(seconds_of)
 
 
 class Refused(Exception):
@@ -218,10 +255,11 @@ def server_seconds(response) -> float:
     return float(duration) / 1e3
 
 
-def route_ms(client: TestClient, route: Route, text: str, repeats: int) -> float:
-    """Median server ms of the route's request and whatever its answer loads when swapped in, one after another
-    (as the server, running one model at a time, answers them), each request's time as its Server-Timing header
-    gives it: not the test client's own time around it (about 1.5 ms a request on 2 cores)."""
+def route_requests(client: TestClient, route: Route, text: str) -> Timed:
+    """The route's request and whatever its answer loads when swapped in, one after another (as the server, running
+    one model at a time, answers them), each request's time as its Server-Timing header gives it: not the test
+    client's own time around it (about 1.5 ms a request on 2 cores). A first request, untimed, loads the model and,
+    with the cache on, leaves the plain run a first view leaves."""
 
     def post(path: str, body: dict) -> tuple[object, float]:
         response = client.post(path, json=body) if route.json else client.post(path, data=body, headers=HTMX)
@@ -234,8 +272,8 @@ def route_ms(client: TestClient, route: Route, text: str, repeats: int) -> float
         return seconds
 
     client.app.state.gateway._recent.clear()
-    send(route.settings - 1)  # loads the model and, with the cache on, the plain run a first view leaves
-    return median_of(send, repeats, min(route.settings - 1, MAX_REPEATS))  # none of them the first's setting
+    send(route.settings - 1)
+    return Timed(send, min(route.settings - 1, MAX_REPEATS))  # none of them the first's setting
 
 
 def route_budget(route: Route, loaded: LoadedModel, limits: RunLimits) -> int:
@@ -248,13 +286,10 @@ def route_budget(route: Route, loaded: LoadedModel, limits: RunLimits) -> int:
     return limits.max_new_tokens
 
 
-def plain_ms(
-    loaded: LoadedModel, text: str, repeats: int, max_new_tokens: int, names: tuple[str, ...] = (LOGITS,)
-) -> float:
-    """Median ms of a run traced with `names` (the logits only: the plain run), where the gateway runs it."""
-    return median_ms(
-        lambda i: run_with_trace(loaded, text, names=list(names), max_new_tokens=max_new_tokens),
-        repeats,
+def plain_run(loaded: LoadedModel, text: str, max_new_tokens: int) -> Timed:
+    """The plain run (traced with the logits only), where the gateway runs it."""
+    return model_work(
+        lambda i: run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens),
         not splits_over_cpu_threads(loaded.model),
     )
 
@@ -306,23 +341,37 @@ def plain_lens(loaded: LoadedModel, memories: FFMemories, text: str, max_new_tok
             torch.softmax(logits, dim=-1).topk(LENS_TOP)
 
 
-def reference_ms(route: Route, gateway: ModelGateway, text: str, repeats: int) -> float:
+def reference(route: Route, gateway: ModelGateway, text: str) -> Timed:
     """The model work the route is compared with (the module's docstring says which, per route)."""
     loaded = gateway.model(route.model)
     budget = route_budget(route, loaded, gateway.limits)
     if route.lens:
         layer = None if route.lens == "every layer" else route.body(text, 0).get("layer", 0)
         memories = ff_memories(loaded.model)
-        return median_ms(lambda i: plain_lens(loaded, memories, text, budget, layer), repeats)
+        return model_work(lambda i: plain_lens(loaded, memories, text, budget, layer))
     if route.path == "/focus/run":
-        return median_ms(lambda i: captum_whole_output(loaded, text, budget, FOCUS_STEPS), repeats)
+        return model_work(lambda i: captum_whole_output(loaded, text, budget, FOCUS_STEPS))
     if route.path == "/explore/attribution":
-        return median_ms(lambda i: attribute(loaded, text, 0), repeats)
+        return model_work(lambda i: attribute(loaded, text, 0))
     if route.path == "/compare/run":
-        return sum(plain_ms(gateway.model(name), text, repeats, budget) for name in COMPARED)
+        runs = [plain_run(gateway.model(name), text, budget) for name in COMPARED]
+        return Timed(lambda i: sum(run.seconds_of(i) for run in runs))
     if route.traced is not None:
-        return plain_ms(loaded, text, repeats, budget, tuple(route.traced(loaded)))
-    return plain_ms(loaded, text, repeats, budget)
+        return lesioned_runs(route, loaded, text, budget)
+    return plain_run(loaded, text, budget)
+
+
+def lesioned_runs(route: Route, loaded: LoadedModel, text: str, max_new_tokens: int) -> Timed:
+    """A task route's lesioned runs, request i's lesion in run i, traced with the hooks its views read, where the
+    gateway runs them."""
+    assert route.traced is not None and route.lesion is not None
+    names, lesion = route.traced(loaded), route.lesion
+
+    def run(i: int) -> Trace:
+        interventions = lesion_interventions(replace(lesion(i), trained_memory_size=loaded.config.memory_size))
+        return run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=max_new_tokens)
+
+    return model_work(run, not splits_over_cpu_threads(loaded.model))
 
 
 def sweep_rows(client: TestClient, model: str) -> None:
@@ -374,7 +423,7 @@ def compare_streaming(client: TestClient, text: str, repeats: int = 3) -> None:
 
     loads = [rows_arrived() for _ in range(repeats)]
     first, last = (statistics.median(load[i] for load in loads) * 1e3 for i in (0, -1))
-    run = plain_ms(gateway.model(models[0]), text, 3, gateway.limits.max_new_tokens)
+    run = interleaved_ms({"run": plain_run(gateway.model(models[0]), text, gateway.limits.max_new_tokens)}, 3)["run"]
     print(f"\ncompare on {len(models)} models, medians of {repeats} loads: first row after {first:.0f} ms "
           f"({models[0]}'s plain run {run:.0f} ms), all rows after {last:.0f} ms", flush=True)  # fmt: skip
 
@@ -393,22 +442,22 @@ def main() -> None:
     print(f"{'route':18} {'model':26} {'tokens':>6} " + " ".join(f"{c:>8}" for c in columns))
     jobs = Path(tempfile.mkdtemp(prefix="memlens-latency-"))  # a new job store: no sweep is found done already
     clients = {
-        warm: TestClient(
+        cache: TestClient(
             create_app(
                 Settings(
                     device=args.device,
-                    max_cache_mb=512 if warm else 0,
+                    max_cache_mb=512 if cache == "warm" else 0,
                     warm_up=False,
-                    database=jobs / f"{'warm' if warm else 'cold'}.sqlite3",
+                    database=jobs / f"{cache}.sqlite3",
                 )
             )
         )
-        for warm in (False, True)
+        for cache in ("cold", "warm")
     }
     for client in clients.values():
         client.__enter__()
     try:
-        gateway = clients[False].app.state.gateway
+        gateway = clients["cold"].app.state.gateway
         for route in chosen:
             loaded = gateway.model(route.model)
             inputs = (
@@ -422,26 +471,27 @@ def main() -> None:
             for tokens, text in inputs:
                 shown = "task" if tokens is None else str(tokens)
                 try:
-                    cold = route_ms(clients[False], route, text, args.repeats)
-                    warm = route_ms(clients[True], route, text, args.repeats)
+                    timed = {cache: route_requests(client, route, text) for cache, client in clients.items()}
                 except Refused as refused:
                     print(f"{route.name:18} {route.model:26} {shown:>6} refused: {refused}", flush=True)
                     continue
-                run = reference_ms(route, gateway, text, args.repeats)
+                timed["run"] = reference(route, gateway, text)
                 apart = bool(route.lens or route.traced)  # compared with more than the plain run: shown beside it
-                plain = (
-                    plain_ms(loaded, text, args.repeats, route_budget(route, loaded, gateway.limits)) if apart else run
-                )
+                if apart:
+                    timed["plain"] = plain_run(loaded, text, route_budget(route, loaded, gateway.limits))
+                medians = interleaved_ms(timed, args.repeats)
+                cold, warm, run = medians["cold"], medians["warm"], medians["run"]
+                plain = medians.get("plain", run)
                 second = plain if route.lens else run  # a cold lens: the lens run and a plain one
                 cold_x = cold / (run + (route.cold_runs - 1) * second)
                 print(f"{route.name:18} {route.model:26} {shown:>6} {run:8.1f} {route.cold_runs:8d} {cold:8.1f} "
                       f"{cold_x:8.2f} {warm:8.1f} {warm / run:8.2f} {f'{warm / plain:8.2f}' if apart else ''}",
                       flush=True)  # fmt: skip
         if "compare" in args.routes:
-            compare_streaming(clients[False], demo_sentences()[0].source)
+            compare_streaming(clients["cold"], demo_sentences()[0].source)
         if "sweep" in args.routes:
             for model in SWEPT:  # a sweep is a job, timed once: one per model
-                sweep_rows(clients[False], model)
+                sweep_rows(clients["cold"], model)
     finally:
         for client in clients.values():
             client.__exit__(None, None, None)
