@@ -1,9 +1,9 @@
-"""/healthz: whether the server answers, and how many models it offers and holds broken ("starting", with no
-counts, while it is still scanning its checkpoint folders)."""
+"""/healthz: whether the server answers, how many models it offers and holds broken ("starting", with no
+counts, while it is still scanning its checkpoint folders), and whether its warm-up is still running."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from app.routers.deps import GatewayDep
 from app.schemas.api import Health
@@ -12,13 +12,10 @@ router = APIRouter()
 
 
 @router.get("/healthz", tags=["api"], response_model=Health)
-def healthz(gateway: GatewayDep) -> dict:
+def healthz(request: Request, gateway: GatewayDep) -> dict:
     registry = gateway.registry
+    warming = request.app.state.warm_up
+    shown = {"device": str(registry.device), "warm_up": "off" if warming is None else warming.state}
     if registry.scanning:
-        return {"status": "starting", "models": None, "broken": None, "device": str(registry.device)}
-    return {
-        "status": "ok",
-        "models": len(registry.available()),
-        "broken": len(registry.broken()),
-        "device": str(registry.device),
-    }
+        return {"status": "starting", "models": None, "broken": None, **shown}
+    return {"status": "ok", "models": len(registry.available()), "broken": len(registry.broken()), **shown}

@@ -456,3 +456,7 @@ class Health(BaseModel):
     models: int | None = Field(description="usable models; null while starting")
     broken: int | None = Field(description="models listed with the reason they cannot load; null while starting")
     device: str
+    warm_up: Literal["off", "running", "done"] = Field(
+        description='the background warm-up of the pages that run a model (MEMLENS_WARM_UP): "done" once a first '
+        "request on any page costs about what a later one does"
+    )

@@ -131,6 +131,11 @@ class WarmUp:
             log.exception("warm-up failed")
             self._warmed.set_exception(failure)
 
+    @property
+    def state(self) -> str:
+        """ "running", or "done" once it has ended (finished, stopped or failed)."""
+        return "done" if self._warmed.done() else "running"
+
     def result(self, timeout: float | None = None) -> list[str]:
         """The models the warm-up opened on, once it has ended (a stopped one: those it reached)."""
         return self._warmed.result(timeout)

@@ -22,6 +22,7 @@ def test_healthz(client):
         "models": 7,
         "broken": 2,
         "device": "cpu",
+        "warm_up": "off",
     }  # broken_model, broken_tokenizer
 
 

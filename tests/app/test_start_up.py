@@ -32,13 +32,20 @@ def held_scan(monkeypatch):
 
 def test_healthz_answers_while_the_scan_runs_and_requests_for_models_wait_for_it(settings, held_scan):
     with TestClient(create_app(settings)) as client, ThreadPoolExecutor(1) as pool:
-        assert client.get("/healthz").json() == {"status": "starting", "models": None, "broken": None, "device": "cpu"}
+        starting = {"status": "starting", "models": None, "broken": None, "device": "cpu", "warm_up": "off"}
+        assert client.get("/healthz").json() == starting
         models = pool.submit(lambda: client.get("/api/models"))
         assert not models.done()  # it waits for the scan
         held_scan.set()
         listed = [model["name"] for model in models.result(timeout=SCAN_WAIT_SECONDS).json()["models"]]
         assert "tiny_memtransformer" in listed and "neural_gpu_addition" in listed
-        assert client.get("/healthz").json() == {"status": "ok", "models": 7, "broken": 2, "device": "cpu"}
+        assert client.get("/healthz").json() == {
+            "status": "ok",
+            "models": 7,
+            "broken": 2,
+            "device": "cpu",
+            "warm_up": "off",
+        }
 
 
 def test_a_scan_that_fails_says_so_to_whatever_reads_the_models(monkeypatch, checkpoint_dir):
@@ -65,6 +72,16 @@ def test_the_warm_up_opens_every_page_that_runs_a_model_on_the_models_it_opens_o
     assert warmed == [*expected, "tiny_membottleneck", "tiny_memtransformer"]
     assert set(registry.loaded()) == set(warmed)
     assert "while warming up" not in caplog.text
+
+
+def test_healthz_says_the_warm_up_runs_until_it_has_opened_every_page(settings, held_scan):
+    """The warm-up waits for the scan (held here), so it is running for as long as the scan is; then it ends."""
+    with TestClient(create_app(settings.model_copy(update={"warm_up": True}))) as client:
+        assert client.get("/healthz").json()["warm_up"] == "running"
+        held_scan.set()
+        client.app.state.warm_up.result(timeout=120)
+        health = client.get("/healthz").json()
+    assert (health["status"], health["warm_up"]) == ("ok", "done")
 
 
 def test_no_warm_up_loads_nothing(settings):
