@@ -412,3 +412,30 @@ def test_a_longer_cache_is_paired_with_the_default_run_of_its_seed():
     assert line.startswith(
         "- reverse, 9 segments, seed 1: Transformer-XL, cache 60 (6000 steps) − Transformer-XL (2000 steps): +0.5000 ["
     )
+
+
+def test_rmt_is_paired_with_transformer_xl_of_its_seed_and_a_clean_separation_gets_its_chance():
+    """Per-sample hits of 4 samples of 2 target characters. Seed 1: RMT [2, 2, 2, 1], Transformer-XL [1, 0, 2, 1]:
+    the mean of [0.5, 1, 0, 0] = +0.375. Two seeds each, every RMT seed above every Transformer-XL seed: the chance
+    of that ordering under no difference is 1 / C(4, 2) = 1/6. A no-memory run and another budget are left out."""
+
+    def run(carry: str, seed: int, hits: list[int], steps: int = 8000) -> dict:
+        test = {"char_accuracy": sum(hits) / 8, "answer_accuracy": 0.0, "sample_char_hits": hits}
+        return {"task": "reverse", "steps": steps, "segments": 6, "carry": carry, "seed": seed, "best_step": 100,
+                "validation_char_accuracy": 0.5, "test": test, "train_seconds": 1.0, "threads": 1}  # fmt: skip
+
+    groups = segment_tasks.grouped({
+        "r1": run("rmt", 1, [2, 2, 2, 1]), "x1": run("xl", 1, [1, 0, 2, 1]),
+        "r2": run("rmt", 2, [2, 2, 1, 1]), "x2": run("xl", 2, [1, 1, 1, 1]),
+        "none": run("none", 1, [0, 0, 0, 0]), "short": run("rmt", 1, [0, 0, 0, 0], steps=2000),
+    })  # fmt: skip
+    lines = [line for line in segment_tasks.carry_differences(groups) if line.startswith("- ")]
+    assert len(lines) == 3
+    assert lines[0].startswith("- reverse, 6 segments, 8000 steps, seed 1: RMT − Transformer-XL +0.3750 [")
+    assert lines[1].startswith("- reverse, 6 segments, 8000 steps, seed 2: RMT − Transformer-XL +0.2500 [")
+    assert lines[2] == (
+        "- reverse, 6 segments, 8000 steps: every RMT seed (2) above every Transformer-XL seed (2); "
+        "p = 0.167 (one-sided exact rank test)"
+    )
+    groups[("reverse", 8000, 6, ("xl", 8))][1]["test"]["char_accuracy"] = 0.9  # a Transformer-XL seed above one RMT's
+    assert not any("every RMT seed" in line for line in segment_tasks.carry_differences(groups))

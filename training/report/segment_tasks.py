@@ -6,6 +6,7 @@ seeds, beside the paper's figures."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -125,6 +126,47 @@ def memory_differences(groups: dict[Group, list[dict]]) -> list[str]:
     ]
 
 
+def carry_differences(groups: dict[Group, list[dict]]) -> list[str]:
+    """RMT against Transformer-XL (both of the default memory) at equal steps and segments: each seed's
+    per-character test accuracy paired over the test samples, and where every RMT seed scores above every
+    Transformer-XL seed, the chance of that under no difference (1 / C(n + m, n): a one-sided exact rank test)."""
+    lines = []
+    rmt, xl = ("rmt", DEFAULT_MEMORY), ("xl", DEFAULT_MEMORY)
+    for task, steps, segments, model in sorted(groups):
+        if model != rmt or (task, steps, segments, xl) not in groups:
+            continue
+        ours, theirs = groups[task, steps, segments, rmt], groups[task, steps, segments, xl]
+        by_seed = {run["seed"]: run for run in theirs}
+        for run in sorted(ours, key=lambda r: r["seed"]):
+            other = by_seed.get(run["seed"])
+            a = sample_char_accuracy(run["test"])
+            b = sample_char_accuracy(other["test"]) if other else None
+            if a is None or b is None:
+                continue
+            difference, low, high = paired_mean_difference(a, b, BOOTSTRAP_SEED)
+            lines.append(
+                f"- {task}, {segments} segments, {steps} steps, seed {run['seed']}: RMT − Transformer-XL "
+                f"{difference:+.4f} [{low:+.4f}, {high:+.4f}] over {len(a):,} test samples"
+            )
+        worst = min(run["test"]["char_accuracy"] for run in ours)
+        best_other = max(run["test"]["char_accuracy"] for run in theirs)
+        if worst > best_other:
+            chance = 1 / math.comb(len(ours) + len(theirs), len(ours))
+            lines.append(
+                f"- {task}, {segments} segments, {steps} steps: every RMT seed ({len(ours)}) above every "
+                f"Transformer-XL seed ({len(theirs)}); p = {chance:.3g} (one-sided exact rank test)"
+            )
+    if not lines:
+        return []
+    return [
+        f"Per-character test accuracy, paired over the test samples ({LEVEL:.0%} interval, "
+        f"{RESAMPLES:,} resamplings, seed {BOOTSTRAP_SEED}):",
+        "",
+        *lines,
+        "",
+    ]
+
+
 def segment_task_section(checkpoints: Path) -> list[str]:
     groups = grouped(load_metrics(checkpoints / "tasks"))
     parts = [
@@ -146,6 +188,8 @@ def segment_task_section(checkpoints: Path) -> list[str]:
             parts += [f"### {task}, {steps} steps", "", *task_table(groups, task, steps), ""]
         if not budgets:
             parts += [f"### {task}", "", f"No {task} runs yet.", ""]
+    carried = carry_differences(groups)
+    parts += ["### RMT against Transformer-XL at equal steps", "", *carried] if carried else []
     differences = memory_differences(groups)
     parts += ["### Other memory sizes against the default", "", *differences] if differences else []
     parts += ["### Every run", "", *runs_table(groups), ""]
