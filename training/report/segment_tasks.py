@@ -104,26 +104,13 @@ def memory_differences(groups: dict[Group, list[dict]]) -> list[str]:
     for (task, steps, segments, model), runs in sorted(groups.items()):
         for run in sorted(runs, key=lambda r: r["seed"]) if model[1] != DEFAULT_MEMORY else []:
             default = defaults.get((task, segments, model[0], run["seed"]))
-            if default is None:
-                continue
-            ours, theirs = sample_char_accuracy(run["test"]), sample_char_accuracy(default["test"])
-            if ours is None or theirs is None:
-                continue
-            difference, low, high = paired_mean_difference(ours, theirs, BOOTSTRAP_SEED)
-            lines.append(
-                f"- {task}, {segments} segments, seed {run['seed']}: {model_label(model)} ({steps} steps) − "
-                f"{model_label((model[0], DEFAULT_MEMORY))} ({default['steps']} steps): {difference:+.4f} "
-                f"[{low:+.4f}, {high:+.4f}] over {len(ours):,} test samples"
-            )
-    if not lines:
-        return []
-    return [
-        f"Per-character test accuracy, paired over the test samples ({LEVEL:.0%} interval, "
-        f"{RESAMPLES:,} resamplings, seed {BOOTSTRAP_SEED}):",
-        "",
-        *lines,
-        "",
-    ]
+            paired = paired_runs(run, default)
+            if paired is not None:
+                lines.append(
+                    f"- {task}, {segments} segments, seed {run['seed']}: {model_label(model)} ({steps} steps) − "
+                    f"{model_label((model[0], DEFAULT_MEMORY))} ({default['steps']} steps): {paired}"
+                )
+    return paired_block(lines)
 
 
 def carry_differences(groups: dict[Group, list[dict]]) -> list[str]:
@@ -138,16 +125,11 @@ def carry_differences(groups: dict[Group, list[dict]]) -> list[str]:
         ours, theirs = groups[task, steps, segments, rmt], groups[task, steps, segments, xl]
         by_seed = {run["seed"]: run for run in theirs}
         for run in sorted(ours, key=lambda r: r["seed"]):
-            other = by_seed.get(run["seed"])
-            a = sample_char_accuracy(run["test"])
-            b = sample_char_accuracy(other["test"]) if other else None
-            if a is None or b is None:
-                continue
-            difference, low, high = paired_mean_difference(a, b, BOOTSTRAP_SEED)
-            lines.append(
-                f"- {task}, {segments} segments, {steps} steps, seed {run['seed']}: RMT − Transformer-XL "
-                f"{difference:+.4f} [{low:+.4f}, {high:+.4f}] over {len(a):,} test samples"
-            )
+            paired = paired_runs(run, by_seed.get(run["seed"]))
+            if paired is not None:
+                lines.append(
+                    f"- {task}, {segments} segments, {steps} steps, seed {run['seed']}: RMT − Transformer-XL {paired}"
+                )
         worst = min(run["test"]["char_accuracy"] for run in ours)
         best_other = max(run["test"]["char_accuracy"] for run in theirs)
         if worst > best_other:
@@ -156,6 +138,22 @@ def carry_differences(groups: dict[Group, list[dict]]) -> list[str]:
                 f"- {task}, {segments} segments, {steps} steps: every RMT seed ({len(ours)}) above every "
                 f"Transformer-XL seed ({len(theirs)}); p = {chance:.3g} (one-sided exact rank test)"
             )
+    return paired_block(lines)
+
+
+def paired_runs(run: dict, other: dict | None) -> str | None:
+    """`run` minus `other` in per-character test accuracy paired over the test samples, with its interval, in
+    words; None where either kept no per-sample record (or there is no other)."""
+    ours = sample_char_accuracy(run["test"])
+    theirs = sample_char_accuracy(other["test"]) if other is not None else None
+    if ours is None or theirs is None:
+        return None
+    difference, low, high = paired_mean_difference(ours, theirs, BOOTSTRAP_SEED)
+    return f"{difference:+.4f} [{low:+.4f}, {high:+.4f}] over {len(ours):,} test samples"
+
+
+def paired_block(lines: list[str]) -> list[str]:
+    """Lines of paired differences under the sentence that says how they were computed; none: nothing."""
     if not lines:
         return []
     return [
