@@ -101,23 +101,27 @@ def typed_arrays(value: Any) -> Any:
     values (a heatmap's rows of numbers) is left whole (a State answer's four figures: 0.6 ms to walk value by
     value)."""
     if isinstance(value, dict):
-        return {
-            key: item if is_skipped_key(key) else _typed(item) if _is_array(item) else typed_arrays(item)
-            for key, item in value.items()
-        }
+        encoded: dict[str, Any] = {}
+        for key, item in value.items():
+            array = None if is_skipped_key(key) else _array(item)
+            if array is not None:
+                encoded[key] = to_typed_array_spec(array)
+            elif is_skipped_key(key):
+                encoded[key] = item
+            else:
+                encoded[key] = typed_arrays(item)
+        return encoded
     if isinstance(value, list | tuple) and value and isinstance(value[0], dict):
         return [typed_arrays(item) for item in value]
     return value
 
 
-def _typed(array: Any) -> Any:
-    """Plotly's typed array spec of an array (a tensor read through numpy first: Plotly's own reading of one is
-    deprecated by numpy)."""
-    return to_typed_array_spec(array if isinstance(array, np.ndarray) else np.asarray(array))
-
-
-def _is_array(value: Any) -> bool:
-    """What Plotly encodes as a typed array: a numpy array, or what converts to one of at least one axis."""
+def _array(value: Any) -> np.ndarray | None:
+    """What Plotly encodes as a typed array, as numpy: a numpy array, or what converts to one of at least one axis
+    (a tensor read through numpy once: Plotly's own reading of one is deprecated by numpy); None for anything else."""
     if isinstance(value, np.ndarray):
-        return True
-    return hasattr(value, "__array__") and np.asarray(value).shape != ()  # a numpy scalar is no array
+        return value
+    if not hasattr(value, "__array__"):
+        return None
+    array = np.asarray(value)
+    return array if array.shape != () else None  # a numpy scalar is no array
