@@ -245,7 +245,7 @@ def add_task_commands(commands: argparse._SubParsersAction) -> None:
     carried = commands.add_parser(
         "carried-state",
         help="score segment language models with and without the state they carry from segment to segment "
-        "(RMT memory reset, Transformer-XL cache dropped), into each folder's carried_state.json",
+        '(RMT memory reset, Transformer-XL cache dropped), into each folder\'s metrics.json ("carried_state")',
     )
     carried.add_argument("checkpoints", nargs="+", help="segment language-model checkpoint folders")
     carried.add_argument("--articles", type=positive_integer, default=120, help="first enwiki validation articles")

@@ -7,7 +7,7 @@
 #   3. memory added to it: the copy task in 3 segments, carried vs reset, seeds 1 and 2
 #      (checkpoints/pretrained_memory/copy_3seg_{rmt,reset}_seed{1,2});
 #   4. the carried model's weights rounded to float16 (metrics re-measured on them) and its perplexity with the memory
-#      reset at every segment (carried_state.json).
+#      reset at every segment (the "carried_state" record of its metrics.json).
 # Steps 2 and 3 run side by side (one process each). Interrupted runs resume.
 # Usage: training/train_pretrained_memory.sh [LM_STEPS] [COPY_STEPS]   (defaults 1000 and 3000; a GPU takes minutes,
 #        two CPU cores about a day: pass fewer steps there)
@@ -39,7 +39,7 @@ for carry in rmt reset; do
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 carried="$out/gpt2_enwiki_memory10"
-if [ ! -f "$carried/carried_state.json" ]; then
+if ! grep -q '"carried_state"' "$carried/metrics.json" 2>/dev/null; then
   "$python" -m training store-half "$carried"
   "$python" -m training carried-state "$carried" --articles 120
 fi

@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from app.routers.deps import GatewayDep
 from app.schemas.api import COMMON_ERRORS, ModelsResponse
+from inference.analyses.carried_state import CarriedStateMeasure, carried_state_measure
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
@@ -29,6 +30,11 @@ def models(gateway: GatewayDep) -> dict:
                 "chrf": entry.metrics.get("chrf"),
                 "lesion": entry.metrics.get("lesion"),
                 "word_perplexity": entry.metrics.get("word_perplexity"),
+                "carried_state": measure_fields(carried_state_measure(entry.metrics)),
             }
         )
     return {"models": available, "broken": [{"name": n, "reason": r} for n, r in registry.broken().items()]}
+
+
+def measure_fields(measure: CarriedStateMeasure | None) -> dict | None:
+    return None if measure is None else {**asdict(measure), "verdict": measure.verdict}

@@ -3,8 +3,10 @@
 segments lie and which next tokens each gets right, one segment's attention
 with its read, sequence, write and cache blocks outlined, the memory's path
 across segments, and live memory lesions by segment (reset, slot knock-out,
-noise, transplant of another input's memory) re-run on every change. The run
-is app/services/segments.py's, shared with /api/segments."""
+noise, transplant of another input's memory) re-run on every change, beside
+what removing the carried state costs a language model in perplexity where
+that was measured offline. The run is app/services/segments.py's, shared
+with /api/segments."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from app.schemas.validation import FieldText
 from app.services.gating import PageModel
 from app.services.pages import SEGMENTS
 from app.services.segments import SegmentsRequest, donor_ids, run_segments, segment_controls
+from inference.analyses.carried_state import carried_state_measure
 from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_SEED
 from inference.core.controls import LesionControls
 
@@ -38,6 +41,7 @@ def segments_page(request: Request, model: SegmentsModel, text: Annotated[FieldT
         model=model.name,
         text=text or model.example,
         config=model.loaded.config,
+        carried=carried_state_measure(model.loaded.metrics),
         **asdict(controls),
     )
 

@@ -258,6 +258,10 @@ class ModelInfo(BaseModel):
     chrf: dict[str, float] | None
     lesion: dict[str, Any] | None
     word_perplexity: dict[str, float] | None
+    carried_state: dict[str, Any] | None = Field(
+        description="a segment language model's perplexity as trained and with what it carries between segments "
+        "removed, measured offline, with the difference's bootstrap interval and its verdict; null: not measured"
+    )
 
 
 class BrokenModel(BaseModel):

@@ -129,3 +129,25 @@ def test_bad_segment_input_gets_a_clear_4xx(client):
         assert 400 <= response.status_code < 500 and message in response.text, (fields, response.text[-400:])
     assert run(client, model="xl", reset_at=1).status_code == 400  # no memory to reset
     assert 400 <= client.post("/segments/run", data={"model": "rmt", "text": ""}).status_code < 500
+
+
+def test_a_language_model_page_states_what_its_memory_is_worth_as_measured(shipped_client):
+    """The shipped RMT language model's record (metrics.json, "carried_state"): perplexity 129.571 as trained,
+    132.674 with the memory reset at every segment; the page and /api/models give the difference, 3.103, with its
+    interval, and call it used because the interval lies above zero. A task model without a record says nothing."""
+    page = shipped_client.get("/segments?model=rmt10_enwiki_1900steps")
+    assert page.status_code == 200
+    line = re.search(r'<p class="carried-state" id="carried-state">(.*?)</p>', page.text, re.S)
+    assert line is not None
+    assert line.group(1) == (
+        "Measured offline on the first 120 enwiki validation articles (41,918 tokens): perplexity 129.57 as trained, "
+        "132.67 with what it carries removed (memory reset to its initial value at every segment): "
+        f"{132.674 - 129.571:+.2f} [+2.33, +3.79] (95% interval, 2,000 paired resamplings of the articles, seed 0): "
+        "<strong>the model uses what it carries</strong>."
+    )
+    assert 'id="carried-state"' not in shipped_client.get("/segments?model=rmt_copy").text
+    models = {m["name"]: m for m in shipped_client.get("/api/models").json()["models"]}
+    measured = models["rmt10_enwiki_1900steps"]["carried_state"]
+    assert measured["difference"] == pytest.approx(132.674 - 129.571, abs=5e-4)
+    assert measured["low"] > 0 and measured["verdict"] == "the model uses what it carries"
+    assert models["rmt_copy"]["carried_state"] is None

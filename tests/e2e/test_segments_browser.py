@@ -116,3 +116,30 @@ def test_memory_added_to_the_shipped_gpt2_copies_until_it_is_reset(page, server_
     assert page.text_content(".lesion-note").startswith("memory reset at segment 1: ")
     assert float(page.text_content("#accuracy-lesioned").strip().rstrip("%")) < 50
     assert_layout(page, figures=4)
+
+
+def overlaps(a: dict, b: dict) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and (b["y"] < a["y"] + a["height"])
+    )
+
+
+def test_the_shipped_rmt_language_model_states_what_its_memory_is_worth(page, server_url):
+    """The RMT language model's offline measurement stands above the live controls, read whole (it wraps inside
+    the page, covering no control), and stays through a lesion's swap."""
+    open_page(page, f"{server_url}/segments?model=rmt10_enwiki_1900steps")
+    page.wait_for_selector("#figure-segment .main-svg", timeout=90_000)
+    line = page.locator("#carried-state")
+    assert line.is_visible()
+    assert "+3.10 [+2.33, +3.79]" in line.text_content() and "the model uses what it carries" in line.text_content()
+    box = line.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= page.viewport_size["width"]
+    for control in ("#segments button[type=submit]", "textarea[name=text]", "select[name=model]"):
+        assert not overlaps(box, page.locator(control).bounding_box()), control
+    swap(page, type_number, page, "reset_at", "1")
+    assert strip_rows(page) == ["plain", "lesioned", "changed"]
+    assert page.locator("#carried-state").bounding_box() == box
+    assert_layout(page, figures=4)

@@ -13,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from inference.analyses.carried_state import AS_TRAINED, WITHOUT
 from inference.core.checkpoint import save_checkpoint
 from inference.core.family import build_model
 from inference.core.loaded_model import LoadedModel
@@ -24,8 +25,6 @@ from training.evaluation.bootstrap import paired_perplexity_difference
 from training.evaluation.perplexity import scoring_windows
 from training.report.carried_state import render_carried_state
 from training.studies.carried_state import (
-    AS_TRAINED,
-    WITHOUT,
     carried_state_record,
     measure_carried_state,
     validation_stream,
@@ -115,7 +114,7 @@ def write_enwiki(root: Path, articles: int = 300) -> Path:
     return root
 
 
-def test_measure_writes_the_record_beside_the_checkpoint(tmp_path):
+def test_measure_writes_the_record_into_the_checkpoints_metrics(tmp_path):
     data_dir = write_enwiki(tmp_path / "data")
     tokenizer = train_bpe(["the cat sat on a mat while dogs ran far away from home and birds sang"] * 4, 60)
     model = tiny_segment_model(tokenizer.vocab_size, 2, 0)
@@ -123,7 +122,9 @@ def test_measure_writes_the_record_beside_the_checkpoint(tmp_path):
     folder = save_checkpoint(tmp_path / "lm_rmt2", model, tokenizer, {}, metrics)
     command = ["carried-state", str(folder), "--data-dir", str(data_dir), "--articles", "2", "--device", "cpu"]
     assert main(command) == 0  # as a user runs it: python -m training carried-state ...
-    record = json.loads((folder / "carried_state.json").read_text())
+    written = json.loads((folder / "metrics.json").read_text())
+    assert written["perplexity_counts"] == metrics["perplexity_counts"]  # the metrics kept, the record added
+    record = written["carried_state"]
     from training.data.lm_corpora import read_enwiki
 
     stream = validation_stream(tokenizer, read_enwiki(data_dir)["val"][:2])
@@ -159,8 +160,9 @@ def test_render_prints_the_records_figures_in_the_runs_order(tmp_path):
     served = fixture_record("rmt1_served", 1, 0, (129.571, 132.674), (3.103, 2.327, 3.79))
     for folder, record in [*((tmp_path / "segment_lm", r) for r in records), (tmp_path, served)]:
         (folder / record["model"]).mkdir(parents=True)
-        (folder / record["model"] / "carried_state.json").write_text(json.dumps(record))
+        (folder / record["model"] / "metrics.json").write_text(json.dumps({"carried_state": record}))
     (tmp_path / "segment_lm" / "lm_seg50_baseline").mkdir()  # a run without a record is left out
+    (tmp_path / "segment_lm" / "lm_seg50_baseline" / "metrics.json").write_text(json.dumps({"perplexity": {}}))
     lines = render_carried_state(tmp_path).split("\n")
     assert lines[0].startswith("### Carried state")
     rows = [line for line in lines if line.startswith("| ") and "---" not in line]

@@ -2,20 +2,19 @@
 segment language model, enwiki validation perplexity as trained and with what
 it carries between segments removed (RMT: memory reset at every segment;
 Transformer-XL: no cache), the difference and its bootstrap interval, from
-the carried_state.json files of the runs in checkpoints/segment_lm/<name>/
-and of the served segment language models in checkpoints/<name>/
-(training.studies.carried_state writes them). Every figure printed comes
-from those files."""
+the "carried_state" records in the metrics.json of the runs in
+checkpoints/segment_lm/<name>/ and of the served segment language models in
+checkpoints/<name>/ (training.studies.carried_state writes them). Every
+figure printed comes from those records."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from inference.analyses.carried_state import AS_TRAINED, RECORD_KEY, WITHOUT
 from training.evaluation.bootstrap import interval_text
-from training.studies.carried_state import RESULT_FILE
 
-AS_TRAINED, WITHOUT = "as_trained", "without_carried_state"
 HEADING = "### Carried state: do the language models use what they carry? (paper 002)"
 # The stream and the bootstrap: stated once in the description when every record shares them.
 SHARED = (("text", "articles"), ("text", "stream_tokens"), ("text", "scored"), ("text", "context"),
@@ -26,10 +25,11 @@ SEGMENT_LM_RUNS = "segment_lm"  # checkpoints/segment_lm/<name>: the runs not se
 
 
 def load_records(checkpoints: Path) -> list[dict]:
-    """Every carried_state.json of checkpoints/segment_lm/* and checkpoints/*, Transformer-XL by cache, then RMT by
-    memory (the runs table's order), then by run."""
-    paths = [*Path(checkpoints).glob(f"{SEGMENT_LM_RUNS}/*/{RESULT_FILE}"), *Path(checkpoints).glob(f"*/{RESULT_FILE}")]
-    records = [json.loads(path.read_text()) for path in paths]
+    """Every carried-state record in the metrics.json of checkpoints/segment_lm/* and checkpoints/*, Transformer-XL
+    by cache, then RMT by memory (the runs table's order), then by run."""
+    paths = [*Path(checkpoints).glob(f"{SEGMENT_LM_RUNS}/*/metrics.json"), *Path(checkpoints).glob("*/metrics.json")]
+    metrics = (json.loads(path.read_text()) for path in paths)
+    records = [run[RECORD_KEY] for run in metrics if RECORD_KEY in run]
     return sorted(records, key=lambda r: (r["memory_size"] > 0, r["cache_length"], r["memory_size"], r["model"]))
 
 
@@ -57,7 +57,7 @@ def description(records: list[dict]) -> str:
     if shared is None:
         stream = "The first enwiki validation articles (the count and the stream's size per row)"
         windows = "the run's own windows"
-        bootstrap = "a paired bootstrap over the articles (level, resamplings and seed in each carried_state.json)"
+        bootstrap = "a paired bootstrap over the articles (level, resamplings and seed in each record)"
     else:
         stream = (
             f"The first {shared['articles']:,} enwiki validation articles (a stream of "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from inference.analyses.carried_state import RECORD_KEY
 from training.evaluation.bootstrap import (
     LEVEL,
     RESAMPLES,
@@ -53,7 +54,7 @@ def gpt2_table(checkpoints: Path, configs: Path) -> list[str]:
 
 def enwiki_memory_table(checkpoints: Path) -> list[str]:
     carried = read_json(checkpoints / ENWIKI_MEMORY / "metrics.json")
-    study = read_json(checkpoints / ENWIKI_MEMORY / "carried_state.json")
+    study = None if carried is None else carried.get(RECORD_KEY)
     reset = read_json(checkpoints / RUNS / f"{ENWIKI_MEMORY}_reset" / "metrics.json")
     if carried is None:
         return [f"No {ENWIKI_MEMORY} run yet.", ""]

@@ -16,8 +16,9 @@ validation split twice, in the windows the run's own perplexity used
 It records both token perplexities, the stream's size, the per-article
 totals of both runs and the paired bootstrap difference (without minus as
 trained: above zero when the carried state helps) with its 95% interval over
-the articles (training.evaluation.bootstrap, seed BOOTSTRAP_SEED), in
-`<checkpoint>/carried_state.json`.
+the articles (training.evaluation.bootstrap, seed BOOTSTRAP_SEED), under the
+key "carried_state" of `<checkpoint>/metrics.json`, where the results report and
+the app's Segments page read it.
 
 Run (one thread: 30 s of CPU a model, 3 minutes wall on a shared 2-core machine; enwiki is read once):
 
@@ -36,8 +37,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from inference.analyses.carried_state import AS_TRAINED, RECORD_KEY, WITHOUT
 from inference.core.applied_interventions import applied_interventions
-from inference.core.checkpoint import load_checkpoint
+from inference.core.checkpoint import load_checkpoint, optional_json
 from inference.core.family import build_model
 from inference.core.interventions import Interventions, ResetMemory
 from inference.core.loaded_model import LoadedModel
@@ -52,8 +54,6 @@ from training.evaluation.perplexity import LogitsFn, document_totals, score_stre
 ARTICLES = 120  # the first articles of enwiki validation scored
 BOOTSTRAP_SEED = 0  # the seed of the paired resamplings (as training.report.segment_lm)
 SPLIT = "enwiki_val"
-RESULT_FILE = "carried_state.json"
-AS_TRAINED, WITHOUT = "as_trained", "without_carried_state"
 
 
 def validation_stream(tokenizer: TextTokenizer, documents: Sequence[Document]) -> torch.Tensor:  # [n] token ids
@@ -190,7 +190,7 @@ def measure_carried_state(
 ) -> dict:
     """Score a segment language-model checkpoint with and without its carried state on the first
     `articles` enwiki validation articles (`documents`: the validation split, when already read)
-    and write the record to <folder>/carried_state.json; returns it."""
+    and write the record into <folder>/metrics.json (RECORD_KEY); returns it."""
     folder = Path(folder)
     loaded = load_checkpoint(folder, device)
     context, stride = scoring_context(loaded.metrics)
@@ -200,7 +200,8 @@ def measure_carried_state(
         raise DataError(f"articles must lie in 1..{len(documents)} (the validation split), got {articles}")
     stream = validation_stream(loaded.tokenizer, documents[:articles])
     record = carried_state_record(loaded, stream, articles, context, stride, loaded.device)
-    (folder / RESULT_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    metrics = {**optional_json(folder, "metrics.json"), RECORD_KEY: record}  # the file as it is, not as loaded
+    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return record
 
 
@@ -220,7 +221,7 @@ def measure_checkpoints(
         log(
             f"{folder}: {record['perplexity'][AS_TRAINED]:.2f} as trained, {record['perplexity'][WITHOUT]:.2f} "
             f"without ({record['removed']}): {d['perplexity']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] "
-            f"on {record['text']['scored']:,} tokens; written to {Path(folder) / RESULT_FILE}"
+            f"on {record['text']['scored']:,} tokens; written to {Path(folder) / 'metrics.json'}"
         )
         records.append(record)
     return records

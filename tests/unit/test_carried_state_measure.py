@@ -1,0 +1,44 @@
+"""Reading a checkpoint's offline carried-state measurement (inference.analyses.carried_state): the figures as
+recorded, the verdict from the interval alone, and nothing at all from a record that cannot be read whole."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.analyses.carried_state import carried_state_measure
+
+
+def record(low: float, high: float) -> dict:
+    return {
+        "removed": "memory reset to its initial value at every segment",
+        "text": {"articles": 120, "scored": 41918},
+        "perplexity": {"as_trained": 129.571, "without_carried_state": 132.674},
+        "difference": {"perplexity": 3.103, "low": low, "high": high, "level": 0.95, "resamples": 2000, "seed": 0},
+    }
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (2.327, 3.79, "the model uses what it carries"),
+        (-0.28, 0.80, "no measurable difference: the interval includes zero"),
+        (0.0, 0.5, "no measurable difference: the interval includes zero"),  # a bound on zero does not exclude it
+        (-1.2, -0.1, "the model does better without what it carries"),
+    ],
+)
+def test_the_verdict_follows_the_interval(low, high, verdict):
+    measure = carried_state_measure({"carried_state": record(low, high)})
+    assert measure is not None and measure.verdict == verdict
+    assert (measure.articles, measure.tokens, measure.as_trained, measure.without) == (120, 41918, 129.571, 132.674)
+    assert (measure.low, measure.high, measure.level, measure.resamples, measure.seed) == (low, high, 0.95, 2000, 0)
+
+
+def test_no_record_or_an_unreadable_one_gives_no_measure():
+    assert carried_state_measure({}) is None
+    assert carried_state_measure({"carried_state": None}) is None
+    broken = record(1.0, 2.0)
+    del broken["difference"]["low"]
+    assert carried_state_measure({"carried_state": broken}) is None
+    broken = record(1.0, 2.0)
+    broken["perplexity"]["as_trained"] = "n/a"
+    assert carried_state_measure({"carried_state": broken}) is None
