@@ -137,6 +137,7 @@ def test_a_language_model_page_states_what_its_memory_is_worth_as_measured(shipp
     interval, and call it used because the interval lies above zero. A task model without a record says nothing."""
     page = shipped_client.get("/segments?model=rmt10_enwiki_1900steps")
     assert page.status_code == 200
+    assert '<p class="variant">RMT, 10 memory tokens; segments of 50 tokens</p>' in page.text
     line = re.search(r'<p class="carried-state" id="carried-state">(.*?)</p>', page.text, re.S)
     assert line is not None
     assert line.group(1) == (

@@ -65,6 +65,7 @@ def test_a_segment_language_model_trains_and_is_scored_on_its_block_windows(trai
     assert entry.ok, entry.error
     assert "segments of 8 tokens, RMT, 2 memory tokens, BPTT depth -1" in entry.meta["description"]
     assert entry.meta["memory_size"] == 2
+    assert entry.meta["variant"] == "RMT, 2 memory tokens; segments of 8 tokens"  # the Segments page's name for it
     loaded = load_checkpoint(folder, "cpu")
     assert len(loaded.tokenizer.encode(entry.meta["example"])) > 3 * 8  # the Segments page opens on 4+ segments
     assert {"segments", "memory_tokens", "next_token"} <= capabilities_of(loaded.config)

@@ -30,6 +30,7 @@ from training.loop.config import ConfigError, TrainConfig
 from training.loop.distributed import join_ranks
 from training.loop.epochs import train
 from training.loop.run_dir import RunDir
+from training.loop.segment_task_run import variant_line
 
 TRAIN_STREAM, VAL_STREAM = "train_tokens.safetensors", "val_tokens.safetensors"  # caches in the run directory
 
@@ -181,7 +182,8 @@ def checkpoint_meta(
         f"({tokens:,} tokens, {tokens / len(data.train.tokens):.2f} epochs)"
     )
     started = f" from {config.init_from}" if config.init_from else ""
-    example = {"example": SEGMENTS_EXAMPLE} if Capability.SEGMENTS in capabilities_of(c) else {}
+    segments = Capability.SEGMENTS in capabilities_of(c)
+    segment_meta = {"example": SEGMENTS_EXAMPLE, "variant": variant_line(c)} if segments else {}  # variant: its name
     return {
         "family": c.family,
         "memory_size": c.memory_size,
@@ -193,5 +195,5 @@ def checkpoint_meta(
         "description": (
             f"{family_of(c.family).describe(c)}; {trained} on enwiki{started}, blocks of {data.block_len} tokens"
         ),
-        **example,
+        **segment_meta,
     }

@@ -96,7 +96,7 @@ class RecurrentMemoryConfig:
 
     @property
     def variant(self) -> str:
-        carried = [f"RMT, {self.memory_size} memory tokens"] if self.memory_size else []
+        carried = [f"RMT, {self.memory_size} memory token{'s' * (self.memory_size != 1)}"] if self.memory_size else []
         carried += [f"Transformer-XL, cache {self.cache_length}"] if self.cache_length else []
         return " + ".join(carried) or "no memory"
 
