@@ -91,7 +91,7 @@ def test_all_shipped_models_have_a_config():
         "memtransformer_15_to_20_4_epochs", "memtransformer_5_finetuned_4_epochs", "working_memory_de_en_4_epochs",
         "gpt2_enwiki", "tiny_gpt2", "gpt2_enwiki_memory10", "gpt2_enwiki_memory10_reset", "marian_de_en_4_epochs",
         "tiny_marian", "lm_seg50_20m_baseline", "lm_seg50_20m_xl10", "lm_seg50_20m_xl50", "lm_seg50_20m_rmt1",
-        "lm_seg50_20m_rmt5", "lm_seg50_20m_rmt10",
+        "lm_seg50_20m_rmt5", "lm_seg50_20m_rmt10", "extended_neural_gpu_de_en_8epochs", "gru_attention_de_en_8epochs",
     }  # fmt: skip
     assert {path.stem for path in SHIPPED} == expected
 
