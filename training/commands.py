@@ -142,7 +142,7 @@ def algorithmic_task_command(args: argparse.Namespace) -> None:
 def memory_probe_command(args: argparse.Namespace) -> None:
     import time
 
-    from inference.core.checkpoint import CheckpointError, load_checkpoint
+    from inference.core.checkpoint import MEMORY_PROBE_KEY, CheckpointError, load_checkpoint, store_study
     from training.studies.memory_probe import probe_memory, probe_record
 
     folder = Path(args.checkpoint)
@@ -152,9 +152,7 @@ def memory_probe_command(args: argparse.Namespace) -> None:
         probe = probe_memory(loaded, args.train, args.validation, args.test)
     except ValueError as error:
         raise CheckpointError(str(error)) from None
-    metrics = json.loads((folder / "metrics.json").read_text())
-    metrics["memory_probe"] = probe_record(probe, time.monotonic() - began)
-    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    store_study(folder, MEMORY_PROBE_KEY, probe_record(probe, time.monotonic() - began))
     best = probe.best_slot.max(axis=0)  # [position] best slot after any segment
     print(f"{folder.name}: best single-slot accuracy per source position {[round(float(x), 2) for x in best]}")
 

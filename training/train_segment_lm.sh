@@ -3,7 +3,9 @@
 # models, no memory, Transformer-XL with cache 10 and 50, RMT with memory 1, 5
 # and 10, each for its config's max_steps, in two queues of one thread each.
 # Checkpoints go to checkpoints/segment_lm/ (configs and metrics committed;
-# weights stay local). An interrupted run resumes where it was saved.
+# weights stay local). Each memory model's carried state is then measured
+# (python -m training carried-state), into its metrics.json. An interrupted
+# run resumes where it was saved.
 # Usage: training/train_segment_lm.sh [SET]
 #   no SET: training/configs/lm_seg50_*.json, 500 steps of 8 blocks of 250
 #           tokens (1.0M tokens each; 11-24 minutes a model on one thread)
@@ -18,6 +20,8 @@ queue() {
     [ -f "checkpoints/segment_lm/$prefix$name/metrics.json" ] && continue
     OMP_NUM_THREADS=1 .venv/bin/python -m training train "training/configs/$prefix$name.json" \
       --out "checkpoints/segment_lm/$prefix$name" || return 1
+    [ "$name" = baseline ] ||
+      OMP_NUM_THREADS=1 .venv/bin/python -m training carried-state "checkpoints/segment_lm/$prefix$name" || return 1
   done
 }
 queue rmt10 xl50 baseline >> "runs/${prefix}a.log" 2>&1 &

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from app.routers.deps import GatewayDep
 from app.schemas.api import COMMON_ERRORS, ModelsResponse
-from inference.analyses.carried_state import CarriedStateMeasure, carried_state_measure
+from inference.analyses.carried_state import carried_state_measure
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
@@ -20,6 +20,7 @@ def models(gateway: GatewayDep) -> dict:
     for name in registry.available():
         entry = registry.entries[name]
         assert entry.config is not None  # a usable entry has its config
+        measured = carried_state_measure(entry.metrics)
         available.append(
             {
                 "name": name,
@@ -30,11 +31,7 @@ def models(gateway: GatewayDep) -> dict:
                 "chrf": entry.metrics.get("chrf"),
                 "lesion": entry.metrics.get("lesion"),
                 "word_perplexity": entry.metrics.get("word_perplexity"),
-                "carried_state": measure_fields(carried_state_measure(entry.metrics)),
+                "carried_state": None if measured is None else measured.fields(),
             }
         )
     return {"models": available, "broken": [{"name": n, "reason": r} for n, r in registry.broken().items()]}
-
-
-def measure_fields(measure: CarriedStateMeasure | None) -> dict | None:
-    return None if measure is None else {**asdict(measure), "verdict": measure.verdict}

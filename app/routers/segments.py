@@ -25,6 +25,7 @@ from app.services.pages import SEGMENTS
 from app.services.segments import SegmentsRequest, donor_ids, run_segments, segment_controls
 from inference.analyses.carried_state import carried_state_measure
 from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_SEED
+from inference.core.checkpoint import MEMORY_PROBE_KEY
 from inference.core.controls import LesionControls
 
 router = APIRouter(include_in_schema=False)
@@ -82,8 +83,8 @@ def segments_run(
     if run.path is not None:
         figures["path"] = figure_json(memory_path_figure(run.path, run.tokens, run.spans))
         figures["operations"] = figure_json(memory_operations_grid(run.operations, run.controls.stack))
-    if "memory_probe" in model.loaded.metrics:  # measured offline: python -m training memory-probe
-        figures["probe"] = figure_json(probe_figure(model.loaded.metrics["memory_probe"], segment))
+    if MEMORY_PROBE_KEY in model.loaded.metrics:  # measured offline: python -m training memory-probe
+        figures["probe"] = figure_json(probe_figure(model.loaded.metrics[MEMORY_PROBE_KEY], segment))
     return render(
         request,
         "partials/segments_results.html",

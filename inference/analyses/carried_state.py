@@ -5,16 +5,20 @@ The Segments page states it beside the live lesions; /api/models gives it as a f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-RECORD_KEY = "carried_state"  # the record's key in metrics.json (training.studies.carried_state writes it)
+from inference.core.checkpoint import CARRIED_STATE_KEY
+
 AS_TRAINED, WITHOUT = "as_trained", "without_carried_state"  # the record's two scorings
+SPLIT = "enwiki_val"  # the text the study scores
+SPLIT_WORDS = {SPLIT: "enwiki validation"}  # how the page names it
 
 
 @dataclass(frozen=True)
 class CarriedStateMeasure:
     removed: str  # what was taken away, in words (the record's own)
-    articles: int  # enwiki validation articles scored
+    text: str  # the text scored, in words
+    articles: int  # its first articles scored
     tokens: int  # target tokens scored
     as_trained: float  # token perplexity
     without: float  # token perplexity with the carried state removed
@@ -24,6 +28,10 @@ class CarriedStateMeasure:
     level: float  # of the interval, e.g. 0.95
     resamples: int  # paired bootstrap resamplings of the articles
     seed: int
+
+    def fields(self) -> dict:
+        """Its figures and verdict as JSON fields."""
+        return {**asdict(self), "verdict": self.verdict}
 
     @property
     def verdict(self) -> str:
@@ -38,13 +46,14 @@ class CarriedStateMeasure:
 def carried_state_measure(metrics: dict) -> CarriedStateMeasure | None:
     """The measure of a checkpoint's metrics.json; None where it was not measured or its record is unreadable
     (a hand-edited or older file), so that the page states only a figure it can read whole."""
-    record = metrics.get(RECORD_KEY)
+    record = metrics.get(CARRIED_STATE_KEY)
     if not isinstance(record, dict):
         return None
     try:
         difference, perplexity = record["difference"], record["perplexity"]
         return CarriedStateMeasure(
             removed=str(record["removed"]),
+            text=SPLIT_WORDS.get(record["text"]["split"], str(record["text"]["split"])),
             articles=int(record["text"]["articles"]),
             tokens=int(record["text"]["scored"]),
             as_trained=float(perplexity[AS_TRAINED]),
@@ -56,5 +65,5 @@ def carried_state_measure(metrics: dict) -> CarriedStateMeasure | None:
             resamples=int(difference["resamples"]),
             seed=int(difference["seed"]),
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int() of an infinity
         return None

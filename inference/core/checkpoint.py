@@ -45,6 +45,10 @@ OUTSIDE_META = "memlens.json"  # a folder of another format trained here: its me
 # parameters, since load_state_dict copies into the model's own tensors.
 Result = TypeVar("Result")
 WEIGHTS_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+# Keys of metrics.json that hold studies of the current weights, measured offline after training
+# (training.studies.carried_state, training.studies.memory_probe): a retrain or store-half does not redo them.
+CARRIED_STATE_KEY, MEMORY_PROBE_KEY = "carried_state", "memory_probe"
+STUDY_KEYS = (CARRIED_STATE_KEY, MEMORY_PROBE_KEY)
 
 
 class CheckpointError(Exception):
@@ -121,6 +125,16 @@ def cast_copy(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
         ):  # a model without memory has an empty memory parameter
             raise ValueError(f"{name} has values beyond {dtype}'s range (±{limit:g}); store it as float32")
     return copy.deepcopy(model).to("cpu", dtype)
+
+
+def store_study(folder: str | Path, key: str, record: dict) -> None:
+    """Store a study of the folder's current weights (a key of STUDY_KEYS) in its metrics.json, the file's other
+    keys kept as they are on disk."""
+    if key not in STUDY_KEYS:
+        raise ValueError(f"{key!r} is not a study key ({', '.join(STUDY_KEYS)})")
+    path = Path(folder) / "metrics.json"
+    metrics = {**(read_json_object(path) if path.exists() else {}), key: record}
+    path.write_text(json.dumps(metrics, indent=2) + "\n")
 
 
 def read_json_object(path: Path) -> dict:

@@ -54,6 +54,16 @@ class SegmentMemoryModel(Protocol):
     def __call__(self, ids: torch.Tensor, memory_size: int | None = None) -> torch.Tensor: ...  # [b, n, vocab]
 
 
+def variant_line(config) -> str:
+    """How the pages name a segment-recurrent model (meta "variant"): its variant and segment length."""
+    return f"{config.variant}; segments of {config.segment_length} tokens"
+
+
+def memory_tokens_text(count: int) -> str:
+    """How a model's variant line names its memory: "1 memory token", "10 memory tokens"."""
+    return f"{count} memory token{'s' * (count != 1)}"
+
+
 def handed_on(memory: torch.Tensor, segment: int, bptt_depth: int) -> torch.Tensor:
     """The memory entering `segment` (> 0) as backpropagation through time sees it: bptt_depth 0 detaches every
     handoff, k > 0 lets gradients flow through k handoffs and cuts the next (every (k+1)-th), -1 never cuts."""

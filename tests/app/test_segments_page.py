@@ -142,7 +142,7 @@ def test_a_language_model_page_states_what_its_memory_is_worth_as_measured(shipp
     assert line is not None
     assert line.group(1) == (
         "Measured offline on the first 120 enwiki validation articles (41,918 tokens): perplexity 129.57 as trained, "
-        "132.67 with what it carries removed (memory reset to its initial value at every segment): "
+        "132.67 with what it carries removed (memory reset to its initial value at every segment), a difference of "
         f"{132.674 - 129.571:+.2f} [+2.33, +3.79] (95% interval, 2,000 paired resamplings of the articles, seed 0): "
         "<strong>the model uses what it carries</strong>."
     )

@@ -183,3 +183,29 @@ def test_render_prints_the_records_figures_in_the_runs_order(tmp_path):
 
 def test_render_without_records_says_so(tmp_path):
     assert "No carried-state measurements yet" in render_carried_state(tmp_path)
+
+
+def test_the_pretrained_memory_section_states_the_carried_models_study(tmp_path):
+    """training.report.pretrained_memory reads the served carried model's record from its metrics.json."""
+    from training.report.pretrained_memory import ENWIKI_MEMORY, enwiki_memory_table
+
+    study = fixture_record(ENWIKI_MEMORY, 10, 0, (81.536, 89.432), (7.896, 7.05, 8.764))
+    metrics = {
+        "perplexity": {"enwiki_val": 81.5, "wikitext103_test": 95.31},
+        "word_perplexity": {"enwiki_val": 1203.4},
+        "train": {"steps": 1000},
+        "carried_state": study,
+    }
+    (tmp_path / ENWIKI_MEMORY).mkdir()
+    (tmp_path / ENWIKI_MEMORY / "metrics.json").write_text(json.dumps(metrics))
+    text = "\n".join(enwiki_memory_table(tmp_path))
+    assert "| memory carried (gpt2_enwiki_memory10) | 81.5 | 95.3 | 1203 | 1,000 |" in text
+    assert (
+        "The carried model on the first 120 enwiki validation articles (41,918 tokens, windows of 250): perplexity "
+        "81.54 with its memory, 89.43 with the memory reset to its initial value at every segment: "
+        f"Δ {89.432 - 81.536:+.2f} [+7.05, +8.76] (95% interval, 2,000 paired resamplings of the articles, "
+        "seed 0)." in text
+    )
+    del metrics["carried_state"]
+    (tmp_path / ENWIKI_MEMORY / "metrics.json").write_text(json.dumps(metrics))
+    assert "The carried model on the first" not in "\n".join(enwiki_memory_table(tmp_path))

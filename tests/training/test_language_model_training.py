@@ -11,7 +11,13 @@ import pytest
 import torch
 
 from inference.analyses.ff_mining import TriggerStore
-from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
+from inference.core.checkpoint import (
+    CARRIED_STATE_KEY,
+    CheckpointError,
+    CheckpointRegistry,
+    load_checkpoint,
+    store_study,
+)
 from inference.core.tokenizer import train_bpe
 from inference.corpora.ff_study_files import TRIGGERS_FILE, read_triggers
 from inference.families.language_model.model import LanguageModel
@@ -250,6 +256,17 @@ def test_store_half_remeasures_a_language_model(tmp_path, trained_lm, synthetic_
         **old,
         **remeasure(load_checkpoint(folder, "cpu"), synthetic_lm_data_dir),
     }  # the stored weights' numbers
+
+
+def test_store_half_refuses_a_folder_holding_a_study_before_any_work(tmp_path, trained_lm, synthetic_lm_data_dir):
+    _, source, _ = trained_lm
+    folder = shutil.copytree(source, tmp_path / "tiny_lm_studied")
+    store_study(folder, CARRIED_STATE_KEY, {"difference": {"perplexity": 1.0}})
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    with pytest.raises(CheckpointError, match="holds carried_state, a study of its current weights"):
+        store_half(folder, synthetic_lm_data_dir, "cpu")
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
+    assert not (tmp_path / ".tiny_lm_studied.float16").exists()  # refused before staging a copy
 
 
 def test_ff_memories_cli_mines_the_language_model_and_stores_its_study(

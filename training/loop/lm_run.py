@@ -15,6 +15,7 @@ from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.checkpoint import load_checkpoint, save_folder
 from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.places import REPO_ROOT, resolve_data_dir
+from inference.core.segment_memory import variant_line
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from training.data.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext
 from training.data.lm_streams import (
@@ -30,7 +31,6 @@ from training.loop.config import ConfigError, TrainConfig
 from training.loop.distributed import join_ranks
 from training.loop.epochs import train
 from training.loop.run_dir import RunDir
-from training.loop.segment_task_run import variant_line
 
 TRAIN_STREAM, VAL_STREAM = "train_tokens.safetensors", "val_tokens.safetensors"  # caches in the run directory
 

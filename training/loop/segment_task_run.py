@@ -41,6 +41,7 @@ from torch import nn
 
 from inference.core.checkpoint import cast_copy, load_checkpoint, save_checkpoint
 from inference.core.family import build_model, config_from_dict, family_of
+from inference.core.segment_memory import variant_line
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
 from inference.families.hugging_face.memory_model import CONFIG_NAME as PRETRAINED_MEMORY
 from training.loop.distributed import join_ranks
@@ -118,11 +119,6 @@ class TaskRun:
             "carry_memory": self.carry == "rmt",
             "max_positions": max(4096, stream_length),
         }
-
-
-def variant_line(config) -> str:
-    """How the page names the model: its variant and segment length."""
-    return f"{config.variant}; segments of {config.segment_length} tokens"
 
 
 def stream_batch(

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability, FamilyConfig
-from inference.core.checkpoint import CheckpointError, folder_files, load_checkpoint, save_folder
+from inference.core.checkpoint import STUDY_KEYS, CheckpointError, folder_files, load_checkpoint, save_folder
 from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import REPO_ROOT, resolve_data_dir
@@ -279,6 +279,12 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
         raise CheckpointError(
             f"{folder} holds {', '.join(others)}, made from its current weights "
             "and not re-measured by store-half; nothing was changed"
+        )
+    studies = [key for key in STUDY_KEYS if key in loaded.metrics]
+    if studies:
+        raise CheckpointError(
+            f"{folder}/metrics.json holds {', '.join(studies)}, a study of its current weights that store-half does "
+            "not redo: remove it, store half, then run the study again; nothing was changed"
         )
     staging = folder.parent / f".{folder.name}.float16"
     shutil.rmtree(staging, ignore_errors=True)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from inference.analyses.carried_state import AS_TRAINED, RECORD_KEY, WITHOUT
+from inference.analyses.carried_state import AS_TRAINED, WITHOUT
+from inference.core.checkpoint import CARRIED_STATE_KEY
 from training.evaluation.bootstrap import interval_text
 
 HEADING = "### Carried state: do the language models use what they carry? (paper 002)"
@@ -29,7 +30,7 @@ def load_records(checkpoints: Path) -> list[dict]:
     by cache, then RMT by memory (the runs table's order), then by run."""
     paths = [*Path(checkpoints).glob(f"{SEGMENT_LM_RUNS}/*/metrics.json"), *Path(checkpoints).glob("*/metrics.json")]
     metrics = (json.loads(path.read_text()) for path in paths)
-    records = [run[RECORD_KEY] for run in metrics if RECORD_KEY in run]
+    records = [run[CARRIED_STATE_KEY] for run in metrics if CARRIED_STATE_KEY in run]
     return sorted(records, key=lambda r: (r["memory_size"] > 0, r["cache_length"], r["memory_size"], r["model"]))
 
 

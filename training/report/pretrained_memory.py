@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from inference.analyses.carried_state import RECORD_KEY
+from inference.analyses.carried_state import AS_TRAINED, WITHOUT
+from inference.core.checkpoint import CARRIED_STATE_KEY
 from training.evaluation.bootstrap import (
     LEVEL,
     RESAMPLES,
@@ -54,7 +55,7 @@ def gpt2_table(checkpoints: Path, configs: Path) -> list[str]:
 
 def enwiki_memory_table(checkpoints: Path) -> list[str]:
     carried = read_json(checkpoints / ENWIKI_MEMORY / "metrics.json")
-    study = None if carried is None else carried.get(RECORD_KEY)
+    study = None if carried is None else carried.get(CARRIED_STATE_KEY)
     reset = read_json(checkpoints / RUNS / f"{ENWIKI_MEMORY}_reset" / "metrics.json")
     if carried is None:
         return [f"No {ENWIKI_MEMORY} run yet.", ""]
@@ -83,8 +84,8 @@ def enwiki_memory_table(checkpoints: Path) -> list[str]:
         text, difference = study["text"], study["difference"]
         lines += [
             f"The carried model on the first {text['articles']} enwiki validation articles ({text['scored']:,} "
-            f"tokens, windows of {text['context']}): perplexity {study['perplexity']['as_trained']:.2f} with its "
-            f"memory, {study['perplexity']['without_carried_state']:.2f} with the memory reset to its initial value "
+            f"tokens, windows of {text['context']}): perplexity {study['perplexity'][AS_TRAINED]:.2f} with its "
+            f"memory, {study['perplexity'][WITHOUT]:.2f} with the memory reset to its initial value "
             f"at every segment: Δ {interval_text(difference['perplexity'], difference['low'], difference['high'])} "
             f"({difference['level']:.0%} interval, {difference['resamples']:,} paired resamplings of the articles, "
             f"seed {difference['seed']}).",

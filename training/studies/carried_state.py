@@ -28,7 +28,6 @@ Run (one thread: 30 s of CPU a model, 3 minutes wall on a shared 2-core machine;
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import replace
@@ -37,9 +36,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from inference.analyses.carried_state import AS_TRAINED, RECORD_KEY, WITHOUT
+from inference.analyses.carried_state import AS_TRAINED, SPLIT, WITHOUT
 from inference.core.applied_interventions import applied_interventions
-from inference.core.checkpoint import load_checkpoint, optional_json
+from inference.core.checkpoint import CARRIED_STATE_KEY, load_checkpoint, store_study
 from inference.core.family import build_model
 from inference.core.interventions import Interventions, ResetMemory
 from inference.core.loaded_model import LoadedModel
@@ -53,7 +52,6 @@ from training.evaluation.perplexity import LogitsFn, document_totals, score_stre
 
 ARTICLES = 120  # the first articles of enwiki validation scored
 BOOTSTRAP_SEED = 0  # the seed of the paired resamplings (as training.report.segment_lm)
-SPLIT = "enwiki_val"
 
 
 def validation_stream(tokenizer: TextTokenizer, documents: Sequence[Document]) -> torch.Tensor:  # [n] token ids
@@ -190,7 +188,7 @@ def measure_carried_state(
 ) -> dict:
     """Score a segment language-model checkpoint with and without its carried state on the first
     `articles` enwiki validation articles (`documents`: the validation split, when already read)
-    and write the record into <folder>/metrics.json (RECORD_KEY); returns it."""
+    and write the record into <folder>/metrics.json (CARRIED_STATE_KEY); returns it."""
     folder = Path(folder)
     loaded = load_checkpoint(folder, device)
     context, stride = scoring_context(loaded.metrics)
@@ -200,8 +198,7 @@ def measure_carried_state(
         raise DataError(f"articles must lie in 1..{len(documents)} (the validation split), got {articles}")
     stream = validation_stream(loaded.tokenizer, documents[:articles])
     record = carried_state_record(loaded, stream, articles, context, stride, loaded.device)
-    metrics = {**optional_json(folder, "metrics.json"), RECORD_KEY: record}  # the file as it is, not as loaded
-    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    store_study(folder, CARRIED_STATE_KEY, record)
     return record
 
 

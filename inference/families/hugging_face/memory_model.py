@@ -40,7 +40,7 @@ from torch import nn
 
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
 from inference.core.interventions import InterventionError
-from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS, handed_on
+from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS, handed_on, memory_tokens_text
 from inference.families.hugging_face.model import HookedCausalLM, HuggingFaceConfig
 
 CONFIG_NAME = "pretrained_memory"
@@ -105,7 +105,7 @@ class PretrainedMemoryConfig:
     @property
     def variant(self) -> str:
         kept = "carried" if self.carry_memory else "reset at every segment"
-        return f"RMT on a pretrained {self.base_config.model_type}, {self.memory_size} memory tokens, {kept}"
+        return f"RMT on a pretrained {self.base_config.model_type}, {memory_tokens_text(self.memory_size)}, {kept}"
 
 
 class MemoryHookPoints(nn.Module):

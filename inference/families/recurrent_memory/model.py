@@ -54,7 +54,7 @@ from torch import nn
 
 from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
-from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS, handed_on
+from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS, handed_on, memory_tokens_text
 from inference.families.recurrent_memory.attention import RelativeLayer
 
 CONFIG_NAME = "recurrent_memory"
@@ -96,7 +96,7 @@ class RecurrentMemoryConfig:
 
     @property
     def variant(self) -> str:
-        carried = [f"RMT, {self.memory_size} memory token{'s' * (self.memory_size != 1)}"] if self.memory_size else []
+        carried = [f"RMT, {memory_tokens_text(self.memory_size)}"] if self.memory_size else []
         carried += [f"Transformer-XL, cache {self.cache_length}"] if self.cache_length else []
         return " + ".join(carried) or "no memory"
 
