@@ -103,13 +103,11 @@ def typed_arrays(value: Any) -> Any:
     if isinstance(value, dict):
         encoded: dict[str, Any] = {}
         for key, item in value.items():
-            array = None if is_skipped_key(key) else _array(item)
-            if array is not None:
-                encoded[key] = to_typed_array_spec(array)
-            elif is_skipped_key(key):
+            if is_skipped_key(key):
                 encoded[key] = item
             else:
-                encoded[key] = typed_arrays(item)
+                array = _array(item)
+                encoded[key] = typed_arrays(item) if array is None else to_typed_array_spec(array)
         return encoded
     if isinstance(value, list | tuple) and value and isinstance(value[0], dict):
         return [typed_arrays(item) for item in value]

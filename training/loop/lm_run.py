@@ -183,7 +183,8 @@ def checkpoint_meta(
     )
     started = f" from {config.init_from}" if config.init_from else ""
     segments = Capability.SEGMENTS in capabilities_of(c)
-    segment_meta = {"example": SEGMENTS_EXAMPLE, "variant": variant_line(c)} if segments else {}  # variant: its name
+    # the text the Segments page opens on, and the name it gives the model
+    segment_meta = {"example": SEGMENTS_EXAMPLE, "variant": variant_line(c)} if segments else {}
     return {
         "family": c.family,
         "memory_size": c.memory_size,
