@@ -5,7 +5,7 @@ memory entering a segment (reset, noise, transplant from another input)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -28,8 +28,21 @@ from inference.core.tracing import assembled_trace, recording, token_roles
 QUERY_AXIS, KEY_AXIS = "seg", "ctx"  # a segment's positions (read memory, tokens, write memory); what it attends to
 
 
+@runtime_checkable
 class SegmentConfig(FamilyConfig, Protocol):
+    """What the config of a model with the segments capability adds."""
+
     segment_length: int
+
+    @property
+    def variant(self) -> str: ...  # what is carried between segments, in words
+
+
+def segment_config(config: FamilyConfig) -> SegmentConfig:
+    """`config` as a segment model's; TypeError for a model that reads no segments."""
+    if not isinstance(config, SegmentConfig):
+        raise TypeError(f"a {config.family} model reads no segments")
+    return config
 
 
 class SegmentMemoryModel(Protocol):
@@ -54,7 +67,7 @@ class SegmentMemoryModel(Protocol):
     def __call__(self, ids: torch.Tensor, memory_size: int | None = None) -> torch.Tensor: ...  # [b, n, vocab]
 
 
-def variant_line(config) -> str:
+def variant_line(config: SegmentConfig) -> str:
     """How the pages name a segment-recurrent model (meta "variant"): its variant and segment length."""
     return f"{config.variant}; segments of {config.segment_length} tokens"
 

@@ -14,12 +14,13 @@ import torch
 import torch.nn.functional as F
 
 from inference.analyses.carried_state import AS_TRAINED, WITHOUT
-from inference.core.checkpoint import save_checkpoint
-from inference.core.family import build_model
+from inference.core.checkpoint import load_checkpoint, save_checkpoint
+from inference.core.family import build_model, family_of, load_families
 from inference.core.loaded_model import LoadedModel
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from inference.corpora.multi30k import DataError
 from inference.families.recurrent_memory.model import RecurrentMemoryConfig
+from tests.hugging_face_models import build_folder
 from training.cli import main
 from training.evaluation.bootstrap import paired_perplexity_difference
 from training.evaluation.perplexity import scoring_windows
@@ -100,6 +101,25 @@ def test_rmt_with_cache_loses_both_and_a_model_without_either_is_refused(tiny_to
     neither = tiny_segment_model(tiny_tokenizer.vocab_size, 0, 0)
     with pytest.raises(ValueError, match="carries nothing"):
         carried_state_record(LoadedModel("tiny", neither, tiny_tokenizer), stream, 5, CONTEXT, STRIDE, "cpu")
+
+
+def test_memory_added_to_a_pretrained_model_is_reset_at_every_segment(tiny_tokenizer, tmp_path):
+    """The study is family-neutral: a pretrained_memory model (tiny random GPT-2 under RMT memory) has no cache,
+    and without its carried memory each segment reads from the initial memory, as scored by hand."""
+    load_families()
+    base = load_checkpoint(build_folder("gpt2", tmp_path / "gpt2"), "cpu")
+    fields = {"family": "pretrained_memory", "memory_size": 2, "segment_length": SEGMENT, "max_positions": 64}
+    model = family_of("pretrained_memory").warm_start(base.model, fields, seed=3).eval()
+    stream = random_stream(tiny_tokenizer)
+    record = carried_state_record(LoadedModel("tiny", model, tiny_tokenizer), stream, 5, CONTEXT, STRIDE, "cpu")
+    unscored = {tiny_tokenizer.eos_id, tiny_tokenizer.unk_id}
+    trained_nll, _ = hand_nll(model, stream, unscored, alone=False)
+    alone_nll, _ = hand_nll(model, stream, unscored, alone=True)
+    assert record["nll"][AS_TRAINED] == pytest.approx(trained_nll, rel=1e-5)
+    assert record["nll"][WITHOUT] == pytest.approx(alone_nll, rel=1e-5)
+    assert abs(alone_nll - trained_nll) > 0.1  # the carried memory changes the scores: the test can tell
+    assert (record["cache_length"], record["segment_length"]) == (0, SEGMENT)
+    assert record["removed"] == "memory reset to its initial value at every segment"
 
 
 def write_enwiki(root: Path, articles: int = 300) -> Path:

@@ -13,7 +13,7 @@ from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.family import capabilities_of
 from training.data.lm_corpora import read_enwiki
 from training.data.lm_streams import evaluation_stream, tokenize_documents
-from training.evaluation.perplexity import score_stream
+from training.evaluation.perplexity import score_stream, unscored_ids
 from training.loop.config import ConfigError, config_from_dict
 from training.loop.translation_run import remeasure, run_training
 
@@ -81,7 +81,7 @@ def test_the_memory_carries_context_across_segments_in_scoring(trained_rmt_lm, s
     recorded = json.loads((folder / "metrics.json").read_text())["perplexity_counts"]["splits"]["enwiki_val"]
     val = read_enwiki(synthetic_lm_data_dir)["val"]
     tokens = evaluation_stream(tokenize_documents(tokenizer, val), tokenizer.eos_id)
-    unscored = (tokenizer.eos_id, tokenizer.unk_id)
+    unscored = unscored_ids(tokenizer)
     with_memory = score_stream(model, tokens, 24, unscored, tokenizer.pad_id, 12)
     without = score_stream(lambda ids: model(ids, 0), tokens, 24, unscored, tokenizer.pad_id, 12)
     assert with_memory.tokens == without.tokens == recorded["tokens"]

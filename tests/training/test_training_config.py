@@ -63,6 +63,12 @@ def test_invalid_values_are_errors(changes, message):
         config_from_dict(with_changes(**changes))
 
 
+def test_an_unknown_key_in_the_working_memory_section_lists_that_sections_keys():
+    changes = {"model": {"family": "working_memory"}, "working_memory": {"plain_epoch": 1}}
+    with pytest.raises(ConfigError, match=r"unknown key 'working_memory.plain_epoch' \(allowed here: plain_epochs, "):
+        config_from_dict(with_changes(**changes))
+
+
 def test_load_config_names_the_file(tmp_path: Path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(with_changes(train={"lr": 1})))

@@ -31,7 +31,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Protocol
 
 from tqdm import tqdm
 
@@ -97,7 +97,11 @@ def has_contents(path: Path, entry: ManifestFile) -> bool:
         return False
 
 
-def sha256_and_size(stream: BinaryIO) -> tuple[str, int]:
+class ByteStream(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
+
+def sha256_and_size(stream: ByteStream) -> tuple[str, int]:
     digest, size = hashlib.sha256(), 0
     while chunk := stream.read(CHUNK):
         digest.update(chunk)

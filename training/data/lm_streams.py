@@ -110,8 +110,8 @@ def block_batches(n_tokens: int, block_len: int, batch_size: int, seed: int) -> 
     of block_len + 1 tokens from a seeded offset in [0, block_len), shuffled."""
     generator = torch.Generator().manual_seed(seed)
     offset = int(torch.randint(block_len, (1,), generator=generator))
-    starts = torch.arange(offset, n_tokens - block_len, block_len)  # each needs block_len + 1 tokens
-    starts = starts[torch.randperm(len(starts), generator=generator)].tolist()
+    offsets = torch.arange(offset, n_tokens - block_len, block_len)  # each needs block_len + 1 tokens
+    starts: list[int] = offsets[torch.randperm(len(offsets), generator=generator)].tolist()
     return [starts[i : i + batch_size] for i in range(0, len(starts), batch_size)]
 
 

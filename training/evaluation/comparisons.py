@@ -35,6 +35,13 @@ class Comparisons:
     def _record(self, model: str) -> dict | None:
         return read_outputs(self.checkpoints / model)
 
+    def _stored(self, model: str) -> dict:
+        """The model's stored outputs record; ValueError where it has none."""
+        record = self._record(model)
+        if record is None:
+            raise ValueError(f"{model} has no stored test outputs")
+        return record
+
     @cache  # noqa: B019
     def _config(self, model: str) -> tuple[FamilyConfig, dict]:
         """(model config, meta) of a checkpoint in any format the registry reads (a Hugging Face folder too)."""
@@ -43,7 +50,7 @@ class Comparisons:
 
     @cache  # noqa: B019
     def _references(self, model: str) -> list[str]:
-        record = self._record(model)
+        record = self._stored(model)
         corpus = CORPORA[self._config(model)[1].get("corpus", "multi30k")]
         pairs = corpus.read(resolve_data_dir(self.data_dir))[record["split"]]
         return [reference for _, reference in pairs[: record["sentences"]]]
@@ -75,14 +82,14 @@ class Comparisons:
 
     def outputs(self, run: Run) -> list[str]:
         model, condition = run
-        return self._record(model)["outputs"][condition]
+        return self._stored(model)["outputs"][condition]
 
     def quality(self, run: Run) -> Quality | None:
         return corpus_quality(self.outputs(run), self._references(run[0])) if self.has(*run) else None
 
     def difference(self, a: Run, b: Run) -> dict[str, PairedDifference] | None:
         """a minus b, BLEU and chrF, on the same sentences; None unless both are stored on the same split."""
-        if not (self.has(*a) and self.has(*b)) or self._record(a[0])["split"] != self._record(b[0])["split"]:
+        if not (self.has(*a) and self.has(*b)) or self._stored(a[0])["split"] != self._stored(b[0])["split"]:
             return None
         references = self._references(a[0])
         return paired_translation_differences(self.outputs(a), self.outputs(b), references, BOOTSTRAP_SEED)

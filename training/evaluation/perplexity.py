@@ -34,6 +34,9 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from inference.core.capabilities import config_of
+from inference.core.tokenizer import TextTokenizer
+
 EVAL_BATCH_SIZE = 8  # windows per forward pass; bounds the [b, context, vocab] logits
 
 # ids [b, t] -> logits [b, t, vocab]
@@ -139,16 +142,20 @@ class EvalText:
     words: int  # words of the scored text on the reference tokenization (module doc)
 
 
+def unscored_ids(tokenizer: TextTokenizer) -> tuple[int, ...]:
+    """The targets not scored (module doc): EOS, and UNK where the tokenizer has one."""
+    return tuple(i for i in (tokenizer.eos_id, tokenizer.unk_id) if i is not None)
+
+
 def perplexity_metrics(
     model: nn.Module,
-    eos_id: int,
-    unscored_ids: tuple[int, ...],
+    tokenizer: TextTokenizer,
     texts: dict[str, EvalText],
     device: torch.device | str,
     context: int,
 ) -> dict:
     """metrics.json's perplexity records: token- and word-level per text,
-    and the counts behind them (also per document, `eos_id` separating
+    and the counts behind them (also per document, EOS separating
     them, for intervals); windows of `context` tokens (a segment model
     reads each window segment by segment, its memory fresh at the window's start)."""
     model.eval()
@@ -158,8 +165,8 @@ def perplexity_metrics(
             model,
             text.stream,
             context,
-            unscored_ids,
-            model.config.pad_id,
+            unscored_ids(tokenizer),
+            config_of(model).pad_id,
             stride,
             device=device,
             desc=f"perplexity {name}",
@@ -178,7 +185,7 @@ def perplexity_metrics(
                     "tokens": score.tokens,
                     "words": texts[name].words,
                     "unscored": score.unscored,
-                    "documents": document_totals(texts[name].stream, eos_id, score),
+                    "documents": document_totals(texts[name].stream, tokenizer.eos_id, score),
                 }
                 for name, score in scores.items()
             },

@@ -13,7 +13,7 @@ from torch import nn
 from tqdm import tqdm
 
 from inference.analyses.quality import corpus_quality
-from inference.core.capabilities import Capability
+from inference.core.capabilities import Capability, config_of
 from inference.core.family import capabilities_of
 from inference.core.interventions import Interventions
 from inference.core.tokenizer import TextTokenizer
@@ -52,8 +52,8 @@ def perplexity(
     examples = tokenize_pairs(tokenizer, pairs, max_len=10**9)
     order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
     nll, tokens = 0.0, 0
-    for _, group in groupby(order, key=lambda i: len(examples[i][0])):
-        group = list(group)
+    for _, same_length in groupby(order, key=lambda i: len(examples[i][0])):
+        group = list(same_length)
         for start in range(0, len(group), batch_size):
             batch = make_batch([examples[i] for i in group[start : start + batch_size]], tokenizer).to(device)
             logits = model(batch.src_ids, batch.tgt_in)  # [b, t, vocab]
@@ -89,7 +89,7 @@ def lesion_sweep(
     inference memory size, through the same interventions the app applies.
     Sizes above the model's max_memory_size are skipped: it allows no more."""
     sources, references = zip(*pairs)
-    sizes = [k for k in memory_sizes if k <= model.config.max_memory_size]
+    sizes = [k for k in memory_sizes if k <= config_of(model).max_memory_size]
     bleu = [
         quality_at_memory_size(model, tokenizer, sources, references, k, batch_size).bleu
         for k in tqdm(sizes, desc="lesion sweep", unit="memory size")
@@ -103,10 +103,9 @@ def lesion_table(
     """The lesion sweep stored in metrics.json: the paper's sizes plus the
     trained size, so the table always shows the unlesioned model too; for a
     working-memory model also "masked_bleu", BLEU with the memory mask."""
-    table = lesion_sweep(
-        model, tokenizer, pairs, lesion_sizes(model.config.memory_size, model.config.max_memory_size), batch_size
-    )
-    if Capability.WORKING_MEMORY in capabilities_of(model.config):
+    config = config_of(model)
+    table = lesion_sweep(model, tokenizer, pairs, lesion_sizes(config.memory_size, config.max_memory_size), batch_size)
+    if Capability.WORKING_MEMORY in capabilities_of(config):
         sources, references = zip(*pairs)
         table["masked_bleu"] = quality_at_memory_size(
             model, tokenizer, sources, references, None, batch_size, mask_memory=True

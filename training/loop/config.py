@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
+from pydantic_core import ErrorDetails
 
 from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.family import capabilities_of, families
@@ -77,12 +78,14 @@ class DataConfig:
     dataset: Literal["multi30k", "ru_en", "enwiki"] = (
         "multi30k"  # training.data.corpora.CORPORA; "enwiki": training.data.lm_corpora
     )
-    vocab_size: int | None = Field(None, ge=8)  # shared BPE vocabulary; None: data.vocabulary.DEFAULT_VOCAB_SIZE
+    vocab_size: int | None = Field(
+        default=None, ge=8
+    )  # shared BPE vocabulary; None: data.vocabulary.DEFAULT_VOCAB_SIZE
     max_len: int = Field(
-        100, ge=1
+        default=100, ge=1
     )  # pairs with more tokens on either side are left out of training; language model: block length
     max_articles: int | None = Field(
-        None, ge=1
+        default=None, ge=1
     )  # language model only: train on the first N training articles (quick runs); None: all
     tokenizer_from: str | None = None  # language model only: a checkpoint folder whose tokenizer.json to read with
     # (the same tokens as that model; a relative path is relative to the repository root); None: train a BPE vocabulary
@@ -90,28 +93,30 @@ class DataConfig:
         None  # language model only: the WikiText splits perplexity is measured on (enwiki val always); None: all four
     )
     max_pairs: int | None = Field(
-        None, ge=1
+        default=None, ge=1
     )  # translation only: train on the first N training pairs (quick runs); None: all
     max_eval_pairs: int | None = Field(
-        None, ge=1
+        default=None, ge=1
     )  # translation only: validate, test and lesion on the first N pairs of each split (quick runs); None: all
 
 
 @dataclass(config=STRICT)
 class LoopConfig:
-    epochs: int = Field(20, ge=1)
+    epochs: int = Field(default=20, ge=1)
     # the run ends after this many steps where its budget is not whole epochs (a language model's tokens); None:
     # after the epochs. `train --max-steps` stops it sooner, to resume later.
-    max_steps: int | None = Field(None, ge=1)
-    batch_size: int = Field(64, ge=1)  # sentence pairs per batch
-    warmup_steps: int = Field(4000, ge=1)  # Noam schedule
-    label_smoothing: float = Field(0.1, ge=0, lt=1)
-    clip_norm: float = Field(1.0, gt=0)  # max global gradient norm
+    max_steps: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=64, ge=1)  # sentence pairs per batch
+    warmup_steps: int = Field(default=4000, ge=1)  # Noam schedule
+    label_smoothing: float = Field(default=0.1, ge=0, lt=1)
+    clip_norm: float = Field(default=1.0, gt=0)  # max global gradient norm
     seed: int = 1
-    eval_every_epochs: int = Field(1, ge=1)  # validation BLEU (greedy decoding) this often; val loss every epoch
-    save_every_steps: int = Field(500, ge=1)  # resumable state also at every epoch end
+    eval_every_epochs: int = Field(
+        default=1, ge=1
+    )  # validation BLEU (greedy decoding) this often; val loss every epoch
+    save_every_steps: int = Field(default=500, ge=1)  # resumable state also at every epoch end
     threads: int | None = Field(
-        None, ge=1
+        default=None, ge=1
     )  # CPU threads torch may use (torch.set_num_threads); None: its default, one per core.
     # A tiny model is fastest on 1: splitting its small matrix products costs more than it saves,
     # and far more on a busy machine.
@@ -128,11 +133,11 @@ class LoopConfig:
 
 @dataclass(config=STRICT)
 class WorkingMemoryTraining:
-    plain_epochs: int = Field(0, ge=0)  # first epochs as a plain Transformer: every element a target token
+    plain_epochs: int = Field(default=0, ge=0)  # first epochs as a plain Transformer: every element a target token
     type_threshold: float = Field(
-        0.25, gt=0, lt=1
+        default=0.25, gt=0, lt=1
     )  # gold-token probability below which a position is a memory candidate
-    type_loss_weight: float = Field(0.5, ge=0)  # loss = target loss + weight x type-head loss
+    type_loss_weight: float = Field(default=0.5, ge=0)  # loss = target loss + weight x type-head loss
 
 
 @dataclass(config=STRICT)
@@ -142,7 +147,7 @@ class TrainConfig:
     train: LoopConfig
     model: dict[str, Any] | None = None
     init_from: str | None = None  # checkpoint folder; a relative path is relative to the repository root
-    grow_memory_to: int | None = Field(None, ge=1)
+    grow_memory_to: int | None = Field(default=None, ge=1)
     working_memory: WorkingMemoryTraining | None = None
 
     @property
@@ -166,6 +171,8 @@ class TrainConfig:
 
     def model_config(self, tokenizer: TextTokenizer) -> FamilyConfig:
         """The architecture of a new model (runs without init_from)."""
+        if self.model is None:
+            raise ConfigError("a run without init_from needs a 'model' section")
         return model_config_from_dict(
             {
                 **self.model,
@@ -182,6 +189,10 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# The config's sections that are dataclasses of their own, by key: an unknown key inside one lists its keys.
+SECTIONS: dict[str, type] = {"data": DataConfig, "train": LoopConfig, "working_memory": WorkingMemoryTraining}
 
 
 def load_config(path: str | Path) -> TrainConfig:
@@ -209,12 +220,10 @@ def config_from_dict(values: Any) -> TrainConfig:
     return config
 
 
-def _describe(problem: dict) -> str:
+def _describe(problem: ErrorDetails) -> str:
     where = ".".join(str(part) for part in problem["loc"])
     if problem["type"] == "unexpected_keyword_argument":
-        section = (
-            {"data": DataConfig, "train": LoopConfig}[problem["loc"][0]] if len(problem["loc"]) > 1 else TrainConfig
-        )
+        section = SECTIONS[str(problem["loc"][0])] if len(problem["loc"]) > 1 else TrainConfig
         return f"unknown key {where!r} (allowed here: {', '.join(f.name for f in fields(section))})"
     return f"{where or 'config'}: {problem['msg']}"
 
@@ -245,7 +254,7 @@ def _check_model_source(config: TrainConfig) -> None:
                 f"{PRETRAINED_MEMORY_FAMILY!r}"
             )
         if config.is_working_memory:
-            extra = sorted(set(config.model) - set(WM_ONLY_FIELDS))
+            extra = sorted(set(config.model or {}) - set(WM_ONLY_FIELDS))
             if extra:
                 raise ConfigError(
                     "a working-memory model started from a Transformer checkpoint takes its sizes from it: "

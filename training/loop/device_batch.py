@@ -28,6 +28,7 @@ import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from inference.core.places import REPO_ROOT
 
@@ -215,7 +216,7 @@ def run_batch(
     pack.mkdir(parents=True, exist_ok=True)
     running = launch(jobs, work, options, logs)
     ended = wait_or_stop(running, deadline_s)
-    report = {
+    report: dict[str, dict[str, Any]] = {
         job.name: {
             "status": running[job.name].returncode if job.name in ended else STOPPED,
             "epochs_done": epochs_done(work / "runs" / job.name / "train.log"),  # over every batch that ran it

@@ -11,11 +11,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from inference.core.capabilities import Capability, FamilyConfig
+from inference.core.capabilities import Capability, FamilyConfig, config_of
 from inference.core.checkpoint import load_checkpoint, save_folder
 from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.places import REPO_ROOT, resolve_data_dir
-from inference.core.segment_memory import variant_line
+from inference.core.segment_memory import segment_config, variant_line
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from training.data.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext
 from training.data.lm_streams import (
@@ -55,7 +55,7 @@ def run_language_model_training(
     pause: bool = False,
 ) -> Path:
     """training.loop.translation_run.run_training for a language-model config."""
-    ranks, device = join_ranks(device)  # one process, or a rank of a torchrun run
+    ranks, chosen = join_ranks(device)  # one process, or a rank of a torchrun run
     data_dir = resolve_data_dir(data_dir)
     documents = read_enwiki(data_dir)
     train_documents = documents["train"][: config.data.max_articles]  # None: all
@@ -73,9 +73,9 @@ def run_language_model_training(
                     else train_bpe((s for document in train_documents for s in document), vocab_size)
                 ),
             )
-            model = build_model(config.model_config(tokenizer)).to(device)
+            model = build_model(config.model_config(tokenizer)).to(chosen)
         else:
-            model, tokenizer = started_model(config, device)
+            model, tokenizer = started_model(config, chosen)
         data = LanguageModelData(
             load_or_tokenize(run.path / TRAIN_STREAM, tokenizer, train_documents),
             load_or_tokenize(run.path / VAL_STREAM, tokenizer, documents["val"]),
@@ -100,9 +100,9 @@ def run_language_model_training(
     wikitext = list(WIKITEXT_FILES) if config.data.wikitext is None else config.data.wikitext
     run.log(f"evaluating perplexity on enwiki val and {', '.join(wikitext)}, windows of {config.data.max_len} tokens")
     texts = evaluation_texts(tokenizer, data.val, documents["val"], data_dir, wikitext)
-    measured = evaluation_metrics(model, tokenizer, texts, device, config.data.max_len)
-    metrics = {**measured, "train": {**progress.train_record(device, 0, None), "config": config.name}}
-    meta = checkpoint_meta(config, model.config, len(train_documents), data, progress.step)
+    measured = evaluation_metrics(model, tokenizer, texts, chosen, config.data.max_len)
+    metrics = {**measured, "train": {**progress.train_record(chosen, 0, None), "config": config.name}}
+    meta = checkpoint_meta(config, config_of(model), len(train_documents), data, progress.step)
     folder = save_folder(folder, model, tokenizer, meta, metrics)
     run.log(
         f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}"
@@ -146,7 +146,7 @@ def evaluation_metrics(
 ) -> dict:
     """The measured part of a language model's metrics.json (all but "train");
     `context`: the scoring window, the training block length."""
-    return perplexity_metrics(model, tokenizer.eos_id, (tokenizer.eos_id, tokenizer.unk_id), texts, device, context)
+    return perplexity_metrics(model, tokenizer, texts, device, context)
 
 
 def remeasure(
@@ -184,7 +184,7 @@ def checkpoint_meta(
     started = f" from {config.init_from}" if config.init_from else ""
     segments = Capability.SEGMENTS in capabilities_of(c)
     # the text the Segments page opens on, and the name it gives the model
-    segment_meta = {"example": SEGMENTS_EXAMPLE, "variant": variant_line(c)} if segments else {}
+    segment_meta = {"example": SEGMENTS_EXAMPLE, "variant": variant_line(segment_config(c))} if segments else {}
     return {
         "family": c.family,
         "memory_size": c.memory_size,

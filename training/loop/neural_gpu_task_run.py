@@ -41,7 +41,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -58,6 +58,15 @@ from training.tasks.neural_gpu_tasks import SYMBOLS, TASKS, Sample, Task, sample
 MODELS = ("neural_gpu", "gru_attention")
 TEST_FACTORS = (1, 2, 5, 10)
 VALIDATION_SIZE, TEST_SIZE, CHECK_SIZE = 256, 128, 64
+
+
+@runtime_checkable
+class RelaxedWeights(Protocol):
+    """A model trained with r sets of recurrence weights pulled together (the Neural GPU's relaxation)."""
+
+    def relaxation_distance(self) -> torch.Tensor: ...  # [] how far the sets are apart
+
+    def shared_copy(self) -> torch.nn.Module: ...  # one set, each weight the mean of its r sets
 
 
 @dataclass(frozen=True)
@@ -151,7 +160,7 @@ def batch_tensors(samples: list[Sample], tokenizer: TextTokenizer) -> tuple[torc
 
 
 @torch.no_grad()
-def accuracy(model, samples: list[Sample], tokenizer: TextTokenizer, batch_size: int = 64) -> dict[str, float]:
+def accuracy(model, samples: list[Sample], tokenizer: TextTokenizer, batch_size: int = 64) -> dict[str, Any]:
     """Greedy outputs against the targets: whole-sequence accuracy and per-bit accuracy (a target bit the
     output lacks counts as wrong), and each sample's outcome (whether its output was the target, and how many
     of its target's bits it wrote right) for intervals resampled over the samples."""
@@ -278,6 +287,8 @@ def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print, 
         return None
     relaxation = {}
     if run.relaxed_sets > 1:
+        if not isinstance(model, RelaxedWeights):  # AlgorithmicRun relaxes the Neural GPU's recurrence only
+            raise TypeError(f"a {type(model).__name__} has no relaxed weight sets")
         relaxation = {"final_pull": task.pull, "sets_apart": model.relaxation_distance().item()}
         model = model.shared_copy()  # the best weights as one shared set: the model tested and shipped
     began_test = time.monotonic()

@@ -31,11 +31,11 @@ def seed_folder(name: str, seed: int) -> str:
     return f"{SEEDS}/{name}/seed_{seed}"
 
 
-def seed_runs(comparisons: Comparisons, name: str) -> dict[int, str]:
+def seed_runs(comparisons: Comparisons, name: str) -> dict[int | None, str]:
     """{seed: folder} of `name`'s runs with stored outputs and as many epochs as the shipped run, in seed order."""
     if not comparisons.has(name):
         return {}
-    runs = {comparisons.seed(name): name}
+    runs: dict[int | None, str] = {comparisons.seed(name): name}
     for folder in sorted((comparisons.checkpoints / SEEDS / name).glob("seed_*")):
         run = str(folder.relative_to(comparisons.checkpoints))
         if comparisons.has(run) and comparisons.epochs(run) == comparisons.epochs(name):
@@ -59,7 +59,8 @@ def seed_spread(comparisons: Comparisons, models: dict[str, str]) -> list[str]:
         runs = seed_runs(comparisons, name)
         if not runs:
             continue
-        scores = [comparisons.quality((run, AS_TRAINED)) for run in runs.values()]
+        measured = [comparisons.quality((run, AS_TRAINED)) for run in runs.values()]
+        scores = [score for score in measured if score is not None]  # every one: seed_runs keeps stored runs only
         seeds = ", ".join("?" if seed is None else str(seed) for seed in runs)
         by_seed = ", ".join(f"{score.bleu:.2f}" for score in scores)
         lines.append(

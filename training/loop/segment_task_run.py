@@ -34,20 +34,22 @@ import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from inference.core.capabilities import config_of
 from inference.core.checkpoint import cast_copy, load_checkpoint, save_checkpoint
 from inference.core.family import build_model, config_from_dict, family_of
-from inference.core.segment_memory import variant_line
+from inference.core.segment_memory import segment_config, variant_line
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
 from inference.families.hugging_face.memory_model import CONFIG_NAME as PRETRAINED_MEMORY
 from training.loop.distributed import join_ranks
 from training.loop.steps import StepSettings
 from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
-from training.tasks.rmt_tasks import GENERATORS, GO, TOKENS, Sample, task_split, text
+from training.tasks.rmt_tasks import GENERATORS, GO, TOKENS, Sample, Task, task_split, text
 
 FIRST_CHARACTER = 4  # TOKENS before it are the task tokenizer's special tokens
 DEFAULT_MEMORY = 8  # memory tokens (rmt) and cache length (xl) unless a run names another
@@ -57,7 +59,7 @@ VALIDATION_SIZE, TEST_SIZE = 256, 1000
 
 @dataclass(frozen=True)
 class TaskRun:
-    task: str
+    task: Task
     segments: int
     carry: str  # rmt: memory tokens; xl: Transformer-XL cache; none: each segment alone
     seed: int
@@ -175,7 +177,7 @@ def target_logits(model, ids: torch.Tensor, start: int) -> torch.Tensor:  # [b, 
     return logits[:, start - 1 : -1]  # the prediction of every target character
 
 
-def scores(model, samples: list[Sample], lookup: torch.Tensor | None = None, batch_size: int = 128) -> dict[str, float]:
+def scores(model, samples: list[Sample], lookup: torch.Tensor | None = None, batch_size: int = 128) -> dict[str, Any]:
     """Teacher-forced per-character accuracy and whole-answer accuracy, and the characters right in each sample
     (for paired intervals between runs on the same samples)."""
     sample_hits: list[int] = []
@@ -195,7 +197,7 @@ def scores(model, samples: list[Sample], lookup: torch.Tensor | None = None, bat
     }
 
 
-def storage_dtype(model, test: list[Sample], measured: dict[str, float], lookup: torch.Tensor | None = None) -> str:
+def storage_dtype(model, test: list[Sample], measured: dict[str, Any], lookup: torch.Tensor | None = None) -> str:
     """float16 where the rounded weights score the test split exactly as the trained ones, else float32."""
     rounded = cast_copy(model, torch.float16).float().eval()
     return "float16" if scores(rounded, test, None if lookup is None else lookup.cpu()) == measured else "float32"
@@ -218,7 +220,7 @@ class SegmentTask(TaskCallbacks):
 
     def loss(self, step: int, rows: Sequence[int]) -> tuple[torch.Tensor, int]:
         rng = random.Random(f"{self.run.data_seed}/{step}")
-        batch = []
+        batch: list[Sample] = []
         while len(batch) < self.run.batch_size:
             sample = GENERATORS[self.run.task](rng)
             if sample not in self.held_out:
@@ -265,12 +267,12 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = 
     progress = train_task_steps(model, optimizer, folder, schedule, task, StepSettings(run.clip), log, ranks)
     if not ranks.main:
         return None
-    metrics = {
+    metrics: dict[str, Any] = {
         "task": run.task,
         "segments": run.segments,
         "carry": run.carry,
         "memory": run.memory,  # memory tokens (rmt) or cache length (xl)
-        "variant": model.config.variant,
+        "variant": segment_config(config_of(model)).variant,
         "seed": run.seed,
         "steps": run.steps,
         "best_step": progress.best_step,
@@ -290,7 +292,7 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = 
         tokenizer,
         meta={
             "task": run.task,
-            "variant": variant_line(model.config),
+            "variant": variant_line(segment_config(config_of(model))),
             "example": example_text(test[0], tokenizer, lookup),
         },
         metrics=metrics,

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from inference.core.capabilities import Capability, FamilyConfig
+from inference.core.capabilities import Capability, FamilyConfig, config_of
 from inference.core.checkpoint import STUDY_KEYS, CheckpointError, folder_files, load_checkpoint, save_folder
 from inference.core.family import build_model, capabilities_of, family_of
 from inference.core.loaded_model import LoadedModel
@@ -48,7 +48,7 @@ def run_training(
         torch.set_num_threads(config.train.threads)
     if config.is_language_model:
         return run_language_model_training(config, data_dir, out_dir, run_dir, device, max_steps, pause)
-    ranks, device = join_ranks(device)  # one process, or a rank of a torchrun run
+    ranks, chosen = join_ranks(device)  # one process, or a rank of a torchrun run
     corpus = CORPORA[config.data.dataset]
     splits = first_pairs(corpus.read(resolve_data_dir(data_dir)), config.data.max_pairs, config.data.max_eval_pairs)
 
@@ -58,7 +58,7 @@ def run_training(
         return run, initial_model(config, splits["train"], run)
 
     run, (model, tokenizer, schedule_offset) = ranks.main_first(prepare)
-    model.to(device)
+    model.to(chosen)
     max_len = config.data.max_len
     data = TrainingData(
         tokenize_pairs(tokenizer, splits["train"], max_len),
@@ -90,8 +90,8 @@ def run_training(
     selected = select_best_on_validation(model, run, progress)
 
     run.log(f"evaluating on val and {', '.join(corpus.test_splits)}")
-    metrics = final_metrics(model, tokenizer, corpus, splits, progress, device, schedule_offset, selected)
-    meta = checkpoint_meta(config, model.config, len(splits["train"]), selected)
+    metrics = final_metrics(model, tokenizer, corpus, splits, progress, chosen, schedule_offset, selected)
+    meta = checkpoint_meta(config, config_of(model), len(splits["train"]), selected)
     folder = save_folder(folder, model, tokenizer, meta, metrics)
     run.log(f"BLEU {metrics['bleu']}, chrF {metrics['chrf']}; checkpoint written to {folder}")
     return folder
@@ -182,9 +182,10 @@ def evaluation_metrics(
     and for a model with memory the lesion table on the headline split."""
     scored = {split: splits[split] for split in ("val", *corpus.test_splits)}
     metrics = score_splits(model, tokenizer, scored)
-    if Capability.WORKING_MEMORY not in capabilities_of(model.config):  # its stream interleaves chosen memory tokens
+    config = config_of(model)
+    if Capability.WORKING_MEMORY not in capabilities_of(config):  # its stream interleaves chosen memory tokens
         metrics["perplexity"] = {split: perplexity(model, tokenizer, pairs) for split, pairs in scored.items()}
-    if model.config.memory_size:
+    if config.memory_size:
         metrics["lesion"] = lesion_table(model, tokenizer, splits[corpus.headline])
         metrics["lesion"]["split"] = corpus.headline
     return metrics
@@ -330,7 +331,7 @@ def missing_numbers(old: dict | list, new: dict | list, path: str = "") -> list[
     if isinstance(old, dict):
         if not isinstance(new, dict):
             return [path]
-        missing = []
+        missing: list[str] = []
         for key, value in old.items():
             where = f"{path}.{key}" if path else key
             missing += missing_numbers(value, new[key], where) if key in new else [where]

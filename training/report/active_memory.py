@@ -102,9 +102,8 @@ def aids_table(runs: list[dict]) -> list[str]:
         for with_aids, without in itertools.product(_by_setting(relaxed), _by_setting(before)):
             cells = []
             for index in range(len(with_aids[0]["test"])):  # the multiples of the training length, in order
-                sides = [[o for run in side for o in whole_sequence_outcomes(run["test"][index], run["test_samples"])]
-                         for side in (with_aids, without)]  # fmt: skip
-                cells.append(interval_text(*unpaired_mean_difference(*sides, seed=0)))
+                aided, unaided = pooled_outcomes(with_aids, index), pooled_outcomes(without, index)
+                cells.append(interval_text(*unpaired_mean_difference(aided, unaided, seed=0)))
             lines.append(f"| {task} | {_runs_text(with_aids)} | {_runs_text(without)} | {' | '.join(cells)} |")
     if not lines:
         return []
@@ -123,6 +122,12 @@ def aids_table(runs: list[dict]) -> list[str]:
         *lines,
         "",
     ]
+
+
+def pooled_outcomes(runs: list[dict], index: int) -> list[int]:
+    """Whether each test sample came out whole, pooled over `runs` (a setting's seeds), at the `index`-th
+    multiple of the training length."""
+    return [outcome for run in runs for outcome in whole_sequence_outcomes(run["test"][index], run["test_samples"])]
 
 
 def _by_setting(runs: list[dict]) -> list[list[dict]]:

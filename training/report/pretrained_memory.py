@@ -114,18 +114,18 @@ def copy_table(checkpoints: Path) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for run in sorted(runs, key=lambda run: (run["carry"] != "rmt", run["seed"])):
-        carried = "carried" if run["carry"] == "rmt" else "reset at every segment"
+        memory = "carried" if run["carry"] == "rmt" else "reset at every segment"
         lines.append(
-            f"| {carried} | {run['seed']} | {run['test']['char_accuracy']:.4f} | {run['test']['answer_accuracy']:.3f} "
+            f"| {memory} | {run['seed']} | {run['test']['char_accuracy']:.4f} | {run['test']['answer_accuracy']:.3f} "
             f"| {run['best_step']} | {run['steps']} | {run['train_seconds']:.0f} |"
         )
     lines.append("")
     by_key = {(run["carry"], run["seed"]): run for run in runs}
     for seed in sorted({run["seed"] for run in runs}):
-        pair = by_key.get(("rmt", seed)), by_key.get(("reset", seed))
-        if None in pair:
+        carried_run, reset_run = by_key.get(("rmt", seed)), by_key.get(("reset", seed))
+        if carried_run is None or reset_run is None:
             continue
-        carried, reset = (sample_char_accuracy(run["test"]) for run in pair)
+        carried, reset = sample_char_accuracy(carried_run["test"]), sample_char_accuracy(reset_run["test"])
         if carried is None or reset is None:
             lines.append(f"Seed {seed}: no per-sample record of both runs, so no interval.")
             continue

@@ -105,7 +105,7 @@ def memory_differences(groups: dict[Group, list[dict]]) -> list[str]:
         for run in sorted(runs, key=lambda r: r["seed"]) if model[1] != DEFAULT_MEMORY else []:
             default = defaults.get((task, segments, model[0], run["seed"]))
             paired = paired_runs(run, default)
-            if paired is not None:
+            if paired is not None and default is not None:
                 lines.append(
                     f"- {task}, {segments} segments, seed {run['seed']}: {model_label(model)} ({steps} steps) − "
                     f"{model_label((model[0], DEFAULT_MEMORY))} ({default['steps']} steps): {paired}"

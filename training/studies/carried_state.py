@@ -38,17 +38,19 @@ from torch import nn
 
 from inference.analyses.carried_state import AS_TRAINED, SPLIT, WITHOUT
 from inference.core.applied_interventions import applied_interventions
+from inference.core.capabilities import config_of
 from inference.core.checkpoint import CARRIED_STATE_KEY, load_checkpoint, store_study
 from inference.core.family import build_model
 from inference.core.interventions import Interventions, ResetMemory
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import resolve_data_dir
+from inference.core.segment_memory import SegmentConfig, segment_config
 from inference.core.tokenizer import TextTokenizer
 from inference.corpora.multi30k import DataError
 from training.data.lm_corpora import Document, read_enwiki
 from training.data.lm_streams import evaluation_stream, tokenize_documents
 from training.evaluation.bootstrap import LEVEL, RESAMPLES, paired_perplexity_difference
-from training.evaluation.perplexity import LogitsFn, document_totals, score_stream, scoring_windows
+from training.evaluation.perplexity import LogitsFn, document_totals, score_stream, scoring_windows, unscored_ids
 
 ARTICLES = 120  # the first articles of enwiki validation scored
 BOOTSTRAP_SEED = 0  # the seed of the paired resamplings (as training.report.segment_lm)
@@ -68,10 +70,15 @@ def scoring_context(metrics: dict) -> tuple[int, int]:
     return counts["context"], counts["stride"]
 
 
-def removed_description(config) -> str:
+def cache_length(config: SegmentConfig) -> int:
+    """The earlier positions a segment model caches (Transformer-XL's); 0 for a family without a cache."""
+    return getattr(config, "cache_length", 0)
+
+
+def removed_description(config: SegmentConfig) -> str:
     """What removing the carried state means for this model (ValueError when it carries nothing)."""
     parts = ["memory reset to its initial value at every segment"] if config.memory_size else []
-    parts += ["no cache (the same weights with cache_length 0)"] if config.cache_length else []
+    parts += ["no cache (the same weights with cache_length 0)"] if cache_length(config) else []
     if not parts:
         raise ValueError("the model carries nothing between segments (no memory tokens, no cache)")
     return "; ".join(parts)
@@ -85,19 +92,20 @@ def reset_interventions(segment_length: int, context: int) -> Interventions:
 
 def without_cache(model: nn.Module) -> nn.Module:
     """The same weights in the family's configuration without a cache (cache_length 0), in eval mode."""
-    copy = build_model(replace(model.config, cache_length=0))
+    copy = build_model(replace(config_of(model), cache_length=0))
     copy.load_state_dict(model.state_dict())
     return copy.to(next(model.parameters()).device).eval()
 
 
 def without_carried_state(model: nn.Module, context: int) -> LogitsFn:
-    """ids [b, context] -> logits [b, context, vocab] of `model` with nothing carried between
+    """ids [b, context] -> logits [b, context, vocab] of `model` (a segment model) with nothing carried between
     segments: no cache, and the memory reset at every segment (module doc)."""
-    removed_description(model.config)  # raises when there is nothing to remove
-    reader = without_cache(model) if model.config.cache_length else model
-    if not model.config.memory_size:
+    config = segment_config(config_of(model))
+    removed_description(config)  # raises when there is nothing to remove
+    reader = without_cache(model) if cache_length(config) else model
+    if not config.memory_size:
         return reader
-    interventions = reset_interventions(model.config.segment_length, context)
+    interventions = reset_interventions(config.segment_length, context)
 
     def logits(ids: torch.Tensor) -> torch.Tensor:  # [b, context] -> [b, context, vocab]
         with applied_interventions(reader, interventions) as memory_size:
@@ -117,9 +125,7 @@ def scored_run(
     device: torch.device | str = "cpu",
 ) -> dict:
     """One scoring of the stream: token perplexity, summed NLL, counts, per-document totals."""
-    score = score_stream(
-        logits_fn, stream, context, (tokenizer.eos_id, tokenizer.unk_id), pad_id, stride, device=device, desc=desc
-    )
+    score = score_stream(logits_fn, stream, context, unscored_ids(tokenizer), pad_id, stride, device=device, desc=desc)
     return {
         "perplexity": round(score.token_perplexity, 3),
         "nll": round(score.nll, 3),
@@ -133,7 +139,7 @@ def carried_state_record(
     loaded: LoadedModel, stream: torch.Tensor, articles: int, context: int, stride: int, device: torch.device | str
 ) -> dict:
     """Both scorings of `stream` (the first `articles` validation articles) and their paired difference."""
-    model, config = loaded.model.eval(), loaded.model.config
+    model, config = loaded.model.eval(), segment_config(loaded.config)
     runs = {
         AS_TRAINED: scored_run(model, stream, loaded.tokenizer, config.pad_id, context, stride, AS_TRAINED, device),
         WITHOUT: scored_run(
@@ -150,7 +156,7 @@ def carried_state_record(
         "model": loaded.name,
         "variant": config.variant,
         "memory_size": config.memory_size,
-        "cache_length": config.cache_length,
+        "cache_length": cache_length(config),
         "segment_length": config.segment_length,
         "removed": removed_description(config),
         "text": {

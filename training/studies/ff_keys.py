@@ -76,14 +76,14 @@ def study_corpus(loaded: LoadedModel, data_dir: Path, sentences: int, eval_sente
         return StudyCorpus(f"enwiki train, a seeded sample of {len(texts):,} sentences", texts, None, eval_texts, None)
     corpus = loaded.meta.get("corpus", "multi30k")
     splits = CORPORA[corpus].read(data_dir)
-    train = [(s, t) for s, t in splits["train"] if fits(t)][:sentences]
-    val = [(s, t) for s, t in splits["val"] if fits(t)][:eval_sentences]
+    train_pairs = [(s, t) for s, t in splits["train"] if fits(t)][:sentences]
+    val_pairs = [(s, t) for s, t in splits["val"] if fits(t)][:eval_sentences]
     return StudyCorpus(
-        f"{corpus} train targets, the first {len(train):,} pairs",
-        [t for _, t in train],
-        [s for s, _ in train],
-        [t for _, t in val],
-        [s for s, _ in val],
+        f"{corpus} train targets, the first {len(train_pairs):,} pairs",
+        [t for _, t in train_pairs],
+        [s for s, _ in train_pairs],
+        [t for _, t in val_pairs],
+        [s for s, _ in val_pairs],
     )
 
 

@@ -52,8 +52,8 @@ def probe_memory(
     loaded: LoadedModel, train: int = 2000, validation: int = 500, test: int = 500, steps: int = STEPS
 ) -> MemoryProbe:
     """Probe the memory of a task checkpoint with memory tokens (module doc); raises ValueError."""
-    config = loaded.config
-    if not getattr(config, "memory_size", 0):
+    segment_length = getattr(loaded.config, "segment_length", None)  # a segment-recurrent model's
+    if not loaded.config.memory_size or segment_length is None:
         raise ValueError(f"{loaded.name} has no memory tokens to probe")
     task = loaded.meta.get("task")
     if task not in GENERATORS:
@@ -72,18 +72,16 @@ def probe_memory(
     symbol_ids, labels = torch.unique(torch.cat(sources), return_inverse=True)
     labels = labels.split([len(part) for part in parts])  # [n, positions] each
     memories = [memory_after_each_segment(loaded.model, part) for part in parts]  # [segment, n, slot, d] each
-    results = [
-        probe_accuracy(
-            *(Labelled(memory[k], part_labels) for memory, part_labels in zip(memories, labels)), steps=steps
-        )
-        for k in range(memories[0].shape[0])
-    ]
+    results = []
+    for k in range(memories[0].shape[0]):  # the memory after segment k
+        fit, choose, score = (Labelled(memory[k], part_labels) for memory, part_labels in zip(memories, labels))
+        results.append(probe_accuracy(fit, choose, score, steps=steps))
     positions = sources[0].shape[1]
     return MemoryProbe(
         checkpoint=loaded.name,
         task=task,
-        segment_length=config.segment_length,
-        source_segment=np.arange(positions) // config.segment_length,
+        segment_length=segment_length,
+        source_segment=np.arange(positions) // segment_length,
         symbols=tuple(TOKENS[i] for i in symbol_ids.tolist()),
         per_slot=np.stack([r.per_slot for r in results]),
         all_slots=np.stack([r.all_slots for r in results]),

@@ -27,6 +27,7 @@ train split drawn with `exclude=` the test samples never holds one of them.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -133,7 +134,7 @@ def polynomial(a: int, b: int, c: int) -> str:
     return (written or "0") + "=0"
 
 
-GENERATORS = {
+GENERATORS: dict[str, Callable[..., Sample]] = {
     "copy": copy_sample,
     "reverse": reverse_sample,
     "retrieval": retrieval_sample,
@@ -150,7 +151,7 @@ def task_split(
     if split not in SPLIT_SEEDS:
         raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLIT_SEEDS)}")
     rng = random.Random(f"{task}/{split}/{seed}/{sorted(options.items())}")  # str seeds hash with sha512: stable
-    samples = []
+    samples: list[Sample] = []
     while len(samples) < size:
         sample = GENERATORS[task](rng, **options)
         if sample not in exclude:

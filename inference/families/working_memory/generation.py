@@ -61,6 +61,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import Choice, generate
@@ -273,14 +274,17 @@ class _Writer:
 
 @torch.no_grad()
 def wm_generate(
-    model: WorkingMemoryTransformer,
+    model: nn.Module,
     src_ids: torch.Tensor,  # [b, n]
     interventions: Interventions | None = None,
     seed: int = 0,
     max_new_tokens: int = 128,
     use_cache: bool = True,
 ) -> WMGeneration:
-    """Generate memory and translation together (see the module doc)."""
+    """Generate memory and translation together (see the module doc); `model`: a working-memory model
+    (TypeError otherwise)."""
+    if not isinstance(model, WorkingMemoryTransformer):
+        raise TypeError(f"a {type(model).__name__} writes no working memory")
     with applied_interventions(model, interventions) as memory_size:
         return generate_with_memory(model, src_ids, memory_size, seed, max_new_tokens, use_cache)
 
