@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from training.evaluation.active_memory_comparison import BUCKETS, measure_translation
+from training.evaluation.active_memory_comparison import BUCKETS, COMPARISON, measure_translation
 from training.evaluation.translation import perplexity
 from training.loop.config import config_from_dict
 from training.loop.translation_run import run_training
@@ -66,7 +66,7 @@ def test_comparison_is_measured_and_rendered(trained, synthetic_data_dir):
     lines = []
     comparison = measure_translation(trained / "checkpoints", trained / "configs", synthetic_data_dir, log=lines.append)
     assert set(comparison["models"]) == {"Extended Neural GPU, 2 epochs", "GRU + attention, 2 epochs"}
-    assert sum("no weights" in line for line in lines) == 4  # the four runs not trained here are listed as missing
+    assert sum("left out" in line for line in lines) == 6  # the six runs not trained here are listed as missing
     row = comparison["models"]["Extended Neural GPU, 2 epochs"]
     assert row["seed"] == 3 and row["epochs"] == 2 and 0 < row["length_ratio"]
     assert set(row["by_source_length"]) == {label for label, _, _ in BUCKETS}
@@ -78,3 +78,34 @@ def test_comparison_is_measured_and_rendered(trained, synthetic_data_dir):
     table = "\n".join(translation_tables(trained / "checkpoints"))
     assert "| Extended Neural GPU, 2 epochs |" in table and "30.1 / < 5" not in table
     assert "| Extended Neural GPU, 2 epochs - GRU + attention, 2 epochs, chrF |" in table
+
+
+def test_a_model_without_weights_keeps_its_stored_row_and_a_pair_of_them_their_interval(trained, synthetic_data_dir):
+    checkpoints = trained / "checkpoints"
+    first = measure_translation(checkpoints, trained / "configs", synthetic_data_dir, log=lambda line: None)
+    measured = first["models"]["Extended Neural GPU, 2 epochs"]
+    one_epoch = {"folder": "active_memory_translation/gru_attention_de_en_1epoch", "bleu": 8.4, "chrf": 26.4}
+    pair = {
+        "a": "Extended Neural GPU, 1 epoch",
+        "b": "GRU + attention, 1 epoch",
+        "overall": {"bleu": {"difference": -6.6}},
+    }
+    stale = {**measured, "bleu": 99.0}  # a model with weights here is measured again, whatever was stored
+    (checkpoints / COMPARISON).write_text(json.dumps({**first, "differences": [pair], "models": {
+        "Extended Neural GPU, 1 epoch": {**one_epoch, "bleu": 1.8}, "GRU + attention, 1 epoch": one_epoch,
+        "Neural GPU, 1 epoch": {**one_epoch, "bleu": 1.9}, "Extended Neural GPU, 2 epochs": stale}}))  # fmt: skip
+    lines = []
+    comparison = measure_translation(checkpoints, trained / "configs", synthetic_data_dir, log=lines.append)
+    assert list(comparison["models"]) == [
+        "Neural GPU, 1 epoch", "Extended Neural GPU, 1 epoch", "GRU + attention, 1 epoch",
+        "Extended Neural GPU, 2 epochs", "GRU + attention, 2 epochs",
+    ]  # fmt: skip
+    assert comparison["models"]["GRU + attention, 1 epoch"] == one_epoch
+    assert comparison["models"]["Extended Neural GPU, 2 epochs"]["bleu"] == measured["bleu"] != 99.0
+    assert [(d["a"], d["b"]) for d in comparison["differences"]] == [
+        ("Extended Neural GPU, 1 epoch", "GRU + attention, 1 epoch"),
+        ("Extended Neural GPU, 2 epochs", "GRU + attention, 2 epochs"),
+    ]
+    assert comparison["differences"][0] == pair
+    assert sum("its stored row kept" in line for line in lines) == 3
+    assert sum("left out" in line for line in lines) == 3  # Markovian and the 8-epoch runs

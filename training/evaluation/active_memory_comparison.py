@@ -39,12 +39,15 @@ TRANSLATION_MODELS = (
     ("GRU + attention, 1 epoch", "active_memory_translation/gru_attention_de_en_1epoch", "gru_attention"),
     ("Extended Neural GPU, 2 epochs", "extended_neural_gpu_de_en", "extended"),
     ("GRU + attention, 2 epochs", "gru_attention_de_en", "gru_attention"),
+    ("Extended Neural GPU, 8 epochs", "extended_neural_gpu_de_en_8epochs", "extended"),
+    ("GRU + attention, 8 epochs", "gru_attention_de_en_8epochs", "gru_attention"),
 )
 
 
 PAIRS = (  # (a, b): the Extended Neural GPU against the attention baseline at equal training
     ("Extended Neural GPU, 1 epoch", "GRU + attention, 1 epoch"),
     ("Extended Neural GPU, 2 epochs", "GRU + attention, 2 epochs"),
+    ("Extended Neural GPU, 8 epochs", "GRU + attention, 8 epochs"),
 )
 
 
@@ -55,16 +58,21 @@ def bucket_of(source: str) -> str:
 
 def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path | None = None, log=print) -> dict:
     """Translate the test split with every model of TRANSLATION_MODELS whose weights are here; store and
-    return the comparison (the models missing are listed as such)."""
+    return the comparison. A model without weights here keeps the row the stored comparison has for it (the
+    1-epoch runs' weights are not committed), and a difference between two such models keeps its stored
+    interval; the other models missing are listed as such."""
     pairs = read_multi30k(resolve_data_dir(data_dir), TEST_SPLIT)
     sources, references = [s for s, _ in pairs], [r for _, r in pairs]
     buckets = [bucket_of(s) for s in sources]
     bucket_rows = {name: [i for i, b in enumerate(buckets) if b == name] for name, _, _ in BUCKETS}
+    stored = stored_comparison(checkpoints / COMPARISON)
     translations, rows = {}, {}
     for label, folder, paper in TRANSLATION_MODELS:
         path = checkpoints / folder
         if not (path / "model.safetensors").exists():
-            log(f"{label}: no weights at {path}; left out")
+            if label in stored["models"]:
+                rows[label] = stored["models"][label]
+            log(f"{label}: no weights at {path}; " + ("its stored row kept" if label in rows else "left out"))
             continue
         loaded = load_checkpoint(path, "cpu")
         hypotheses = translate_all(loaded.model, loaded.tokenizer, sources)
@@ -88,18 +96,23 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
             "seed": load_config(configs / f"{path.name}.json").train.seed,
         }
         log(f"{label}: BLEU {rows[label]['bleu']:.2f}")
-    differences = [
-        {
-            "a": a,
-            "b": b,
-            "overall": compared(translations[a], translations[b], references, list(range(len(references)))),
-            "by_source_length": {
-                name: compared(translations[a], translations[b], references, rows) for name, rows in bucket_rows.items()
-            },
-        }
-        for a, b in PAIRS
-        if a in translations and b in translations
-    ]
+    stored_differences = {(d["a"], d["b"]): d for d in stored["differences"]}
+    differences = []
+    for a, b in PAIRS:
+        if a in translations and b in translations:
+            differences.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "overall": compared(translations[a], translations[b], references, list(range(len(references)))),
+                    "by_source_length": {
+                        name: compared(translations[a], translations[b], references, bucket)
+                        for name, bucket in bucket_rows.items()
+                    },
+                }
+            )
+        elif {a, b}.isdisjoint(translations) and {a, b} <= set(rows) and (a, b) in stored_differences:
+            differences.append(stored_differences[a, b])
     comparison = {
         "split": TEST_SPLIT,
         "bucket_sentences": {name: buckets.count(name) for name, _, _ in BUCKETS},
@@ -111,6 +124,12 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(comparison, indent=2) + "\n")
     return comparison
+
+
+def stored_comparison(path: Path) -> dict:
+    """The comparison stored at `path` where it is of the same test split; else one with nothing in it."""
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    return stored if stored.get("split") == TEST_SPLIT else {"models": {}, "differences": []}
 
 
 def compared(hypotheses_a: list[str], hypotheses_b: list[str], references: list[str], rows: list[int]) -> dict | None:
