@@ -256,8 +256,9 @@ class EpochSteps:
         progress.epoch_tokens += n
         progress.step += 1
         progress.batch_in_epoch += 1
-        self.bar.update()
-        self.bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}")
+        if self.bar is not None:  # the progress bar of run(); a step outside it shows nothing
+            self.bar.update()
+            self.bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}")
         if progress.step % LOG_EVERY_STEPS == 0 and self.session.ranks.main:
             self.run_dir.log(
                 f"step {progress.step}: loss {loss:.4f}, lr {lr:.3e}, {self.session.seconds_per_step():.3f} s/step"
