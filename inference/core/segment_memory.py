@@ -35,6 +35,9 @@ class SegmentConfig(FamilyConfig, Protocol):
     segment_length: int
 
     @property
+    def cache_length(self) -> int: ...  # cached earlier positions per layer (Transformer-XL's); 0 for none
+
+    @property
     def variant(self) -> str: ...  # what is carried between segments, in words
 
 

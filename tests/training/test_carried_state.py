@@ -20,6 +20,7 @@ from inference.core.loaded_model import LoadedModel
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from inference.corpora.multi30k import DataError
 from inference.families.recurrent_memory.model import RecurrentMemoryConfig
+from tests.conftest import tiny_config
 from tests.hugging_face_models import build_folder
 from training.cli import main
 from training.evaluation.bootstrap import paired_perplexity_difference
@@ -159,6 +160,15 @@ def test_measure_writes_the_record_into_the_checkpoints_metrics(tmp_path):
     with pytest.raises(DataError, match="articles must lie in 1..3"):
         measure_carried_state(folder, data_dir, articles=4)
     assert main([*command[:-4], "--articles", "4"]) == 2  # said in one line, no traceback
+
+
+def test_a_checkpoint_that_reads_no_segments_is_refused_in_one_line(tmp_path, tiny_tokenizer, capsys):
+    model = build_model(tiny_config("memtransformer", tiny_tokenizer.vocab_size))
+    metrics = {"perplexity_counts": {"context": CONTEXT, "stride": STRIDE}}
+    folder = save_checkpoint(tmp_path / "memtransformer", model, tiny_tokenizer, {}, metrics)
+    data_dir = write_enwiki(tmp_path / "data")
+    assert main(["carried-state", str(folder), "--data-dir", str(data_dir), "--device", "cpu"]) == 2
+    assert "reads no segments: it carries nothing between them to remove" in capsys.readouterr().err
 
 
 def fixture_record(name: str, memory: int, cache: int, ppl: tuple[float, float], d: tuple[float, ...]) -> dict:

@@ -10,6 +10,7 @@ import torch
 from inference.analyses.memory_probe import Labelled, probe_accuracy
 from inference.core.family import build_model, config_from_dict
 from inference.core.loaded_model import LoadedModel
+from tests.conftest import tiny_config
 from training.studies.memory_probe import probe_memory
 from training.tasks.rmt_tasks import TOKENS
 
@@ -85,8 +86,11 @@ def test_a_memory_probe_of_an_untrained_model_runs_end_to_end():
     assert probe.samples == {"train": 60, "val": 20, "test": 30}
 
 
-def test_a_model_without_memory_or_oversized_work_is_refused():
+def test_a_model_without_memory_or_oversized_work_is_refused(tiny_tokenizer):
     with pytest.raises(ValueError, match="no memory tokens"):
         probe_memory(task_model(memory_size=0))
+    memory_slots = build_model(tiny_config("memtransformer", tiny_tokenizer.vocab_size))  # memory, but no segments
+    with pytest.raises(ValueError, match="reads no segments"):
+        probe_memory(LoadedModel("slots", memory_slots, tiny_tokenizer, meta={"task": "reverse"}))
     with pytest.raises(ValueError, match="train 2-"):
         probe_memory(task_model(memory_size=2), train=10**6)

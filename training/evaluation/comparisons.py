@@ -87,6 +87,13 @@ class Comparisons:
     def quality(self, run: Run) -> Quality | None:
         return corpus_quality(self.outputs(run), self._references(run[0])) if self.has(*run) else None
 
+    def stored_quality(self, run: Run) -> Quality:
+        """The quality of a run whose outputs are stored; ValueError where they are not."""
+        quality = self.quality(run)
+        if quality is None:
+            raise ValueError(f"{run[0]} has no stored outputs {run[1]!r}")
+        return quality
+
     def difference(self, a: Run, b: Run) -> dict[str, PairedDifference] | None:
         """a minus b, BLEU and chrF, on the same sentences; None unless both are stored on the same split."""
         if not (self.has(*a) and self.has(*b)) or self._stored(a[0])["split"] != self._stored(b[0])["split"]:

@@ -223,8 +223,11 @@ class EpochSteps:
             disable=not ranks.main,
         )
         steps = StepSettings(self.settings.clip_norm, self.learning_rate, ranks.gradient_hook())
-        run_steps(self.model, self.optimizer, range(progress.step, progress.step + allowed), self, steps)
-        self.bar.close()
+        try:
+            run_steps(self.model, self.optimizer, range(progress.step, progress.step + allowed), self, steps)
+        finally:
+            self.bar.close()
+            self.bar = None
         return allowed == remaining
 
     def learning_rate(self, step: int) -> float:

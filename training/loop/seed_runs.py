@@ -59,8 +59,7 @@ def seed_spread(comparisons: Comparisons, models: dict[str, str]) -> list[str]:
         runs = seed_runs(comparisons, name)
         if not runs:
             continue
-        measured = [comparisons.quality((run, AS_TRAINED)) for run in runs.values()]
-        scores = [score for score in measured if score is not None]  # every one: seed_runs keeps stored runs only
+        scores = [comparisons.stored_quality((run, AS_TRAINED)) for run in runs.values()]
         seeds = ", ".join("?" if seed is None else str(seed) for seed in runs)
         by_seed = ", ".join(f"{score.bleu:.2f}" for score in scores)
         lines.append(

@@ -6,8 +6,9 @@
   (checkpoints/algorithmic/<run>/metrics.json).
 - Translation (Multi30k de-en, test_2016_flickr): teacher-forced perplexity,
   BLEU, chrF and the length ratio of every model beside the paper's Table 1,
-  the paired bootstrap interval of the Extended Neural GPU's BLEU minus the
-  attention baseline's at equal training, and BLEU by source length (the
+  the paired bootstrap intervals of the pairs compared (the Extended Neural GPU
+  against the attention baseline at equal training, the baseline at 8 epochs
+  against 2), and BLEU by source length (the
   paper's Figure 6), from checkpoints/active_memory_translation/comparison.json
   (training.evaluation.active_memory_comparison measures them).
 """
@@ -172,7 +173,8 @@ def translation_tables(checkpoints: Path) -> list[str]:
         "",
         "BLEU by source length in words (sentences per bucket: "
         + ", ".join(f"{k}: {v}" for k, v in comparison["bucket_sentences"].items())
-        + f"); the last rows give the Extended Neural GPU's score minus the attention baseline's, BLEU then chrF, "
+        + f"); the last rows give a pair's score differences (a - b: the Extended Neural GPU against the attention "
+        f"baseline at equal training, then the baseline at 8 epochs against 2), BLEU then chrF, "
         f"with sacrebleu's paired bootstrap: the {level}% interval and the p-value "
         f"({comparison['bootstrap']['resamples']} resamples of the sentences, seed {comparison['bootstrap']['seed']}).",
         "",

@@ -38,9 +38,9 @@ from torch import nn
 
 from inference.analyses.carried_state import AS_TRAINED, SPLIT, WITHOUT
 from inference.core.applied_interventions import applied_interventions
-from inference.core.capabilities import config_of
-from inference.core.checkpoint import CARRIED_STATE_KEY, load_checkpoint, store_study
-from inference.core.family import build_model
+from inference.core.capabilities import Capability, config_of
+from inference.core.checkpoint import CARRIED_STATE_KEY, CheckpointError, load_checkpoint, store_study
+from inference.core.family import build_model, capabilities_of
 from inference.core.interventions import Interventions, ResetMemory
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import resolve_data_dir
@@ -70,15 +70,10 @@ def scoring_context(metrics: dict) -> tuple[int, int]:
     return counts["context"], counts["stride"]
 
 
-def cache_length(config: SegmentConfig) -> int:
-    """The earlier positions a segment model caches (Transformer-XL's); 0 for a family without a cache."""
-    return getattr(config, "cache_length", 0)
-
-
 def removed_description(config: SegmentConfig) -> str:
     """What removing the carried state means for this model (ValueError when it carries nothing)."""
     parts = ["memory reset to its initial value at every segment"] if config.memory_size else []
-    parts += ["no cache (the same weights with cache_length 0)"] if cache_length(config) else []
+    parts += ["no cache (the same weights with cache_length 0)"] if config.cache_length else []
     if not parts:
         raise ValueError("the model carries nothing between segments (no memory tokens, no cache)")
     return "; ".join(parts)
@@ -102,7 +97,7 @@ def without_carried_state(model: nn.Module, context: int) -> LogitsFn:
     segments: no cache, and the memory reset at every segment (module doc)."""
     config = segment_config(config_of(model))
     removed_description(config)  # raises when there is nothing to remove
-    reader = without_cache(model) if cache_length(config) else model
+    reader = without_cache(model) if config.cache_length else model
     if not config.memory_size:
         return reader
     interventions = reset_interventions(config.segment_length, context)
@@ -156,7 +151,7 @@ def carried_state_record(
         "model": loaded.name,
         "variant": config.variant,
         "memory_size": config.memory_size,
-        "cache_length": cache_length(config),
+        "cache_length": config.cache_length,
         "segment_length": config.segment_length,
         "removed": removed_description(config),
         "text": {
@@ -197,6 +192,8 @@ def measure_carried_state(
     and write the record into <folder>/metrics.json (CARRIED_STATE_KEY); returns it."""
     folder = Path(folder)
     loaded = load_checkpoint(folder, device)
+    if Capability.SEGMENTS not in capabilities_of(loaded.config):
+        raise CheckpointError(f"{folder} reads no segments: it carries nothing between them to remove")
     context, stride = scoring_context(loaded.metrics)
     if documents is None:
         documents = read_enwiki(resolve_data_dir(data_dir))["val"]

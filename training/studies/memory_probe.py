@@ -18,9 +18,12 @@ import numpy as np
 import torch
 
 from inference.analyses.memory_probe import STEPS, Labelled, probe_accuracy
+from inference.core.capabilities import Capability
+from inference.core.family import capabilities_of
 from inference.core.hook_names import MEMORY_WRITE
 from inference.core.interventions import NO_INTERVENTIONS
 from inference.core.loaded_model import LoadedModel
+from inference.core.segment_memory import segment_config
 from inference.core.tracing import recording
 from training.tasks.rmt_tasks import GENERATORS, TOKENS, Sample, task_split
 
@@ -52,9 +55,11 @@ def probe_memory(
     loaded: LoadedModel, train: int = 2000, validation: int = 500, test: int = 500, steps: int = STEPS
 ) -> MemoryProbe:
     """Probe the memory of a task checkpoint with memory tokens (module doc); raises ValueError."""
-    segment_length = getattr(loaded.config, "segment_length", None)  # a segment-recurrent model's
-    if not loaded.config.memory_size or segment_length is None:
+    if Capability.SEGMENTS not in capabilities_of(loaded.config):
+        raise ValueError(f"{loaded.name} reads no segments: it carries no memory from one to the next to probe")
+    if not loaded.config.memory_size:
         raise ValueError(f"{loaded.name} has no memory tokens to probe")
+    segment_length = segment_config(loaded.config).segment_length
     task = loaded.meta.get("task")
     if task not in GENERATORS:
         raise ValueError(f"{loaded.name} names no known task (meta task {task!r})")
