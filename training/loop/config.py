@@ -78,9 +78,8 @@ class DataConfig:
     dataset: Literal["multi30k", "ru_en", "enwiki"] = (
         "multi30k"  # training.data.corpora.CORPORA; "enwiki": training.data.lm_corpora
     )
-    vocab_size: int | None = Field(
-        default=None, ge=8
-    )  # shared BPE vocabulary; None: data.vocabulary.DEFAULT_VOCAB_SIZE
+    # shared BPE vocabulary; None: data.vocabulary.DEFAULT_VOCAB_SIZE
+    vocab_size: int | None = Field(default=None, ge=8)
     max_len: int = Field(
         default=100, ge=1
     )  # pairs with more tokens on either side are left out of training; language model: block length
@@ -111,9 +110,8 @@ class LoopConfig:
     label_smoothing: float = Field(default=0.1, ge=0, lt=1)
     clip_norm: float = Field(default=1.0, gt=0)  # max global gradient norm
     seed: int = 1
-    eval_every_epochs: int = Field(
-        default=1, ge=1
-    )  # validation BLEU (greedy decoding) this often; val loss every epoch
+    # validation BLEU (greedy decoding) this often; val loss every epoch
+    eval_every_epochs: int = Field(default=1, ge=1)
     save_every_steps: int = Field(default=500, ge=1)  # resumable state also at every epoch end
     threads: int | None = Field(
         default=None, ge=1

@@ -267,12 +267,13 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = 
     progress = train_task_steps(model, optimizer, folder, schedule, task, StepSettings(run.clip), log, ranks)
     if not ranks.main:
         return None
+    config = segment_config(config_of(model))
     metrics: dict[str, Any] = {
         "task": run.task,
         "segments": run.segments,
         "carry": run.carry,
         "memory": run.memory,  # memory tokens (rmt) or cache length (xl)
-        "variant": segment_config(config_of(model)).variant,
+        "variant": config.variant,
         "seed": run.seed,
         "steps": run.steps,
         "best_step": progress.best_step,
@@ -292,7 +293,7 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = 
         tokenizer,
         meta={
             "task": run.task,
-            "variant": variant_line(segment_config(config_of(model))),
+            "variant": variant_line(config),
             "example": example_text(test[0], tokenizer, lookup),
         },
         metrics=metrics,
