@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import get_args
 
 from inference.core.places import DATA_DIR_ENV, REPO_ROOT
 from training.commands import (
@@ -30,6 +31,8 @@ from training.commands import (
     store_half_command,
     train_command,
 )
+from training.tasks.neural_gpu_tasks import Task as AlgorithmicTask
+from training.tasks.rmt_tasks import Task as SegmentTask
 
 
 def user_errors() -> tuple[type[Exception], ...]:
@@ -174,7 +177,7 @@ def add_task_commands(commands: argparse._SubParsersAction) -> None:
         "segment-task",
         help="train (or resume) an RMT, Transformer-XL or no-memory decoder on one of paper 002's algorithmic tasks",
     )
-    task.add_argument("--task", required=True, choices=["copy", "reverse", "retrieval", "quadratic"])
+    task.add_argument("--task", required=True, choices=get_args(SegmentTask))
     task.add_argument("--segments", type=int, required=True, help="segments the task's stream is cut into")
     task.add_argument(
         "--carry",
@@ -201,7 +204,7 @@ def add_task_commands(commands: argparse._SubParsersAction) -> None:
         help="train (or resume) a Neural GPU or the GRU + attention baseline on one of paper 001's algorithmic tasks "
         "with a length curriculum, and test it at 1-10x the longest training length",
     )
-    algorithmic.add_argument("--task", required=True, choices=["addition", "reverse", "duplicate"])
+    algorithmic.add_argument("--task", required=True, choices=get_args(AlgorithmicTask))
     algorithmic.add_argument("--model", required=True, choices=["neural_gpu", "gru_attention"])
     algorithmic.add_argument("--seed", type=int, default=1)
     algorithmic.add_argument("--steps", type=int, default=3000)
