@@ -1,6 +1,6 @@
 """A working-memory model over a corpus: its memory and translations, the
-memory-content analyses, and BLEU with memory, with the memory masked and
-without memory (the paper's Table 3 lesions).
+memory-content analyses, and BLEU, chrF and the length ratio with memory, with
+the memory masked and without memory (the paper's Table 3 lesions).
 
 `generate_memory_corpus` runs the model (a caller may run it chunk by chunk,
 e.g. to let other requests use the model in between); `summarise_memory_corpus`
@@ -19,8 +19,6 @@ from inference.core.family import capabilities_of
 from inference.core.loaded_model import LoadedModel
 from inference.families.working_memory.corpus import wm_generate_all
 from inference.runs.translate import BATCH_SIZE, translate_all
-
-# The lesions scored against references: name -> interventions.
 
 
 @dataclass
@@ -53,20 +51,21 @@ def generate_memory_corpus(
 
 def summarise_memory_corpus(runs: Sequence[MemoryCorpusRun], references: Sequence[str] | None) -> dict:
     """{"translations", "memory" (display tokens per sentence), "summary"
-    (memory_content_summary), "bleu": {"memory", "masked", "no_memory"} or
-    None without references} over the runs, in order."""
+    (memory_content_summary), and "bleu", "chrf", "length_ratio": each {"memory", "masked", "no_memory"},
+    or None without references} over the runs, in order."""
     translations = [t for run in runs for t in run.translations]
     records = [MemoryRecord(t, pieces) for run in runs for t, pieces in zip(run.translations, run.memory_pieces)]
-    bleu = None
+    scores: dict[str, dict[str, float] | None] = dict.fromkeys(("bleu", "chrf", "length_ratio"))
     if references is not None:
-        bleu = {"memory": corpus_quality(translations, references).bleu}
-        for name in MEMORY_LESIONS:
-            bleu[name] = corpus_quality([t for run in runs for t in run.lesioned[name]], references).bleu
+        outputs = {"memory": translations}
+        outputs |= {name: [t for run in runs for t in run.lesioned[name]] for name in MEMORY_LESIONS}
+        qualities = {name: corpus_quality(hypotheses, references) for name, hypotheses in outputs.items()}
+        scores = {metric: {name: getattr(q, metric) for name, q in qualities.items()} for metric in scores}
     return {
         "translations": translations,
         "memory": [m for run in runs for m in run.memory_tokens],
         "summary": memory_content_summary(records),
-        "bleu": bleu,
+        **scores,
     }
 
 

@@ -8,7 +8,9 @@ import json
 import re
 
 import pytest
+import sacrebleu
 from fastapi.testclient import TestClient
+from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from app.main import create_app
 from app.services import examples
@@ -121,10 +123,22 @@ def test_corpus_upload_gives_the_memory_analyses_and_bleu_lesions(client):
     done = wait_for(client, job["id"])
     assert done["status"] == "done", done["error"]
     result = done["result"]
-    assert result["memory_decisions"] and set(result["bleu"]) == {"memory", "masked", "no_memory"}
+    conditions = {"memory", "masked", "no_memory"}
+    assert result["memory_decisions"] and set(result["bleu"]) == set(result["chrf"]) == conditions
+    assert set(result["length_ratio"]) == conditions
     assert result["summary"]["n_sentences"] == 2 and len(result["memory"]) == 2
+    # The as-trained scores, recomputed from the translations the job returns: chrF by sacrebleu, the length ratio
+    # by counting BLEU's 13a tokens.
+    references = ["a dog plays in the park", "two women read"]
+    translations = result["translations"]
+    assert result["chrf"]["memory"] == pytest.approx(sacrebleu.corpus_chrf(translations, [references]).score)
+    tokens = Tokenizer13a()
+    ratio = sum(len(tokens(t).split()) for t in translations) / sum(len(tokens(r).split()) for r in references)
+    assert result["length_ratio"]["memory"] == pytest.approx(ratio)
     page = client.get(f"/results/{job['id']}").text
     assert 'id="memory-sentences"' in page and 'id="figure-unique-tokens"' in page and 'id="bleu-masked"' in page
+    assert f'id="chrf-masked">{result["chrf"]["masked"]:.2f}<' in page
+    assert f'id="length-ratio">{ratio:.3f}<' in page
 
 
 def test_attribution_onto_slots_is_refused_for_working_memory(client):

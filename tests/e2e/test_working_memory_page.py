@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 
+import sacrebleu
+
 from inference.core.places import MEMORY_EXAMPLES_FILE
 from tests.e2e.conftest import open_page, swap, upload_demo_corpus, wait_until
 
@@ -63,6 +65,13 @@ def test_corpus_upload_shows_memory_analyses(page, server_url, tmp_path):
     upload_demo_corpus(page, server_url, GERMAN_MODEL, tmp_path)
     page.wait_for_selector("#bleu-masked", timeout=120_000)
     assert page.locator("#memory-sentences tbody tr").count() == 6
+    rows = page.locator("#memory-sentences tbody tr")
+    translations = rows.locator("td:nth-child(4)").all_text_contents()
+    references = rows.locator("td:nth-child(5)").all_text_contents()
+    # The as-trained chrF the page states, recomputed from the translations and references it shows.
+    assert page.text_content("#chrf") == f"{sacrebleu.corpus_chrf(translations, [references]).score:.2f}"
+    scores, sentences = page.locator("#quality").bounding_box(), page.locator("#memory-sentences").bounding_box()
+    assert scores and sentences and scores["y"] + scores["height"] <= sentences["y"], "the scores sit above the table"
     for figure in ("unique-tokens", "diversity", "words-in-memory", "parts-of-speech"):
         page.wait_for_selector(f"#figure-{figure} .main-svg")
 

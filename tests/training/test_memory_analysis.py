@@ -1,5 +1,5 @@
 """The memory-content study of a working-memory checkpoint, end to end on a
-tiny model and generated data: every domain gets its BLEU lesions, memory
+tiny model and generated data: every domain gets its BLEU, chrF and length-ratio lesions, memory
 lengths and analyses, and the CLI writes them beside the checkpoint."""
 
 from __future__ import annotations
@@ -47,5 +47,6 @@ def test_memory_analysis_covers_every_domain(tmp_path, synthetic_data_dir, tiny_
         found = analysis["domains"][domain]
         assert found["sentences"] == sentences == sum(found["memory_length_counts"])
         assert len(found["memory_length_counts"]) == TINY_MEMORY + 1
-        assert set(found["bleu"]) == {"memory", "masked", "no_memory"}
+        for metric in ("bleu", "chrf", "length_ratio"):
+            assert set(found[metric]) == {"memory", "masked", "no_memory"}
         assert found["summary"]["n_sentences"] == sentences and len(found["examples"]) == min(sentences, 5)

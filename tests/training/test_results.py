@@ -119,8 +119,9 @@ def test_table_3_sets_the_chain_grown_on_the_shorter_schedule_beside_the_shipped
     assert "| control: fine-tuned, memory not grown | 5 | 7 | 33.00 | - |" in second
 
 
-def wm_analysis(model: str, bleu: dict[str, float]) -> dict:
-    """A memory_analysis.json of one Multi30k domain, two sentences."""
+def wm_analysis(model: str, scores: dict[str, tuple[float, float, float]]) -> dict:
+    """A memory_analysis.json of one Multi30k domain, two sentences; scores: condition -> (BLEU, chrF, length
+    ratio)."""
     from inference.analyses.memory_content import MemoryRecord, memory_content_summary
 
     summary = memory_content_summary(
@@ -130,7 +131,7 @@ def wm_analysis(model: str, bleu: dict[str, float]) -> dict:
         "domain": "Multi30k captions",
         "sentences": 2,
         "mean_source_words": 3.0,
-        "bleu": bleu,
+        **{metric: {c: s[i] for c, s in scores.items()} for i, metric in enumerate(("bleu", "chrf", "length_ratio"))},
         "summary": summary,
         "memory_length_counts": [0, 1, 1],
     }
@@ -144,39 +145,52 @@ def write_json(path: Path, content: dict) -> None:
 
 def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
     checkpoints = tmp_path / "checkpoints"
-    write_json(checkpoints / "transformer" / "metrics.json", {"bleu": {"test_2016_flickr": 30.0}, "chrf": {}})
     write_json(
         checkpoints / "working_memory_de_en" / "memory_analysis.json",
-        wm_analysis("working_memory_de_en", {"memory": 31.0, "masked": 29.5, "no_memory": 12.25}),
+        wm_analysis(
+            "working_memory_de_en",
+            {"memory": (31.0, 55.5, 0.98), "masked": (29.5, 54.25, 1.0125), "no_memory": (12.25, 40.0, 1.5)},
+        ),
     )
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
-    assert "| Transformer, 20 epochs (as long as the WM model) | 30.00 |" in text
-    assert "| working memory, 4 + 2 epochs (the shorter run) | - |" in text  # not kept here
+    assert "| model | Multi30k captions: BLEU | chrF | length ratio |" in text
     assert (
-        "| working memory | 31.00 |" in text
-        and "| working memory, masked | 29.50 |" in text
-        and "| working memory, size 0 at inference | 12.25 |" in text
+        "| working memory | 31.00 | 55.50 | 0.980 |" in text
+        and "| working memory, masked | 29.50 | 54.25 | 1.012 |" in text
+        and "| working memory, size 0 at inference | 12.25 | 40.00 | 1.500 |" in text
     )
     assert "| working_memory_de_en | Multi30k captions | 2 | 3.0 | 1.50 | 0.00 / 0.50 | 1.00 / 1 |" in text
     assert "working_memory_ru_en: not trained or not analysed yet." in text
     assert "short_schedule/working_memory_de_en" not in text  # a shorter run without its analysis is not shown
 
 
-def test_the_shorter_working_memory_run_sits_beside_its_warm_start(tmp_path):
+def test_the_shorter_working_memory_run_gets_its_own_table(tmp_path):
     checkpoints = tmp_path / "checkpoints"
     short = checkpoints / "short_schedule"
-    write_json(short / "transformer" / "metrics.json", {"bleu": {"test_2016_flickr": 28.0}, "chrf": {}})
-    write_json(short / "working_memory_de_en" / "metrics.json", {"bleu": {"test_2016_flickr": 29.0}, "chrf": {}})
     write_json(
         short / "working_memory_de_en" / "memory_analysis.json",
-        wm_analysis("working_memory_de_en", {"memory": 29.0, "masked": 30.5, "no_memory": 28.75}),
+        wm_analysis(
+            "working_memory_de_en",
+            {"memory": (29.0, 52.0, 1.0), "masked": (30.5, 53.0, 0.95), "no_memory": (28.75, 51.0, 1.1)},
+        ),
     )
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
     shipped, shorter = text.split("**short_schedule/working_memory_de_en** (2 sentences per domain at most)")
     assert "working_memory_de_en: not trained or not analysed yet." in shipped
-    assert "| Transformer, 4 epochs (the warm start) | 28.00 |" in shorter
-    assert "| working memory, masked | 30.50 |" in shorter
+    assert "| working memory, masked | 30.50 | 53.00 | 0.950 |" in shorter
     assert "| short_schedule/working_memory_de_en | Multi30k captions | 2 |" in shorter
+
+
+def test_a_memory_analysis_without_chrf_shows_its_bleu_alone(tmp_path):
+    checkpoints = tmp_path / "checkpoints"
+    analysis = wm_analysis(
+        "working_memory_de_en", {"memory": (31.0, 0, 0), "masked": (29.5, 0, 0), "no_memory": (9, 0, 0)}
+    )
+    for domain in analysis["domains"].values():
+        del domain["chrf"], domain["length_ratio"]
+    write_json(checkpoints / "working_memory_de_en" / "memory_analysis.json", analysis)
+    text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
+    assert "| working memory | 31.00 | - | - |" in text and "| working memory, masked | 29.50 | - | - |" in text
 
 
 def test_ff_tables_come_from_the_ff_analysis(tmp_path):

@@ -67,7 +67,7 @@ def render(
         table_1_section(metrics, comparisons),
         table_2_section(metrics, comparisons),
         extension_section(metrics, extension_chains(configs), comparisons),
-        working_memory_section(metrics, analyses, comparisons),
+        working_memory_section(analyses, comparisons),
         memory_content_section(analyses),
         ff_memories_section(
             metrics, {**load_metrics(checkpoints, "ff_analysis.json"), **installed_studies(checkpoints)}

@@ -67,7 +67,7 @@ def analyse_checkpoint(
             "domain": label,
             "sentences": len(pairs),
             "mean_source_words": sum(len(s.split()) for s in sources) / len(sources),
-            "bleu": result["bleu"],
+            **{metric: result[metric] for metric in ("bleu", "chrf", "length_ratio")},
             "memory_length_counts": memory_length_counts([len(m) for m in result["memory"]], loaded.config.memory_size),
             "summary": result["summary"],
             "examples": [
@@ -79,7 +79,7 @@ def analyse_checkpoint(
             "seconds": round(time.monotonic() - start, 1),
         }
         tqdm.write(
-            f"{split}: BLEU {result['bleu']}, "
+            f"{split}: BLEU {result['bleu']}, chrF {result['chrf']}, "
             f"mean unique memory tokens {result['summary']['unique_tokens']['mean_unique']:.2f}"
         )
     out = folder / ANALYSIS_FILE
