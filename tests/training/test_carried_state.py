@@ -17,6 +17,7 @@ from inference.analyses.carried_state import AS_TRAINED, WITHOUT
 from inference.core.checkpoint import load_checkpoint, save_checkpoint
 from inference.core.family import build_model, family_of, load_families
 from inference.core.loaded_model import LoadedModel
+from inference.core.places import REPO_ROOT
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from inference.corpora.multi30k import DataError
 from inference.families.recurrent_memory.model import RecurrentMemoryConfig
@@ -191,20 +192,32 @@ def test_render_prints_the_records_figures_in_the_runs_order(tmp_path):
     for folder, record in [*((tmp_path / "segment_lm", r) for r in records), (tmp_path, served)]:
         (folder / record["model"]).mkdir(parents=True)
         (folder / record["model"] / "metrics.json").write_text(json.dumps({"carried_state": record}))
+    # A run that records its training: its steps, and its seed from the config it names.
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    config = json.loads((REPO_ROOT / "training" / "configs" / "lm_seg50_20m_rmt1.json").read_text())
+    config["train"]["seed"] = 3
+    (configs / "lm_seg50_20m_rmt1.json").write_text(json.dumps(config))
+    rmt1_served = tmp_path / "rmt1_served" / "metrics.json"
+    rmt1_served.write_text(
+        json.dumps({"carried_state": served, "train": {"steps": 1900, "config": "lm_seg50_20m_rmt1"}})
+    )
     (tmp_path / "segment_lm" / "lm_seg50_baseline").mkdir()  # a run without a record is left out
     (tmp_path / "segment_lm" / "lm_seg50_baseline" / "metrics.json").write_text(json.dumps({"perplexity": {}}))
-    lines = render_carried_state(tmp_path).split("\n")
+    lines = render_carried_state(tmp_path, configs).split("\n")
     assert lines[0].startswith("### Carried state")
     rows = [line for line in lines if line.startswith("| ") and "---" not in line]
     assert rows == [
-        "| run | model | carried state removed | ppl as trained | ppl removed | Δ [95% CI] | tokens scored "
-        "| articles |",
-        "| lm_seg50_xl10 | Transformer-XL, cache 10 | no cache | 251.7 | 258.2 | +6.54 [+5.10, +8.00] | 41,918 | 120 |",
-        "| lm_seg50_xl50 | Transformer-XL, cache 50 | no cache | 253.7 | 261.3 | +7.60 [+6.01, +9.30] | 41,918 | 120 |",
-        "| lm_seg50_rmt1 | RMT, memory 1 | memory reset at every segment | 259.7 | 260.2 | +0.53 [+0.31, +0.76] "
-        "| 41,918 | 120 |",
-        "| rmt1_served | RMT, memory 1 | memory reset at every segment | 129.6 | 132.7 | +3.10 [+2.33, +3.79] "
-        "| 41,918 | 120 |",
+        "| run | model | carried state removed | training steps | seed | ppl as trained | ppl removed | Δ [95% CI] "
+        "| tokens scored | articles |",
+        "| lm_seg50_xl10 | Transformer-XL, cache 10 | no cache | - | - | 251.7 | 258.2 | +6.54 [+5.10, +8.00] | 41,918 "
+        "| 120 |",
+        "| lm_seg50_xl50 | Transformer-XL, cache 50 | no cache | - | - | 253.7 | 261.3 | +7.60 [+6.01, +9.30] | 41,918 "
+        "| 120 |",
+        "| lm_seg50_rmt1 | RMT, memory 1 | memory reset at every segment | - | - | 259.7 | 260.2 "
+        "| +0.53 [+0.31, +0.76] | 41,918 | 120 |",
+        "| rmt1_served | RMT, memory 1 | memory reset at every segment | 1900 | 3 | 129.6 | 132.7 "
+        "| +3.10 [+2.33, +3.79] | 41,918 | 120 |",
     ]
     paragraph = lines[2]
     assert "first 120 enwiki validation articles (a stream of 42,042 tokens, 41,918 of them scored" in paragraph
@@ -212,7 +225,7 @@ def test_render_prints_the_records_figures_in_the_runs_order(tmp_path):
 
 
 def test_render_without_records_says_so(tmp_path):
-    assert "No carried-state measurements yet" in render_carried_state(tmp_path)
+    assert "No carried-state measurements yet" in render_carried_state(tmp_path, tmp_path)
 
 
 def test_the_pretrained_memory_section_states_the_carried_models_study(tmp_path):

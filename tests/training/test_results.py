@@ -407,7 +407,7 @@ def test_a_task_run_with_another_cache_gets_its_own_column():
     )
     header, _, row = segment_tasks.task_table(groups, "copy", 6000)
     assert header.startswith("| segments | no memory | Transformer-XL | RMT | Transformer-XL, cache 60 |")
-    assert row.startswith("| 6 | - | 0.13 (n=1) | - | 0.98 ± 0.01 (n=2) |")  # mean 0.98, sd 0.0141
+    assert row.startswith("| 6 | - | 0.13 (seed 1) | - | 0.98 ± 0.01 (seeds 1-2) |")  # mean 0.98, sd 0.0141
     assert "| copy, 6 seg, Transformer-XL, cache 60 | 2 | 6000 | 900 |" in "\n".join(segment_tasks.runs_table(groups))
 
 

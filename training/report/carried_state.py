@@ -10,11 +10,13 @@ figure printed comes from those records."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from inference.analyses.carried_state import AS_TRAINED, WITHOUT
 from inference.core.checkpoint import CARRIED_STATE_KEY
 from training.evaluation.bootstrap import interval_text
+from training.report.metrics_files import trained_from
 
 HEADING = "### Carried state: do the language models use what they carry? (paper 002)"
 # The stream and the bootstrap: stated once in the description when every record shares them.
@@ -25,13 +27,29 @@ SHARED = (("text", "articles"), ("text", "stream_tokens"), ("text", "scored"), (
 SEGMENT_LM_RUNS = "segment_lm"  # checkpoints/segment_lm/<name>: the runs not served by the app
 
 
-def load_records(checkpoints: Path) -> list[dict]:
-    """Every carried-state record in the metrics.json of checkpoints/segment_lm/* and checkpoints/*, Transformer-XL
-    by cache, then RMT by memory (the runs table's order), then by run."""
-    paths = [*Path(checkpoints).glob(f"{SEGMENT_LM_RUNS}/*/metrics.json"), *Path(checkpoints).glob("*/metrics.json")]
-    metrics = (json.loads(path.read_text()) for path in paths)
-    records = [run[CARRIED_STATE_KEY] for run in metrics if CARRIED_STATE_KEY in run]
-    return sorted(records, key=lambda r: (r["memory_size"] > 0, r["cache_length"], r["memory_size"], r["model"]))
+@dataclass
+class CarriedRun:
+    record: dict  # the run's carried-state record
+    steps: int | None  # its training steps
+    seed: int | None  # its training seed; None where its training config is not in the configs folder
+
+
+def load_records(checkpoints: Path, configs: Path) -> list[CarriedRun]:
+    """Every carried-state record in the metrics.json of checkpoints/segment_lm/* and checkpoints/*, with its run's
+    training steps and seed, Transformer-XL by cache, then RMT by memory (the runs table's order), then by run."""
+    runs = []
+    for path in [
+        *Path(checkpoints).glob(f"{SEGMENT_LM_RUNS}/*/metrics.json"),
+        *Path(checkpoints).glob("*/metrics.json"),
+    ]:
+        metrics = json.loads(path.read_text())
+        if CARRIED_STATE_KEY not in metrics:
+            continue
+        train = metrics.get("train", {})
+        seed = trained_from(path.parent, metrics, configs).train.seed if train else None
+        runs.append(CarriedRun(metrics[CARRIED_STATE_KEY], train.get("steps"), seed))
+    return sorted(runs, key=lambda run: (run.record["memory_size"] > 0, run.record["cache_length"],
+                                         run.record["memory_size"], run.record["model"]))  # fmt: skip
 
 
 def model_label(record: dict) -> str:
@@ -79,18 +97,22 @@ def description(records: list[dict]) -> str:
     )
 
 
-def row(record: dict) -> str:
+def row(run: CarriedRun) -> str:
+    record = run.record
     d, text, ppl = record["difference"], record["text"], record["perplexity"]
+    steps, seed = ("-" if value is None else value for value in (run.steps, run.seed))
     return (
-        f"| {record['model']} | {model_label(record)} | {removed_label(record)} | {ppl[AS_TRAINED]:.1f} | "
+        f"| {record['model']} | {model_label(record)} | {removed_label(record)} | {steps} | {seed} | "
+        f"{ppl[AS_TRAINED]:.1f} | "
         f"{ppl[WITHOUT]:.1f} | {interval_text(d['perplexity'], d['low'], d['high'])} | {text['scored']:,} | "
         f"{text['articles']:,} |"
     )
 
 
-def carried_state_section(checkpoints: Path) -> list[str]:
-    """The section's lines."""
-    records = load_records(checkpoints)
+def carried_state_section(checkpoints: Path, configs: Path) -> list[str]:
+    """The section's lines; configs: the training configs, for each run's seed."""
+    runs = load_records(checkpoints, configs)
+    records = [run.record for run in runs]
     parts = [HEADING, ""]
     if not records:
         return [*parts, "No carried-state measurements yet (`python -m training carried-state`).", ""]
@@ -100,14 +122,14 @@ def carried_state_section(checkpoints: Path) -> list[str]:
         *parts,
         description(records),
         "",
-        f"| run | model | carried state removed | ppl as trained | ppl removed | Δ [{level}] | tokens scored "
-        "| articles |",
-        "|---" * 8 + "|",
-        *(row(record) for record in records),
+        f"| run | model | carried state removed | training steps | seed | ppl as trained | ppl removed | Δ [{level}] "
+        "| tokens scored | articles |",
+        "|---" * 10 + "|",
+        *(row(run) for run in runs),
         "",
     ]
 
 
-def render_carried_state(checkpoints: Path) -> str:
+def render_carried_state(checkpoints: Path, configs: Path) -> str:
     """The section as markdown text."""
-    return "\n".join(carried_state_section(checkpoints))
+    return "\n".join(carried_state_section(checkpoints, configs))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from training.loop.config import TrainConfig, load_config
+
 SHORT_SCHEDULE = "short_schedule"  # checkpoints/short_schedule/<name>: a model's run on a shorter schedule
 TEST_SPLIT = "test_2016_flickr"
 
@@ -19,6 +21,12 @@ def load_metrics(checkpoints: Path, file: str = "metrics.json") -> dict[str, dic
         except json.JSONDecodeError:
             continue  # a broken checkpoint is the registry's to report, not the table's
     return found
+
+
+def trained_from(folder: Path, metrics: dict, configs: Path) -> TrainConfig:
+    """The training config a run was trained from: configs/<train.config>.json, or for a run that does not record
+    it, configs/<its folder's name>.json."""
+    return load_config(configs / f"{metrics['train'].get('config', folder.name)}.json")
 
 
 def number(value) -> str:

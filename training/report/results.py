@@ -74,7 +74,7 @@ def render(
         ),
         segment_task_section(checkpoints),
         segment_lm_section(checkpoints, configs),
-        carried_state_section(checkpoints),
+        carried_state_section(checkpoints, configs),
         pretrained_memory_section(checkpoints, configs),
         active_memory_section(checkpoints),
         hugging_face_translator_section(comparisons),

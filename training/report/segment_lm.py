@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 
 from training.evaluation.bootstrap import LEVEL, RESAMPLES, interval_text, paired_perplexity_difference
-from training.loop.config import TrainConfig, load_config
+from training.loop.config import TrainConfig
 from training.report.carried_state import SEGMENT_LM_RUNS
+from training.report.metrics_files import trained_from
 
 SPLIT = "wikitext103_test"
 VALIDATION = "enwiki_val"
@@ -41,7 +42,7 @@ def load_runs(checkpoints: Path, configs: Path) -> list[tuple[dict, dict, TrainC
         found = segment_lm_run(folder)
         if found is not None:
             config, metrics = found
-            runs.append((config, metrics, load_config(configs / f"{metrics['train'].get('config', folder.name)}.json")))
+            runs.append((config, metrics, trained_from(folder, metrics, configs)))
     return sorted(
         runs,
         key=lambda run: (

@@ -2,7 +2,7 @@
 metrics.json (checkpoints/tasks/<task>_<n>seg_<carry>[<memory>]_<steps>steps_seed<k>/): per-character
 test accuracy of RMT, Transformer-XL and the no-memory baseline by number of
 segments (a model with another memory size or cache length its own column), mean ± standard deviation over
-seeds, beside the paper's figures."""
+the seeds it names, beside the paper's figures."""
 
 from __future__ import annotations
 
@@ -51,9 +51,19 @@ def grouped(metrics: dict[str, dict]) -> dict[Group, list[dict]]:
 
 
 def cell(runs: list[dict]) -> str:
+    """Mean ± standard deviation over the runs, and the seeds they ran."""
     scores = [run["test"]["char_accuracy"] for run in runs]
     spread = f" ± {statistics.stdev(scores):.2f}" if len(scores) > 1 else ""
-    return f"{statistics.mean(scores):.2f}{spread} (n={len(scores)})"
+    return f"{statistics.mean(scores):.2f}{spread} ({seed_names(sorted(run['seed'] for run in runs))})"
+
+
+def seed_names(seeds: list[int]) -> str:
+    """'seed 2', 'seeds 1-3' (consecutive) or 'seeds 1, 3'."""
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"seeds {seeds[0]}-{seeds[-1]}"
+    return "seeds " + ", ".join(map(str, seeds))
 
 
 def task_table(groups: dict[Group, list[dict]], task: str, steps: int) -> list[str]:
@@ -171,7 +181,7 @@ def segment_task_section(checkpoints: Path) -> list[str]:
         "## Recurrent memory on algorithmic tasks (paper 002)",
         "",
         "Per-character accuracy of the answer on 1,000 test samples (teacher-forced, the paper's measure), "
-        "mean ± std over seeds (n).",
+        "mean ± std over the seeds each cell names.",
         "Ours: 2-layer decoder, d_model 64, 4 heads, d_ff 256, relative attention; memory tokens (RMT) = cache length "
         "(Transformer-XL) = 8 where a column names no other (Transformer-XL, cache 60: the paper's cache, issue 39);",
         "copy and reverse of 24 symbols from 8 (chance 0.125); full BPTT through the memory; Adam 1e-3, clip 0.25, "
