@@ -56,9 +56,9 @@ def test_results_tables_come_from_metrics(tmp_path):
     text = write_results(checkpoints, tmp_path / "results.md", reading, configs=configs).read_text()
     assert "| Transformer (baseline) | 31.50 | 30.50 | 50.00 | 4 | 10 | 19.01 |" in text
     assert "| MemCtrl 20 | not trained yet |" in text
-    assert "| trained | 5 | 4 | 28.00 | 19.17 |" in text  # Table 3 starts from the run the chain grew from
+    assert "| trained | 5 | 4 | 28.00 | 50.00 | - | 19.17 |" in text  # Table 3 starts from the run the chain grew from
     assert "| MemTransformer 5 | 36.00 | 35.00 |" in text  # Table 1 shows the shipped run
-    assert "| control: fine-tuned, memory not grown | 5 | 8 | 29.50 | - |" in text
+    assert "| control: fine-tuned, memory not grown | 5 | 8 | 29.50 | 50.00 | - | - |" in text
     assert "| MemTransformer 10 (ours) | 10.00 | 20.00 | 25.00 | **31.25** | 28.00 | 22.00 |" in text
     assert "| MemTransformer 10 (paper, base) | 11.75 | 15.91 | 18.22 | 25.07 | 12.39 | 7.87 |" in text
     assert text.rstrip().endswith("Shapes agree.")
@@ -107,16 +107,16 @@ def test_table_3_sets_the_chain_grown_on_the_shorter_schedule_beside_the_shipped
     first, second = table_3.split("Grown from `checkpoints/short_schedule/memtransformer_5`:")
     assert "Grown from `checkpoints/memtransformer_5`:" in first
     assert (
-        "| trained | 5 | 20 | 35.00 | 19.17 |" in first
-        and "| +1 fine-tuning stage | 10 | 25 | 36.00 | 19.18 |" in first
+        "| trained | 5 | 20 | 35.00 | 50.00 | - | 19.17 |" in first
+        and "| +1 fine-tuning stage | 10 | 25 | 36.00 | 50.00 | - | 19.18 |" in first
     )
-    assert "| +2 fine-tuning stages | 15 | | not trained yet | 19.19 |" in first
-    assert "| control: fine-tuned, memory not grown | 5 | 32 | 36.50 | - |" in first  # 20 + the 12 it kept
+    assert "| +2 fine-tuning stages | 15 | | not trained yet | | | 19.19 |" in first
+    assert "| control: fine-tuned, memory not grown | 5 | 32 | 36.50 | 50.00 | - | - |" in first  # 20 + the 12 it kept
     assert (
-        "| trained | 5 | 4 | 28.00 | 19.17 |" in second
-        and "| +1 fine-tuning stage | 10 | 5 | 31.00 | 19.18 |" in second
+        "| trained | 5 | 4 | 28.00 | 50.00 | - | 19.17 |" in second
+        and "| +1 fine-tuning stage | 10 | 5 | 31.00 | 50.00 | - | 19.18 |" in second
     )
-    assert "| control: fine-tuned, memory not grown | 5 | 7 | 33.00 | - |" in second
+    assert "| control: fine-tuned, memory not grown | 5 | 7 | 33.00 | 50.00 | - | - |" in second
 
 
 def wm_analysis(model: str, scores: dict[str, tuple[float, float, float]]) -> dict:
