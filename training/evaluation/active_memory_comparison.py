@@ -45,10 +45,11 @@ TRANSLATION_MODELS = (
 
 
 PAIRS = (  # (a, b): a minus b; the Extended Neural GPU against the attention baseline at equal training, then
-    # what 6 more epochs give the baseline
+    # what 6 more epochs give each
     ("Extended Neural GPU, 1 epoch", "GRU + attention, 1 epoch"),
     ("Extended Neural GPU, 2 epochs", "GRU + attention, 2 epochs"),
     ("Extended Neural GPU, 8 epochs", "GRU + attention, 8 epochs"),
+    ("Extended Neural GPU, 8 epochs", "Extended Neural GPU, 2 epochs"),
     ("GRU + attention, 8 epochs", "GRU + attention, 2 epochs"),
 )
 

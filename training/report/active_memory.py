@@ -174,7 +174,7 @@ def translation_tables(checkpoints: Path) -> list[str]:
         "BLEU by source length in words (sentences per bucket: "
         + ", ".join(f"{k}: {v}" for k, v in comparison["bucket_sentences"].items())
         + f"); the last rows give a pair's score differences (a - b: the Extended Neural GPU against the attention "
-        f"baseline at equal training, then the baseline at 8 epochs against 2), BLEU then chrF, "
+        f"baseline at equal training, then each model at 8 epochs against 2), BLEU then chrF, "
         f"with sacrebleu's paired bootstrap: the {level}% interval and the p-value "
         f"({comparison['bootstrap']['resamples']} resamples of the sentences, seed {comparison['bootstrap']['seed']}).",
         "",
