@@ -31,7 +31,7 @@ SEGMENT_LM_RUNS = "segment_lm"  # checkpoints/segment_lm/<name>: the runs not se
 class CarriedRun:
     record: dict  # the run's carried-state record
     steps: int | None  # its training steps
-    seed: int | None  # its training seed; None where its training config is not in the configs folder
+    seed: int | None  # from the config it was trained from; None where its metrics record no training
 
 
 def load_records(checkpoints: Path, configs: Path) -> list[CarriedRun]:

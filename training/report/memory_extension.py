@@ -69,7 +69,7 @@ def _epochs_kept(metrics: dict) -> int:
     return train.get("selected_epoch", train.get("epochs", 0))
 
 
-def test_quality(name: str, metrics: dict, comparisons: Comparisons | None) -> str:
+def quality_on_test(name: str, metrics: dict, comparisons: Comparisons | None) -> str:
     """'BLEU | chrF | length ratio' of a run on test_2016_flickr: from its stored test outputs, else its metrics'
     BLEU and chrF."""
     quality = comparisons.quality((name, AS_TRAINED)) if comparisons is not None else None
@@ -93,12 +93,12 @@ def table_3(metrics: dict[str, dict], chain: ExtensionChain, comparisons: Compar
             continue
         epochs += _epochs_kept(m)
         lines.append(
-            f"| {label} | {5 * (stage + 1)} | {epochs} | {test_quality(name, m, comparisons)} | {number(paper)} |"
+            f"| {label} | {5 * (stage + 1)} | {epochs} | {quality_on_test(name, m, comparisons)} | {number(paper)} |"
         )
     control, started = metrics.get(chain.control), metrics.get(chain.start)
     if control and started:
         epochs = _epochs_kept(started) + _epochs_kept(control)
-        quality = test_quality(chain.control, control, comparisons)
+        quality = quality_on_test(chain.control, control, comparisons)
         lines.append(f"| control: fine-tuned, memory not grown | 5 | {epochs} | {quality} | - |")
     return lines
 
