@@ -11,6 +11,7 @@ import re
 import pytest
 
 from inference.core.capabilities import Capability
+from inference.core.places import REPO_ROOT
 
 CARRY = "11111110+10000000"  # least significant bit first: 127 + 1
 
@@ -41,7 +42,12 @@ def test_only_models_with_recurrent_steps_are_offered_with_the_carry_probes(clie
     offered = re.findall(r'<option value="(\w+)"', page.text.split('name="model"')[1].split("</select>")[0])
     models = client.get("/api/models").json()["models"]
     recurrent = sorted(m["name"] for m in models if Capability.RECURRENT_STEPS in m["capabilities"])
-    assert offered == recurrent and len(recurrent) == 4
+    configs = [
+        json.loads(path.read_text()) | {"folder": path.parent.name}
+        for path in (REPO_ROOT / "checkpoints").glob("*/config.json")
+    ]
+    active_memory = sorted(c["folder"] for c in configs if c.get("model", {}).get("family") == "active_memory")
+    assert offered == recurrent == active_memory and "neural_gpu_addition" in offered
     assert f'data-text="{CARRY}"' in page.text and "carry through 7 bits" in page.text
     elsewhere = client.get("/state?model=transformer")  # a model of another page: refused, with where it is shown
     assert elsewhere.status_code == 400
