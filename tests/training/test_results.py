@@ -323,6 +323,14 @@ def test_comparison_tables_come_from_the_stored_outputs(tmp_path, synthetic_data
     assert row.split(" | ")[2] == f"{short_lesion:.2f}"
     assert row.split(" | ")[5].startswith(f"{short_lesion - short_trained:+.2f} [")
     assert "| MemTransformer 5, 1 epoch | 2 (trained) | " in text
+    # Table 3: each chain's trained stage scored from its stored outputs, the length ratio with them
+    table_3 = text[text.index("## Table 3") : text.index("## Working memory")]
+    shipped_chain, shorter_chain = table_3.split("Grown from `checkpoints/short_schedule/memtransformer_5`:")
+    for chain, stage in ((shipped_chain, variant), (shorter_chain, shorter)):
+        bleu = sacrebleu.corpus_bleu(stage[AS_TRAINED], [references])
+        chrf = sacrebleu.corpus_chrf(stage[AS_TRAINED], [references]).score
+        trained = next(line for line in chain.splitlines() if line.startswith("| trained | 5 | "))
+        assert trained.endswith(f" | {bleu.score:.2f} | {chrf:.2f} | {bleu.sys_len / bleu.ref_len:.3f} | 19.17 |")
     assert "Signatures: BLEU `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in text
 
 
