@@ -67,12 +67,3 @@ def summarise_memory_corpus(runs: Sequence[MemoryCorpusRun], references: Sequenc
         "summary": memory_content_summary(records),
         **scores,
     }
-
-
-def analyse_memory_corpus(
-    loaded: LoadedModel, sources: Sequence[str], references: Sequence[str] | None = None, batch_size: int = BATCH_SIZE
-) -> dict:
-    """Both steps in one call (see the module doc)."""
-    return summarise_memory_corpus(
-        [generate_memory_corpus(loaded, sources, references is not None, batch_size)], references
-    )

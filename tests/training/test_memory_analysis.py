@@ -1,15 +1,21 @@
 """The memory-content study of a working-memory checkpoint, end to end on a
 tiny model and generated data: every domain gets its BLEU, chrF and length-ratio lesions, memory
-lengths and analyses, and the CLI writes them beside the checkpoint."""
+lengths and analyses, each lesion's paired difference from the model with memory (recomputed here from the stored
+translations), and the CLI writes them beside the checkpoint."""
 
 from __future__ import annotations
 
 import gzip
 import json
 
+import pytest
+import sacrebleu
+
 from inference.core.checkpoint import save_checkpoint
 from tests.conftest import TINY_MEMORY, make_tiny_working_memory
 from training.cli import main
+from training.evaluation.outputs import read_outputs
+from training.studies.memory_content import STUDY_OUTPUTS_FILE
 
 
 def test_memory_analysis_covers_every_domain(tmp_path, synthetic_data_dir, tiny_tokenizer):
@@ -50,3 +56,20 @@ def test_memory_analysis_covers_every_domain(tmp_path, synthetic_data_dir, tiny_
         for metric in ("bleu", "chrf", "length_ratio"):
             assert set(found[metric]) == {"memory", "masked", "no_memory"}
         assert found["summary"]["n_sentences"] == sentences and len(found["examples"]) == min(sentences, 5)
+    stored = read_outputs(folder, STUDY_OUTPUTS_FILE)
+    news_references = ["a dog plays in the park", "two women read"]
+    outputs = stored["newstest2014"]["outputs"]
+    assert stored["newstest2014"]["sentences"] == 2 and {len(o) for o in outputs.values()} == {2}
+    for lesion in ("masked", "no_memory"):
+        for metric, score in (("bleu", sacrebleu.corpus_bleu), ("chrf", sacrebleu.corpus_chrf)):
+            found = analysis["domains"]["newstest2014"]["differences"][lesion][metric]
+            expected = (
+                score(outputs[lesion], [news_references]).score - score(outputs["memory"], [news_references]).score
+            )
+            assert found["difference"] == pytest.approx(expected, abs=1e-9)
+            assert found["low"] <= found["difference"] <= found["high"] and 0 < found["p_value"] <= 1
+            assert analysis["domains"]["newstest2014"][metric][lesion] == pytest.approx(
+                score(outputs[lesion], [news_references]).score
+            )
+    differences = analysis["domains"]["newstest2014"]["differences"]
+    assert any(differences[lesion][metric]["difference"] != 0 for lesion in differences for metric in ("bleu", "chrf"))

@@ -164,6 +164,35 @@ def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
     assert "short_schedule/working_memory_de_en" not in text  # a shorter run without its analysis is not shown
 
 
+def test_each_working_memory_lesion_gets_its_paired_difference_per_domain(tmp_path):
+    checkpoints = tmp_path / "checkpoints"
+    analysis = wm_analysis(
+        "working_memory_ru_en", {"memory": (26.0, 43.0, 0.95), "masked": (25.5, 42.5, 0.9), "no_memory": (26, 43, 0.95)}
+    )
+    domain = analysis["domains"]["test_2016_flickr"]
+    domain["differences"] = {
+        "masked": {
+            "bleu": {"difference": -0.5, "low": -0.9, "high": -0.125, "p_value": 0.01},
+            "chrf": {"difference": -0.5, "low": -1.0, "high": 0.004, "p_value": 0.2},
+        },
+        "no_memory": {
+            "bleu": {"difference": 0.0, "low": 0.0, "high": 0.0, "p_value": 1.0},
+            "chrf": {"difference": 0.0, "low": -0.25, "high": 0.25, "p_value": 0.5},
+        },
+    }
+    write_json(checkpoints / "working_memory_ru_en" / "memory_analysis.json", analysis)
+    text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
+    assert "| lesion minus working memory | Multi30k captions: BLEU | chrF |" in text
+    assert "| working memory, masked | -0.50 [-0.90, -0.12] p=0.010 | -0.50 [-1.00, +0.00] p=0.200 |" in text
+    assert (
+        "| working memory, size 0 at inference | +0.00 [+0.00, +0.00] p=1.000 | +0.00 [-0.25, +0.25] p=0.500 |" in text
+    )
+    del domain["differences"]  # an analysis that predates them: no table
+    write_json(checkpoints / "working_memory_ru_en" / "memory_analysis.json", analysis)
+    text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
+    assert "lesion minus working memory" not in text
+
+
 def test_the_shorter_working_memory_run_gets_its_own_table(tmp_path):
     checkpoints = tmp_path / "checkpoints"
     short = checkpoints / "short_schedule"

@@ -64,14 +64,14 @@ def measure_outputs(loaded: LoadedModel, split: str, pairs: list[Pair], log=prin
     return {"split": split, "sentences": len(sources), "outputs": outputs}
 
 
-def write_outputs(folder: Path, record: dict) -> Path:
-    path = folder / OUTPUTS_FILE
+def write_outputs(folder: Path, record: dict, name: str = OUTPUTS_FILE) -> Path:
+    path = folder / name
     text = json.dumps(record, ensure_ascii=False, indent=0) + "\n"
     path.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
     return path
 
 
-def read_outputs(folder: Path) -> dict | None:
-    """The stored outputs of a checkpoint folder; None where it has none."""
-    path = folder / OUTPUTS_FILE
+def read_outputs(folder: Path, name: str = OUTPUTS_FILE) -> dict | None:
+    """The stored outputs of a checkpoint folder (file `name`); None where it has none."""
+    path = folder / name
     return json.loads(gzip.decompress(path.read_bytes())) if path.exists() else None

@@ -5,6 +5,8 @@ holds, by domain."""
 from __future__ import annotations
 
 from inference.analyses.quality import Quality
+from inference.core.controls import MEMORY_LESIONS
+from training.evaluation.bootstrap import PairedDifference
 from training.evaluation.comparisons import Comparisons, quality_cells
 from training.report.comparison_tables import working_memory_conditions
 from training.report.decoding_notes import DECODING
@@ -30,6 +32,7 @@ WM_LESION_ROWS = {
     "masked": "working memory, masked",
     "no_memory": "working memory, size 0 at inference",
 }
+METRICS = ("bleu", "chrf")  # the metrics a lesion's difference is bootstrapped in
 # Paper 004, Table 3 (TED ru-en validation, BLEU): standard 21.16, WM 21.30, WM masked 20.56.
 PAPER_WM_TABLE_3 = {"standard": 21.16, "memory": 21.30, "masked": 20.56}
 
@@ -72,13 +75,28 @@ def working_memory_by_domain(analyses: dict[str, dict]) -> list[str]:
         ]
         for key, label in WM_LESION_ROWS.items():
             lines.append(f"| {label} | " + " | ".join(domain_cells(d, key) for d in domains) + " |")
-        lines.append("")
+        lines += ["", *lesion_difference_table(list(domains))]
     paper = PAPER_WM_TABLE_3
     lines.append(
         f"Paper (TED ru-en validation, 20 epochs, 3 runs; BLEU only): standard Transformer {paper['standard']}, "
         f"working memory {paper['memory']}, working memory masked {paper['masked']}."
     )
     return lines
+
+
+def lesion_difference_table(domains: list[dict]) -> list[str]:
+    """Each lesion minus the model with memory, BLEU and chrF per domain, with their paired bootstrap intervals;
+    nothing for an analysis that predates them."""
+    if not all("differences" in d for d in domains):
+        return []
+    lines = [
+        "| lesion minus working memory | " + " | ".join(f"{d['domain']}: BLEU | chrF" for d in domains) + " |",
+        "|---|" + "---|---|" * len(domains),
+    ]
+    for key in MEMORY_LESIONS:
+        cells = (PairedDifference(**d["differences"][key][metric]).text() for d in domains for metric in METRICS)
+        lines.append(f"| {WM_LESION_ROWS[key]} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def domain_cells(domain: dict, condition: str) -> str:

@@ -1,8 +1,11 @@
 """The memory-content study of a working-memory checkpoint on text of
-different difficulty (paper 004, section 5): for every domain its BLEU with
-memory, with the memory masked and without memory, and the memory-content
-analyses. Written to <checkpoint>/memory_analysis.json, which
-docs/results.md is generated from.
+different difficulty (paper 004, section 5): for every domain its BLEU, chrF
+and length ratio with memory, with the memory masked and without memory, each
+lesion's paired bootstrap difference from the model with memory, and the
+memory-content analyses. Written to <checkpoint>/memory_analysis.json, which
+docs/results.md is generated from; the translations under each condition to
+<checkpoint>/memory_analysis_outputs.json.gz, so the differences can be
+recomputed without translating again.
 
 Domains: a Multi30k (German-English) model is read on its own captions and
 on WMT-14 news (newstest2014, never trained on); a Russian-English model on
@@ -13,19 +16,26 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from tqdm import tqdm
 
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointError, load_checkpoint
+from inference.core.controls import MEMORY_LESIONS
 from inference.core.family import capabilities_of
+from inference.core.loaded_model import LoadedModel
 from inference.core.places import resolve_data_dir
-from inference.runs.memory_corpus import analyse_memory_corpus
+from inference.runs.memory_corpus import generate_memory_corpus, summarise_memory_corpus
 from training.data.corpora import CORPORA, read_de_en_news
 from training.data.translation import Pair
+from training.evaluation.bootstrap import PairedDifference, paired_translation_differences
+from training.evaluation.comparisons import BOOTSTRAP_SEED
+from training.evaluation.outputs import write_outputs
 
 ANALYSIS_FILE = "memory_analysis.json"
+STUDY_OUTPUTS_FILE = "memory_analysis_outputs.json.gz"
 EXAMPLES_KEPT = 5
 
 
@@ -45,6 +55,43 @@ def memory_length_counts(lengths: list[int], memory_size: int) -> list[int]:
     return [lengths.count(k) for k in range(memory_size + 1)]
 
 
+def lesion_differences(outputs: dict[str, list[str]], references: list[str]) -> dict[str, dict[str, dict]]:
+    """{lesion: {"bleu", "chrf": {"difference", "low", "high", "p_value"}}}: each MEMORY_LESIONS condition's
+    translations minus those with memory ("memory"), paired on the same sentences."""
+    return {
+        lesion: {
+            metric: asdict(difference)
+            for metric, difference in paired_translation_differences(
+                outputs[lesion], outputs["memory"], references, BOOTSTRAP_SEED
+            ).items()
+        }
+        for lesion in MEMORY_LESIONS
+    }
+
+
+def study_domain(loaded: LoadedModel, pairs: list[Pair]) -> tuple[dict, dict[str, list[str]]]:
+    """(the domain's record but its label, its translations under each condition) over `pairs`."""
+    sources, references = [s for s, _ in pairs], [r for _, r in pairs]
+    start = time.monotonic()
+    run = generate_memory_corpus(loaded, sources, with_lesions=True)
+    result = summarise_memory_corpus([run], references)
+    outputs = {"memory": run.translations, **run.lesioned}
+    record = {
+        "sentences": len(pairs),
+        "mean_source_words": sum(len(s.split()) for s in sources) / len(sources),
+        **{metric: result[metric] for metric in ("bleu", "chrf", "length_ratio")},
+        "differences": lesion_differences(outputs, references),
+        "memory_length_counts": memory_length_counts([len(m) for m in result["memory"]], loaded.config.memory_size),
+        "summary": result["summary"],
+        "examples": [
+            {"source": s, "memory": m, "translation": t, "reference": r}
+            for s, m, t, r in list(zip(sources, result["memory"], result["translations"], references))[:EXAMPLES_KEPT]
+        ],
+        "seconds": round(time.monotonic() - start, 1),
+    }
+    return record, outputs
+
+
 def analyse_checkpoint(
     folder: str | Path, data_dir: str | Path | None = None, device: str = "auto", max_sentences: int = 1000
 ) -> Path:
@@ -53,35 +100,22 @@ def analyse_checkpoint(
     loaded = load_checkpoint(folder, device)
     if Capability.WORKING_MEMORY not in capabilities_of(loaded.config):
         raise CheckpointError(f"{folder} is not a working-memory model")
-    domains = {}
+    domains, stored = {}, {}
     for split, (label, pairs) in tqdm(
         domain_sets(loaded.meta.get("corpus", "multi30k"), resolve_data_dir(data_dir)).items(),
         desc="memory analysis",
         unit="domain",
     ):
-        pairs = pairs[:max_sentences]
-        sources, references = [s for s, _ in pairs], [r for _, r in pairs]
-        start = time.monotonic()
-        result = analyse_memory_corpus(loaded, sources, references)
-        domains[split] = {
-            "domain": label,
-            "sentences": len(pairs),
-            "mean_source_words": sum(len(s.split()) for s in sources) / len(sources),
-            **{metric: result[metric] for metric in ("bleu", "chrf", "length_ratio")},
-            "memory_length_counts": memory_length_counts([len(m) for m in result["memory"]], loaded.config.memory_size),
-            "summary": result["summary"],
-            "examples": [
-                {"source": s, "memory": m, "translation": t, "reference": r}
-                for s, m, t, r in list(zip(sources, result["memory"], result["translations"], references))[
-                    :EXAMPLES_KEPT
-                ]
-            ],
-            "seconds": round(time.monotonic() - start, 1),
-        }
+        record, outputs = study_domain(loaded, pairs[:max_sentences])
+        domains[split] = {"domain": label, **record}
+        stored[split] = {"sentences": record["sentences"], "outputs": outputs}
+        masked = record["differences"]["masked"]
         tqdm.write(
-            f"{split}: BLEU {result['bleu']}, chrF {result['chrf']}, "
-            f"mean unique memory tokens {result['summary']['unique_tokens']['mean_unique']:.2f}"
+            f"{split}: BLEU {record['bleu']}, chrF {record['chrf']}, masked minus memory: "
+            f"BLEU {PairedDifference(**masked['bleu']).text()}, chrF {PairedDifference(**masked['chrf']).text()}, "
+            f"mean unique memory tokens {record['summary']['unique_tokens']['mean_unique']:.2f}"
         )
+    write_outputs(folder, stored, STUDY_OUTPUTS_FILE)
     out = folder / ANALYSIS_FILE
     out.write_text(
         json.dumps(
