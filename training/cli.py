@@ -102,7 +102,8 @@ def add_run_commands(commands: argparse._SubParsersAction) -> None:
 
     memory = commands.add_parser(
         "memory-analysis",
-        help="the memory-content study of a working-memory checkpoint, per domain, into its memory_analysis.json",
+        help="the memory-content study of a working-memory checkpoint, per domain, into its memory_analysis.json "
+        "(its translations under each condition into memory_analysis_outputs.json.gz)",
     )
     memory.add_argument("checkpoint", help="checkpoint folder, e.g. checkpoints/working_memory_ru_en")
     add_data_and_device(memory)

@@ -94,7 +94,8 @@ def lesion_interventions(controls: LesionControls) -> Interventions:
 
 
 # The working-memory lesions the corpus studies measure (inference/runs/memory_corpus.py,
-# training/studies/memory_examples.py).
+# training/studies/memory_examples.py, training/studies/memory_content.py, whose report is
+# training/report/working_memory.py).
 MEMORY_LESIONS = {
     "masked": lesion_interventions(LesionControls(mask_memory=True)),
     "no_memory": lesion_interventions(LesionControls(memory_size=0)),

@@ -13,6 +13,7 @@ from training.report.memory_extension import SHORTER_RUN, extension_chain, exten
 from training.report.results import write_results
 
 CONFIGS = REPO_ROOT / "training" / "configs"
+METRICS = ("bleu", "chrf")
 
 
 def configs_starting_the_chain_from(
@@ -164,30 +165,39 @@ def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
     assert "short_schedule/working_memory_de_en" not in text  # a shorter run without its analysis is not shown
 
 
+def lesion_differences(bleu: tuple[float, float, float], chrf: tuple[float, float, float]) -> dict:
+    """A domain's "differences" record with the same interval for both lesions: (difference, low, high) per metric."""
+    return {
+        lesion: {
+            m: {"difference": d, "low": lo, "high": hi, "p_value": 0.01}
+            for m, (d, lo, hi) in zip(METRICS, (bleu, chrf))
+        }
+        for lesion in ("masked", "no_memory")
+    }
+
+
 def test_each_working_memory_lesion_gets_its_paired_difference_per_domain(tmp_path):
     checkpoints = tmp_path / "checkpoints"
-    analysis = wm_analysis(
-        "working_memory_ru_en", {"memory": (26.0, 43.0, 0.95), "masked": (25.5, 42.5, 0.9), "no_memory": (26, 43, 0.95)}
-    )
-    domain = analysis["domains"]["test_2016_flickr"]
-    domain["differences"] = {
-        "masked": {
-            "bleu": {"difference": -0.5, "low": -0.9, "high": -0.125, "p_value": 0.01},
-            "chrf": {"difference": -0.5, "low": -1.0, "high": 0.004, "p_value": 0.2},
-        },
-        "no_memory": {
-            "bleu": {"difference": 0.0, "low": 0.0, "high": 0.0, "p_value": 1.0},
-            "chrf": {"difference": 0.0, "low": -0.25, "high": 0.25, "p_value": 0.5},
-        },
-    }
+    scores = {"memory": (26.0, 43.0, 0.95), "masked": (25.5, 42.5, 0.9), "no_memory": (26, 43, 0.95)}
+    analysis = wm_analysis("working_memory_ru_en", scores)
+    captions = analysis["domains"]["test_2016_flickr"]
+    news = {**captions, "domain": "WMT news"}
+    analysis["domains"]["test_news"] = news
+    captions["differences"] = lesion_differences((-0.5, -0.9, -0.125), (-0.5, -1.0, 0.004))
+    news["differences"] = lesion_differences((0.25, -0.5, 1.0), (2.0, 1.5, 2.5))
+    captions["differences"]["no_memory"]["bleu"] |= {"difference": 0.0, "low": 0.0, "high": 0.0, "p_value": 1.0}
     write_json(checkpoints / "working_memory_ru_en" / "memory_analysis.json", analysis)
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
-    assert "| lesion minus working memory | Multi30k captions: BLEU | chrF |" in text
-    assert "| working memory, masked | -0.50 [-0.90, -0.12] p=0.010 | -0.50 [-1.00, +0.00] p=0.200 |" in text
+    assert "| lesion minus working memory | Multi30k captions: BLEU | chrF | WMT news: BLEU | chrF |" in text
     assert (
-        "| working memory, size 0 at inference | +0.00 [+0.00, +0.00] p=1.000 | +0.00 [-0.25, +0.25] p=0.500 |" in text
-    )
-    del domain["differences"]  # an analysis that predates them: no table
+        "| working memory, masked | -0.50 [-0.90, -0.12] p=0.010 | -0.50 [-1.00, +0.00] p=0.010 "
+        "| +0.25 [-0.50, +1.00] p=0.010 | +2.00 [+1.50, +2.50] p=0.010 |"
+    ) in text
+    assert (
+        "| working memory, size 0 at inference | +0.00 [+0.00, +0.00] p=1.000 | -0.50 [-1.00, +0.00] p=0.010 "
+        "| +0.25 [-0.50, +1.00] p=0.010 | +2.00 [+1.50, +2.50] p=0.010 |"
+    ) in text
+    del news["differences"]  # an analysis that lacks them in one domain (it predates them): no table
     write_json(checkpoints / "working_memory_ru_en" / "memory_analysis.json", analysis)
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()
     assert "lesion minus working memory" not in text

@@ -7,6 +7,9 @@ recomputed from them (training.report.results) without translating again.
 
 The file is gzip with no timestamp: the same outputs give the same bytes, so
 re-measuring a checkpoint whose outputs did not change changes nothing in git.
+`write_outputs` and `read_outputs` also keep the memory-content study's
+translations (training.studies.memory_content, another file name, one record
+per domain).
 """
 
 from __future__ import annotations

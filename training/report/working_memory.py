@@ -7,7 +7,7 @@ from __future__ import annotations
 from inference.analyses.quality import Quality
 from inference.core.controls import MEMORY_LESIONS
 from training.evaluation.bootstrap import PairedDifference
-from training.evaluation.comparisons import Comparisons, quality_cells
+from training.evaluation.comparisons import Comparisons, method_note, quality_cells
 from training.report.comparison_tables import working_memory_conditions
 from training.report.decoding_notes import DECODING
 from training.report.metrics_files import SHORT_SCHEDULE, number
@@ -96,7 +96,7 @@ def lesion_difference_table(domains: list[dict]) -> list[str]:
     for key in MEMORY_LESIONS:
         cells = (PairedDifference(**d["differences"][key][metric]).text() for d in domains for metric in METRICS)
         lines.append(f"| {WM_LESION_ROWS[key]} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+    return [*lines, *method_note(), ""]
 
 
 def domain_cells(domain: dict, condition: str) -> str:
