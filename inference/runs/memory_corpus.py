@@ -49,6 +49,13 @@ def generate_memory_corpus(
     return run
 
 
+def condition_outputs(runs: Sequence[MemoryCorpusRun]) -> dict[str, list[str]]:
+    """{"memory": translations, "masked", "no_memory": translations under that lesion} over runs made with
+    lesions, in order."""
+    outputs = {"memory": [t for run in runs for t in run.translations]}
+    return outputs | {name: [t for run in runs for t in run.lesioned[name]] for name in MEMORY_LESIONS}
+
+
 def summarise_memory_corpus(runs: Sequence[MemoryCorpusRun], references: Sequence[str] | None) -> dict:
     """{"translations", "memory" (display tokens per sentence), "summary"
     (memory_content_summary), and "bleu", "chrf", "length_ratio": each {"memory", "masked", "no_memory"},
@@ -57,9 +64,9 @@ def summarise_memory_corpus(runs: Sequence[MemoryCorpusRun], references: Sequenc
     records = [MemoryRecord(t, pieces) for run in runs for t, pieces in zip(run.translations, run.memory_pieces)]
     scores: dict[str, dict[str, float] | None] = dict.fromkeys(("bleu", "chrf", "length_ratio"))
     if references is not None:
-        outputs = {"memory": translations}
-        outputs |= {name: [t for run in runs for t in run.lesioned[name]] for name in MEMORY_LESIONS}
-        qualities = {name: corpus_quality(hypotheses, references) for name, hypotheses in outputs.items()}
+        qualities = {
+            name: corpus_quality(hypotheses, references) for name, hypotheses in condition_outputs(runs).items()
+        }
         scores = {metric: {name: getattr(q, metric) for name, q in qualities.items()} for metric in scores}
     return {
         "translations": translations,

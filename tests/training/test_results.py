@@ -165,7 +165,7 @@ def test_working_memory_tables_come_from_the_memory_analysis(tmp_path):
     assert "short_schedule/working_memory_de_en" not in text  # a shorter run without its analysis is not shown
 
 
-def lesion_differences(bleu: tuple[float, float, float], chrf: tuple[float, float, float]) -> dict:
+def differences_record(bleu: tuple[float, float, float], chrf: tuple[float, float, float]) -> dict:
     """A domain's "differences" record with the same interval for both lesions: (difference, low, high) per metric."""
     return {
         lesion: {
@@ -183,8 +183,8 @@ def test_each_working_memory_lesion_gets_its_paired_difference_per_domain(tmp_pa
     captions = analysis["domains"]["test_2016_flickr"]
     news = {**captions, "domain": "WMT news"}
     analysis["domains"]["test_news"] = news
-    captions["differences"] = lesion_differences((-0.5, -0.9, -0.125), (-0.5, -1.0, 0.004))
-    news["differences"] = lesion_differences((0.25, -0.5, 1.0), (2.0, 1.5, 2.5))
+    captions["differences"] = differences_record((-0.5, -0.9, -0.125), (-0.5, -1.0, 0.004))
+    news["differences"] = differences_record((0.25, -0.5, 1.0), (2.0, 1.5, 2.5))
     captions["differences"]["no_memory"]["bleu"] |= {"difference": 0.0, "low": 0.0, "high": 0.0, "p_value": 1.0}
     write_json(checkpoints / "working_memory_ru_en" / "memory_analysis.json", analysis)
     text = write_results(checkpoints, tmp_path / "results.md", tmp_path / "none.md").read_text()

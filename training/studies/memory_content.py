@@ -27,7 +27,7 @@ from inference.core.controls import MEMORY_LESIONS
 from inference.core.family import capabilities_of
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import resolve_data_dir
-from inference.runs.memory_corpus import generate_memory_corpus, summarise_memory_corpus
+from inference.runs.memory_corpus import condition_outputs, generate_memory_corpus, summarise_memory_corpus
 from training.data.corpora import CORPORA, read_de_en_news
 from training.data.translation import Pair
 from training.evaluation.bootstrap import PairedDifference, paired_translation_differences
@@ -75,7 +75,7 @@ def study_domain(loaded: LoadedModel, pairs: list[Pair]) -> tuple[dict, dict[str
     start = time.monotonic()
     run = generate_memory_corpus(loaded, sources, with_lesions=True)
     result = summarise_memory_corpus([run], references)
-    outputs = {"memory": run.translations, **run.lesioned}
+    outputs = condition_outputs([run])
     record = {
         "sentences": len(pairs),
         "mean_source_words": sum(len(s.split()) for s in sources) / len(sources),
