@@ -10,20 +10,30 @@
 #   no SET: training/configs/lm_seg50_*.json, 500 steps of 8 blocks of 250
 #           tokens (1.0M tokens each; 11-24 minutes a model on one thread)
 #   20m:    training/configs/lm_seg50_20m_*.json, 10,000 steps (20M tokens,
-#           1.32 epochs of enwiki; about 5.5 hours a model on one thread)
+#           1.32 epochs of enwiki; 2.4-5.5 hours a model on one thread)
+# STEPS stops each run there, in a folder named <config>_<STEPS>steps (the
+# schedule does not depend on the run's length: STEPS=5000 gives the 20M
+# runs' first 10M tokens). An interrupted run resumes from runs/<config>.
+# MODELS (default: all six) chooses and orders the models; the queues take
+# them in turn.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 prefix=lm_seg50_${1:+$1_}
+read -r -a models <<< "${MODELS:-rmt10 rmt5 xl50 xl10 baseline rmt1}"
 mkdir -p runs
 queue() {
   for name in "$@"; do
-    [ -f "checkpoints/segment_lm/$prefix$name/metrics.json" ] && continue
+    out="checkpoints/segment_lm/$prefix$name${STEPS:+_${STEPS}steps}"
+    [ -f "$out/metrics.json" ] && continue
     OMP_NUM_THREADS=1 .venv/bin/python -m training train "training/configs/$prefix$name.json" \
-      --out "checkpoints/segment_lm/$prefix$name" || return 1
-    [ "$name" = baseline ] ||
-      OMP_NUM_THREADS=1 .venv/bin/python -m training carried-state "checkpoints/segment_lm/$prefix$name" || return 1
+      ${STEPS:+--max-steps "$STEPS"} --out "$out" || return 1
+    [ "$name" = baseline ] || OMP_NUM_THREADS=1 .venv/bin/python -m training carried-state "$out" || return 1
   done
 }
-queue rmt10 xl50 baseline >> "runs/${prefix}a.log" 2>&1 &
-queue rmt5 xl10 rmt1 >> "runs/${prefix}b.log" 2>&1 &
+first=() second=()
+for i in "${!models[@]}"; do
+  if ((i % 2)); then second+=("${models[i]}"); else first+=("${models[i]}"); fi
+done
+queue "${first[@]}" >> "runs/${prefix}a.log" 2>&1 &
+queue "${second[@]}" >> "runs/${prefix}b.log" 2>&1 &
 wait

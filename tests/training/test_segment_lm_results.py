@@ -97,3 +97,28 @@ def test_each_run_is_set_against_the_baseline_trained_on_as_many_tokens(tmp_path
     assert rmt_short[4].startswith(f"{math.exp(4.0) - math.exp(4.2):+.2f} [")
     assert rmt_long[4].startswith(f"{math.exp(3.1) - math.exp(3.0):+.2f} [")
     assert xl[2] == xl[4] == "-"  # no baseline trained on 9,600 tokens
+
+
+def test_the_variants_are_paired_against_each_other_at_each_budget(tmp_path):
+    write_run(tmp_path, "lm_base", 0, 0, [4.2] * 6, [4.2] * 6)
+    write_run(tmp_path, "lm_rmt1", 1, 0, [4.1] * 6, [4.0] * 6)
+    write_run(tmp_path, "lm_rmt10", 10, 0, [4.0, 4.2] * 3, [4.1] * 6)
+    write_run(tmp_path, "lm_xl10", 0, 10, [3.9] * 6, [4.0] * 6)
+    write_run(tmp_path, "lm_rmt5_60", 5, 0, [3.0] * 6, [3.0] * 6, steps=60)  # alone at its budget: no pair
+    lines = segment_lm_section(tmp_path / "checkpoints", tmp_path / "configs")
+    start = next(i for i, line in enumerate(lines) if line.startswith("| train tokens | model | against"))
+    rows = [line.split(" | ") for line in lines[start + 2 :] if line.startswith("| ")]
+    assert [(row[0], row[1], row[2]) for row in rows] == [
+        ("| 4,800", "RMT, memory 10", "RMT, memory 1"),
+        ("| 4,800", "RMT, memory 10", "Transformer-XL, cache 10"),
+    ]
+    larger_memory, against_cache = rows
+    # enwiki val: exp(4.1) - exp(4.0) on every article, so the interval is that one value
+    gap = f"{math.exp(4.1) - math.exp(4.0):+.2f}"
+    assert larger_memory[3] == f"{gap} [{gap}, {gap}]"
+    # WT-103 test: token-weighted mean nll of RMT 10 (articles 4.0, 4.2 alternating) against 3.9 everywhere
+    tokens = ARTICLE_TOKENS
+    rmt10_nll = sum(r * t for r, t in zip([4.0, 4.2] * 3, tokens)) / sum(tokens)
+    assert against_cache[4].startswith(f"{math.exp(rmt10_nll) - math.exp(3.9):+.2f} [")
+    assert interval(against_cache[4])[0] > 0  # worse than the cache on every article
+    assert larger_memory[5] == f"{26.37 - 28.71:+.2f} |" and against_cache[5] == f"{26.37 - 28.98:+.2f} |"

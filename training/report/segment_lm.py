@@ -65,19 +65,57 @@ def carried(config: dict) -> str:
     return f"Transformer-XL, cache {config['cache_length']}" if config["cache_length"] else "no memory"
 
 
-def difference_cell(metrics: dict, baseline: dict | None, split: str) -> str:
-    """Perplexity on `split` minus the baseline's on the same articles, with its interval."""
-    if baseline is None or metrics is baseline:
+def difference_cell(metrics: dict, reference: dict | None, split: str) -> str:
+    """Perplexity on `split` minus the reference run's on the same articles, with its interval."""
+    if reference is None or metrics is reference:
         return "-"
     documents = metrics["perplexity_counts"]["splits"][split].get("documents")
-    baseline = baseline["perplexity_counts"]["splits"][split].get("documents")
-    if documents is None or baseline is None:
+    reference = reference["perplexity_counts"]["splits"][split].get("documents")
+    if documents is None or reference is None:
         return "(no per-article totals)"
-    if documents["tokens"] != baseline["tokens"]:
+    if documents["tokens"] != reference["tokens"]:
         return "(other tokenization)"
     return interval_text(
-        *paired_perplexity_difference(documents["nll"], baseline["nll"], documents["tokens"], BOOTSTRAP_SEED)
+        *paired_perplexity_difference(documents["nll"], reference["nll"], documents["tokens"], BOOTSTRAP_SEED)
     )
+
+
+def compared_pairs(runs: list[tuple[dict, dict, TrainConfig]]) -> list[tuple[int, dict, dict, dict, dict]]:
+    """(budget, config, metrics, other config, other metrics) for the pairs the paper orders, at each budget: each
+    RMT memory against every smaller one, each Transformer-XL cache against every shorter one, and RMT memory m
+    against Transformer-XL cache m."""
+    pairs = []
+    for budget in sorted({tokens(metrics, training) for _, metrics, training in runs}):
+        rmt = {c["memory_size"]: (c, m) for c, m, t in runs if tokens(m, t) == budget and c["memory_size"]}
+        xl = {c["cache_length"]: (c, m) for c, m, t in runs if tokens(m, t) == budget and c["cache_length"]}
+        for kind in (rmt, xl):
+            sizes = sorted(kind)
+            pairs += [(budget, *kind[large], *kind[small]) for i, large in enumerate(sizes) for small in sizes[:i]]
+        pairs += [(budget, *rmt[size], *xl[size]) for size in sorted(rmt.keys() & xl.keys())]
+    return pairs
+
+
+def comparison_table(runs: list[tuple[dict, dict, TrainConfig]]) -> list[str]:
+    """The memory variants against each other, each pair at one budget, by paired intervals over the articles."""
+    pairs = compared_pairs(runs)
+    if not pairs:
+        return []
+    lines = [
+        "The variants against each other at equal training tokens (the paper's order: the longer cache and the larger "
+        "memory lower, RMT below Transformer-XL at equal size). Δ: the first model's token perplexity minus the "
+        "second's on the same articles, with the interval as above.",
+        "",
+        "| train tokens | model | against | Δ enwiki val [95% CI] | Δ WT-103 test [95% CI] | paper Δ WT-103 |",
+        "|---" * 6 + "|",
+    ]
+    for budget, config, metrics, other_config, other in pairs:
+        cells = [difference_cell(metrics, other, split) for split in (VALIDATION, SPLIT)]
+        paper = [PAPER.get((c["memory_size"], c["cache_length"])) for c in (config, other_config)]
+        paper_cell = "-" if None in paper else f"{paper[0] - paper[1]:+.2f}"
+        lines.append(
+            f"| {budget:,} | {carried(config)} | {carried(other_config)} | {cells[0]} | {cells[1]} | {paper_cell} |"
+        )
+    return [*lines, ""]
 
 
 def segment_lm_section(checkpoints: Path, configs: Path) -> list[str]:
@@ -113,4 +151,4 @@ def segment_lm_section(checkpoints: Path, configs: Path) -> list[str]:
             f"{'-' if paper is None else f'{paper:.2f}'} | {train['steps']} | {budget:,} | {training.train.seed} | "
             f"{train['seconds'] / 60:.0f} |"
         )
-    return [*parts, ""]
+    return [*parts, "", *comparison_table(runs)]
