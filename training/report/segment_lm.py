@@ -110,8 +110,8 @@ def comparison_table(runs: list[tuple[dict, dict, TrainConfig]]) -> list[str]:
     ]
     for budget, config, metrics, other_config, other in pairs:
         cells = [difference_cell(metrics, other, split) for split in (VALIDATION, SPLIT)]
-        paper = [PAPER.get((c["memory_size"], c["cache_length"])) for c in (config, other_config)]
-        paper_cell = "-" if None in paper else f"{paper[0] - paper[1]:+.2f}"
+        paper, paper_other = (PAPER.get((c["memory_size"], c["cache_length"])) for c in (config, other_config))
+        paper_cell = "-" if paper is None or paper_other is None else f"{paper - paper_other:+.2f}"
         lines.append(
             f"| {budget:,} | {carried(config)} | {carried(other_config)} | {cells[0]} | {cells[1]} | {paper_cell} |"
         )
