@@ -122,3 +122,18 @@ def test_the_variants_are_paired_against_each_other_at_each_budget(tmp_path):
     assert against_cache[4].startswith(f"{math.exp(rmt10_nll) - math.exp(3.9):+.2f} [")
     assert interval(against_cache[4])[0] > 0  # worse than the cache on every article
     assert larger_memory[5] == f"{26.37 - 28.71:+.2f} |" and against_cache[5] == f"{26.37 - 28.98:+.2f} |"
+
+
+def test_a_longer_cache_is_set_against_every_shorter_one(tmp_path):
+    write_run(tmp_path, "lm_base", 0, 0, [4.2] * 6, [4.2] * 6)
+    write_run(tmp_path, "lm_xl10", 0, 10, [4.0] * 6, [4.1] * 6)
+    write_run(tmp_path, "lm_xl50", 0, 50, [3.8] * 6, [4.1, 3.9] * 3)
+    lines = segment_lm_section(tmp_path / "checkpoints", tmp_path / "configs")
+    start = next(i for i, line in enumerate(lines) if line.startswith("| train tokens | model | against"))
+    (row,) = [line.split(" | ") for line in lines[start + 2 :] if line.startswith("| ")]
+    assert (row[1], row[2]) == ("Transformer-XL, cache 50", "Transformer-XL, cache 10")
+    gap = f"{math.exp(3.8) - math.exp(4.0):+.2f}"  # WT-103 test: 0.2 nats lower on every article
+    assert row[4] == f"{gap} [{gap}, {gap}]"
+    val_nll = sum(r * t for r, t in zip([4.1, 3.9] * 3, ARTICLE_TOKENS)) / sum(ARTICLE_TOKENS)
+    assert row[3].startswith(f"{math.exp(val_nll) - math.exp(4.1):+.2f} [")
+    assert row[5] == f"{26.54 - 28.98:+.2f} |"
