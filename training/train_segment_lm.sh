@@ -5,7 +5,8 @@
 # Checkpoints go to checkpoints/segment_lm/ (configs and metrics committed;
 # weights stay local). Each memory model's carried state is then measured
 # (python -m training carried-state), into its metrics.json. An interrupted
-# run resumes where it was saved.
+# run resumes where it was saved; a trained model whose carried state was not yet
+# measured is measured.
 # Usage: training/train_segment_lm.sh [SET]
 #   no SET: training/configs/lm_seg50_*.json, 500 steps of 8 blocks of 250
 #           tokens (1.0M tokens each; 11-24 minutes a model on one thread)
@@ -24,10 +25,16 @@ mkdir -p runs
 queue() {
   for name in "$@"; do
     out="checkpoints/segment_lm/$prefix$name${STEPS:+_${STEPS}steps}"
-    [ -f "$out/metrics.json" ] && continue
-    OMP_NUM_THREADS=1 .venv/bin/python -m training train "training/configs/$prefix$name.json" \
-      ${STEPS:+--max-steps "$STEPS"} --out "$out" || return 1
-    [ "$name" = baseline ] || OMP_NUM_THREADS=1 .venv/bin/python -m training carried-state "$out" || return 1
+    if [ ! -f "$out/metrics.json" ]; then
+      OMP_NUM_THREADS=1 .venv/bin/python -m training train "training/configs/$prefix$name.json" \
+        ${STEPS:+--max-steps "$STEPS"} --out "$out" || return 1
+    fi
+    [ "$name" = baseline ] || grep -q '"carried_state"' "$out/metrics.json" && continue
+    if [ -f "$out/model.safetensors" ]; then
+      OMP_NUM_THREADS=1 .venv/bin/python -m training carried-state "$out" || return 1
+    else
+      echo "$out: its carried state is not measured, and its weights are not on this machine" >&2
+    fi
   done
 }
 first=() second=()
