@@ -29,8 +29,9 @@ queue() {
       OMP_NUM_THREADS=1 .venv/bin/python -m training train "training/configs/$prefix$name.json" \
         ${STEPS:+--max-steps "$STEPS"} --out "$out" || return 1
     fi
-    [ "$name" = baseline ] || grep -q '"carried_state"' "$out/metrics.json" && continue
-    if [ -f "$out/model.safetensors" ]; then
+    if [ "$name" = baseline ] || grep -q '"carried_state"' "$out/metrics.json"; then
+      continue
+    elif [ -f "$out/model.safetensors" ]; then
       OMP_NUM_THREADS=1 .venv/bin/python -m training carried-state "$out" || return 1
     else
       echo "$out: its carried state is not measured, and its weights are not on this machine" >&2
