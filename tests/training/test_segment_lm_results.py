@@ -137,3 +137,17 @@ def test_a_longer_cache_is_set_against_every_shorter_one(tmp_path):
     val_nll = sum(r * t for r, t in zip([4.1, 3.9] * 3, ARTICLE_TOKENS)) / sum(ARTICLE_TOKENS)
     assert row[3].startswith(f"{math.exp(val_nll) - math.exp(4.1):+.2f} [")
     assert row[5] == f"{26.54 - 28.98:+.2f} |"
+
+
+def test_a_served_copy_of_a_run_is_counted_once(tmp_path):
+    """The app serves a run's weights in float16 from checkpoints/<name> while its record stays in segment_lm/: one
+    row, the run's, as long as the served folder records the same training config and steps; another length of the
+    same config is another run."""
+    write_run(tmp_path, "lm_base", 0, 0, [4.2] * 6, [4.2] * 6)
+    write_run(tmp_path, "lm_rmt10", 10, 0, [4.0] * 6, [4.2] * 6)  # its record, 30 steps of lm_rmt10
+    write_run(tmp_path, "rmt10_served", 10, 0, [4.0] * 6, [4.2] * 6, served_from="lm_rmt10")  # the same run, served
+    write_run(tmp_path, "rmt10_served_60steps", 10, 0, [3.9] * 6, [4.1] * 6, steps=60, served_from="lm_rmt10")
+    lines = segment_lm_section(tmp_path / "checkpoints", tmp_path / "configs")
+    rows = [line.split(" | ") for line in lines if line.startswith("| ") and "---" not in line][1:]
+    assert [(row[0], row[8]) for row in rows] == [("| no memory", "4,800"), ("| RMT, memory 10", "4,800"),
+                                                  ("| RMT, memory 10", "9,600")]  # fmt: skip

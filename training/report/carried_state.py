@@ -4,7 +4,7 @@ it carries between segments removed (RMT: memory reset at every segment;
 Transformer-XL: no cache), the difference and its bootstrap interval, from
 the "carried_state" records in the metrics.json of the runs in
 checkpoints/segment_lm/<name>/ and of the served segment language models in
-checkpoints/<name>/ (training.studies.carried_state writes them). Every
+checkpoints/<name>/, each run once (training.studies.carried_state writes them). Every
 figure printed comes from those records."""
 
 from __future__ import annotations
@@ -16,15 +16,12 @@ from pathlib import Path
 from inference.analyses.carried_state import AS_TRAINED, WITHOUT
 from inference.core.checkpoint import CARRIED_STATE_KEY
 from training.evaluation.bootstrap import interval_text
-from training.report.metrics_files import trained_from
+from training.report.metrics_files import segment_lm_folders, trained_from
 
 HEADING = "### Carried state: do the language models use what they carry? (paper 002)"
 # The stream and the bootstrap: stated once in the description when every record shares them.
 SHARED = (("text", "articles"), ("text", "stream_tokens"), ("text", "scored"), ("text", "context"),
           ("text", "stride"), ("difference", "level"), ("difference", "resamples"), ("difference", "seed"))  # fmt: skip
-
-
-SEGMENT_LM_RUNS = "segment_lm"  # checkpoints/segment_lm/<name>: the runs not served by the app
 
 
 @dataclass
@@ -35,14 +32,12 @@ class CarriedRun:
 
 
 def load_records(checkpoints: Path, configs: Path) -> list[CarriedRun]:
-    """Every carried-state record in the metrics.json of checkpoints/segment_lm/* and checkpoints/*, with its run's
+    """Every carried-state record in the metrics.json of checkpoints/segment_lm/* and checkpoints/* (each run once:
+    metrics_files.segment_lm_folders), with its run's
     training steps and seed, Transformer-XL by cache, then RMT by memory (the runs table's order), then by run."""
     runs = []
-    for path in [
-        *Path(checkpoints).glob(f"{SEGMENT_LM_RUNS}/*/metrics.json"),
-        *Path(checkpoints).glob("*/metrics.json"),
-    ]:
-        metrics = json.loads(path.read_text())
+    for path in (folder / "metrics.json" for folder in segment_lm_folders(Path(checkpoints))):
+        metrics = json.loads(path.read_text()) if path.is_file() else {}
         if CARRIED_STATE_KEY not in metrics:
             continue
         train = metrics.get("train", {})

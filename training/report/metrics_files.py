@@ -9,6 +9,7 @@ from pathlib import Path
 from training.loop.config import TrainConfig, load_config
 
 SHORT_SCHEDULE = "short_schedule"  # checkpoints/short_schedule/<name>: a model's run on a shorter schedule
+SEGMENT_LM_RUNS = "segment_lm"  # checkpoints/segment_lm/<name>: paper 002's language-model runs
 TEST_SPLIT = "test_2016_flickr"
 
 
@@ -21,6 +22,25 @@ def load_metrics(checkpoints: Path, file: str = "metrics.json") -> dict[str, dic
         except json.JSONDecodeError:
             continue  # a broken checkpoint is the registry's to report, not the table's
     return found
+
+
+def segment_lm_folders(checkpoints: Path) -> list[Path]:
+    """The folders the paper 002 language-model sections read: every run in checkpoints/segment_lm/, then every
+    served checkpoint but those that serve one of those runs (the same training config and steps: the app's copy,
+    in float16, of a run whose record is already read), so that each run is counted once."""
+    runs = sorted((checkpoints / SEGMENT_LM_RUNS).glob("*/"))
+    recorded = {training_run(folder) for folder in runs} - {None}
+    return [*runs, *(folder for folder in sorted(checkpoints.glob("*/")) if training_run(folder) not in recorded)]
+
+
+def training_run(folder: Path) -> tuple[str, int] | None:
+    """(training config, steps) of the run a folder holds, the config named as trained_from names it; None where
+    its metrics.json records no training."""
+    try:
+        train = json.loads((folder / "metrics.json").read_text()).get("train", {})
+    except (OSError, json.JSONDecodeError):
+        return None
+    return (train.get("config", folder.name), train["steps"]) if "steps" in train else None
 
 
 def trained_from(folder: Path, metrics: dict, configs: Path) -> TrainConfig:

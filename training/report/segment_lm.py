@@ -12,8 +12,7 @@ from pathlib import Path
 
 from training.evaluation.bootstrap import LEVEL, RESAMPLES, interval_text, paired_perplexity_difference
 from training.loop.config import TrainConfig
-from training.report.carried_state import SEGMENT_LM_RUNS
-from training.report.metrics_files import trained_from
+from training.report.metrics_files import segment_lm_folders, trained_from
 
 SPLIT = "wikitext103_test"
 VALIDATION = "enwiki_val"
@@ -38,7 +37,7 @@ def load_runs(checkpoints: Path, configs: Path) -> list[tuple[dict, dict, TrainC
     is configs/<train.config>.json, the config the run was trained from (a run that does not record it: its
     folder's name)."""
     runs = []
-    for folder in [*sorted((checkpoints / SEGMENT_LM_RUNS).glob("*/")), *sorted(checkpoints.glob("*/"))]:
+    for folder in segment_lm_folders(checkpoints):
         found = segment_lm_run(folder)
         if found is not None:
             config, metrics = found
