@@ -96,6 +96,6 @@ def test_shipped_checkpoints_metrics_under_their_own_headers(shipped):
     assert table["working_memory_ru_en"]["BLEU WMT newstest2019 (ru-en)"] == "5.34"
     assert table["gpt2_enwiki"]["word perplexity WikiText-103 test"] == "1527.0"  # a Hugging Face folder's metrics
     assert table["gpt2_enwiki_memory10"]["word perplexity WikiText-103 test"] == "816.0"
-    assert table["rmt10_enwiki_1900steps"]["word perplexity WikiText-103 test"] == "1425.4"  # an RMT language model
-    language_models = ["language_model", "gpt2_enwiki", "gpt2_enwiki_memory10", "rmt10_enwiki_1900steps"]
+    assert table["rmt10_enwiki_10000steps"]["word perplexity WikiText-103 test"] == "662.1"  # an RMT language model
+    language_models = ["language_model", "gpt2_enwiki", "gpt2_enwiki_memory10", "rmt10_enwiki_10000steps"]
     assert_no_perplexity_under_bleu(table, language_models)

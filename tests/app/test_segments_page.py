@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 
 import numpy as np
@@ -132,23 +133,25 @@ def test_bad_segment_input_gets_a_clear_4xx(client):
 
 
 def test_a_language_model_page_states_what_its_memory_is_worth_as_measured(shipped_client):
-    """The shipped RMT language model's record (metrics.json, "carried_state"): perplexity 129.571 as trained,
-    132.674 with the memory reset at every segment; the page and /api/models give the difference, 3.103, with its
-    interval, and call it used because the interval lies above zero. A task model without a record says nothing."""
-    page = shipped_client.get("/segments?model=rmt10_enwiki_1900steps")
+    """The shipped RMT language model's record (metrics.json, "carried_state"): negative log-likelihood 179,110.817
+    nats as trained and 182,215.444 with the memory reset at every segment, over 41,918 scored tokens; the page and
+    /api/models give the perplexities, their difference with its interval, and call the memory used because the
+    interval lies above zero. A task model without a record says nothing."""
+    as_trained, reset = math.exp(179110.817 / 41918), math.exp(182215.444 / 41918)  # 71.728, 77.243
+    page = shipped_client.get("/segments?model=rmt10_enwiki_10000steps")
     assert page.status_code == 200
     assert '<p class="variant">RMT, 10 memory tokens; segments of 50 tokens</p>' in page.text
     line = re.search(r'<p class="carried-state" id="carried-state">(.*?)</p>', page.text, re.S)
     assert line is not None
     assert line.group(1) == (
-        "Measured offline on the first 120 enwiki validation articles (41,918 tokens): perplexity 129.57 as trained, "
-        "132.67 with what it carries removed (memory reset to its initial value at every segment), a difference of "
-        f"{132.674 - 129.571:+.2f} [+2.33, +3.79] (95% interval, 2,000 paired resamplings of the articles, seed 0): "
-        "<strong>the model uses what it carries</strong>."
+        f"Measured offline on the first 120 enwiki validation articles (41,918 tokens): perplexity {as_trained:.2f} "
+        f"as trained, {reset:.2f} with what it carries removed (memory reset to its initial value at every segment), "
+        f"a difference of {reset - as_trained:+.2f} [+4.84, +6.15] (95% interval, 2,000 paired resamplings of the "
+        "articles, seed 0): <strong>the model uses what it carries</strong>."
     )
     assert 'id="carried-state"' not in shipped_client.get("/segments?model=rmt_copy").text
     models = {m["name"]: m for m in shipped_client.get("/api/models").json()["models"]}
-    measured = models["rmt10_enwiki_1900steps"]["carried_state"]
-    assert measured["difference"] == pytest.approx(132.674 - 129.571, abs=5e-4)
+    measured = models["rmt10_enwiki_10000steps"]["carried_state"]
+    assert measured["difference"] == pytest.approx(reset - as_trained, abs=1e-3)
     assert measured["low"] > 0 and measured["verdict"] == "the model uses what it carries"
     assert models["rmt_copy"]["carried_state"] is None

@@ -130,11 +130,11 @@ def overlaps(a: dict, b: dict) -> bool:
 def test_the_shipped_rmt_language_model_states_what_its_memory_is_worth(page, server_url):
     """The RMT language model's offline measurement stands above the live controls, read whole (it wraps inside
     the page, covering no control), and stays through a lesion's swap."""
-    open_page(page, f"{server_url}/segments?model=rmt10_enwiki_1900steps")
+    open_page(page, f"{server_url}/segments?model=rmt10_enwiki_10000steps")
     page.wait_for_selector("#figure-segment .main-svg", timeout=90_000)
     line = page.locator("#carried-state")
     assert line.is_visible()
-    assert "+3.10 [+2.33, +3.79]" in line.text_content() and "the model uses what it carries" in line.text_content()
+    assert "+5.51 [+4.84, +6.15]" in line.text_content() and "the model uses what it carries" in line.text_content()
     box = line.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= page.viewport_size["width"]
     for control in ("#segments button[type=submit]", "textarea[name=text]", "select[name=model]"):
