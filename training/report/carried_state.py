@@ -33,8 +33,8 @@ class CarriedRun:
 
 def load_records(checkpoints: Path, configs: Path) -> list[CarriedRun]:
     """Every carried-state record in the metrics.json of checkpoints/segment_lm/* and checkpoints/* (each run once:
-    metrics_files.segment_lm_folders), with its run's
-    training steps and seed, Transformer-XL by cache, then RMT by memory (the runs table's order), then by run."""
+    metrics_files.segment_lm_folders), with its run's training steps and seed, Transformer-XL by cache, then RMT by
+    memory (the runs table's order), then by run."""
     runs = []
     for path in (folder / "metrics.json" for folder in segment_lm_folders(Path(checkpoints))):
         metrics = json.loads(path.read_text()) if path.is_file() else {}
