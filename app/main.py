@@ -31,6 +31,7 @@ from app.routers import (
     memory,
     segments,
     state,
+    text_length,
 )
 from app.routers.errors import install_error_handlers
 from app.services.allocator import limit_malloc_arenas
@@ -94,9 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )  # /docs is app/routers/assets.py: FastAPI's own loads Swagger UI from a CDN with an inline script
     app.state.settings = settings
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPO_ROOT / "templates"), autoescape=True)
-    environment.globals.update(
-        metric_columns=metric_columns, Capability=Capability, bounds=bounds, max_text_chars=settings.max_text_chars
-    )
+    environment.globals.update(metric_columns=metric_columns, Capability=Capability, bounds=bounds)
     app.state.templates = Jinja2Templates(env=environment)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
 
@@ -118,6 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         focus.router,
         ff.router,
         api_ff.router,
+        text_length.router,
     ):
         app.include_router(router)
     install_error_handlers(app)

@@ -14,6 +14,12 @@ function syncSlots() {
 document.addEventListener("htmx:afterSwap", (event) => {
   if (event.detail.target.id !== "errors") document.getElementById("errors").replaceChildren();
 });
+// A run refused or failed leaves no older result under its error: the result shown would not be of this input.
+const RESULT_BOXES = new Set(["#results", "#ff-results"]);
+document.addEventListener("htmx:afterRequest", (event) => {
+  const target = event.detail.elt.getAttribute("hx-target");
+  if (event.detail.xhr.status >= 400 && RESULT_BOXES.has(target)) document.querySelector(target)?.replaceChildren();
+});
 document.addEventListener("input", (event) => {
   if (event.target.name === "memory_size") syncSlots();
 });

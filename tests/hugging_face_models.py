@@ -52,6 +52,32 @@ def word_tokenizer() -> Tokenizer:
     return tokenizer
 
 
+BYTE_LEVEL_TEXT = (
+    'The king said: "Paris – not London."\nA naïve café in Köln serves crème brûlée.\n\tThe queen ate 3 figs.\n'
+    "Der Hund läuft über die Straße; 中文 ist schwer."
+)
+BYTE_LEVEL_VOCAB = 300  # the 256 bytes, the four specials, and 40 merges
+
+
+def byte_level_tokenizer() -> Tokenizer:
+    """A byte-level BPE (GPT-2's scheme: every byte a character of its alphabet, "Ġ" a space, "Ċ" a newline) trained
+    on BYTE_LEVEL_TEXT, the SPECIALS at ids 0 to 3, and "<|im_start|>" added whole, as chat models add it."""
+    from tokenizers import AddedToken, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=BYTE_LEVEL_VOCAB - 1,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(BYTE_LEVEL_TEXT.splitlines(keepends=True), trainer=trainer)
+    tokenizer.add_special_tokens([AddedToken("<|im_start|>", special=True)])
+    return tokenizer
+
+
 def hf_config(arch: str, **overrides: Any):
     """The transformers config of a tiny model of `arch`."""
     from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig, MarianConfig, T5Config
@@ -101,9 +127,14 @@ def hf_config(arch: str, **overrides: Any):
     raise ValueError(f"no tiny {arch!r}; built: {', '.join(ARCHITECTURES + TRANSLATORS)}")
 
 
-def build_folder(arch: str, folder: Path, seed: int = 0, tokenizer: bool = True, **overrides: Any) -> Path:
+def build_folder(
+    arch: str, folder: Path, seed: int = 0, tokenizer: bool = True, byte_level: bool = False, **overrides: Any
+) -> Path:
     """A tiny random model of `arch` saved in `folder` (config.json, model.safetensors, generation_config.json) with
-    tokenizer.json (unless `tokenizer` is False); `overrides` change its config."""
+    tokenizer.json (unless `tokenizer` is False): the word tokenizer, or with `byte_level` a byte-level BPE (and a
+    vocabulary of its size); `overrides` change its config."""
+    if byte_level:
+        overrides = {"vocab_size": byte_level_tokenizer().get_vocab_size(), **overrides}
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     torch.manual_seed(seed)
@@ -114,7 +145,7 @@ def build_folder(arch: str, folder: Path, seed: int = 0, tokenizer: bool = True,
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     if tokenizer:
-        word_tokenizer().save(str(folder / "tokenizer.json"))
+        (byte_level_tokenizer() if byte_level else word_tokenizer()).save(str(folder / "tokenizer.json"))
     return folder
 
 

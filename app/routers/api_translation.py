@@ -79,7 +79,14 @@ def explore(
     layer, every head's block mass and what each head of the stack does with memory (of the run under the
     interventions), and the interventions in words with what they changed."""
     asked = explore_service.ExploreRequest(
-        request.text, request.interventions, request.decoding, request.stack, request.layer, request.head, request.call
+        request.text,
+        request.interventions,
+        request.decoding,
+        request.stack,
+        request.layer,
+        request.head,
+        request.call,
+        request.new_tokens,
     )
     run = explore_service.run_explore(gateway, model, asked)
     return {

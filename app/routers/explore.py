@@ -23,12 +23,14 @@ from app.routers.forms import DecodingDep, LesionDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText, InputError, ModelName
 from app.services.demo import demo_sentences
+from app.services.examples import demo_inputs
 from app.services.explore import ExploreRequest, attribution, explore_controls, run_explore
 from app.services.gating import PageModel, offered, opening_models, page_model
 from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE
 from app.services.translation import compare_one, compared_models
 from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_MEMORY_SIZE, MAX_NAME_CHARS
 from inference.core.capabilities import Capability
+from inference.core.trace import Role, Trace
 
 router = APIRouter(include_in_schema=False)
 ExploreModel = Annotated[PageModel, Depends(ModelFor(EXPLORE))]
@@ -37,6 +39,7 @@ ExploreModel = Annotated[PageModel, Depends(ModelFor(EXPLORE))]
 @router.get("/explore")
 def explore(
     request: Request,
+    gateway: GatewayDep,
     model: ExploreModel,
     text: Annotated[FieldText, Query()] = "",
     memory_size: Annotated[int | None, Query(ge=0, le=MAX_MEMORY_SIZE)] = None,
@@ -51,11 +54,14 @@ def explore(
         models=model.offered,
         model=model.name,
         text=text or model.example,
-        demos=demo_sentences(),
+        example=model.example,
+        demos=demo_inputs(model.meta, model.capabilities),
         memory_size=config.memory_size if memory_size is None else memory_size,
         config=config,
         capabilities=model.capabilities,
         controls=explore_controls(model),
+        continuation_tokens=gateway.limits.continuation(None),
+        max_new_tokens=gateway.limits.max_new_tokens,
     )
 
 
@@ -72,10 +78,13 @@ def explore_run(
     head: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     call: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     autoscale: Annotated[bool, Form()] = False,
+    new_tokens: Annotated[int | None, Form(ge=1, le=MAX_INDEX)] = None,
 ):
     """Run with and without the lesion; the attention views follow the lesioned run.
-    `call`: which segment or step, for a model that runs its layers more than once."""
-    run = run_explore(gateway, model, ExploreRequest(text, model.lesion(lesion), decoding, stack, layer, head, call))
+    `call`: which segment or step, for a model that runs its layers more than once; `new_tokens`: how far a
+    language model continues the text."""
+    asked = ExploreRequest(text, model.lesion(lesion), decoding, stack, layer, head, call, new_tokens)
+    run = run_explore(gateway, model, asked)
     figures = {
         "heatmap": figure_json(attention_heatmap(run.view, head, autoscale)),
         "grid": figure_json(head_grid(run.view, autoscale=autoscale)),
@@ -93,6 +102,9 @@ def explore_run(
         plain=run.runs.plain,
         lesioned=run.runs.lesioned,
         translates=translates,
+        continues=model.can(Capability.GENERATES_TEXT),
+        continued=generated_tokens(run.runs.plain),
+        max_new_tokens=gateway.limits.max_new_tokens,
         attributes=model.can(Capability.ATTRIBUTION),
         diff=run.diff,
         note=run.note,
@@ -103,6 +115,11 @@ def explore_run(
         output_tokens=shown_run.tokens["dec"][0][1:] + ["<eos>"] if translates else [],
         decoding=decoding,
     )
+
+
+def generated_tokens(trace: Trace) -> int:
+    """How many tokens a language model's run generated (the GENERATED positions of its first example)."""
+    return sum(role == Role.GENERATED for roles in trace.roles.values() for role in roles[0])
 
 
 @router.post("/explore/attribution")

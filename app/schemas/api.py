@@ -148,6 +148,13 @@ class ExploreRequest(DecodedTextRequest):
     layer: int = Field(0, ge=0, le=MAX_INDEX)
     head: int = Field(0, ge=0, le=MAX_INDEX, description="the head the page's heatmap shows (checked, not used here)")
     call: int = Field(0, ge=0, le=MAX_INDEX, description="which call (segment) of a layer that runs more than once")
+    new_tokens: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_INDEX,
+        description="how many tokens a language model continues the text by (default 24; at most the server's "
+        "MEMLENS_MAX_NEW_TOKENS, 128 unless set); not for a translator",
+    )
 
 
 class SegmentsRequest(TextRequest):

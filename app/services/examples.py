@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from functools import cache
 
-from app.services.demo import demo_sentences
+from app.services.demo import DemoSentence, demo_sentences
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import RegistryEntry
 from inference.core.family import capabilities_of
@@ -26,6 +26,17 @@ def memory_examples(model: str) -> tuple[str, list[dict]]:
     none for a model not measured."""
     measured = _memory_examples_file().get("models", {}).get(model, {})
     return measured.get("corpus", ""), measured.get("examples", [])
+
+
+def demo_inputs(meta: dict, capabilities: frozenset[Capability]) -> list[DemoSentence]:
+    """The demo sentences a page offers a model, in the language it reads (each with what it should give where
+    that is known): the German sources for a translator from German, their English references for a model that
+    continues English text (the reference beside them left empty); none for any other model."""
+    if Capability.TRANSLATES in capabilities:
+        return list(demo_sentences()) if meta.get("source_language") == "German" else []
+    if Capability.GENERATES_TEXT in capabilities:
+        return [DemoSentence(demo.reference, "") for demo in demo_sentences()]
+    return []
 
 
 def example_input(entry: RegistryEntry) -> str:

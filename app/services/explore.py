@@ -36,12 +36,26 @@ class ExploreControls:
     heads: int  # the most heads of any attention layer
     hooks: list[str]  # every hook point, for the scale control
     call_axis: str | None  # "segment" for a model that runs its layers once per segment
+    ablate_example: str  # the head-ablation field's placeholder, in this model's own attention names
 
 
 def explore_controls(model: PageModel) -> ExploreControls:
     call_axis = next((axis for capability, axis in CALL_AXES.items() if model.can(capability)), None)
     network = model.loaded.model
-    return ExploreControls(attention_stacks(network), pattern_heads(network), list(hook_points(network)), call_axis)
+    hooks = list(hook_points(network))
+    heads = pattern_heads(network)
+    return ExploreControls(attention_stacks(network), heads, hooks, call_axis, ablation_example(hooks, heads))
+
+
+def ablation_example(hooks: list[str], heads: int) -> str:
+    """Two head ablations written as the field reads them, from the model's own attention modules (those with
+    per-head outputs, `<module>.z`): its first and its last, e.g. "layers.0.attn:1, layers.29.attn:8"."""
+    modules = [hook.removesuffix(".z") for hook in hooks if hook.endswith(".z")]
+    if not modules:
+        return ""
+    first, last = modules[0], modules[-1]
+    examples = [f"{first}:{min(1, heads - 1)}"] + ([f"{last}:{heads - 1}"] if last != first else [])
+    return ", ".join(examples)
 
 
 def pattern_hook(model: PageModel, stack: str, layer: int) -> str:
@@ -63,6 +77,17 @@ class ExploreRequest:
     layer: int = 0
     head: int = 0
     call: int = 0  # which segment, for a model that runs its layers more than once
+    new_tokens: int | None = None  # a language model's continuation; None: the default budget
+
+
+def continuation_budget(gateway: ModelGateway, model: PageModel, request: ExploreRequest) -> int | None:
+    """The tokens a language model continues the text by (None for a translator: the full output budget);
+    an InputError where a translator is asked for a continuation, or the budget is out of range."""
+    if not model.can(Capability.GENERATES_TEXT):
+        if request.new_tokens is not None:
+            raise InputError(f"{model.name} translates; new_tokens is for a model that continues a text")
+        return None
+    return gateway.limits.continuation(request.new_tokens)
 
 
 @dataclass(frozen=True)
@@ -84,7 +109,10 @@ def run_explore(gateway: ModelGateway, model: PageModel, request: ExploreRequest
     name = pattern_hook(model, stack, request.layer)  # an unknown stack or layer is refused before the run
     memory = model.can(Capability.MEMORY_TOKENS)
     names = MEMORY_OPERATION_HOOKS if memory else [EVERY_PATTERN]
-    runs = plain_then_lesioned(gateway, model.loaded, request.text, request.lesion, names, decoding=request.decoding)
+    budget = continuation_budget(gateway, model, request)
+    runs = plain_then_lesioned(
+        gateway, model.loaded, request.text, request.lesion, names, decoding=request.decoding, max_new_tokens=budget
+    )
     shown_run = runs.shown
     calls = [layer_attention(shown_run, stack, request.layer, **at) for at in call_indices(shown_run.captures[name])]
     if request.call >= len(calls):
@@ -93,7 +121,7 @@ def run_explore(gateway: ModelGateway, model: PageModel, request: ExploreRequest
     if request.head >= view.weights.shape[0]:
         raise InputError(f"head {request.head} is out of range (0 to {view.weights.shape[0] - 1})")
     diff = word_diff(runs.plain.outputs[0], shown_run.outputs[0])
-    translates = model.can(Capability.TRANSLATES)
+    shows_output = model.can(Capability.TRANSLATES) or model.can(Capability.GENERATES_TEXT)
     return ExploreRun(
         runs=runs,
         stack=stack,
@@ -102,7 +130,7 @@ def run_explore(gateway: ModelGateway, model: PageModel, request: ExploreRequest
         blocks=attention_blocks(shown_run),
         operations=[h for h in memory_operations(shown_run) if h.stack == stack] if memory else [],
         diff=diff,
-        note=lesion_note(request.lesion, model.loaded.config.memory_size, word_change(diff) if translates else None),
+        note=lesion_note(request.lesion, model.loaded.config.memory_size, word_change(diff) if shows_output else None),
     )
 
 
@@ -112,7 +140,10 @@ def one_layer(
     """One call (`at`) of one stack's layer in the run under the request's lesion, capturing that layer only:
     (the run, the layer's attention, every call the layer has)."""
     name = pattern_hook(model, request.stack, request.layer)
-    trace = gateway.trace(model.loaded, request.text, request.lesion, [name], decoding=request.decoding)
+    budget = continuation_budget(gateway, model, request)
+    trace = gateway.trace(
+        model.loaded, request.text, request.lesion, [name], decoding=request.decoding, max_new_tokens=budget
+    )
     calls = call_indices(trace.captures[name])
     if at not in calls:
         raise InputError(f"{name} has no call {at or 'without an index'}; its calls: {calls}")

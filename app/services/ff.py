@@ -88,7 +88,7 @@ def run_ff(
     (None: every FF layer)."""
     memories, _ = studies.of(model)
     limits = gateway.limits
-    new_tokens = limits.continuation_tokens if model.can(Capability.GENERATES_TEXT) else limits.max_new_tokens
+    new_tokens = limits.continuation(None) if model.can(Capability.GENERATES_TEXT) else limits.max_new_tokens
     runs = plain_then_lesioned(gateway, model.loaded, text, edits, memories.capture_hooks(), max_new_tokens=new_tokens)
     tokenizer = model.loaded.tokenizer
     lensed = gateway.exclusive(lambda: logit_lens(runs.shown, memories, 0, top_keys, top_tokens, lens_layers))

@@ -49,7 +49,35 @@ class RunLimits:
     max_text_chars: int
     max_source_tokens: int
     max_new_tokens: int
-    continuation_tokens: int = 24  # a language model's greedy continuation on the FF memories page
+    continuation_tokens: int = 24  # a language model's greedy continuation unless the reader asks for more
+
+    def continuation(self, asked: int | None) -> int:
+        """The tokens a language model continues a text by: `asked` (None: the default budget), or an InputError
+        where it is more than a request may make a model decode."""
+        if asked is None:
+            return min(self.continuation_tokens, self.max_new_tokens)
+        if not 1 <= asked <= self.max_new_tokens:
+            raise InputError(f"a continuation of {asked} tokens is out of range (1 to {self.max_new_tokens})")
+        return asked
+
+
+@dataclass(frozen=True)
+class TextLength:
+    """A text's length against the limits a model run applies to it."""
+
+    chars: int
+    tokens: int | None  # None: not counted, the text being over the character limit already
+    char_limit: int
+    token_limit: int
+
+    @property
+    def refusal(self) -> str | None:
+        """Why a run refuses the text, in words; None where it fits."""
+        if self.chars > self.char_limit:
+            return f"the text has {self.chars} characters; the limit is {self.char_limit}"
+        if self.tokens is not None and self.tokens > self.token_limit:
+            return f"the text has {self.tokens} tokens; the limit is {self.token_limit}"
+        return None
 
 
 class ModelGateway:
@@ -99,14 +127,25 @@ class ModelGateway:
             except ValueError as error:
                 raise InputError(str(error)) from None
 
+    def token_limit(self, loaded: LoadedModel) -> int:
+        """The most tokens a text may have for `loaded`: the configured limit, or less where a language model's
+        window is shorter (its prompt adds one token: BOS or EOS)."""
+        if Capability.GENERATES_TEXT in capabilities_of(loaded.config):
+            return min(self.limits.max_source_tokens, loaded.config.max_positions - 1)
+        return self.limits.max_source_tokens
+
+    def text_length(self, loaded: LoadedModel, text: str) -> TextLength:
+        """How long `text` (stripped) is for `loaded`, against the limits check_text applies."""
+        text = text.strip()
+        tokens = len(loaded.tokenizer.encode(text)) if len(text) <= self.limits.max_text_chars else None
+        return TextLength(len(text), tokens, self.limits.max_text_chars, self.token_limit(loaded))
+
     def check_text(self, loaded: LoadedModel, text: str) -> str:
-        """The text, stripped, within the configured characters and source tokens."""
+        """The text, stripped, within the configured characters and the model's tokens (token_limit)."""
         text = visible_text(text)
-        if len(text) > self.limits.max_text_chars:
-            raise InputError(f"the text has {len(text)} characters; the limit is {self.limits.max_text_chars}")
-        n_tokens = len(loaded.tokenizer.encode(text))
-        if n_tokens > self.limits.max_source_tokens:
-            raise InputError(f"the text has {n_tokens} tokens; the limit is {self.limits.max_source_tokens}")
+        length = self.text_length(loaded, text)
+        if length.refusal:
+            raise InputError(length.refusal)
         return text
 
     @staticmethod

@@ -5,8 +5,11 @@ the algorithmic tasks.
 BPE splits words SentencePiece-style: a word-initial piece carries the
 metaspace marker "▁" (a byte-level BPE, GPT-2's, marks it "Ġ"). For display,
 word-initial pieces are shown bare and word-internal pieces with a leading
-"##", so a reader sees both the pieces and where words begin. A character
-vocabulary has no word pieces: its tokens are shown as they are.
+"##", so a reader sees both the pieces and where words begin. A byte-level
+BPE's pieces are written in its byte alphabet ("Ċ" is a newline, "âĢĵ" the
+three bytes of "–"): they are shown as the text their bytes spell, a line
+break as "↵", and bytes that end inside a character as escapes ("\xe2").
+A character vocabulary has no word pieces: its tokens are shown as they are.
 
 MemLens's own tokenizers put the four special tokens at ids 0 to 3; a model
 trained elsewhere names its own (`SpecialIds`).
@@ -26,6 +29,21 @@ SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0..3, in this order
 MEMLENS_SPECIAL_IDS = (0, 1, 2)  # pad, bos, eos of MemLens's own layout
 METASPACE = "▁"
 WORD_MARKERS = (METASPACE, "Ġ")  # SentencePiece-style and byte-level BPE
+SHOWN_WHITESPACE = {"\n": "↵", "\r": "␍", "\t": "⇥"}  # what a decoded piece shows in place of these (a space alone: ␣)
+
+
+def byte_alphabet() -> dict[str, int]:
+    """A byte-level BPE's alphabet (GPT-2's): each of the 256 byte values as one printable character. The bytes
+    that print as themselves in Latin-1 keep their character; the others (controls, space, 0x7f-0xa0, 0xad)
+    take the characters from U+0100 on, in byte order ("Ġ" is the space, "Ċ" the newline)."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    alphabet = {chr(b): b for b in printable}
+    shifted = (b for b in range(256) if b not in alphabet.values())
+    alphabet.update({chr(0x100 + n): b for n, b in enumerate(shifted)})
+    return alphabet
+
+
+BYTE_ALPHABET = byte_alphabet()
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,9 @@ class TextTokenizer:
         self.special_ids = frozenset({special.pad, special.bos, special.eos} | ({special.unk} - {None}))
         vocab = tokenizer.get_vocab()
         self.word_marker = next((m for m in WORD_MARKERS if any(piece.startswith(m) for piece in vocab)), None)
+        self.byte_level = isinstance(tokenizer.decoder, decoders.ByteLevel)
+        # shown by their name: the special ids, and tokens added whole to the vocabulary ("<|im_start|>")
+        self.named_ids = self.special_ids | frozenset(tokenizer.get_added_tokens_decoder())
 
     @classmethod
     def load(cls, path: str | Path, special: tuple[int, int, int] | None = None) -> TextTokenizer:
@@ -90,19 +111,39 @@ class TextTokenizer:
         return [self.tokenizer.id_to_token(i) or "" for i in ids]
 
     def display_tokens(self, ids: Iterable[int]) -> list[str]:
-        """One readable string per id: "Hund", "##chen", "<eos>"."""
+        """One readable string per id: "Hund", "##chen", "<eos>" (a byte-level piece as the text it spells:
+        "ĠParis" -> "Paris", "Ċ" -> "##↵")."""
         shown = []
         for i in ids:
             piece = self.tokenizer.id_to_token(i)
             if piece is None:
                 shown.append(f"<id {i}>")
-            elif i in self.special_ids or self.word_marker is None:
+            elif i in self.named_ids:
+                shown.append(piece)
+            elif self.byte_level:
+                shown.append(byte_piece_text(piece))
+            elif self.word_marker is None:
                 shown.append(piece)
             elif piece.startswith(self.word_marker):
                 shown.append(piece[len(self.word_marker) :] or self.word_marker)
             else:
                 shown.append("##" + piece)
         return shown
+
+
+def byte_piece_text(piece: str) -> str:
+    """A byte-level BPE piece as a reader reads it: the UTF-8 text of its bytes, bare where it opens a word (a
+    leading space) and after "##" inside one; line breaks and tabs as SHOWN_WHITESPACE, and a piece of whitespace
+    alone with each space as "␣"; bytes that stop inside a character as escapes. A piece outside the byte
+    alphabet is shown as it is."""
+    if any(character not in BYTE_ALPHABET for character in piece):
+        return piece
+    text = bytes(BYTE_ALPHABET[character] for character in piece).decode("utf-8", errors="backslashreplace")
+    if text.isspace():  # spaces and line breaks alone: each shown
+        return "".join(SHOWN_WHITESPACE.get(character, "␣") for character in text)
+    for blank, shown in SHOWN_WHITESPACE.items():
+        text = text.replace(blank, shown)
+    return text[1:] if text.startswith(" ") else "##" + text
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> TextTokenizer:

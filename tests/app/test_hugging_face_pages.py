@@ -4,6 +4,7 @@ changes a prediction, and its attention through the JSON API."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -77,7 +78,8 @@ def test_explore_shows_its_attention_and_a_head_ablation_changes_it(client):
         json={"model": MODEL, "text": TEXT, "stack": "attn", "layer": 1,
               "interventions": [{"kind": "scale", "hook": "layers.0.attn.z", "axis": "head", "index": [1]}]},
     ).json()  # fmt: skip
-    assert ablated["plain_output"] == plain["output"] and ablated["note"] == "layers.0.attn.z head 1 zeroed"
+    assert ablated["plain_output"] == plain["output"] and ablated["output"] != plain["output"]
+    assert re.fullmatch(r"layers\.0\.attn\.z head 1 zeroed: \d+ words? changed, marked", ablated["note"])
     assert ablated["attention"]["weights"]["bdata"] != plain["attention"]["weights"]["bdata"]  # layer 1 reads it
     fragment = client.post(
         "/explore/run",
@@ -85,3 +87,21 @@ def test_explore_shows_its_attention_and_a_head_ablation_changes_it(client):
         headers=HTMX,
     )
     assert fragment.status_code == 200 and 'id="figure-data-heatmap"' in fragment.text
+    plain_shown = re.search(r'<span id="continuation-plain">(.*?)</span>', fragment.text, re.S)
+    assert plain_shown is not None and plain_shown.group(1) == html.escape(plain["output"], quote=False)
+    lesioned_shown = re.search(r'<span id="continuation-lesioned">(.*?)</span></p>', fragment.text, re.S)
+    assert lesioned_shown is not None
+    marked = re.findall(r'<span class="diff-(added|removed|same)">(.*?)</span>', lesioned_shown.group(1))
+    assert {"added", "removed"} & {kind for kind, _ in marked}  # the changed words are marked
+    kept = " ".join(text for kind, text in marked if kind in ("same", "added"))
+    assert kept.split() == ablated["output"].split()  # the marked words spell the lesioned continuation
+
+
+def test_explore_continues_a_language_model_by_the_tokens_asked(client):
+    short = client.post("/api/explore", json={"model": MODEL, "text": TEXT, "stack": "attn", "new_tokens": 2})
+    longer = client.post("/api/explore", json={"model": MODEL, "text": TEXT, "stack": "attn", "new_tokens": 6})
+    assert short.status_code == 200 and longer.status_code == 200, longer.text
+    assert len(short.json()["output"].split()) == 2 and len(longer.json()["output"].split()) == 6  # one word a token
+    assert longer.json()["output"].startswith(short.json()["output"])  # greedy: the same start
+    too_many = client.post("/api/explore", json={"model": MODEL, "text": TEXT, "new_tokens": 10_000})
+    assert too_many.status_code == 422

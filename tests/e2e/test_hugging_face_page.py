@@ -51,19 +51,42 @@ def test_the_home_page_lists_it_and_its_ff_page_shows_keys_and_edits(page, hf_se
 
 def test_explore_shows_its_attention_and_keeps_the_map_through_a_head_ablation(page, hf_server):
     open_page(page, f"{hf_server}/explore?model={MODEL}")
+    continuation = page.locator("#continuation-plain")
+    assert continuation.is_visible() and continuation.text_content().strip()  # the text it continued with
     heatmap = page.locator("#figure-heatmap .main-svg").first
     before = heatmap.bounding_box()
     assert before is not None and before["width"] > 100 and before["height"] > 100
     assert page.input_value("select[name=stack]") == "attn"
     swap(page, lambda: page.select_option("select[name=layer]", "1"))
     plain = page.text_content("#figure-data-heatmap")
+    continuation_before = page.text_content("#continuation-plain")
+    assert page.get_attribute("input[name=ablate]", "placeholder") == "layers.0.attn:1, layers.1.attn:3"
     page.fill("input[name=ablate]", "layers.0.attn:1")
     swap(page, lambda: page.dispatch_event("input[name=ablate]", "change"))  # as leaving the field does
     note = page.locator(".lesion-note").first
-    assert "layers.0.attn.z head 1 zeroed" in note.text_content()
+    assert "layers.0.attn.z head 1 zeroed" in note.text_content() and "changed, marked" in note.text_content()
+    lesioned = page.locator("#continuation-lesioned")
+    assert lesioned.is_visible()
+    marks = page.locator("#continuation-lesioned .diff-added, #continuation-lesioned .diff-removed")
+    assert marks.count() >= 1 and marks.first.is_visible()  # the changed words, marked
+    assert page.text_content("#continuation-plain") == continuation_before
     assert page.text_content("#figure-data-heatmap") != plain  # layer 1 reads the ablated head's output
     after = page.locator("#figure-heatmap .main-svg").first.bounding_box()
     assert after is not None and (after["width"], after["height"]) == (before["width"], before["height"])
+
+
+def test_the_text_box_counts_tokens_as_the_reader_types_and_says_when_it_is_too_long(page, hf_server):
+    open_page(page, f"{hf_server}/explore?model={MODEL}")
+    length = page.locator("#explore .text-length")
+    page.wait_for_function("document.querySelector('#explore .text-length').textContent.includes('tokens')")
+    with page.expect_response(lambda response: response.url.endswith("/text/length")):
+        page.fill("textarea[name=text]", "the king saw a dog")
+    assert length.text_content().startswith("5 of 63 tokens")  # one word a token; the window of 64 less BOS
+    long_text = " ".join(["the"] * 80)
+    with page.expect_response(lambda response: response.url.endswith("/text/length")):
+        page.fill("textarea[name=text]", long_text)
+    assert page.input_value("textarea[name=text]") == long_text  # nothing cut
+    assert "the text has 80 tokens; the limit is 63" in length.text_content() and length.is_visible()
 
 
 def test_mining_its_keys_over_a_server_set_shows_the_triggers_in_the_key_browser(page, hf_server):

@@ -25,5 +25,27 @@ def test_a_grid_counts_the_panels_it_does_not_name():
     figure = go.Figure([go.Heatmap(z=[[i]]) for i in range(6)])
     assert figure_summary(figure) == (
         "Figure. largest 0 at row 0, column 0. largest 1 at row 0, column 0. largest 2 at row 0, column 0. "
-        "largest 3 at row 0, column 0. and 2 more panels."
+        "largest 3 at row 0, column 0. 2 more panels not described here."
     )
+
+
+def test_a_grid_names_each_panel_by_its_subplot_title_and_ends_in_a_sentence():
+    from plotly.subplots import make_subplots
+
+    figure = make_subplots(rows=1, cols=5, subplot_titles=["update", "reset", "state", "change", "tape"])
+    for i in range(5):
+        figure.add_trace(go.Heatmap(z=[[0, i + 1]], x=["a", "b"], y=["s0"]), row=1, col=i + 1)
+    figure.update_layout(title="Gates")
+    assert figure_summary(figure) == (
+        "Gates. update: largest 1 at row s0, column b. reset: largest 2 at row s0, column b. "
+        "state: largest 3 at row s0, column b. change: largest 4 at row s0, column b. "
+        "1 more panel not described here."
+    )
+
+
+def test_escaped_labels_read_as_the_tokens_they_are():
+    """Plotly renders labels as HTML, so the figures escape a token such as <eos>; the summary (escaped once more
+    by the page's template) must read "<eos>", not "&lt;eos&gt;"."""
+    figure = go.Figure(go.Heatmap(z=[[1, 5]], x=["&lt;|im_start|&gt;", "&quot;Hi&quot;"], y=["&lt;eos&gt;"]))
+    figure.update_layout(title="attn &amp; memory")
+    assert figure_summary(figure) == 'attn & memory. largest 5 at row <eos>, column "Hi".'

@@ -18,6 +18,7 @@ from torch import nn
 
 from inference.analyses.ff_values import ff_memories
 from inference.core.checkpoint import CheckpointError, CheckpointRegistry, load_checkpoint
+from inference.core.continuation import greedy_continuation
 from inference.core.decoding import strip_after_eos
 from inference.core.family import capabilities_of, family_of
 from inference.core.hooks import hook_points, registered_hooks
@@ -26,7 +27,7 @@ from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Role
 from inference.core.tracing import run_with_trace
 from inference.families.hugging_face.folder import READER
-from inference.families.hugging_face.model import HookedCausalLM
+from inference.families.hugging_face.model import CachedNextToken, HookedCausalLM
 from tests.hugging_face_models import (
     ARCHITECTURES,
     D_FF,
@@ -427,6 +428,26 @@ def test_the_continuation_is_hugging_face_greedy_generation(models, arch):
     roles = trace.roles["tok"][0]
     assert roles[ids.shape[1] :] == [Role.GENERATED] * len(expected)
     assert torch.allclose(trace.logits[:, : ids.shape[1]], hf_logits(loaded, ids), atol=ATOL)
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_the_cached_continuation_reads_each_new_token_once_and_keeps_a_lesions_effect(models, arch):
+    """With the key/value cache every step runs the new token alone (the block input the hooks see has one
+    position after the prompt), and under a head ablation and a key edit it continues exactly as the whole-window
+    re-run does under the same edits."""
+    loaded = models[arch]
+    model = loaded.model
+    prompt = prompt_ids(loaded)[0].tolist()
+    edits = Interventions([ablate_head("layers.0.attn", 1), scale_ff_keys("layers.1.ff", (3, 5, 7), 4.0)])
+    widths: list[int] = []
+    with post_hook(model.get_submodule("layers.0.resid_pre"), lambda x: widths.append(x.shape[1])):
+        cached = greedy_continuation(model, prompt, 8, edits, CachedNextToken(model))
+    assert widths[0] == len(prompt) and widths[1:] == [1] * (len(widths) - 1) and len(widths) == min(8, len(cached) + 1)
+    widths.clear()
+    with post_hook(model.get_submodule("layers.0.resid_pre"), lambda x: widths.append(x.shape[1])):
+        rerun = greedy_continuation(model, prompt, 8, edits)
+    assert widths == [len(prompt) + i for i in range(len(widths))]  # the window re-read at every step
+    assert cached == rerun and cached != greedy_continuation(model, prompt, 8)  # the edits change it
 
 
 def test_the_continuation_stops_at_the_context_window(models):

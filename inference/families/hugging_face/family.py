@@ -21,6 +21,7 @@ from inference.core.tracing import model_as
 from inference.families.hugging_face.architectures import NormKind, architecture
 from inference.families.hugging_face.model import (
     AXIS,
+    CachedNextToken,
     HookedCausalLM,
     HuggingFaceConfig,
     build_hooked,
@@ -45,11 +46,12 @@ class HuggingFaceFamily(FamilyDefaults):
         return frozenset({Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
-        """Continue each text greedily, then record the hook points in one pass over [BOS] + text + continuation,
-        one axis "tok" (inference/core/continuation.py)."""
+        """Continue each text greedily with the model's key/value cache, then record the hook points in one pass
+        over [BOS] + text + continuation, one axis "tok" (inference/core/continuation.py)."""
         model, tokenizer = model_as(loaded, HookedCausalLM), loaded.tokenizer
         bos = model.config.bos_id
-        return continuation_trace(loaded, model, request, lambda text: [bos, *tokenizer.encode(text)], AXIS)
+        frame = lambda text: [bos, *tokenizer.encode(text)]  # noqa: E731
+        return continuation_trace(loaded, model, request, frame, AXIS, steps=lambda: CachedNextToken(model))
 
     def ff_memories(self, model: nn.Module) -> FFMemories:
         """Every block's FF sub-layer (pre-LN: layer output = residual + FF output), stream states read through

@@ -294,6 +294,27 @@ class HookedCausalLM(nn.Module):
         return ids != self.base_config.pad_id
 
 
+class CachedNextToken:
+    """The next token's logits with the Hugging Face model's own key/value cache: the first call reads the whole
+    prompt, every later call only the tokens added since (the decoding loop appends one per step). The hook
+    points see each call's new positions alone, so the step suits hooks that act on each position alone (the
+    interventions of a causal LM); a recording pass reads the whole stream afterwards. Rows are never padded
+    (one prompt per continuation)."""
+
+    def __init__(self, model: HookedCausalLM):
+        from transformers import DynamicCache
+
+        self.model = model
+        self.cache = DynamicCache(config=model.hf.config)
+        self.seen = 0  # tokens already in the cache
+
+    def __call__(self, ids: torch.Tensor) -> torch.Tensor:  # [rows, t] -> [rows, vocab]
+        new = ids[:, self.seen :]  # [rows, t - seen]
+        out = self.model.hf(input_ids=new, cache=self.cache, use_cache=True, logits_to_keep=1)
+        self.seen = ids.shape[1]
+        return out.logits[:, -1]  # [rows, vocab]
+
+
 def build_hooked(config: HuggingFaceConfig) -> HookedCausalLM:
     """A model of `config` with fresh (random) weights, drawn from torch's generator."""
     return HookedCausalLM(fresh_hf_model(config), config)
