@@ -35,6 +35,9 @@ warm ms / the plain run alone. Every request of a route asks a different lesion 
 answered from the cache whole. Then a lesion sweep of three models (a job each: BLEU at every memory size on the demo
 set) against the same translations run one memory size at a time, directly, five times each in turns.
 
+Last, a Hugging Face causal LM's routes against transformers' own generate and forward (SmolLM2-135M where
+`--models-dir` holds it, and a tiny random Llama): benchmarks/causal_lm_latency.py, route "causal".
+
     python benchmarks/latency.py [--device cpu|cuda] [--repeats 7] [--lengths 16 64 256] [--routes toggle ...]
 """
 
@@ -52,6 +55,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import torch
+from causal_lm_latency import causal_lm_rows
 from fastapi.testclient import TestClient
 
 from app.main import create_app
@@ -456,7 +460,8 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64, 256])  # focus attributes up to 24
-    parser.add_argument("--routes", nargs="+", default=[*(route.name for route in ROUTES), "sweep"])
+    parser.add_argument("--routes", nargs="+", default=[*(route.name for route in ROUTES), "sweep", "causal"])
+    parser.add_argument("--models-dir", type=Path, default=Path("models"), help="where SmolLM2 is installed")
     args = parser.parse_args()
     chosen = [route for route in ROUTES if route.name in args.routes]
     print(f"device {args.device}, medians of at least {args.repeats} requests; the model work each route is compared "
@@ -518,6 +523,8 @@ def main() -> None:
     finally:
         for client in clients.values():
             client.__exit__(None, None, None)
+    if "causal" in args.routes:
+        causal_lm_rows(args.models_dir, args.repeats, [16, 256], args.device)
 
 
 if __name__ == "__main__":
