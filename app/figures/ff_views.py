@@ -213,7 +213,7 @@ def _ordering(order: str, ranks: torch.Tensor, coefficients: torch.Tensor, d_ff:
     if not fired:
         raise ViewError(
             "no trigger examples are stored for this model, so keys can only be listed by index; "
-            "mine them with `python -m training ff-memories checkpoints/<model>`"
+            "mine them with `python -m training ff-memories <the model's folder>`"
         )
     if order == "coefficient":
         return sorted(fired, key=lambda k: -float(coefficients[k]))

@@ -14,7 +14,7 @@ from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, JobResponse, errors
 from app.schemas.ff import KeysRequest, KeysResponse, LensRequest, LensResponse
 from app.schemas.validation import ModelName, Reference
 from app.services import ff
-from app.services.ff_study import ff_layer, mining_job
+from app.services.ff_study import ff_layer, mining_job, study_command
 from app.services.gating import PageModel, page_model
 from app.services.pages import FF
 from app.services.uploads import upload_or_set
@@ -28,9 +28,7 @@ def study(model: Annotated[PageModel, Depends(ModelInPathFor(FF))], studies: FFS
     """ff_analysis.json: mining corpus, agreement and aggregation per layer."""
     analysis = studies.of(model)[1].analysis
     if analysis is None:
-        raise HTTPException(
-            404, f"no FF study is stored for {model.name}: run python -m training ff-memories checkpoints/{model.name}"
-        )
+        raise HTTPException(404, f"no FF study is stored for {model.name}: run {study_command(model.folder)}")
     return analysis
 
 

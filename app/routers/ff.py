@@ -25,7 +25,7 @@ from app.routers.jobs import go_to
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText, JobId, ModelName, Reference, parse_numbers
 from app.services.ff import KeysRequest, keys_page, run_ff
-from app.services.ff_study import ff_layer, mining_job
+from app.services.ff_study import ff_layer, mining_job, study_command
 from app.services.gating import PageModel, page_model
 from app.services.jobs import MINED_TOP_K, MULTI30K_TEST
 from app.services.pages import FF
@@ -74,7 +74,8 @@ def ff_page(
         layers=memories.layers,
         study=study,
         figures=figures,
-        orders=KEY_ORDERS,
+        orders=KEY_ORDERS if study.triggers is not None else ["index"],  # no triggers: nothing else to order by
+        study_command=study_command(model.folder),
         continues_text=continues_text,
         input_language="English" if continues_text else model.meta.get("source_language", "German"),
         example=model.example,

@@ -28,6 +28,16 @@ class FFStudy:
     analysis: dict | None
 
 
+def study_command(folder: Path) -> str:
+    """The command that computes a model's FF study, naming its folder as the server was started with it (relative
+    to the server's working folder; a folder elsewhere by its name inside its models folder, no server path)."""
+    try:
+        named = folder.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        named = f"<its models folder>/{folder.name}"
+    return f"python -m training ff-memories {named}"
+
+
 def read_ff_study(folder: Path) -> FFStudy:
     """The study files in a checkpoint's folder, each None where absent."""
     triggers = TriggerStore(read_triggers(folder / TRIGGERS_FILE)) if (folder / TRIGGERS_FILE).exists() else None

@@ -68,12 +68,14 @@ def lesion_words(item: Intervention, trained_memory: int) -> str:
     raise TypeError(f"no words for {type(item).__name__}")
 
 
-def word_change(diff: list[DiffPart]) -> str:
-    """What a lesion did to an output, from its word difference: "no word changed", "3 words changed, marked"."""
-    added = sum(len(p.text.split()) for p in diff if p.kind == "added")
-    removed = sum(len(p.text.split()) for p in diff if p.kind == "removed")
-    changed = max(added, removed)  # words in place of the plain output's
-    return "no word changed" if not changed else f"{changed} word{'s' if changed != 1 else ''} changed, marked"
+def word_change(diff: list[DiffPart], separator: str = " ") -> str:
+    """What a lesion did to an output, from its difference: "no word changed", "3 words changed, marked"; an
+    output of single characters run together (`separator` "": a task's bits or digits) counts characters."""
+    noun, count = ("word", lambda text: len(text.split())) if separator else ("character", len)
+    added = sum(count(p.text) for p in diff if p.kind == "added")
+    removed = sum(count(p.text) for p in diff if p.kind == "removed")
+    changed = max(added, removed)  # units in place of the plain output's
+    return f"no {noun} changed" if not changed else f"{changed} {noun}{'s' if changed != 1 else ''} changed, marked"
 
 
 def lesion_note(interventions: Interventions, trained_memory: int, outcome: str | None = None) -> str:

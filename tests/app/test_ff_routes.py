@@ -34,7 +34,11 @@ def test_the_page_offers_every_model_and_draws_the_study(client):
 
 def test_a_model_without_a_study_says_how_to_compute_it(client):
     page = client.get("/ff", params={"model": "tiny_transformer"})
-    assert 'id="no-study"' in page.text and "python -m training ff-memories checkpoints/tiny_transformer" in page.text
+    assert (
+        'id="no-study"' in page.text
+        and "python -m training ff-memories &lt;its models folder&gt;/tiny_transformer" in page.text
+    )
+    assert '<option value="index">index</option>' in page.text and '<option value="agreement">' not in page.text
     response = client.get("/api/ff/tiny_transformer/study")
     assert response.status_code == 404 and "ff-memories" in response.json()["detail"]
 
@@ -264,3 +268,15 @@ def test_unprintable_and_unnamed_tokens_on_the_shipped_model(shipped_client):
     keys = shipped_client.get("/ff/keys", params={"model": "language_model", "layer": 1, "key": "178"}).text
     # HANGUL SYLLABLE JUNG: a box ("##▯") where no font has it, named in its title everywhere
     assert re.search(r'<span class="token" title="p [0-9.]+ · U\+C911 HANGUL SYLLABLE JUNG">##중</span>', keys)
+
+
+def test_the_study_command_names_the_folder_the_server_was_given(tmp_path, monkeypatch):
+    from app.services.ff_study import study_command
+
+    (tmp_path / "models" / "smollm2_135m_instruct").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert study_command(tmp_path / "models" / "smollm2_135m_instruct") == (
+        "python -m training ff-memories models/smollm2_135m_instruct"
+    )
+    elsewhere = tmp_path.parent / "elsewhere" / "my_lm"
+    assert study_command(elsewhere) == "python -m training ff-memories <its models folder>/my_lm"
