@@ -43,13 +43,17 @@ TINY = "tiny_random_llama"
 HTMX = {"HX-Request": "true"}
 
 
-def english_text(loaded: LoadedModel, limit: int) -> str:
-    """The longest run of the demo set's English words within `limit` tokens of the model's tokenizer."""
-    words = " ".join(d.reference for d in demo_sentences()).split() * 40
+def text_within(loaded: LoadedModel, words: list[str], limit: int) -> str:
+    """The longest run of `words` (from the first) that stays within `limit` tokens of the model's tokenizer."""
     n = 1
     while n < len(words) and len(loaded.tokenizer.encode(" ".join(words[: n + 1]))) <= limit:
         n += 1
     return " ".join(words[:n])
+
+
+def english_text(loaded: LoadedModel, limit: int) -> str:
+    """The longest run of the demo set's English words within `limit` tokens."""
+    return text_within(loaded, " ".join(d.reference for d in demo_sentences()).split() * 40, limit)
 
 
 def routes(model: str, budget: int) -> dict[str, tuple[int, Callable[[TestClient, str], object]]]:

@@ -55,7 +55,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import torch
-from causal_lm_latency import causal_lm_rows
+from causal_lm_latency import causal_lm_rows, text_within
 from fastapi.testclient import TestClient
 
 from app.main import create_app
@@ -171,11 +171,7 @@ ROUTES = [
 
 def text_of_tokens(loaded: LoadedModel, limit: int) -> str:
     """The longest run of demo-set words that stays within `limit` source tokens."""
-    words = " ".join(d.source for d in demo_sentences()).split() * 30
-    n = 1
-    while n < len(words) and len(loaded.tokenizer.encode(" ".join(words[: n + 1]))) <= limit:
-        n += 1
-    return " ".join(words[:n])
+    return text_within(loaded, " ".join(d.source for d in demo_sentences()).split() * 30, limit)
 
 
 @dataclass(frozen=True)
