@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from app.schemas.validation import InputError, shown
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
-from app.services.lesion_notes import lesion_note, word_change
+from app.services.lesion_notes import lesion_note, output_change
 from app.services.lesioned import LesionedRun, plain_then_lesioned
 from app.services.textdiff import DiffPart, word_diff
 from inference.analyses.attention import LayerAttention, attention_stacks, call_indices, layer_attention, pattern_heads
@@ -121,7 +121,7 @@ def run_explore(gateway: ModelGateway, model: PageModel, request: ExploreRequest
     if request.head >= view.weights.shape[0]:
         raise InputError(f"head {request.head} is out of range (0 to {view.weights.shape[0] - 1})")
     diff = word_diff(runs.plain.outputs[0], shown_run.outputs[0])
-    shows_output = model.can(Capability.TRANSLATES) or model.can(Capability.GENERATES_TEXT)
+    outcome = output_change(diff) if model.can(Capability.TRANSLATES) or model.can(Capability.GENERATES_TEXT) else None
     return ExploreRun(
         runs=runs,
         stack=stack,
@@ -130,7 +130,7 @@ def run_explore(gateway: ModelGateway, model: PageModel, request: ExploreRequest
         blocks=attention_blocks(shown_run),
         operations=[h for h in memory_operations(shown_run) if h.stack == stack] if memory else [],
         diff=diff,
-        note=lesion_note(request.lesion, model.loaded.config.memory_size, word_change(diff) if shows_output else None),
+        note=lesion_note(request.lesion, model.loaded.config.memory_size, outcome),
     )
 
 

@@ -68,7 +68,7 @@ def lesion_words(item: Intervention, trained_memory: int) -> str:
     raise TypeError(f"no words for {type(item).__name__}")
 
 
-def word_change(diff: list[DiffPart], separator: str = " ") -> str:
+def output_change(diff: list[DiffPart], separator: str = " ") -> str:
     """What a lesion did to an output, from its difference: "no word changed", "3 words changed, marked"; an
     output of single characters run together (`separator` "": a task's bits or digits) counts characters."""
     noun, count = ("word", lambda text: len(text.split())) if separator else ("character", len)

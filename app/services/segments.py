@@ -10,7 +10,7 @@ from app.schemas.validation import InputError
 from app.services.explore import pattern_hook
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
-from app.services.lesion_notes import lesion_note, word_change
+from app.services.lesion_notes import lesion_note, output_change
 from app.services.lesioned import LesionedRun, plain_then_lesioned
 from app.services.textdiff import word_diff
 from inference.analyses.attention import LayerAttention, attention_stacks, layer_attention, pattern_heads
@@ -140,7 +140,7 @@ def run_segments(gateway: ModelGateway, model: PageModel, request: SegmentsReque
 def outcome_change(runs: LesionedRun, plain_hits: NextTokenHits | None, lesioned_hits: NextTokenHits | None) -> str:
     """What a lesion did: how many scored positions changed outcome, or (a decoded output) which words changed."""
     if plain_hits is None or lesioned_hits is None:
-        return word_change(word_diff(runs.plain.outputs[0], runs.shown.outputs[0]))
+        return output_change(word_diff(runs.plain.outputs[0], runs.shown.outputs[0]))
     changed = sum(a != b for a, b in zip(plain_hits.hits, lesioned_hits.hits) if a is not None)
     scored = sum(a is not None for a in plain_hits.hits)
     return "no position changed outcome" if not changed else f"{changed} of {scored} positions changed outcome, marked"

@@ -11,7 +11,7 @@ import numpy as np
 from app.schemas.validation import InputError
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
-from app.services.lesion_notes import lesion_note, word_change
+from app.services.lesion_notes import lesion_note, output_change
 from app.services.lesioned import plain_then_lesioned
 from app.services.textdiff import DiffPart, token_diff
 from inference.analyses.state import StateSteps, state_hooks, state_steps
@@ -99,5 +99,5 @@ def run_state(gateway: ModelGateway, model: PageModel, text: str, lesion: Interv
     tokens = output_tokens(plain), output_tokens(lesioned)
     separator = "" if all(len(token) == 1 for token in [*tokens[0], *tokens[1]]) else " "  # as the plain output reads
     diff = token_diff(*tokens, separator)
-    note = lesion_note(lesion, 0, word_change(diff, separator))  # no memory size: a state has no slots to count
+    note = lesion_note(lesion, 0, output_change(diff, separator))  # no memory size: a state has no slots to count
     return StateRun(plain, lesioned, state_steps(lesioned), plain_steps, diff, note, separator)

@@ -2,7 +2,7 @@
 greedily, then the prompt and its continuation are read in one teacher-forced pass with the hook points recorded.
 
 The shared decoding loop runs the family's step: a family that keeps a key/value cache (the Hugging Face causal
-LMs: `NextTokenStep` from their `cached_step`) feeds each new token alone; otherwise the whole window is re-run per
+LMs: `CachedNextToken`, a `NextTokenStep`) feeds each new token alone; otherwise the whole window is re-run per
 new token (MemLens's own language model: small, short windows). The interventions' hooks are held around the whole
 loop, so an edit changes the continuation as it changes the pass; every kind a causal LM takes (`scale` along a
 fixed-size axis: heads, FF keys, or the whole tensor) acts on each position alone, so a cached decode continues

@@ -87,6 +87,20 @@ def test_the_text_box_counts_tokens_as_the_reader_types_and_says_when_it_is_too_
         page.fill("textarea[name=text]", long_text)
     assert page.input_value("textarea[name=text]") == long_text  # nothing cut
     assert "the text has 80 tokens; the limit is 63" in length.text_content() and length.is_visible()
+    assert page.locator("#results #continuation-plain").is_visible()  # the earlier result, until a run is refused
+    with page.expect_response(lambda response: response.url.endswith("/explore/run")) as refused:
+        page.click("#explore button[type=submit]")
+    assert refused.value.status == 400
+    page.wait_for_function("document.querySelector('#errors').textContent.includes('80 tokens')")
+    assert page.locator("#errors").is_visible() and page.locator("#results > *").count() == 0  # no stale result
+    button = page.locator("#explore button[type=submit]").bounding_box()
+    assert button is not None and button["width"] > 0
+    on_top = page.evaluate(
+        "([x, y]) => document.elementFromPoint(x, y).closest('button') === "
+        "document.querySelector('#explore button[type=submit]')",
+        [button["x"] + button["width"] / 2, button["y"] + button["height"] / 2],
+    )
+    assert on_top  # the refusal and the length line cover nothing
 
 
 def test_mining_its_keys_over_a_server_set_shows_the_triggers_in_the_key_browser(page, hf_server):

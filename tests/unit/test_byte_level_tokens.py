@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.core.tokenizer import BYTE_ALPHABET, TextTokenizer, byte_piece_text
+from inference.core.tokenizer import BYTE_ALPHABET, SpecialIds, TextTokenizer, byte_piece_text
 from tests.hugging_face_models import BOS, EOS, PAD, byte_level_tokenizer
 
 
@@ -38,7 +38,7 @@ def test_a_piece_reads_as_its_text(piece, shown):
 
 
 def test_display_tokens_of_a_byte_level_tokenizer_show_text_and_named_special_tokens():
-    tokenizer = TextTokenizer(byte_level_tokenizer(), _special())
+    tokenizer = TextTokenizer(byte_level_tokenizer(), SpecialIds(pad=PAD, bos=BOS, eos=EOS, unk=None))
     text = 'The king said: "Paris – naïve"\n\tcafé'
     ids = tokenizer.encode(text)
     shown = tokenizer.display_tokens([tokenizer.bos_id, *ids, tokenizer.tokenizer.token_to_id("<|im_start|>")])
@@ -46,9 +46,3 @@ def test_display_tokens_of_a_byte_level_tokenizer_show_text_and_named_special_to
     assert not any(mark in token for token in shown for mark in ("Ġ", "Ċ", "ĉ", "Ã", "â"))  # no alphabet, no mojibake
     assert "↵" in shown and "⇥" in shown
     assert tokenizer.decode(ids) == text  # the pieces themselves are unchanged
-
-
-def _special():
-    from inference.core.tokenizer import SpecialIds
-
-    return SpecialIds(pad=PAD, bos=BOS, eos=EOS, unk=None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.services.lesion_notes import lesion_note, word_change
+from app.services.lesion_notes import lesion_note, output_change
 from app.services.textdiff import word_diff
 from inference.core.interventions import (
     ClampGate,
@@ -17,7 +17,7 @@ from inference.core.interventions import (
 
 def test_a_knockout_that_changed_nothing_says_so_and_names_the_slots():
     diff = word_diff("A dog runs .", "A dog runs .")
-    note = lesion_note(Interventions.of(KnockoutSlots(slots=(2, 5))), 10, word_change(diff))
+    note = lesion_note(Interventions.of(KnockoutSlots(slots=(2, 5))), 10, output_change(diff))
     assert note == "memory slots 2 and 5 knocked out: no word changed"
 
 
@@ -25,7 +25,7 @@ def test_changed_words_are_counted_and_every_lesion_is_named():
     # "A boy is jumping jumping ." -> "A boy jumping jump jump ." : "is" removed, "jumping" -> "jump jump" (2 added)
     diff = word_diff("A boy is jumping jumping .", "A boy jumping jump jump .")
     lesion = Interventions.of(MemorySize(size=0), Scale(hook="decoder.layers.1.cross_attn.z", axis="head", index=(3,)))
-    assert lesion_note(lesion, 10, word_change(diff)) == (
+    assert lesion_note(lesion, 10, output_change(diff)) == (
         "no memory (size 0); decoder.layers.1.cross_attn.z head 3 zeroed: 2 words changed, marked"
     )
 
