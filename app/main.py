@@ -28,6 +28,7 @@ from app.routers import (
     health,
     home,
     jobs,
+    loading,
     memory,
     segments,
     state,
@@ -38,6 +39,7 @@ from app.services.allocator import limit_malloc_arenas
 from app.services.ff_study import FFStudies
 from app.services.gateway import ModelGateway, RunLimits
 from app.services.jobs import JobRunner
+from app.services.model_loading import ModelLoads
 from app.services.model_metrics import metric_columns
 from app.services.model_thread import claim_cpu_threads
 from app.services.store import JobStore
@@ -78,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.gateway = build_gateway(settings)
         app.state.warm_up = WarmUp(app, app.state.gateway) if settings.warm_up else None
         app.state.ff_studies = FFStudies()
+        app.state.model_loads = ModelLoads(app.state.gateway, settings.load_notice_mb * 2**20)
         app.state.jobs = JobRunner(
             job_store(settings), app.state.gateway, settings.data_dir, settings.run_jobs, settings.ray_workers
         )
@@ -102,6 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (
         assets.router,
         health.router,
+        loading.router,
         api_models.router,
         api_translation.router,
         api_jobs.router,

@@ -28,6 +28,12 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(2_000_000, description="largest request body (an upload included)")
     max_cache_mb: int = Field(256, description="memory for recent traces, which make a repeated view instant")
     max_models_mb: int = Field(4096, description="memory for loaded models; the least recently used is unloaded first")
+    load_notice_mb: int = Field(
+        100,
+        ge=0,
+        description="a page opening a model whose weights are larger than this (and not yet loaded) shows the load "
+        "as it runs instead of waiting silently",
+    )
     database: Path = Field(REPO_ROOT / "runs" / "memlens.sqlite3", description="SQLite file of jobs and results")
     database_url: str | None = Field(
         None,

@@ -2,11 +2,12 @@
 (benchmarks/latency.py prints these rows after its own; this file runs them alone too).
 
 For each route a reader takes on such a model (Explore open, a head ablation on Explore, an FF key edit, the logit
-lens) at inputs of 16 and 256 tokens, the median time of the request (TestClient, in process, the trace cache off,
-so every request computes every run it shows) beside transformers' own work for the same text: `generate` of the
-route's continuation budget with its key/value cache, greedy, then one forward over the text and its continuation
-with `output_attentions=True`. "runs" is how many continuations a request shows (the plain one, and the lesioned
-one); "x" = route ms / (runs x transformers ms). The goal is x <= 2.
+lens, the FF key browser ordered by effect as the page opens it) at inputs of 16 and 256 tokens, the median time of
+the request (TestClient, in process, the trace cache off, so every request computes every run it shows) beside
+transformers' own work for the same text: `generate` of the route's continuation budget with its key/value cache,
+greedy, then one forward over the text and its continuation with `output_attentions=True`. "runs" is how many
+continuations a request shows (the plain one, and the lesioned one); "x" = route ms / (runs x transformers ms). The
+goal is x <= 2.
 
 Models: SmolLM2-135M-Instruct where it is installed in the models folder (`memlens install-smollm2 --into
 models`), and a tiny random Llama built by the suite's fixtures (tests/hugging_face_models.py), so that a machine
@@ -74,11 +75,19 @@ def routes(model: str, budget: int) -> dict[str, tuple[int, Callable[[TestClient
             raise RuntimeError(f"/api/ff/lens: {answer.status_code} {answer.text[:200]}")
         return answer
 
+    def keys_by_effect(client: TestClient, text: str) -> object:
+        params = {"model": model, "layer": 0, "order": "effect", "text": text}
+        answer = client.get("/ff/keys", params=params, headers=HTMX)
+        if answer.status_code != 200:
+            raise RuntimeError(f"/ff/keys: {answer.status_code} {answer.text[:200]}")
+        return answer
+
     return {
         "explore open": (1, post("/explore/run", new_tokens=str(budget))),
         "head ablation": (2, post("/explore/run", new_tokens=str(budget), ablate="layers.0.attn:1")),
         "ff key edit": (2, post("/ff/run", edits="layers.0.ff:3 x0")),
         "lens": (1, lens),
+        "keys by effect": (1, keys_by_effect),  # the FF page's key browser as it opens
     }
 
 

@@ -163,3 +163,18 @@ document.addEventListener("htmx:afterRequest", (event) => {
   const indicator = indicatorOf(event.detail.elt);
   if (indicator) clearInterval(elapsedClocks.get(indicator));
 });
+// Every text field at least as wide as its placeholder (the example of what to type), within its container.
+const placeholderCanvas = document.createElement("canvas").getContext("2d");
+function fitPlaceholders(root) {
+  root.querySelectorAll("input[placeholder]:not([type]), input[type=text][placeholder]").forEach((input) => {
+    const style = getComputedStyle(input);
+    placeholderCanvas.font = style.font;
+    const chrome = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight)
+      + parseFloat(style.borderLeftWidth) + parseFloat(style.borderRightWidth);
+    const needed = Math.ceil(placeholderCanvas.measureText(input.placeholder).width + chrome + 2);
+    const room = input.closest("form, section, main") || document.body;
+    input.style.minWidth = `${Math.min(needed, room.clientWidth)}px`;
+  });
+}
+document.addEventListener("DOMContentLoaded", () => fitPlaceholders(document));
+document.addEventListener("htmx:afterSettle", (event) => fitPlaceholders(event.target));

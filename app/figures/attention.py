@@ -118,7 +118,7 @@ def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = Fa
     x, y = axis_labels(attention.key_tokens), axis_labels(attention.query_tokens)
     shapes, annotations = block_overlays(attention)
     cell = max(MIN_CELL_PX, min(MAX_CELL_PX, MAP_PX // max(len(x), len(y))))
-    top = 70 + CHAR_PX * max(map(len, x))  # the title above key labels rotated by 60 degrees
+    top = top_labels_margin(x)
     left = 20 + CHAR_PX * max(map(len, y))
     heatmap = {
         **weights_heatmap(attention.weights[head], x, y, autoscale, ""),
@@ -138,6 +138,12 @@ def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = Fa
         "yaxis": {"autorange": "reversed", "type": "category", "dtick": 1},
     }
     return plain_figure([heatmap], layout)
+
+
+def top_labels_margin(labels: list[str]) -> int:
+    """The top margin of a figure whose column labels stand above it rotated by 60 degrees, its title above them
+    (anchored at the top: "y": 0.99, "yanchor": "top")."""
+    return 70 + CHAR_PX * max(map(len, labels), default=0)
 
 
 def head_grid(attention: LayerAttention, columns: int = 4, autoscale: bool = False) -> PlainFigure:

@@ -5,6 +5,7 @@ logit lens, and how a key intervention changed the predictions."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,8 +22,9 @@ from inference.core.ff_memories import FFMemories
 from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Trace
 
-KeyOrder = Literal["agreement", "coefficient", "index"]
+KeyOrder = Literal["effect", "agreement", "coefficient", "index"]
 KEY_ORDERS: tuple[str, ...] = get_args(KeyOrder)
+TEXT_ORDERS = ("effect",)  # orders read from a run of the page's text, not from mined triggers
 VALUE_TOKENS = 8
 TRIGGER_LINES = 10  # lines of trigger examples a key card shows, identical contexts merged
 NEXT_TOKENS = 5  # next tokens a merged line names; the rest are counted
@@ -67,10 +69,19 @@ def token_title(token: str) -> str:
     return ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in characters)
 
 
+SPECIAL_TOKEN = re.compile(r"<\|?([A-Za-z][A-Za-z0-9_]*)\|?>")  # <eos>, <|im_start|>: one token, a tokenizer's own
+
+
 @lru_cache(maxsize=1 << 14)  # a lens table prints some 6,000 tokens of a few hundred distinct ones
 def token_html(token: str, title: str = "") -> Markup:
-    """The one way the FF page prints a token: shown_token's text, HTML-escaped, in a span whose
-    title names its non-ASCII characters (after `title`, e.g. a probability) where there is one."""
+    """The one way the FF page prints a token: a special token (the whole token <name> or <|name|>: text never
+    reads as one token so) as a chip naming it, titled with the token itself; any other as shown_token's text,
+    HTML-escaped, in a span whose title names its non-ASCII characters (after `title`, e.g. a probability) where
+    there is one."""
+    special = SPECIAL_TOKEN.fullmatch(token)
+    if special:
+        title = " · ".join(part for part in (title, f"special token {token}") if part)
+        return Markup('<span class="token special" title="{}">{}</span>').format(title, special.group(1))
     shown = shown_token(token)
     title = " · ".join(part for part in (title, token_title(shown)) if part)
     if not title:
@@ -105,6 +116,7 @@ class KeyCard:
     ]  # best first; empty when the key never fired on the mined corpus (or nothing was mined)
     next_token_rank: int | None  # rank of w_i (the top trigger's next token) in p_i; 0 = the key agrees with its value
     top_coefficient: float | None
+    effect: float | None = None  # the key's largest direct share of a prediction's margin on the page's text
 
 
 def key_cards(
@@ -117,13 +129,16 @@ def key_cards(
     limit: int = 20,
     keys: list[int] | None = None,
     shown_triggers: int = 10,
+    effects: torch.Tensor | None = None,
 ) -> tuple[list[KeyCard], int]:
     """(cards of one page of keys, the number of keys in the ordering).
 
     order: "agreement" ranks keys by the rank of w_i in p_i (agreeing keys
     first, then by coefficient); "coefficient" by the top trigger's m_i;
-    "index" by key number. Without mined triggers only "index" applies.
-    `keys` picks keys by number instead (in that order)."""
+    "index" by key number; "effect" by `effects` ([d_ff], each key's largest
+    direct share of a prediction's margin in a run of the page's text,
+    inference.analyses.ff_effects), largest first. Without mined triggers only
+    "index" and "effect" apply. `keys` picks keys by number instead (in that order)."""
     if layer not in memories.values:
         raise ViewError(f"unknown FF layer {layer!r}; this model has {', '.join(memories.layers)}")
     if order not in KEY_ORDERS:
@@ -138,7 +153,7 @@ def key_cards(
         chosen = keys
         total = len(keys)
     else:
-        ordering = _ordering(order, ranks, coefficients, d_ff)
+        ordering = _ordering(order, ranks, coefficients, d_ff, effects)
         total = len(ordering)
         chosen = ordering[offset : offset + limit]
     cards = []
@@ -158,6 +173,7 @@ def key_cards(
                 triggers=triggers.triggers(layer, key)[:shown_triggers] if triggers is not None and fired else [],
                 next_token_rank=int(ranks[key]) if ranks[key] >= 0 else None,
                 top_coefficient=float(coefficients[key]) if fired else None,
+                effect=float(effects[key]) if effects is not None else None,
             )
         )
     return cards, total
@@ -206,9 +222,15 @@ def _key_statistics(
     return ranks, triggers.top_coefficients(layer)
 
 
-def _ordering(order: str, ranks: torch.Tensor, coefficients: torch.Tensor, d_ff: int) -> list[int]:
+def _ordering(
+    order: str, ranks: torch.Tensor, coefficients: torch.Tensor, d_ff: int, effects: torch.Tensor | None
+) -> list[int]:
     if order == "index":
         return list(range(d_ff))
+    if order == "effect":
+        if effects is None:
+            raise ViewError("keys are ordered by their effect on a text: give the text")
+        return effects.argsort(descending=True, stable=True).tolist()
     fired = (ranks >= 0).nonzero().flatten().tolist()
     if not fired:
         raise ViewError(

@@ -9,7 +9,7 @@ from itertools import groupby
 
 import numpy as np
 
-from app.figures.attention import CHAR_PX, attention_heatmap, axis_labels, quantize_percent
+from app.figures.attention import attention_heatmap, axis_labels, quantize_percent, top_labels_margin
 from app.figures.plain import PlainFigure, colorscale
 from app.figures.plain import figure as plain_figure
 from inference.analyses.attention import LayerAttention
@@ -65,12 +65,14 @@ def memory_path_figure(path: MemoryPath, tokens: list[str], spans: SegmentSpans)
     ]
     layout = {
         "title": {
-            "text": f"What each memory write attends to (layer {path.layer}, mean over heads); lines mark segments"
+            "text": f"What each memory write attends to (layer {path.layer}, mean over heads); lines mark segments",
+            "y": 0.99,
+            "yanchor": "top",
         },
         "shapes": boundaries,
-        "height": 120 + 14 * len(y),
+        "height": top_labels_margin(x) + 60 + 14 * len(y),
         "width": max(700, 40 + 200 + 12 * len(x)),
-        "margin": {"l": 10, "r": 10, "t": 60 + CHAR_PX * 2, "b": 10},
+        "margin": {"l": 10, "r": 10, "t": top_labels_margin(x), "b": 10},
         "xaxis": {"type": "category", "showticklabels": len(x) <= 200, "tickangle": -60, "side": "top"},
         "yaxis": {"type": "category", "autorange": "reversed"},
     }

@@ -13,8 +13,9 @@ from pydantic import TypeAdapter, ValidationError
 from app.schemas.validation import ModelName
 from app.services.ff_study import FFStudies
 from app.services.gateway import ModelGateway
-from app.services.gating import PageModel, page_model
+from app.services.gating import PageModel, offered, opening_models, page_model
 from app.services.jobs import JobRunner
+from app.services.model_loading import ModelLoading
 from app.services.pages import Page
 
 MODEL_NAME = TypeAdapter(ModelName)
@@ -48,6 +49,11 @@ class ModelFor:
         name = await requested_model(request)
         if name is None and request.method != "GET":
             raise RequestValidationError([{"type": "missing", "loc": ("body", "model"), "msg": "Field required"}])
+        if opens_a_page(request):
+            loads = request.app.state.model_loads
+            wanted = name or next(iter(opening_models(offered(gateway, self.page), self.page)), None)
+            if wanted is not None and loads.slow(wanted):  # shown loading, then the page
+                raise ModelLoading(loads.start(wanted))
         if name is not None and name in gateway.registry.loaded():  # no torch work and no wait: answered here
             return page_model(gateway, self.page, name)
         # In a worker thread, as the model runs: torch work on the event loop's thread (loading the model) starts a
@@ -64,6 +70,12 @@ class ModelInPathFor:
 
     def __call__(self, gateway: GatewayDep, model: Annotated[ModelName, Path()]) -> PageModel:
         return page_model(gateway, self.page, model)
+
+
+def opens_a_page(request: Request) -> bool:
+    """A browser opening a page's address (not htmx's requests inside a page, nor the JSON API)."""
+    inside = request.headers.get("HX-Request") or request.url.path.startswith("/api/")
+    return request.method == "GET" and not inside
 
 
 def is_json(content_type: str) -> bool:

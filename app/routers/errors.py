@@ -16,10 +16,12 @@ from starlette.exceptions import HTTPException
 
 from app.figures.ff_views import ViewError
 from app.middleware.client_gone import ClientGone
+from app.routers.loading import loading_page
 from app.routers.rendering import error_page
 from app.schemas.validation import InputError, shown
 from app.services.gateway import UnknownModel
 from app.services.gating import ModelRefused
+from app.services.model_loading import ModelLoading
 from inference.core.checkpoint import CheckpointError
 from inference.core.interventions import InterventionError
 
@@ -87,6 +89,7 @@ def validation_message(error: RequestValidationError | ValidationError) -> str:
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ModelRefused, refused)  # before InputError, of which it is one
+    app.add_exception_handler(ModelLoading, loading_page)  # not an error: the page, once its model is loaded
     for error_type, status in STATUS.items():
         app.add_exception_handler(
             error_type, lambda request, error, status=status: error_response(request, status, str(error))

@@ -23,7 +23,7 @@ from app.routers.forms import DecodingDep, LesionDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText, InputError, ModelName
 from app.services.demo import demo_sentences
-from app.services.examples import demo_inputs
+from app.services.examples import demo_inputs, example_input
 from app.services.explore import ExploreRequest, attribution, explore_controls, run_explore
 from app.services.gating import PageModel, offered, opening_models, page_model
 from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE
@@ -140,9 +140,9 @@ def explore_attribution(
 def compare_page(request: Request, gateway: GatewayDep, text: Annotated[FieldText, Query()] = ""):
     available = offered(gateway, COMPARE)
     chosen = opening_models(available, COMPARE)
-    return render(
-        request, "pages/compare.html", models=available, chosen=chosen, text=text or demo_sentences()[0].source
-    )
+    if not text:  # the first model's measured example, as a page of one model opens on it
+        text = example_input(gateway.registry.entries[chosen[0]]) if chosen else demo_sentences()[0].source
+    return render(request, "pages/compare.html", models=available, chosen=chosen, text=text)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from app.figures.ff import study_figures
 from app.figures.ff_views import (
     KEY_ORDERS,
     NEXT_TOKENS,
+    TEXT_ORDERS,
     TRIGGER_LINES,
     KeyOrder,
     lens_row_html,
@@ -74,7 +75,7 @@ def ff_page(
         layers=memories.layers,
         study=study,
         figures=figures,
-        orders=KEY_ORDERS if study.triggers is not None else ["index"],  # no triggers: nothing else to order by
+        orders=KEY_ORDERS if study.triggers is not None else [*TEXT_ORDERS, "index"],  # the others read triggers
         study_command=study_command(model.folder),
         continues_text=continues_text,
         input_language="English" if continues_text else model.meta.get("source_language", "German"),
@@ -89,25 +90,27 @@ def ff_page(
 @router.get("/ff/keys")
 def ff_keys(
     request: Request,
+    gateway: GatewayDep,
     studies: FFStudiesDep,
     jobs: JobsDep,
     model: FFModel,
     layer: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
-    order: Annotated[KeyOrder, Query()] = "agreement",
+    order: Annotated[KeyOrder, Query()] = "effect",
     page: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
     key: Annotated[str, Query(max_length=2000)] = "",
     mined: Annotated[JobId | None, Query()] = None,
+    text: Annotated[FieldText, Query()] = "",
 ):
     """One page of keys of one layer in the chosen order, or the key(s) typed in. Each card lists its
     key's top sentences by their stored context (the prefix's last tokens), identical contexts merged: the
-    stored study's, or a mining job's (`mined`)."""
+    stored study's, or a mining job's (`mined`). The effect order reads the page's text, or with none entered
+    the model's example (what a card's zero runs on)."""
     keys = list(parse_numbers(key, "key", MAX_PICKED_KEYS)) or None
     mining = None if mined is None else mining_job(jobs.store, model, mined)
     memories, study = studies.of(model, mining)
     every_trigger = study.triggers.top_k if study.triggers is not None else 0
-    found = keys_page(
-        studies, model, KeysRequest(layer, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys, every_trigger), mining
-    )
+    asked = KeysRequest(layer, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys, every_trigger, text or model.example)
+    found = keys_page(gateway, studies, model, asked, mining)
     return render(
         request,
         "partials/ff_keys.html",

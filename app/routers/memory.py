@@ -15,12 +15,12 @@ from app.figures.memory import decisions_chart, memory_attention_heatmap
 from app.routers.deps import GatewayDep, ModelFor
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText
-from app.services.examples import memory_examples
 from app.services.gating import PageModel
 from app.services.memory import forced_memory_ids, run_memory
 from app.services.pages import MEMORY
 from inference.core.bounds import MAX_INDEX, MAX_MEMORY_SIZE, MAX_SEED
 from inference.core.controls import LesionControls
+from inference.core.measured_examples import memory_examples
 
 router = APIRouter(include_in_schema=False)
 MemoryModel = Annotated[PageModel, Depends(ModelFor(MEMORY))]

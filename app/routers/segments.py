@@ -76,15 +76,15 @@ def segments_run(
         donor=donor_ids(gateway, model, donor) if transplant_at is not None else (),
     )
     run = run_segments(gateway, model, SegmentsRequest(text, model.lesion(lesion), segment, layer, head))
-    figures = {"segment": figure_json(segment_attention(run.view, head, autoscale))}
+    figures = {}
     if run.plain_hits is not None:
-        strip = hits_strip(run.tokens, run.spans, run.plain_hits, run.lesioned_hits)
-        figures = {"strip": figure_json(strip), **figures}
-    if run.path is not None:
-        figures["path"] = figure_json(memory_path_figure(run.path, run.tokens, run.spans))
-        figures["operations"] = figure_json(memory_operations_grid(run.operations, run.controls.stack))
-    if MEMORY_PROBE_KEY in model.loaded.metrics:  # measured offline: python -m training memory-probe
+        figures["strip"] = figure_json(hits_strip(run.tokens, run.spans, run.plain_hits, run.lesioned_hits))
+    if MEMORY_PROBE_KEY in model.loaded.metrics:  # measured offline (python -m training memory-probe): near the top
         figures["probe"] = figure_json(probe_figure(model.loaded.metrics[MEMORY_PROBE_KEY], segment))
+    figures["segment"] = figure_json(segment_attention(run.view, head, autoscale))
+    if run.path is not None:
+        figures["operations"] = figure_json(memory_operations_grid(run.operations, run.controls.stack))
+        figures["path"] = figure_json(memory_path_figure(run.path, run.tokens, run.spans))  # the tallest, last
     return render(
         request,
         "partials/segments_results.html",

@@ -23,7 +23,12 @@ class KeysRequest(BaseModel):
         le=MAX_INDEX,
         description="FF layer index (the language model's layers, or a translation model's decoder layers)",
     )
-    order: KeyOrder = Field("agreement")
+    order: KeyOrder = Field(
+        "agreement",
+        description="agreement, coefficient (both from mined triggers), index, or effect: the keys whose values a "
+        "run of `text` leans on most (each key's largest direct share of a prediction's margin), first",
+    )
+    text: FieldText = Field("", description="the text the effect order runs the model on")
     offset: int = Field(0, ge=0, le=MAX_INDEX)
     limit: int = Field(20, ge=1, le=MAX_PAGE_SIZE)
     keys: list[Annotated[int, Field(ge=0, le=MAX_INDEX)]] | None = Field(

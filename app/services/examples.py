@@ -1,31 +1,16 @@
-"""The input a page opens a model on, so that its first paint shows a result: the checkpoint's own example
-(a task model's), its first measured memory-writing sentence (a working-memory model's), the first demo
-sentence (a model that reads German), or that sentence's English reference (a model that continues English)."""
+"""The input a page opens a model on, so that its first paint shows a result: the example measured on the model's
+validation data (app/data/opening_examples.json, training.studies.opening_examples), else the checkpoint's own
+example (a task model's or a folder's), its first measured memory-writing sentence (a working-memory model's), the
+first demo sentence (a model that reads German), or that sentence's English reference (a model that continues
+English)."""
 
 from __future__ import annotations
-
-import json
-from functools import cache
 
 from app.services.demo import DemoSentence, demo_sentences
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import RegistryEntry
 from inference.core.family import capabilities_of
-from inference.core.places import MEMORY_EXAMPLES_FILE
-
-# written by python -m training.studies.memory_examples
-
-
-@cache
-def _memory_examples_file() -> dict:
-    return json.loads(MEMORY_EXAMPLES_FILE.read_text(encoding="utf-8")) if MEMORY_EXAMPLES_FILE.exists() else {}
-
-
-def memory_examples(model: str) -> tuple[str, list[dict]]:
-    """(the corpus measured, the model's measured example sentences: source, memory_tokens, ...);
-    none for a model not measured."""
-    measured = _memory_examples_file().get("models", {}).get(model, {})
-    return measured.get("corpus", ""), measured.get("examples", [])
+from inference.core.measured_examples import memory_examples, opening_example
 
 
 def demo_inputs(meta: dict, capabilities: frozenset[Capability]) -> list[DemoSentence]:
@@ -41,6 +26,9 @@ def demo_inputs(meta: dict, capabilities: frozenset[Capability]) -> list[DemoSen
 
 def example_input(entry: RegistryEntry) -> str:
     """What a page runs `entry`'s model on when the address names no input; "" where nothing fits."""
+    opening = opening_example(entry.name)
+    if opening:
+        return opening["text"]
     if entry.meta.get("example"):
         return entry.meta["example"]
     _, measured = memory_examples(entry.name)

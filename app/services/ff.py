@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.figures.ff_views import (
+    TEXT_ORDERS,
     EditOutcome,
     KeyCard,
     LensTable,
@@ -15,6 +16,7 @@ from app.figures.ff_views import (
     lens_table,
     prediction_changes,
 )
+from app.schemas.validation import InputError
 from app.services.ff_study import FFStudies, FFStudy, ff_layer
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
@@ -22,6 +24,7 @@ from app.services.lesioned import LesionedRun, plain_then_lesioned
 from app.services.store import Job
 from app.services.textdiff import DiffPart, word_diff
 from inference.analyses.ff_aggregation import logit_lens
+from inference.analyses.ff_effects import key_effects
 from inference.core.capabilities import Capability
 from inference.core.interventions import Interventions
 
@@ -34,6 +37,7 @@ class KeysRequest:
     limit: int
     keys: list[int] | None  # these keys instead of a page of the ordering
     triggers: int  # trigger examples per card
+    text: str = ""  # the text a TEXT_ORDERS order is read from
 
 
 @dataclass(frozen=True)
@@ -45,11 +49,29 @@ class KeysPage:
     study: FFStudy
 
 
-def keys_page(studies: FFStudies, model: PageModel, request: KeysRequest, mined: Job | None = None) -> KeysPage:
-    """A page of key cards, their triggers the stored study's or those of a finished mining job (`mined`)."""
+def keys_page(
+    gateway: ModelGateway, studies: FFStudies, model: PageModel, request: KeysRequest, mined: Job | None = None
+) -> KeysPage:
+    """A page of key cards, their triggers the stored study's or those of a finished mining job (`mined`); in
+    the "effect" order, the keys whose values this run of the text leans on most come first."""
     memories, study = studies.of(model, mined)
     layer = ff_layer(memories, request.layer)
-    order = "index" if study.triggers is None and request.keys is None else request.order
+    order = request.order
+    if study.triggers is None and request.keys is None and order not in TEXT_ORDERS:
+        order = "index"
+    effects = None
+    if order in TEXT_ORDERS and request.keys is None:
+        if not request.text.strip():
+            raise InputError(f"the {order} order ranks keys by a run of a text: give the text")
+        plain = plain_then_lesioned(
+            gateway,
+            model.loaded,
+            request.text,
+            Interventions(),
+            memories.capture_hooks(),
+            max_new_tokens=ff_new_tokens(gateway, model),
+        ).plain  # the run "One input" shows, from the same cache
+        effects = gateway.exclusive(lambda: key_effects(plain, memories, layer))
     cards, total = key_cards(
         memories,
         model.loaded.tokenizer,
@@ -60,8 +82,15 @@ def keys_page(studies: FFStudies, model: PageModel, request: KeysRequest, mined:
         request.limit,
         request.keys,
         request.triggers,
+        effects,
     )
     return KeysPage(layer, cards, total, order, study)
+
+
+def ff_new_tokens(gateway: ModelGateway, model: PageModel) -> int:
+    """The tokens the page decodes: a language model's default continuation, a translator's whole budget."""
+    limits = gateway.limits
+    return limits.continuation(None) if model.can(Capability.GENERATES_TEXT) else limits.max_new_tokens
 
 
 @dataclass(frozen=True)
@@ -87,9 +116,9 @@ def run_ff(
     translation, plainly and under `edits`, with the hooks of the aggregation and the logit lens of `lens_layers`
     (None: every FF layer)."""
     memories, _ = studies.of(model)
-    limits = gateway.limits
-    new_tokens = limits.continuation(None) if model.can(Capability.GENERATES_TEXT) else limits.max_new_tokens
-    runs = plain_then_lesioned(gateway, model.loaded, text, edits, memories.capture_hooks(), max_new_tokens=new_tokens)
+    runs = plain_then_lesioned(
+        gateway, model.loaded, text, edits, memories.capture_hooks(), max_new_tokens=ff_new_tokens(gateway, model)
+    )
     tokenizer = model.loaded.tokenizer
     lensed = gateway.exclusive(lambda: logit_lens(runs.shown, memories, 0, top_keys, top_tokens, lens_layers))
     lens = lens_table(lensed, tokenizer)  # the lens's vocabulary products on the model thread, as a run's are

@@ -26,7 +26,7 @@ from app.services.model_thread import on_model_thread, splits_over_cpu_threads
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointRegistry
-from inference.core.decoding import GREEDY, Decoding
+from inference.core.decoding import CONTINUATION_TOKENS, GREEDY, Decoding
 from inference.core.family import capabilities_of
 from inference.core.interventions import NO_INTERVENTIONS, Interventions
 from inference.core.loaded_model import LoadedModel
@@ -49,7 +49,7 @@ class RunLimits:
     max_text_chars: int
     max_source_tokens: int
     max_new_tokens: int
-    continuation_tokens: int = 24  # a language model's greedy continuation unless the reader asks for more
+    continuation_tokens: int = CONTINUATION_TOKENS  # a language model's continuation unless the reader asks for more
 
     def continuation(self, asked: int | None) -> int:
         """The tokens a language model continues a text by: `asked` (None: the default budget), or an InputError

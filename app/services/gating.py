@@ -15,7 +15,7 @@ from typing import Any
 from app.schemas.validation import InputError, shown
 from app.services.examples import example_input
 from app.services.gateway import ModelGateway
-from app.services.pages import Page, home_of
+from app.services.pages import Page, pages_of
 from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.family import capabilities_of
@@ -108,16 +108,17 @@ def page_model(gateway: ModelGateway, page: Page, name: str | None) -> PageModel
             trained = f" (it was trained on the {task} task)" if task else ""
             message = f"{name} reads no natural language{trained}; {page.kind} models: {listed}"
             raise ModelRefused(message, 400, page, models, name)
-        home = home_of(capabilities)
+        shown_on = pages_of(capabilities)
+        named = [f"{page.title} ({page.path})" for page in shown_on]
+        where = f"the {', '.join(named[:-1])} and {named[-1]} pages" if len(named) > 1 else f"the {named[0]} page"
         raise ModelRefused(
-            f"{name} is not {'an' if page.kind[0] in 'aeiou' else 'a'} {page.kind} model: its views are on the "
-            f"{home.title} page ({home.path}); "
+            f"{name} is not {'an' if page.kind[0] in 'aeiou' else 'a'} {page.kind} model: its views are on {where}; "
             f"{page.kind} models: {listed}",
             400,
             page,
             models,
             name,
-            home,
+            shown_on[0],
         )
     loaded = gateway.model(name)
     return PageModel(name, loaded, capabilities_of(loaded.config), models, example_input(entry), entry.path)

@@ -73,8 +73,3 @@ def pages_of(capabilities: frozenset[C]) -> list[Page]:
     showing = [page for page in MODEL_PAGES if page.shows(capabilities)]
     home = next(page for page in showing if page.home_to is None or page.home_to(capabilities))
     return [home, *(page for page in showing if page is not home)]
-
-
-def home_of(capabilities: frozenset[C]) -> Page:
-    """Where a model's views are: its own page."""
-    return pages_of(capabilities)[0]

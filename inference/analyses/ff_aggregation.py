@@ -106,10 +106,10 @@ def ff_aggregation(
     """Section 5's quantities for every real position of a trace captured
     with memories.capture_hooks()."""
     tops = value_tops(memories) if tops is None else tops
-    examples, positions = _real_positions(trace, memories.axis)
+    examples, positions = real_positions(trace, memories.axis)
     layers = []
     for layer in memories.layers:
-        m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
+        m, r, y, o = layer_vectors(trace, memories, layer, examples, positions)
         residual_top, ff_top, output_top = memories.lens_logits(r, y, o).argmax(dim=-1)  # 3 x [n]
         value_top = tops[layer]  # [d_ff]
         considered = _considered_memories(m, memories.values[layer].norm(dim=-1), top_memories)  # [n, d_ff]
@@ -190,12 +190,10 @@ def logit_lens(
     layers: list[str] | None = None,
 ) -> LogitLens:
     """The lens of `layers` (None: every FF layer) at every real position of one example."""
-    examples, positions = _real_positions(trace, memories.axis)
-    positions = positions[examples == example]  # [t]
-    examples = torch.full_like(positions, example)
+    examples, positions = example_positions(trace, memories.axis, example)
     read = []
     for layer in memories.layers if layers is None else layers:
-        m, r, y, o = _layer_vectors(trace, memories, layer, examples, positions)
+        m, r, y, o = layer_vectors(trace, memories, layer, examples, positions)
         key_scores, key_indices = (m * memories.values[layer].norm(dim=-1)).topk(top_keys, dim=-1)  # [t, top_keys]
         value_top = value_top_tokens(memories, layer)  # [d_ff]
         probabilities, ids = _top_probabilities(memories.lens_logits(r, y, o).flatten(0, 1), top_tokens)  # [3t, k]
@@ -222,12 +220,19 @@ def _top_probabilities(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torc
     return (top - highest - log_total).exp(), ids
 
 
-def _real_positions(trace: Trace, axis: str) -> tuple[torch.Tensor, torch.Tensor]:  # ([n], [n]) long
+def real_positions(trace: Trace, axis: str) -> tuple[torch.Tensor, torch.Tensor]:  # ([n], [n]) long
     rows = [(e, p) for e, roles in enumerate(trace.roles[axis]) for p, role in enumerate(roles) if role != Role.PAD]
     return torch.tensor([e for e, _ in rows]), torch.tensor([p for _, p in rows])
 
 
-def _layer_vectors(trace: Trace, memories: FFMemories, layer: str, examples: torch.Tensor, positions: torch.Tensor):
+def example_positions(trace: Trace, axis: str, example: int) -> tuple[torch.Tensor, torch.Tensor]:  # 2 x [t] long
+    """(examples, positions) of one example's real positions: the example's index repeated, and its positions."""
+    examples, positions = real_positions(trace, axis)
+    positions = positions[examples == example]
+    return torch.full_like(positions, example), positions
+
+
+def layer_vectors(trace: Trace, memories: FFMemories, layer: str, examples: torch.Tensor, positions: torch.Tensor):
     """(m [n, d_ff], r [n, d], y [n, d], o [n, d]) of one layer at the given predictions."""
     hooks = (ff_keys(layer), memories.residual_hook(layer), ff_output(layer))
     missing = [hook for hook in hooks if hook not in trace.captures]

@@ -26,6 +26,14 @@ def corpus_quality(hypotheses: Sequence[str], references: Sequence[str]) -> Qual
     )
 
 
+RIGHT_CHRF = 60.0  # a sentence's chrF from which its translation reads as right (an opening example's bar)
+
+
+def sentence_chrf(hypothesis: str, reference: str) -> float:
+    """sacrebleu's chrF of one sentence against its one reference, 0 to 100."""
+    return CHRF().sentence_score(hypothesis, [reference]).score
+
+
 def signatures() -> dict[str, str]:
     """sacrebleu's signatures of the BLEU and chrF that corpus_quality computes: what a reader needs to
     compare our figures with anyone else's (one reference per sentence, as every corpus here has)."""

@@ -55,6 +55,7 @@ class Decoding(BaseModel):
 
 GREEDY = Decoding()
 MAX_NEW_TOKENS = 128  # the longest output decoded unless a caller asks for another (the app's default budget)
+CONTINUATION_TOKENS = 24  # a language model's greedy continuation on a page unless the reader asks for more
 
 
 @dataclass

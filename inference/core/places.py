@@ -17,6 +17,7 @@ CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"
 RUNS_DIR = REPO_ROOT / "runs"  # resumable run folders and logs, git-ignored
 DOCS_DIR = REPO_ROOT / "docs"
 MEMORY_EXAMPLES_FILE = REPO_ROOT / "app" / "data" / "memory_examples.json"  # measured by training.studies
+OPENING_EXAMPLES_FILE = REPO_ROOT / "app" / "data" / "opening_examples.json"  # each model's opening input
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 DATA_DIR_ENV = "MEMLENS_DATA_DIR"
 

@@ -158,7 +158,8 @@ def test_bad_key_edits_are_400_with_a_message(client, edits, message):
 def test_the_language_model_is_refused_where_a_translator_is_needed(client):
     response = client.post("/api/translate", json={"model": LM, "text": "a man"})
     assert response.status_code == 400 and response.json()["detail"].startswith(
-        "tiny_language_model is not a translation model: its views are on the FF memories page (/ff); "
+        "tiny_language_model is not a translation model: its views are on the FF memories (/ff) and explore "
+        "(/explore) pages; "
         "translation models: extended_neural_gpu_de_en, neural_gpu_addition, tiny_membottleneck, "
         "tiny_memtransformer, tiny_transformer, tiny_working_memory"
     )
@@ -256,7 +257,7 @@ def test_identical_trigger_contexts_share_a_line_on_the_shipped_model(shipped_cl
     fragment = shipped_client.get("/ff/keys", params={"model": "language_model", "layer": 3, "key": "12"}).text
     lines = [text_of(line).strip() for line in re.findall(r"<li>.*?</li>", fragment, re.S)]
     assert len(lines) == 10 and len(set(lines)) == 10
-    (line,) = [line for line in lines if line.startswith("<eos> Awards →")]
+    (line,) = [line for line in lines if line.startswith("eos Awards →")]  # <eos>: a chip naming it
     assert line.endswith(f"×{len(awards)}")
     assert f"and ({sum(t.next_token == 'and' for t in awards)})" in line
     assert "last 8 tokens of its prefix as stored" in text_of(fragment)
@@ -280,3 +281,31 @@ def test_the_study_command_names_the_folder_the_server_was_given(tmp_path, monke
     )
     elsewhere = tmp_path.parent / "elsewhere" / "my_lm"
     assert study_command(elsewhere) == "python -m training ff-memories <its models folder>/my_lm"
+
+
+@pytest.mark.parametrize("layer", [0, 5])
+def test_the_first_key_card_on_the_opening_page_changes_a_prediction_when_zeroed(shipped_client, layer):
+    """The key browser opens in the effect order on the model's example (no text entered): the first card of a
+    layer is the key whose value this run leans on most, and its "zero" (what the card's button runs) changes a
+    next-token prediction of the example, where the agreement order's first card changed none."""
+    page = shipped_client.get("/ff", params={"model": "language_model"}).text
+    example = html_module.unescape(re.search(r'data-example="([^"]*)"', page).group(1))
+    assert re.search(r'<select name="order"[^>]*><option value="effect">', page)  # the order the page opens in
+    keys = shipped_client.get("/ff/keys", params={"model": "language_model", "layer": layer}).text
+    assert "keys by effect on the text" in text_of(keys)
+    first = re.search(r'<article class="key-card" data-key="([^"]+)">', keys).group(1)
+    status = re.search(r'<p class="key-status" id="([^"]+)"', keys).group(1)  # the first card's answer line
+    shares = [float(share) for share in re.findall(r"effect (-?[0-9.]+)× margin", keys)]
+    assert shares == sorted(shares, reverse=True) and shares[0] >= 1.0
+    zeroed = {"model": "language_model", "text": example, "edits": f"{first} x0", "origin": status}
+    ran = shipped_client.post("/ff/run", data=zeroed)
+    changed = re.search(r"(\d+) of (\d+) next-token predictions change", text_of(ran.text))
+    assert changed and int(changed.group(1)) >= 1, text_of(ran.text)
+
+
+def test_the_effect_order_needs_a_text_in_the_api(client):
+    response = client.post("/api/ff/keys", json={"model": LM, "layer": 0, "order": "effect"})
+    assert response.status_code == 400 and "give the text" in response.json()["detail"]
+    body = client.post("/api/ff/keys", json={"model": LM, "layer": 0, "order": "effect", "text": "a man reads"}).json()
+    effects = [card["effect"] for card in body["keys"]]
+    assert body["order"] == "effect" and effects == sorted(effects, reverse=True) and len(effects) == 20

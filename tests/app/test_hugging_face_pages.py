@@ -66,7 +66,10 @@ def test_its_attention_comes_through_the_api(client):
     ablated = client.post(
         "/api/translate", json={"model": MODEL, "text": TEXT}
     )  # a language model translates nothing: refused, naming where its views are
-    assert ablated.status_code == 400 and "its views are on the FF memories page" in ablated.json()["detail"]
+    assert (
+        ablated.status_code == 400
+        and "its views are on the FF memories (/ff) and explore (/explore) pages" in ablated.json()["detail"]
+    )
 
 
 def test_explore_shows_its_attention_and_a_head_ablation_changes_it(client):

@@ -133,7 +133,8 @@ def test_lesion_sweep_on_uploaded_set(client):
         (
             {"model": "tiny_transformer"},
             400,
-            "tiny_transformer is not a memory-lesion model: its views are on the explore page (/explore); "
+            "tiny_transformer is not a memory-lesion model: its views are on the explore (/explore) and FF memories "
+            "(/ff) pages; "
             "memory-lesion models: tiny_membottleneck, tiny_memtransformer",
         ),
         ({"model": MODEL, "reference": "000000000000"}, 400, "no uploaded corpus"),

@@ -150,7 +150,7 @@ def test_ff_key_cards(client):
     assert [(layer, int(key)) for layer, key, _ in cards] == [(card["layer"], card["key"]) for card in body["keys"]]
     for (_, _, card_html), card in zip(cards, body["keys"]):
         assert f"‖v‖ {card['value_norm']:.2f}" in card_html
-        shown = re.findall(r'title="p ([0-9.]+)"', card_html)
+        shown = re.findall(r'title="p ([0-9.]+)', card_html)  # a special token's chip names it after its p
         assert shown == [f"{p:.3f}" for _, p in card["value_tokens"]]
 
 

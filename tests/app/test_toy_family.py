@@ -62,7 +62,9 @@ def run(client, **fields) -> str:
 
 
 def test_the_home_page_links_the_toy_to_the_pages_its_capabilities_allow(toy_client):
-    row = re.search(rf"<td>{MODEL}<br><small class=\"pages\">(.*?)</small>", toy_client.get("/").text).group(1)
+    row = re.search(
+        rf"<td class=\"name\">{MODEL}<br><small class=\"pages\">(.*?)</small>", toy_client.get("/").text
+    ).group(1)
     assert f'href="/explore?model={MODEL}"' in row
     assert "/memory" not in row and "/ff" not in row  # no working memory, no FF memories declared
 
@@ -124,7 +126,9 @@ def test_the_api_gives_every_segment_by_index(toy_client):
 
 
 def test_the_segments_page_serves_the_toy_by_its_capabilities_alone(toy_client):
-    row = re.search(rf"<td>{MODEL}<br><small class=\"pages\">(.*?)</small>", toy_client.get("/").text).group(1)
+    row = re.search(
+        rf"<td class=\"name\">{MODEL}<br><small class=\"pages\">(.*?)</small>", toy_client.get("/").text
+    ).group(1)
     assert f'href="/segments?model={MODEL}"' in row
     page = toy_client.get(f"/segments?model={MODEL}")
     assert page.status_code == 200 and 'name="reset_at"' not in page.text  # no memory tokens: no memory lesions

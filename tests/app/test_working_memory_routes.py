@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from app.main import create_app
-from app.services import examples
+from inference.core import measured_examples
 from inference.core.checkpoint import save_checkpoint
-from inference.core.places import REPO_ROOT
+from inference.core.places import MEMORY_EXAMPLES_FILE, REPO_ROOT
 from tests.app.conftest import HTMX
 from tests.app.test_jobs import upload, wait_for
 from tests.conftest import make_tiny_working_memory
@@ -79,7 +79,8 @@ def test_lesions_show_as_a_second_run(client, tiny_tokenizer):
         (
             {"model": "tiny_transformer"},
             400,
-            "tiny_transformer is not a working-memory model: its views are on the explore page (/explore); "
+            "tiny_transformer is not a working-memory model: its views are on the explore (/explore) and FF memories "
+            "(/ff) pages; "
             "working-memory models: tiny_working_memory",
         ),
     ],
@@ -145,7 +146,8 @@ def test_attribution_onto_slots_is_refused_for_working_memory(client):
     response = client.post("/api/attribution", json={"model": WM, "text": TEXT, "position": 0})
     assert response.status_code == 400
     assert response.json()["detail"] == (
-        f"{WM} is not a token-and-slot attribution model: its views are on the working memory page (/memory); "
+        f"{WM} is not a token-and-slot attribution model: its views are on the working memory (/memory) and FF "
+        "memories (/ff) pages; "
         "token-and-slot attribution models: tiny_membottleneck, tiny_memtransformer, tiny_transformer"
     )
 
@@ -258,19 +260,22 @@ def test_a_masked_memory_says_its_attention_is_zero_by_construction(client):
         (
             "tiny_transformer",
             400,
-            "tiny_transformer is not a working-memory model: its views are on the explore page (/explore)",
+            "tiny_transformer is not a working-memory model: its views are on the explore (/explore) and FF memories "
+            "(/ff) pages",
             ("explore", "/explore?model=tiny_transformer"),
         ),
         (
             "tiny_memtransformer",
             400,
-            "tiny_memtransformer is not a working-memory model: its views are on the explore page (/explore)",
+            "tiny_memtransformer is not a working-memory model: its views are on the explore (/explore) and FF "
+            "memories (/ff) pages",
             ("explore", "/explore?model=tiny_memtransformer"),
         ),
         (
             "tiny_language_model",
             400,
-            "tiny_language_model is not a working-memory model: its views are on the FF memories page (/ff)",
+            "tiny_language_model is not a working-memory model: its views are on the FF memories (/ff) and explore "
+            "(/explore) pages",
             ("FF memories", "/ff?model=tiny_language_model"),
         ),
         ("nope", 404, "unknown model 'nope'; working-memory models: tiny_working_memory", None),
@@ -342,7 +347,7 @@ def test_the_page_offers_the_measured_examples_as_links_that_run_them(client, mo
             }
         }
     }
-    monkeypatch.setattr(examples, "_memory_examples_file", lambda: measured)
+    monkeypatch.setattr(measured_examples, "_read", lambda path: measured if path == MEMORY_EXAMPLES_FILE else {})
     page = client.get("/memory").text
     link = re.search(r'<a class="memory-example" href="([^"]+)"[^>]*>(.*?)</a>\s*<small>(.*?)</small>', page, re.DOTALL)
     assert link.group(2) == TEXT and link.group(3) == "2 memory tokens; the mask changes the translation"
@@ -350,7 +355,7 @@ def test_the_page_offers_the_measured_examples_as_links_that_run_them(client, mo
 
 
 def test_the_shipped_examples_are_measured_for_every_shipped_working_memory_model():
-    shipped = json.loads(examples.MEMORY_EXAMPLES_FILE.read_text(encoding="utf-8"))
+    shipped = json.loads(MEMORY_EXAMPLES_FILE.read_text(encoding="utf-8"))
     assert set(shipped["models"]) == {p.name for p in working_memory_checkpoints(REPO_ROOT / "checkpoints")}
     for measured in shipped["models"].values():
         assert len(measured["examples"]) >= 3 and all(e["memory_tokens"] > 0 for e in measured["examples"])

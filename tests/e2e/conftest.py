@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -25,7 +26,7 @@ from inference.core.places import REPO_ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 QUIET = "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
-DRAWN = "[...document.querySelectorAll('[data-figure]')].every((f) => f.querySelector('.main-svg'))"
+DRAWN = "[...document.querySelectorAll('[data-figure]')].every((f) => f.dataset.drawn === 'true')"  # titles fitted
 # Counts settled swaps; registered before the page's scripts, so a figure drawn on htmx:afterSettle is drawn by
 # the time the count moves.
 COUNT_SETTLES = "window.settles = 0; document.addEventListener('htmx:afterSettle', () => { window.settles += 1; });"
@@ -49,11 +50,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(checkpoint_dir: Path, database: Path, models_dirs: Sequence[Path] = ()) -> Iterator[str]:
-    """A real server on loopback over `checkpoint_dir` (and `models_dirs`), in a thread of this process; yields its
-    address."""
+def serve(checkpoint_dir: Path, database: Path, models_dirs: Sequence[Path] = (), **options: Any) -> Iterator[str]:
+    """A real server on loopback over `checkpoint_dir` (and `models_dirs`; `options`: more settings), in a thread
+    of this process; yields its address."""
     port = free_port()
-    settings = Settings(checkpoint_dir=checkpoint_dir, models_dirs=list(models_dirs), device="cpu", database=database)
+    settings = Settings(
+        checkpoint_dir=checkpoint_dir, models_dirs=list(models_dirs), device="cpu", database=database, **options
+    )
     server = uvicorn.Server(
         uvicorn.Config(create_app(settings), **server_options("127.0.0.1", port, log_level="warning"))
     )

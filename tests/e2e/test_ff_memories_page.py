@@ -39,7 +39,12 @@ def test_key_browser_orders_pages_and_jumps_to_keys(page, server_url):
     open_ff(page, server_url, LANGUAGE_MODEL)
     cards = page.locator("#keys .key-card")
     assert cards.count() == 12
-    assert "keys by agreement" in page.text_content("#keys")
+    assert "keys by effect on the text" in page.text_content("#keys")  # the order the page opens in
+    shares = [float(re.search(r"effect (-?[\d.]+)× margin", cards.nth(i).text_content()).group(1)) for i in range(12)]
+    assert shares == sorted(shares, reverse=True)
+    with page.expect_response(lambda response: "/ff/keys" in response.url):
+        page.select_option("#ff-keys select[name=order]", "agreement")
+    expect(page.locator("#keys")).to_contain_text("keys by agreement", timeout=SWAP_MS)
     assert cards.first.locator(".triggers li mark").count() >= 1  # trigger token marked in each example
     assert cards.first.locator(".value-tokens .chip").count() == 8
     by_agreement = first_key(page)
@@ -68,9 +73,9 @@ def test_live_key_intervention_changes_the_predictions(page, server_url):
     run_text(page, ENGLISH)
     continuation = page.text_content("#output-plain").strip()
     assert continuation
-    assert (
-        page.locator("#lens-table tbody tr").first.locator("td").first.text_content() == "<eos>"
-    )  # the text is read as an article's start
+    first_cell = page.locator("#lens-table tbody tr").first.locator("td").first
+    assert first_cell.text_content() == "eos"  # the text is read as an article's start: <eos>, a named chip
+    assert first_cell.locator(".token.special").get_attribute("title") == "special token <eos>"
 
     # The top key at the first position of the lens fires there; zero it from the key browser.
     link = page.locator("#lens-table .key-link").first
@@ -105,7 +110,9 @@ def test_a_translation_decoder_in_the_key_browser_and_the_lens(page, server_url)
     assert first_key(page).startswith("decoder.layers.0.ff:")
     run_text(page, GERMAN)
     assert page.text_content("#output-plain").strip()
-    assert page.locator("#lens-table tbody tr").first.locator("td").first.text_content() == "<bos>"
+    first_cell = page.locator("#lens-table tbody tr").first.locator("td").first
+    assert first_cell.text_content() == "bos"  # the decoder's start: <bos>, a named chip
+    assert first_cell.locator(".token.special").get_attribute("title") == "special token <bos>"
 
 
 def test_bad_edits_show_an_error_in_the_page(page, server_url):
@@ -125,7 +132,8 @@ def viewport_holds(page, locator) -> bool:
 
 def test_zero_on_a_key_card_answers_beside_it_without_a_text(page, server_url):
     """A new user's first click: no text entered, "zero" on the first key card. The edit runs on the
-    example text at once, and what it changed shows in the card, inside the window."""
+    example text at once, and what it changed (a prediction: the cards open ordered by their effect on the
+    example) shows in the card, inside the window."""
     open_ff(page, server_url, LANGUAGE_MODEL)
     text = page.locator("#ff-run textarea[name=text]")
     assert text.input_value() == ""
@@ -147,10 +155,8 @@ def test_zero_on_a_key_card_answers_beside_it_without_a_text(page, server_url):
     assert page.input_value("#edits") == f"{key} x0"
     changed = page.locator("#prediction-changes tbody tr.changed").count()  # the full table, under "One input"
     shared = page.locator("#prediction-changes tbody tr").count()
-    if changed:
-        assert f"{changed} of {shared} next-token predictions change" in said
-    else:
-        assert "no next-token prediction changes" in said
+    assert changed >= 1  # the first card (effect order) is a key the example's predictions lean on
+    assert f"{changed} of {shared} next-token predictions change" in said
     assert page.locator(".key-status:not(:empty)").count() == 1
 
     # a second key's boost answers in its own card; the first card's line is cleared

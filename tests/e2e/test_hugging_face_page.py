@@ -5,6 +5,7 @@ keys changes what it predicts, marked in the page."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from inference.core.places import REPO_ROOT
 from tests.e2e.conftest import open_page, serve, swap
@@ -29,7 +30,10 @@ def test_the_home_page_lists_it_and_its_ff_page_shows_keys_and_edits(page, hf_se
     assert link.is_visible()
     open_page(page, f"{hf_server}/ff?model={MODEL}")
     page.wait_for_selector("#keys .key-card")
-    assert page.locator("#keys .key-card").first.get_attribute("data-key") == "layers.0.ff:0"
+    assert "keys by effect on the text" in page.text_content("#keys")  # no triggers mined, ranked on the example
+    with page.expect_response(lambda response: "/ff/keys" in response.url):
+        page.select_option("#ff-keys select[name=order]", "index")
+    expect(page.locator("#keys .key-card").first).to_have_attribute("data-key", "layers.0.ff:0")
     every_key = ",".join(str(k) for k in range(64))
     page.fill("#edits", "; ".join(f"layers.{layer}.ff:{every_key} x0" for layer in range(N_LAYERS)))
     page.fill("#ff-run textarea[name=text]", TEXT)
@@ -117,3 +121,18 @@ def test_mining_its_keys_over_a_server_set_shows_the_triggers_in_the_key_browser
     page.wait_for_selector("#keys .key-card")
     assert "Trigger examples from mining job" in page.text_content("#mined-note")
     assert page.locator("#keys .key-card ol.triggers li").count() >= 1  # keys that fired on the demo set show where
+
+
+def test_a_large_models_first_open_shows_its_load_then_opens_the_page(page, tmp_path):
+    """With the notice threshold at 0 MB the tiny folder counts as large: the browser is shown what is loading
+    (the model and its weights' size, a progress bar), then the page it asked for opens by itself."""
+    build_folder("gpt2", tmp_path / "models" / MODEL)
+    with serve(REPO_ROOT / "checkpoints", tmp_path / "db.sqlite3", [tmp_path / "models"], load_notice_mb=0) as url:
+        page.goto(f"{url}/ff?model={MODEL}")
+        expect(page.locator("h1")).to_have_text(f"Loading {MODEL}")
+        expect(page.locator("#load-status")).to_contain_text("MB of weights into memory")
+        assert page.locator("#load-status progress").is_visible()
+        expect(page.locator("h1")).to_have_text("Feed-forward memories", timeout=60_000)  # reloaded by itself
+        page.wait_for_selector("#keys .key-card")
+        assert page.url == f"{url}/ff?model={MODEL}"
+        assert page.locator("select[name=model] option:checked").text_content() == MODEL

@@ -14,6 +14,7 @@ from inference.analyses.ff_aggregation import (
     summarise_aggregation,
 )
 from inference.analyses.ff_agreement import key_value_agreement
+from inference.analyses.ff_effects import key_effects, margin_gradients
 from inference.analyses.ff_mining import MiningState, TriggerStore, TriggerTokens, add_batch
 from inference.analyses.ff_values import decoder_ff_memories, value_logits, value_projections
 from inference.core.axes import TokenAxis
@@ -307,3 +308,18 @@ def test_logit_lens_of_one_example(tiny_tokenizer):
     assert torch.equal(
         lens.layers[0].key_value_tokens, value_logits(memories, LAYER0).argmax(dim=-1)[lens.layers[0].key_indices]
     )
+
+
+def test_key_effects_are_each_keys_largest_direct_share_of_a_predictions_margin():
+    """E = identity and the layer output r + y with r = 0, so the logits are the FF output. Row 0: token 0 (1.0)
+    beats token 1 (0.5) by 0.5; key 0 (m 1.0, value e0) gives 1.0 of it: share 2.0; key 1 is silent. Row 1:
+    token 2 (1.0) beats token 1 (0.3) by 0.7; key 1 (m 1.0, value 2 e1) argues for the runner-up: -2 / 0.7."""
+    ff_out = torch.tensor([[1.0, 0.5, 0.0], [0.2, 0.3, 1.0]])
+    keys = torch.tensor([[1.0, 0.0], [0.5, 1.0]])
+    trace, memories = hand_built(ff_out, keys)
+    margins, _ = margin_gradients(trace, memories)
+    assert margins.tolist() == pytest.approx([0.5, 0.7])
+    effects = key_effects(trace, memories, "dec.layers.0.ff")
+    assert effects.tolist() == pytest.approx([2.0, 0.0])  # key 1: max(0 at row 0, -2.857 at row 1)
+    keys[0, 1] = 0.5  # key 1 now also fires at row 0, where its value (2 e1) lifts the runner-up: -2.0
+    assert key_effects(*hand_built(ff_out, keys), "dec.layers.0.ff").tolist() == pytest.approx([2.0, -2.0])

@@ -41,7 +41,12 @@ def test_shown_token_escapes_what_prints_nothing(token, shown):
 
 
 def test_token_html_escapes_and_names_non_ascii_characters():
-    assert token_html("<eos>") == "&lt;eos&gt;"  # no span without a title
+    assert token_html("<eos>") == '<span class="token special" title="special token &lt;eos&gt;">eos</span>'
+    assert token_html("<|im_start|>", "p 0.5") == (
+        '<span class="token special" title="p 0.5 · special token &lt;|im_start|&gt;">im_start</span>'
+    )
+    assert token_html("<b>x") == "&lt;b&gt;x" and token_html("<") == "&lt;"  # text, not a tokenizer's own token
+    assert token_html("Hund") == "Hund"  # no span without a title
     assert token_html("##\u00a0") == "##\\xa0"  # the escape is ASCII: nothing to name
     assert token_title("##\uc911") == "U+C911 HANGUL SYLLABLE JUNG"
     assert token_title("\u2013\u2013a\u00e9") == "U+2013 EN DASH, U+00E9 LATIN SMALL LETTER E WITH ACUTE"

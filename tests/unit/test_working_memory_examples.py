@@ -28,9 +28,9 @@ def test_screen_keeps_the_sentences_that_write_memory(tiny_tokenizer):
     assert screen(make_tiny_working_memory(tiny_tokenizer, memory_bias=-20.0), SOURCES) == []
 
 
-def test_pick_prefers_sentences_the_lesions_change_then_short_ones():
-    def sentence(source: str, memory: int, masked: str, no_memory: str) -> Measured:
-        return Measured(source, "", memory, ["m"] * memory, "same", masked, no_memory)
+def test_pick_prefers_sentences_translated_right_then_those_the_lesions_change_then_short_ones():
+    def sentence(source: str, memory: int, masked: str, no_memory: str, reference: str = "") -> Measured:
+        return Measured(source, reference, memory, ["m"] * memory, "same", masked, no_memory)
 
     candidates = [
         sentence("one two three", 2, "same", "same"),
@@ -40,3 +40,7 @@ def test_pick_prefers_sentences_the_lesions_change_then_short_ones():
         sentence("mask only", 1, "other", "same"),
     ]
     assert [m.source for m in pick(candidates, 3)] == ["both changed", "both changed but long sentence", "mask only"]
+    right = sentence("right but unchanged and long", 1, "same", "same", reference="same")  # chrF 100
+    nearly = sentence("nearly right", 1, "other", "other", reference="some")  # chrF of "same" against "some": 27
+    assert nearly.chrf < 60 <= right.chrf
+    assert [m.source for m in pick([*candidates, nearly, right], 2)] == ["right but unchanged and long", "both changed"]

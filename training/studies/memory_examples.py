@@ -12,8 +12,10 @@ them:
    MAX_WORDS words, each alone (batch of one, seed 0, the app's default step
    budget: exactly what the page shows), plain, with the memory masked and
    with memory size 0;
-3. pick: the sentences whose translation changes under both lesions first,
-   then under one, shorter sentences first; EXAMPLES_PER_MODEL of them.
+3. pick: the sentences whose plain translation reads as right first (sentence
+   chrF against the reference at least RIGHT_CHRF: a page opens on the first),
+   then those whose translation changes under both lesions, then under one,
+   shorter sentences first; EXAMPLES_PER_MODEL of them.
 
 Written to app/data/memory_examples.json with the measured counts:
 
@@ -22,7 +24,6 @@ Written to app/data/memory_examples.json with the measured counts:
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,17 +31,19 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from inference.analyses.quality import RIGHT_CHRF, sentence_chrf
 from inference.core.checkpoint import load_checkpoint
 from inference.core.controls import MEMORY_LESIONS
 from inference.core.decoding import MAX_NEW_TOKENS
 from inference.core.interventions import Interventions
 from inference.core.loaded_model import LoadedModel
-from inference.core.places import CHECKPOINTS_DIR, MEMORY_EXAMPLES_FILE, resolve_data_dir
+from inference.core.places import MEMORY_EXAMPLES_FILE, resolve_data_dir
 from inference.core.tracing import encode_sources
 from inference.families.working_memory.corpus import wm_generate_all
 from inference.families.working_memory.generation import wm_generate
 from inference.families.working_memory.model import FAMILY
 from training.data.corpora import CORPORA
+from training.studies.example_study import study_arguments, write_study
 
 SEED = 0  # the page's default seed
 SPLIT = "val"
@@ -58,6 +61,10 @@ class Measured:
     translation: str
     masked: str  # translation with the memory masked
     no_memory: str  # translation with memory size 0
+
+    @property
+    def chrf(self) -> float:
+        return sentence_chrf(self.translation, self.reference)
 
     @property
     def changes(self) -> int:
@@ -93,9 +100,10 @@ def measure(loaded: LoadedModel, source: str, reference: str) -> Measured:
 
 
 def pick(measured: list[Measured], n: int = EXAMPLES_PER_MODEL) -> list[Measured]:
-    """The sentences that write memory, those whose translation the lesions change first, shorter first."""
+    """The sentences that write memory: those translated right first, then those whose translation the lesions
+    change, shorter first."""
     writing = [m for m in measured if m.memory_tokens]
-    return sorted(writing, key=lambda m: (-m.changes, len(m.source.split()), m.source))[:n]
+    return sorted(writing, key=lambda m: (m.chrf < RIGHT_CHRF, -m.changes, len(m.source.split()), m.source))[:n]
 
 
 def model_examples(loaded: LoadedModel, data_dir: Path) -> dict:
@@ -113,7 +121,8 @@ def model_examples(loaded: LoadedModel, data_dir: Path) -> dict:
         "writing_memory_alone": sum(1 for m in measured if m.memory_tokens),
         "changed_by_mask": sum(1 for m in measured if m.memory_tokens and m.masked != m.translation),
         "changed_by_no_memory": sum(1 for m in measured if m.memory_tokens and m.no_memory != m.translation),
-        "examples": [asdict(m) for m in chosen],
+        "translated_right": sum(1 for m in measured if m.memory_tokens and m.chrf >= RIGHT_CHRF),
+        "examples": [{**asdict(m), "chrf": round(m.chrf, 1)} for m in chosen],
     }
 
 
@@ -130,27 +139,21 @@ def write_examples(checkpoints: Path, data_dir: Path, out: Path = MEMORY_EXAMPLE
     written = {
         "seed": SEED,
         "how": "python -m training.studies.memory_examples: sentences of the held-out validation split that write "
-        "memory with seed 0 when run alone; those whose translation the mask or memory size 0 changes first",
+        "memory with seed 0 when run alone; those translated right (sentence chrF at least "
+        f"{RIGHT_CHRF:g}) first, then those whose translation the mask or memory size 0 changes",
         "models": models,
     }
-    out.write_text(json.dumps(written, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    return written
+    return write_study(out, written)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m training.studies.memory_examples", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS_DIR)
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=MEMORY_EXAMPLES_FILE)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)  # one sentence at a time: a second thread only waits (15x slower on a busy 2-core machine)
+    args = study_arguments("memory_examples", __doc__, MEMORY_EXAMPLES_FILE, argv)
     written = write_examples(args.checkpoints, resolve_data_dir(args.data_dir), args.out)
     for name, found in written["models"].items():
         print(
             f"{name}: {found['writing_memory']} of {found['sentences']} {found['corpus']} sentences write memory; "
-            f"{found['writing_memory_alone']} of {found['measured_alone']} short ones alone; "
+            f"{found['writing_memory_alone']} of {found['measured_alone']} short ones alone, "
+            f"{found['translated_right']} of them translated right; "
             f"translation changed by the mask in {found['changed_by_mask']}, "
             f"by memory size 0 in {found['changed_by_no_memory']}"
         )
