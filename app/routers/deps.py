@@ -50,9 +50,9 @@ class ModelFor:
         if name is None and request.method != "GET":
             raise RequestValidationError([{"type": "missing", "loc": ("body", "model"), "msg": "Field required"}])
         if opens_a_page(request):
-            loads = request.app.state.model_loads
-            wanted = name or next(iter(opening_models(offered(gateway, self.page), self.page)), None)
-            if wanted is not None and loads.slow(wanted):  # shown loading, then the page
+            loads, models = request.app.state.model_loads, offered(gateway, self.page)
+            wanted = name or next(iter(opening_models(models, self.page)), None)
+            if wanted in models and loads.slow(wanted):  # shown loading, then the page; any other refused below
                 raise ModelLoading(loads.start(wanted))
         if name is not None and name in gateway.registry.loaded():  # no torch work and no wait: answered here
             return page_model(gateway, self.page, name)

@@ -52,3 +52,10 @@ def test_only_pages_opened_in_the_browser_wait_for_the_load(client):
 def test_an_unknown_models_load_is_a_404(client):
     response = client.get("/models/nobody/loading", headers=HTMX)
     assert response.status_code == 404 and "unknown model" in response.text
+
+
+def test_a_page_that_cannot_show_the_model_refuses_it_without_loading_it(client):
+    response = client.get("/segments", params={"model": MODEL})
+    assert response.status_code == 400 and "is not a segment model" in response.text
+    assert "its views are on the FF memories (/ff) and explore (/explore) pages" in response.text
+    assert MODEL not in client.app.state.gateway.registry.loaded() and client.app.state.model_loads.of(MODEL) is None
