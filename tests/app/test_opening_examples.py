@@ -2,7 +2,9 @@
 (app/data/opening_examples.json, training.studies.opening_examples), shown by the page that names no input and
 judged here by the page's own measure, recomputed by hand: a translation's sentence chrF against the example's
 reference, a Neural GPU's sum worked out from its operands, a copy model's answer digits read off the input, a
-language model's continuation checked for loops token by token."""
+language model's continuation checked for loops token by token. Segments opens on the RMT copy model on GPT-2,
+which copies a validation sample whole (the RMT trained from scratch predicts at most 44 of 48 answer digits of
+any of its 256 validation samples)."""
 
 from __future__ import annotations
 
@@ -57,14 +59,13 @@ def judge(name: str, example: dict) -> None:
     if loaded.meta.get("task") == "addition":
         assert run_with_trace(loaded, text, names=[]).outputs[0] == lsb_first_sum(text)
     elif loaded.meta.get("task") == "copy":  # the answer is the input twice; the model predicts each digit
-        source, answer = text.split("<bos>")
+        source, answer = (part.replace(" ", "") for part in text.split("<bos>"))  # digits apart for GPT-2's tokens
         assert answer == source * 2
         ids = loaded.tokenizer.encode(text)
         predicted = run_with_trace(loaded, text, names=[]).output_ids[0]
         start = ids.index(loaded.config.bos_id) + 1
-        right = sum(predicted[t - 1] == ids[t] for t in range(start, len(ids))) / (len(ids) - start)
-        assert right >= loaded.metrics["validation_char_accuracy"]  # better than the model does on average
-        assert right == pytest.approx(example["score"])
+        assert len(ids) - start == len(answer)  # one token a digit
+        assert all(predicted[t - 1] == ids[t] for t in range(start, len(ids)))  # every answer digit predicted
     elif Capability.TRANSLATES in capabilities_of(loaded.config):
         output = run_with_trace(loaded, text, names=[]).outputs[0]
         assert CHRF().sentence_score(output, [example["expected"]]).score >= RIGHT_CHRF, (name, output, example)
