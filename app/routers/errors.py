@@ -6,6 +6,8 @@ opened an address. A message repeats at most a short excerpt of the input."""
 
 from __future__ import annotations
 
+import logging
+import secrets
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request
@@ -31,6 +33,7 @@ MAX_PROBLEMS = 5  # validation problems listed in one message
 TUPLE_ERRORS = ("tuple_type", "too_long", "too_short")
 KEPT_INPUT = ("text",)  # what a refused page's links carry on, so the input is not lost
 CLIENT_CLOSED = 499  # nobody reads it: the client has gone
+log = logging.getLogger("memlens.errors")
 
 
 def wants_json(request: Request) -> bool:
@@ -87,6 +90,17 @@ def validation_message(error: RequestValidationError | ValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
+def server_error(request: Request, error: Exception) -> Response:
+    """Anything else a request raised is the server's fault: a 500 whose message gives an error id, the traceback
+    logged under that id, so a reader can report it and an operator can find it."""
+    error_id = secrets.token_hex(6)
+    log.error("error %s: %s %s raised %s", error_id, request.method, request.url.path, type(error).__name__,
+              exc_info=error)  # fmt: skip
+    return error_response(
+        request, 500, f"something broke on the server (error id {error_id}); the server log has what happened"
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ModelRefused, refused)  # before InputError, of which it is one
     app.add_exception_handler(ModelLoading, loading_page)  # not an error: the page, once its model is loaded
@@ -104,3 +118,4 @@ def install_error_handlers(app: FastAPI) -> None:
         lambda request, error: error_response(request, error.status_code, str(error.detail), error.headers),
     )
     app.add_exception_handler(ClientGone, lambda request, error: Response(status_code=CLIENT_CLOSED))
+    app.add_exception_handler(Exception, server_error)  # last: what no handler above claims

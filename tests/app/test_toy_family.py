@@ -18,6 +18,7 @@ from app.settings import Settings
 from inference.core.checkpoint import save_checkpoint
 from inference.core.family import build_model
 from tests.app.conftest import HTMX
+from tests.toy_family.family import ToySegmentsFamily
 from tests.toy_family.model import ToySegmentsConfig
 
 MODEL = "toy_segments_model"
@@ -136,3 +137,26 @@ def test_the_segments_page_serves_the_toy_by_its_capabilities_alone(toy_client):
     assert response.status_code == 200, response.text
     assert figure(response.text, "segment")["layout"]["title"]["text"].endswith("segment 1")
     assert 'id="figure-data-strip"' not in response.text and "decoded, so no per-position strip" in response.text
+
+
+@pytest.mark.parametrize("raised", [RuntimeError, KeyError])
+def test_a_bug_in_a_familys_run_is_a_500_with_an_error_id_and_its_traceback_logged(
+    toy_client, monkeypatch, caplog, raised
+):
+    """Not the reader's fault, so not a 4xx: the page says something broke and gives an id; the log has the
+    traceback under the same id."""
+
+    def broken_trace(self, loaded, request):
+        raise raised("the toy family's own bug")
+
+    monkeypatch.setattr(ToySegmentsFamily, "trace", broken_trace)
+    client = TestClient(toy_client.app, raise_server_exceptions=False)
+    text = {RuntimeError: "zwei Männer spielen", KeyError: "Fußball auf der Wiese"}[raised]  # runs no test cached
+    response = client.post("/segments/run", data={"model": MODEL, "text": text}, headers=HTMX)
+    assert response.status_code == 500 and response.headers["HX-Retarget"] == "#errors", response.text
+    error_id = re.search(r"something broke on the server \(error id ([0-9a-f]{12})\)", response.text).group(1)
+    (record,) = [r for r in caplog.records if r.name == "memlens.errors"]
+    assert error_id in record.getMessage() and "POST /segments/run" in record.getMessage()
+    assert record.exc_info[0] is raised and "the toy family's own bug" in caplog.text
+    api = client.post("/api/attention", json={"model": MODEL, "text": text, "stack": "block.attn", "layer": 0})
+    assert api.status_code == 500 and "error id" in api.json()["detail"], api.text
