@@ -93,6 +93,25 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def package_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The imports between the subpackages of `package` (inference.core, inference.families, ...): a module stands
+    for the subpackage it is in, and imports inside one subpackage are left out."""
+
+    def subpackage(module: str) -> str | None:
+        parts = module.split(".")
+        return ".".join(parts[:2]) if parts[0] == package and len(parts) > 2 else None
+
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        if (source := subpackage(module)) is not None:
+            packages.setdefault(source, set())
+            for target in targets:
+                if (into := subpackage(target)) is not None and into != source:
+                    packages[source].add(into)
+                    packages.setdefault(into, set())
+    return packages
+
+
 def crossings(graph: dict[str, set[str]], lower: str, upper: tuple[str, ...]) -> list[str]:
     """Imports from modules of package `lower` into any of `upper`, as "importer -> imported"."""
     return sorted(
@@ -111,6 +130,12 @@ def graph() -> dict[str, set[str]]:
 
 def test_no_import_circles(graph):
     assert cycles(graph) == []
+
+
+def test_no_circle_between_the_subpackages_of_inference(graph):
+    """core below families and analyses, runs above both: a family that needs an analysis, or an analysis that
+    needs a run, closes a circle here even where no two modules import each other."""
+    assert cycles(package_graph(graph, "inference")) == []
 
 
 def test_training_does_not_import_the_app(graph):
@@ -148,3 +173,22 @@ def test_the_checks_see_circles_through_functions_type_checking_and_relative_imp
     assert cycles(graph) == [["inference.core.a", "inference.core.b"], ["inference.high", "inference.low"]]
     assert crossings(graph, "inference", ("training",)) == ["inference.core.b -> training.run"]
     assert graph["inference.high"] == {"inference", "inference.low"}
+
+
+def test_the_package_check_sees_a_circle_no_two_modules_close(tmp_path):
+    """families.model -> analyses.one -> analyses.two -> families.other: no module circle, a package circle."""
+    write_package(
+        tmp_path,
+        {
+            "inference/__init__.py": "",
+            "inference/families/__init__.py": "",
+            "inference/families/model.py": "from inference.analyses.one import f\n",
+            "inference/families/other.py": "",
+            "inference/analyses/__init__.py": "",
+            "inference/analyses/one.py": "from inference.analyses import two\n",
+            "inference/analyses/two.py": "from inference.families.other import g\n",
+        },
+    )
+    graph = import_graph(module_files(tmp_path, ("inference",)))
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph, "inference")) == [["inference.analyses", "inference.families"]]

@@ -12,9 +12,10 @@ from app.services.gating import PageModel, page_model
 from app.services.pages import FOCUS
 from inference.analyses.attention import layer_attention
 from inference.analyses.focus import Focus, focus, source_attention_stack
+from inference.analyses.source_attribution import SourceAttribution
 from inference.core.hook_names import EVERY_PATTERN, LOGITS
 from inference.core.interventions import NO_INTERVENTIONS
-from inference.runs.source_attribution import SourceAttribution, source_attribution
+from inference.runs.source_attribution import source_attribution
 
 MAX_ATTRIBUTED_SOURCE = 24  # source tokens of a whole-output attribution
 MAX_ATTRIBUTED_OUTPUTS = 24  # output tokens it attributes (the maps' rows)

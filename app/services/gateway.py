@@ -30,6 +30,7 @@ from inference.core.decoding import CONTINUATION_TOKENS, GREEDY, Decoding
 from inference.core.family import capabilities_of
 from inference.core.interventions import NO_INTERVENTIONS, Interventions
 from inference.core.loaded_model import LoadedModel
+from inference.core.refusals import InputRefused
 from inference.core.trace import Trace
 from inference.core.tracing import run_with_trace
 
@@ -124,7 +125,7 @@ class ModelGateway:
         with self.turn():
             try:
                 return on_model_thread(run)
-            except ValueError as error:
+            except InputRefused as error:
                 raise InputError(str(error)) from None
 
     def token_limit(self, loaded: LoadedModel) -> int:
@@ -218,7 +219,7 @@ class ModelGateway:
                     ),
                     one_cpu_thread=not splits_over_cpu_threads(loaded.model),
                 )
-            except ValueError as error:  # input the checks above cannot see: a text over the model's window
+            except InputRefused as error:  # input the checks above cannot see: a text over the model's window
                 raise InputError(str(error)) from None
         self._recent.put(key, trace)
         return trace

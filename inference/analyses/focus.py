@@ -12,10 +12,10 @@ import torch
 from torch import nn
 
 from inference.analyses.attention import LayerAttention, attention_stacks
+from inference.analyses.source_attribution import SourceAttribution
 from inference.core.axes import TokenAxis
 from inference.core.hook_names import pattern_hook_name
 from inference.core.hooks import hook_points
-from inference.runs.source_attribution import SourceAttribution
 
 SOURCE_AXIS = TokenAxis("enc")  # the token axis of an encoder's input
 

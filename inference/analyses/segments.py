@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from inference.analyses.attention import call_indices
+from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace
 
 
@@ -85,7 +86,7 @@ def memory_path(trace: Trace, pattern: str, layer: int, positions: int, example:
         rows += [(s, slot) for slot in range(len(writes))]
         weights.append(row)
     if not rows:
-        raise ValueError("this run wrote no memory: the model has no memory tokens, or the memory size is 0")
+        raise InputRefused("this run wrote no memory: the model has no memory tokens, or the memory size is 0")
     return MemoryPath(torch.from_numpy(np.concatenate(weights)), rows, layer)
 
 

@@ -11,9 +11,9 @@ import torch
 from inference.analyses.attention import layer_attention
 from inference.core.hook_names import DECODER_SELF_ATTENTION, WORKING_MEMORY_WRITTEN
 from inference.core.interventions import ForceMemory
+from inference.core.memory_decisions import CHOICE_COLUMN, MEMORY_TYPE
 from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Role, Trace
-from inference.families.working_memory.model import CHOICE_COLUMN, MEMORY_TYPE
 
 
 @dataclass

@@ -23,6 +23,7 @@ from inference.core.capabilities import FamilyConfig, config_of
 from inference.core.decoding import GREEDY, GreedyChooser, generate, pad_batch, strip_after_eos
 from inference.core.interventions import Interventions
 from inference.core.loaded_model import LoadedModel
+from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, recording, token_roles
 
@@ -89,14 +90,14 @@ def continuation_trace(
     one token axis; continuation positions have the role GENERATED.
     ValueError on a target (a language model reads one text), an empty text, or one longer than the window."""
     if request.targets is not None:
-        raise ValueError("a language model reads one text: pass it as the source, without a target")
+        raise InputRefused("a language model reads one text: pass it as the source, without a target")
     if not all(text.strip() for text in request.sources):
-        raise ValueError("empty text")
+        raise InputRefused("empty text")
     config, tokenizer = config_of(model), loaded.tokenizer
     prompts = [frame(text) for text in request.sources]
     for prompt in prompts:
         if len(prompt) > config.max_positions:
-            raise ValueError(
+            raise InputRefused(
                 f"the text has {len(prompt) - 1} tokens; the model reads at most {config.max_positions - 1}"
             )
     continuations = [

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from inference.core.axes import TokenAxis
+from inference.core.refusals import InputRefused
 
 # A hook function sees the tensor flowing through the hook point and the
 # hook point itself; it returns a replacement tensor or None to keep it.
@@ -115,7 +116,7 @@ def select_hook_names(model: nn.Module, names: Iterable[str] | None) -> list[str
     for pattern in names:
         matches = fnmatch.filter(available, pattern)
         if not matches:
-            raise ValueError(f"no hook point matches {pattern!r}; see hook_points(model) for the names")
+            raise InputRefused(f"no hook point matches {pattern!r}; see hook_points(model) for the names")
         selected.extend(m for m in matches if m not in selected)
     return selected
 

@@ -22,6 +22,7 @@ from inference.core.interventions import (
     TransplantMemory,
 )
 from inference.core.loaded_model import LoadedModel
+from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, recording, token_roles
 
@@ -93,7 +94,7 @@ def segment_trace(loaded: LoadedModel, model: SegmentMemoryModel, request: Trace
     each segment has its own query axis (AxisKey("seg", segment=s)) and key axis (AxisKey("ctx", segment=s):
     cached tokens, then "seg")."""
     if request.targets is not None:
-        raise ValueError("a segment-recurrent model reads one text: pass it as the source")
+        raise InputRefused("a segment-recurrent model reads one text: pass it as the source")
     ids = encode_text(loaded, request.sources)  # [b, n]
     with recording(loaded.model, request.names, request.interventions) as (captures, memory_size):
         logits = model(ids, memory_size)  # [b, n, vocab]
@@ -118,9 +119,9 @@ def encode_text(loaded: LoadedModel, texts: list[str]) -> torch.Tensor:  # [b, n
     rows = loaded.tokenizer.encode_batch(texts)
     for ids in rows:
         if not ids:
-            raise ValueError("empty text")
+            raise InputRefused("empty text")
         if len(ids) > limit:
-            raise ValueError(f"the text has {len(ids)} tokens; the model reads at most {limit}")
+            raise InputRefused(f"the text has {len(ids)} tokens; the model reads at most {limit}")
     return pad_batch(rows, loaded.config.pad_id, loaded.device)
 
 

@@ -24,6 +24,7 @@ from inference.core.family import capabilities_of, family_of
 from inference.core.hooks import HookPoint, current_scope, hook_points, registered_hooks, select_hook_names
 from inference.core.interventions import Interventions
 from inference.core.loaded_model import LoadedModel
+from inference.core.refusals import InputRefused
 from inference.core.trace import Call, Capture, Role, RunRecord, Trace, TraceRequest
 
 ModelT = TypeVar("ModelT", bound=nn.Module)
@@ -46,16 +47,16 @@ def run_with_trace(
     it). Raises ValueError on input the model cannot take."""
     sources = [sources] if isinstance(sources, str) else list(sources)
     if not sources:
-        raise ValueError("no source text given")
+        raise InputRefused("no source text given")
     if targets is not None:
         targets = [targets] if isinstance(targets, str) else list(targets)
         if len(targets) != len(sources):
-            raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+            raise InputRefused(f"{len(sources)} sources but {len(targets)} targets")
     if decoding.method != "greedy":
         if Capability.BEAM_SEARCH not in capabilities_of(loaded.config):
-            raise ValueError(f"beam search does not apply to {loaded.name}: it chooses its output its own way")
+            raise InputRefused(f"beam search does not apply to {loaded.name}: it chooses its output its own way")
         if targets is not None:
-            raise ValueError("beam search applies to the model's own output: a given target is forced as it is")
+            raise InputRefused("beam search applies to the model's own output: a given target is forced as it is")
     request = TraceRequest(sources, targets, names, interventions or Interventions(), max_new_tokens, seed, decoding)
     return family_of(loaded.config.family).trace(loaded, request)
 
@@ -158,9 +159,11 @@ def encode_sources(loaded: LoadedModel, sources: list[str]) -> torch.Tensor:  # 
     rows = loaded.tokenizer.encode_sources(sources)
     for ids in rows:
         if len(ids) == 1:
-            raise ValueError("empty source text")
+            raise InputRefused("empty source text")
         if len(ids) > config.max_positions:
-            raise ValueError(f"source has {len(ids) - 1} tokens; the model accepts at most {config.max_positions - 1}")
+            raise InputRefused(
+                f"source has {len(ids) - 1} tokens; the model accepts at most {config.max_positions - 1}"
+            )
     return pad_batch(rows, config.pad_id, loaded.device)
 
 
@@ -184,7 +187,7 @@ def own_or_given_targets(
     else:
         output_ids = loaded.tokenizer.encode_batch(request.targets)
         if max(len(ids) for ids in output_ids) + 1 > config.max_positions:
-            raise ValueError(f"a target is longer than the model's {config.max_positions - 1} tokens")
+            raise InputRefused(f"a target is longer than the model's {config.max_positions - 1} tokens")
     tgt_in = pad_batch([[config.bos_id] + ids for ids in output_ids], config.pad_id, loaded.device)  # [b, t]
     return output_ids, tgt_in
 

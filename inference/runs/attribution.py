@@ -21,6 +21,7 @@ from inference.core.decoding import GREEDY, Decoding, pad_batch
 from inference.core.hook_names import LOGITS
 from inference.core.interventions import NO_INTERVENTIONS, Interventions
 from inference.core.loaded_model import LoadedModel
+from inference.core.refusals import InputRefused
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.layers import EncoderOutput
 
@@ -76,7 +77,7 @@ def attribute(
     trace = run_with_trace(loaded, text, names=[LOGITS], interventions=interventions, decoding=decoding)
     target_ids = trace.output_ids[0] + [config.eos_id]  # what each decoder position predicts
     if not 0 <= position < len(target_ids):
-        raise ValueError(f"output position {position} is out of range (0 to {len(target_ids) - 1})")
+        raise InputRefused(f"output position {position} is out of range (0 to {len(target_ids) - 1})")
     src_ids = encode_sources(loaded, [text])  # [1, n]
     tgt_in = pad_batch([[config.bos_id] + trace.output_ids[0]], config.pad_id, loaded.device)[
         :, : position + 1

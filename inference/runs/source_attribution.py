@@ -21,24 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
+from inference.analyses.source_attribution import SourceAttribution
 from inference.core.family import family_of
 from inference.core.hook_names import LOGITS
 from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
-
-
-@dataclass(frozen=True)
-class SourceAttribution:
-    source_tokens: list[str]  # the source as the encoder reads it, EOS included
-    output_tokens: list[str]  # the model's greedy output, with its EOS unless it was cut at max_new_tokens
-    integrated_gradients: list[list[float]]  # [outputs, sources]: signed, summed over the embedding's dimensions
-    convergence_delta: float  # the largest |sum of a row's attributions - (f(source) - f(zero source))|
 
 
 @contextmanager

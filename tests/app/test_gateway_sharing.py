@@ -16,6 +16,7 @@ from app.services.model_thread import MODEL_THREAD, claim_cpu_threads, splits_ov
 from inference.core.checkpoint import CheckpointRegistry
 from inference.core.hook_names import EVERY_PATTERN
 from inference.core.interventions import Interventions
+from inference.core.refusals import InputRefused
 
 MODEL = "tiny_memtransformer"
 TEXTS = ["ein Hund spielt im Park", "zwei Frauen lesen", "Kinder spielen im Wasser", "eine Frau liest ein Buch"]
@@ -92,5 +93,8 @@ def test_a_run_goes_to_a_thread_of_one_cpu_thread_and_exclusive_work_to_the_mode
     assert not splits_over_cpu_threads(model.model)
     assert seen and {name.split("_")[0] for name in seen} == {"request"}
     assert gateway.exclusive(lambda: threading.current_thread().name).split("_")[0] == MODEL_THREAD
-    with pytest.raises(InputError, match="position 9"):  # a run's ValueError about its input, as before
-        gateway.exclusive(lambda: (_ for _ in ()).throw(ValueError("position 9 is beyond the output")))
+    with pytest.raises(InputError, match="position 9"):  # a run's refusal of its input: a 400 in the app
+        gateway.exclusive(lambda: (_ for _ in ()).throw(InputRefused("position 9 is beyond the output")))
+    with pytest.raises(ValueError, match="a bug") as raised:  # anything else is a bug: not taken for the input
+        gateway.exclusive(lambda: (_ for _ in ()).throw(ValueError("a bug")))
+    assert not isinstance(raised.value, InputError)

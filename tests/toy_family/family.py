@@ -6,6 +6,7 @@ from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability
 from inference.core.family import FamilyDefaults
 from inference.core.loaded_model import LoadedModel
+from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, encode_sources, recording, token_roles
 from tests.toy_family.model import AXIS, CONFIG_NAME, ToySegmentsConfig, ToySegmentsModel
@@ -25,7 +26,7 @@ class ToySegmentsFamily(FamilyDefaults):
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         if request.targets is not None:
-            raise ValueError("the toy model reads one text")
+            raise InputRefused("the toy model reads one text")
         model, tokenizer = loaded.model, loaded.tokenizer
         ids = encode_sources(loaded, request.sources)  # [b, n]
         with recording(model, request.names, request.interventions) as (captures, state_size):

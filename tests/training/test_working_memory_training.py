@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.decoding import pad_batch
 from inference.core.losses import StepObjective
-from inference.families.working_memory.model import TARGET_TYPE, WorkingMemoryTransformer
+from inference.core.memory_decisions import TARGET_TYPE
+from inference.families.working_memory.model import WorkingMemoryTransformer
 from tests.conftest import make_tiny_working_memory
 from training.data.translation import make_batch
 from training.loop.config import ConfigError, config_from_dict

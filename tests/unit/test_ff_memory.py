@@ -16,10 +16,10 @@ from inference.analyses.ff_aggregation import (
 from inference.analyses.ff_agreement import key_value_agreement
 from inference.analyses.ff_effects import key_effects, margin_gradients
 from inference.analyses.ff_mining import MiningState, TriggerStore, TriggerTokens, add_batch
-from inference.analyses.ff_values import decoder_ff_memories, value_logits, value_projections
+from inference.analyses.ff_values import value_logits, value_projections
 from inference.core.axes import TokenAxis
 from inference.core.family import capabilities_of
-from inference.core.ff_memories import FFMemories
+from inference.core.ff_memories import FFMemories, decoder_ff_memories
 from inference.core.interventions import Interventions, scale_ff_keys
 from inference.core.trace import Call, Capture, Role, RunRecord, Trace
 from inference.core.tracing import run_with_trace

@@ -10,9 +10,10 @@ import torch
 
 from inference.analyses.attention import LayerAttention
 from inference.analyses.focus import focus, row_shares, source_attention_stack
+from inference.analyses.source_attribution import SourceAttribution
 from inference.core.family import family_of
 from inference.core.tracing import encode_sources, run_with_trace
-from inference.runs.source_attribution import SourceAttribution, source_attribution
+from inference.runs.source_attribution import source_attribution
 from tests.conftest import make_tiny, make_tiny_active_memory, make_tiny_gru_attention
 
 SOURCE = "ein Hund spielt im Park"

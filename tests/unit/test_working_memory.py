@@ -13,9 +13,9 @@ from inference.core.decoding import pad_batch
 from inference.core.family import build_model, config_from_dict
 from inference.core.hooks import HookPoint, registered_hooks
 from inference.core.interventions import ForceMemory, InterventionError, Interventions, MaskMemory, MemorySize
+from inference.core.memory_decisions import CHOICE_COLUMNS
 from inference.families.working_memory.generation import type_labels, wm_generate, wm_training_forward
 from inference.families.working_memory.model import (
-    CHOICE_COLUMNS,
     WorkingMemoryConfig,
     WorkingMemoryTransformer,
 )

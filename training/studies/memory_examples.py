@@ -39,9 +39,9 @@ from inference.core.interventions import Interventions
 from inference.core.loaded_model import LoadedModel
 from inference.core.places import MEMORY_EXAMPLES_FILE, resolve_data_dir
 from inference.core.tracing import encode_sources
-from inference.families.working_memory.corpus import wm_generate_all
 from inference.families.working_memory.generation import wm_generate
 from inference.families.working_memory.model import FAMILY
+from inference.runs.memory_corpus import wm_generate_all
 from training.data.corpora import CORPORA
 from training.studies.example_study import study_arguments, write_study
 

@@ -47,6 +47,7 @@ from torch import nn
 
 from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
+from inference.core.refusals import InputRefused
 from inference.families.active_memory.cgru import CGRU, LENGTH, STATE_DIMS
 
 CONFIG_NAME = "active_memory"
@@ -224,7 +225,7 @@ class ActiveMemoryModel(nn.Module):
         """Embed the source into s0 (`length` long) and run `length` steps."""
         b, n = src_ids.shape
         if length < n:
-            raise ValueError(f"a state of length {length} cannot hold {n} source tokens")
+            raise InputRefused(f"a state of length {length} cannot hold {n} source tokens")
         first_row = F.pad(self.embed(src_ids).transpose(1, 2), (0, length - n))  # [b, m, length]
         rest = first_row.new_zeros(b, self.config.maps, self.config.width - 1, length)
         s = self.input(torch.cat([first_row.unsqueeze(2), rest], dim=2))  # [b, m, w, length]

@@ -8,11 +8,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from inference.analyses.ff_values import language_model_ff_memories
 from inference.core.capabilities import Capability
 from inference.core.continuation import continuation_trace
 from inference.core.family import FamilyDefaults
-from inference.core.ff_memories import FFMemories
+from inference.core.ff_memories import FFMemories, language_model_ff_memories
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
 from inference.core.trace import Trace, TraceRequest

@@ -9,12 +9,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from inference.analyses.ff_values import decoder_ff_memories
 from inference.core.axes import AxisKey, AxisPart, TokenAxis
 from inference.core.capabilities import Capability, config_of
 from inference.core.decoding import strip_after_eos
 from inference.core.family import FamilyDefaults
-from inference.core.ff_memories import FFMemories
+from inference.core.ff_memories import FFMemories, decoder_ff_memories
 from inference.core.hook_names import MASK, kind_of
 from inference.core.hooks import HookFn, HookPoint, hook_points
 from inference.core.interventions import BlockMemoryReads, Intervention, InterventionError, Interventions, KnockoutSlots

@@ -9,12 +9,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from inference.analyses.ff_values import decoder_ff_memories
 from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability
 from inference.core.decoding import GREEDY, pad_batch
 from inference.core.family import FamilyDefaults
-from inference.core.ff_memories import FFMemories
+from inference.core.ff_memories import FFMemories, decoder_ff_memories
 from inference.core.hook_names import MASK, WORKING_MEMORY_CHOICE, WORKING_MEMORY_WRITTEN, kind_of
 from inference.core.hooks import HookFn, HookPoint, hook_points, select_hook_names
 from inference.core.interventions import (
@@ -28,19 +27,17 @@ from inference.core.interventions import (
 )
 from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective
+from inference.core.memory_decisions import CHOICE_COLUMN, MEMORY_TYPE, TARGET_TYPE
+from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, encode_sources, model_as, recording, token_roles
-from inference.families.working_memory.corpus import stream_budget
-from inference.families.working_memory.generation import generate_with_memory, wm_generate
-from inference.families.working_memory.model import (
-    CHOICE_COLUMN,
-    MEMORY_TYPE,
-    TARGET_TYPE,
-    WorkingMemoryConfig,
-    WorkingMemoryTransformer,
-)
+from inference.families.working_memory.generation import generate_with_memory, stream_budget, wm_generate
 from inference.families.working_memory.model import (
     FAMILY as CONFIG_NAME,
+)
+from inference.families.working_memory.model import (
+    WorkingMemoryConfig,
+    WorkingMemoryTransformer,
 )
 from inference.families.working_memory.training import from_transformer, working_memory_loss
 
@@ -80,7 +77,7 @@ class WorkingMemoryFamily(FamilyDefaults):
         (BOS + elements before the final EOS) records the other hook points.
         On the "dec" axis memory tokens have the role WM."""
         if request.targets is not None:
-            raise ValueError(
+            raise InputRefused(
                 "a working-memory model is traced on its own output: it chooses its memory while it writes, "
                 "so leave the target out"
             )

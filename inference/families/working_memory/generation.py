@@ -67,10 +67,9 @@ from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import Choice, generate
 from inference.core.interventions import Interventions
 from inference.core.losses import BatchShare
+from inference.core.memory_decisions import CHOICE_COLUMN, MEMORY_TYPE, TARGET_TYPE
+from inference.core.refusals import InputRefused
 from inference.families.working_memory.model import (
-    CHOICE_COLUMN,
-    MEMORY_TYPE,
-    TARGET_TYPE,
     WorkingMemoryTransformer,
 )
 
@@ -361,10 +360,10 @@ def wm_training_forward(
     b = src_ids.shape[0]
     m = c.memory_size if memory_size is None else memory_size
     if len(targets) != b or any(not t for t in targets):
-        raise ValueError("need one non-empty target per source")
+        raise InputRefused("need one non-empty target per source")
     longest = max(len(t) for t in targets) + m + 1
     if longest > c.max_positions:
-        raise ValueError(f"a built stream may have {longest} elements; max_positions is {c.max_positions}")
+        raise InputRefused(f"a built stream may have {longest} elements; max_positions is {c.max_positions}")
     lengths = torch.tensor([len(t) for t in targets], device=device)  # [b]
     gold = torch.full(
         (b, max(len(t) for t in targets) + 1), c.pad_id, dtype=torch.long, device=device
@@ -414,3 +413,8 @@ def wm_training_forward(
         type_labels=pad_column(labels, -100),
         gold_probs=pad_column(gold_probs, float("nan")),
     )
+
+
+def stream_budget(model: WorkingMemoryTransformer, max_new_tokens: int) -> int:
+    """Elements a stream may hold: the translation's budget plus the largest memory."""
+    return max_new_tokens + model.config.max_memory_size

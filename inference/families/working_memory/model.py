@@ -59,23 +59,11 @@ from torch import nn
 
 from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, name_hook_points
+from inference.core.memory_decisions import CHOICE_COLUMNS
+from inference.core.refusals import InputRefused
 from inference.layers import DecoderLayer, EncoderLayer, EncoderOutput, LayerCache, LayerStack, TokenEmbedding
 
 FAMILY = "working_memory"
-MEMORY_TYPE, TARGET_TYPE = 0, 1
-
-# Columns of the `decoder.wm.choice` record, one row per example per step.
-# Integers are stored exactly in float32 (token ids < 2**24).
-CHOICE_COLUMNS = (
-    "p_memory",  # type-head probability of "memory" for the next element
-    "p_target",  # type-head probability of "target"
-    "type",  # the chosen type after the memory cap: 0 memory, 1 target
-    "token",  # the chosen token id (pad for a finished example)
-    "nucleus_size",  # tokens in the top-p nucleus the memory token was sampled from; 0 for a target token
-    "overridden",  # 1 when the type head asked for memory but the memory was full, so the type became target
-    "active",  # 0 once the example has finished (its row then holds pad, type target)
-)
-CHOICE_COLUMN = {name: i for i, name in enumerate(CHOICE_COLUMNS)}
 
 
 @dataclass
@@ -196,7 +184,7 @@ class WorkingMemoryTransformer(nn.Module):
         e = self.embed
         t = ids.shape[1]
         if offset + t > e.positions.shape[0]:
-            raise ValueError(f"decoder stream of {offset + t} elements exceeds max_positions {e.positions.shape[0]}")
+            raise InputRefused(f"decoder stream of {offset + t} elements exceeds max_positions {e.positions.shape[0]}")
         x = (
             F.embedding(ids, e.weight, padding_idx=e.pad_id) * e.scale
             + e.positions[offset : offset + t]

@@ -15,8 +15,9 @@ from torch import nn
 from inference.core.capabilities import config_of
 from inference.core.family import build_model, config_from_dict
 from inference.core.losses import StepObjective, token_cross_entropy
+from inference.core.memory_decisions import TARGET_TYPE
 from inference.families.working_memory.generation import wm_training_forward
-from inference.families.working_memory.model import TARGET_TYPE, WorkingMemoryTransformer
+from inference.families.working_memory.model import WorkingMemoryTransformer
 
 NEW_WEIGHTS = {"type_embed.weight", "type_head.weight", "type_head.bias"}  # what a Transformer lacks
 
