@@ -8,7 +8,7 @@ turns the runs into the analyses without running the model."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from torch import nn
@@ -18,37 +18,19 @@ from inference.analyses.quality import corpus_quality
 from inference.core.capabilities import Capability
 from inference.core.controls import MEMORY_LESIONS
 from inference.core.family import capabilities_of
-from inference.core.interventions import Interventions
 from inference.core.loaded_model import LoadedModel
 from inference.core.tokenizer import TextTokenizer
-from inference.families.working_memory.generation import WMExample, stream_budget, wm_generate
-from inference.families.working_memory.model import WorkingMemoryTransformer
+from inference.families.working_memory.generation import generate_batches
 from inference.runs.translate import BATCH_SIZE, MAX_NEW_TOKENS, SEED, length_sorted_batches, translate_all
 
 
 def wm_generate_all(
-    model: nn.Module,
-    tokenizer: TextTokenizer,
-    sources: Sequence[str],
-    batch_size: int = BATCH_SIZE,
-    interventions: Interventions | None = None,
-    on_batch: Callable[[int], None] | None = None,
-    seed: int = SEED,
-) -> list[WMExample]:
-    """Memory and translation of every source, in the order of `sources`; batch i samples with seed + i.
-    `model`: a working-memory model (TypeError otherwise)."""
-    if not isinstance(model, WorkingMemoryTransformer):
-        raise TypeError(f"a {type(model).__name__} writes no working memory")
-    examples: dict[int, WMExample] = {}  # row of `sources` -> its example
-    for i, (rows, src_ids) in enumerate(length_sorted_batches(model, tokenizer, sources, batch_size)):
-        generation = wm_generate(
-            model, src_ids, interventions, seed=seed + i, max_new_tokens=stream_budget(model, MAX_NEW_TOKENS)
-        )
-        for row, example in zip(rows, generation.examples):
-            examples[row] = example
-        if on_batch:
-            on_batch(len(rows))
-    return [examples[row] for row in range(len(sources))]
+    model: nn.Module, tokenizer: TextTokenizer, sources: Sequence[str], batch_size: int = BATCH_SIZE, seed: int = SEED
+) -> list:
+    """Memory and translation of every source (the family's examples), in the order of `sources`, in the batches
+    every corpus run uses; batch i samples with seed + i."""
+    batches = length_sorted_batches(model, tokenizer, sources, batch_size)
+    return generate_batches(model, batches, len(sources), MAX_NEW_TOKENS, seed=seed)
 
 
 @dataclass

@@ -57,6 +57,7 @@ the shared scale), applied by `applied_interventions`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -418,3 +419,27 @@ def wm_training_forward(
 def stream_budget(model: WorkingMemoryTransformer, max_new_tokens: int) -> int:
     """Elements a stream may hold: the translation's budget plus the largest memory."""
     return max_new_tokens + model.config.max_memory_size
+
+
+def generate_batches(
+    model: nn.Module,
+    batches: Iterable[tuple[list[int], torch.Tensor]],
+    count: int,
+    max_new_tokens: int,
+    interventions: Interventions | None = None,
+    on_batch: Callable[[int], None] | None = None,
+    seed: int = 0,
+) -> list[WMExample]:
+    """Memory and translation of `count` sources given as (rows, padded source ids [b, n]) batches, in row order;
+    batch i samples with seed + i. `model`: a working-memory model (TypeError otherwise)."""
+    if not isinstance(model, WorkingMemoryTransformer):
+        raise TypeError(f"a {type(model).__name__} writes no working memory")
+    examples: dict[int, WMExample] = {}  # row -> its example
+    for i, (rows, src_ids) in enumerate(batches):
+        budget = stream_budget(model, max_new_tokens)
+        generation = wm_generate(model, src_ids, interventions, seed=seed + i, max_new_tokens=budget)
+        for row, example in zip(rows, generation.examples):
+            examples[row] = example
+        if on_batch:
+            on_batch(len(rows))
+    return [examples[row] for row in range(count)]
