@@ -49,13 +49,13 @@ class ModelFor:
         name = await requested_model(request)
         if name is None and request.method != "GET":
             raise RequestValidationError([{"type": "missing", "loc": ("body", "model"), "msg": "Field required"}])
+        if name is not None and name in gateway.registry.loaded():  # no torch work and no wait: answered here
+            return page_model(gateway, self.page, name)
         if opens_a_page(request):
             loads, models = request.app.state.model_loads, offered(gateway, self.page)
             wanted = name or next(iter(opening_models(models, self.page)), None)
             if wanted in models and loads.slow(wanted):  # shown loading, then the page; any other refused below
                 raise ModelLoading(loads.start(wanted))
-        if name is not None and name in gateway.registry.loaded():  # no torch work and no wait: answered here
-            return page_model(gateway, self.page, name)
         # In a worker thread, as the model runs: torch work on the event loop's thread (loading the model) starts a
         # second OpenMP thread team there, which slowed every later run by about 40% on 2 cores
         # (benchmarks/latency.py).

@@ -14,7 +14,7 @@ from app.schemas.validation import InputError
 from app.services.gateway import ModelGateway
 from inference.core.checkpoint import CheckpointError
 
-WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt")
+WEIGHT_SUFFIXES = (".safetensors", ".gguf")  # the weight files MemLens reads (it never unpickles)
 
 
 def weight_bytes(folder: Path) -> int:
