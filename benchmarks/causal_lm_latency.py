@@ -36,7 +36,7 @@ from app.main import create_app  # noqa: E402
 from app.services.demo import demo_sentences  # noqa: E402
 from app.services.model_thread import on_model_thread  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from inference.core.loaded_model import LoadedModel  # noqa: E402
+from inference.core.family import LoadedModel  # noqa: E402
 from inference.families.hugging_face.smollm2 import FOLDER_NAME as SMOLLM2  # noqa: E402
 from tests.hugging_face_models import build_folder  # noqa: E402
 

@@ -72,11 +72,10 @@ from inference.analyses.ff_values import ff_memories
 from inference.analyses.state import state_hooks
 from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls, lesion_interventions
-from inference.core.family import capabilities_of, family_of
+from inference.core.family import LoadedModel, capabilities_of, family_of
 from inference.core.ff_memories import FFMemories
 from inference.core.hook_names import LOGITS, ff_keys, ff_output
 from inference.core.hooks import hook_points
-from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Trace
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.runs.attribution import attribute

@@ -21,9 +21,8 @@ import torch
 
 from inference.core.checkpoint import load_checkpoint
 from inference.core.decoding import pad_batch
-from inference.core.family import build_model, config_from_dict
+from inference.core.family import LoadedModel, build_model, config_from_dict
 from inference.core.interventions import Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.tokenizer import train_bpe
 from inference.core.tracing import recording
 from inference.families.memory_transformer.decoding import greedy_decode

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from inference.core.family import build_model
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel, build_model
 from inference.core.places import DATA_DIR_ENV, resolve_data_dir
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from inference.families.active_memory.model import ActiveMemoryConfig

@@ -26,6 +26,7 @@ from app.figures.plain import PlainFigure, axis_ref, colorscale, subplot_layout
 from app.figures.plain import figure as plain_figure
 from inference.analyses.attention import LayerAttention
 from inference.analyses.blocks import BLOCKS, HeadBlocks
+from inference.core.axes import AxisRole
 from inference.core.trace import MEMORY_ROLES
 from inference.runs.attribution import Attribution
 
@@ -111,6 +112,10 @@ def weights_heatmap(weights: torch.Tensor, x: list[str], y: list[str], autoscale
     }
 
 
+def _role(role: AxisRole | None) -> str:
+    return f" ({role.words})" if role else ""
+
+
 def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = False) -> PlainFigure:
     """One head's map, large: query on the left, key on top. Shapes and
     labels sit at category indices, which Plotly accepts on category axes.
@@ -123,6 +128,8 @@ def attention_heatmap(attention: LayerAttention, head: int, autoscale: bool = Fa
     heatmap = {
         **weights_heatmap(attention.weights[head], x, y, autoscale, ""),
         "colorbar": {"title": {"text": "% (head max)" if autoscale else "%"}},
+        "hovertemplate": f"query{_role(attention.query_axis_role)} %{{y}}<br>key{_role(attention.key_axis_role)} "
+        "%{x}<br>weight %{z}%<extra></extra>",
     }
     title = f"{attention.stack} layer {attention.layer} head {head}" + "".join(
         f", {key} {value}" for key, value in attention.index.items()

@@ -51,6 +51,8 @@ def attention_json(view: LayerAttention) -> dict:
         "key_tokens": view.key_tokens,
         "query_roles": [str(role) for role in view.query_roles],
         "key_roles": [str(role) for role in view.key_roles],
+        "query_axis_role": view.query_axis_role,
+        "key_axis_role": view.key_axis_role,
         "weights": {**binary_array(quantize_percent(view.weights)), "unit": "percent"},
     }
 

@@ -28,6 +28,7 @@ from app.services.explore import ExploreRequest, attribution, explore_controls, 
 from app.services.gating import PageModel, offered, opening_models, page_model
 from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE
 from app.services.translation import compare_one, compared_models
+from inference.core.axes import AxisRole
 from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_MEMORY_SIZE, MAX_NAME_CHARS
 from inference.core.capabilities import Capability
 from inference.core.trace import Role, Trace
@@ -60,6 +61,7 @@ def explore(
         config=config,
         capabilities=model.capabilities,
         controls=explore_controls(model),
+        lesion_forms=model.lesion_forms,
         continuation_tokens=gateway.limits.continuation(None),
         max_new_tokens=gateway.limits.max_new_tokens,
     )
@@ -112,7 +114,7 @@ def explore_run(
         stack=run.stack,
         layer=layer,
         head=head,
-        output_tokens=shown_run.tokens["dec"][0][1:] + ["<eos>"] if translates else [],
+        output_tokens=shown_run.tokens[shown_run.axis_with(AxisRole.TARGET)][0][1:] + ["<eos>"] if translates else [],
         decoding=decoding,
     )
 

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from app.figures.memory_operations import memory_operations_grid
 from app.figures.segments import hits_strip, memory_path_figure, probe_figure, segment_attention
 from app.routers.deps import GatewayDep, ModelFor
+from app.routers.forms import FamilyLesionsDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText
 from app.services.gating import PageModel
@@ -43,6 +44,7 @@ def segments_page(request: Request, model: SegmentsModel, text: Annotated[FieldT
         text=text or model.example,
         config=model.loaded.config,
         carried=carried_state_measure(model.loaded.metrics),
+        lesion_forms=model.lesion_forms,
         **asdict(controls),
     )
 
@@ -52,6 +54,7 @@ def segments_run(
     request: Request,
     gateway: GatewayDep,
     model: SegmentsModel,
+    family: FamilyLesionsDep,
     text: Annotated[FieldText, Form()] = "",
     segment: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
@@ -74,6 +77,7 @@ def segments_run(
         noise_seed=noise_seed,
         transplant_at=transplant_at,
         donor=donor_ids(gateway, model, donor) if transplant_at is not None else (),
+        family_lesions=family,
     )
     run = run_segments(gateway, model, SegmentsRequest(text, model.lesion(lesion), segment, layer, head))
     figures = {}

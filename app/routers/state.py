@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 
 from app.figures.state import state_figures, step_labels
 from app.routers.deps import GatewayDep, ModelFor
+from app.routers.forms import FamilyLesionsDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText
 from app.services.gating import PageModel
@@ -22,7 +23,6 @@ from app.services.pages import STATE
 from app.services.state import examples, rounded, run_state
 from inference.core.bounds import MAX_INDEX
 from inference.core.controls import GateOrNone, LesionControls, StateEditOrNone
-from inference.core.family import family_of
 
 router = APIRouter(include_in_schema=False)
 
@@ -41,9 +41,10 @@ def state_page(request: Request, model: StateModel, text: Annotated[FieldText, Q
         model=model.name,
         text=text or (presets[0][1] if presets else ""),
         config=model.loaded.config,
-        described=model.meta.get("description") or family_of(model.loaded.config.family).title,
+        described=model.meta.get("description") or model.loaded.family.title,
         task=task,
         examples=presets,
+        lesion_forms=model.lesion_forms,
     )
 
 
@@ -52,6 +53,7 @@ def state_run(
     request: Request,
     gateway: GatewayDep,
     model: StateModel,
+    family: FamilyLesionsDep,
     text: Annotated[FieldText, Form()] = "",
     edit: Annotated[StateEditOrNone, Form()] = "",
     edit_from: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
@@ -72,6 +74,7 @@ def state_run(
         clamp_gate=clamp,
         clamp_value=clamp_value,
         clamp_from=clamp_from,
+        family_lesions=family,
     )
     run = run_state(gateway, model, text, model.lesion(controls))
     shown = len(run.steps.steps) - 1  # the final state first; the slider plays from step 0

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.schemas.validation import URL_TOO_LONG, CallIndex, FieldText, IntegrationSteps, ModelName, Reference
+from inference.core.axes import AxisRole
 from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_NAME_CHARS, MAX_SEED
 from inference.core.capabilities import Capability
 from inference.core.decoding import Decoding
@@ -83,9 +84,8 @@ class TextRequest(BaseModel):
     )
     interventions: Interventions = Field(
         default_factory=Interventions,
-        description="lesions, each tagged by its kind: memory_size, knockout_slots, block_memory_reads, "
-        "mask_memory, force_memory, scale (any hook point, along a named axis); for recurrent-step models "
-        "edit_state, encoder_steps, clamp_gate",
+        description="lesions, each tagged by its kind: the kinds every family shares and those a family registers "
+        "of its own, each described below; a kind the model's family does not apply is refused with a 400",
     )
 
 
@@ -304,6 +304,8 @@ class AttentionResponse(BaseModel):
     key_tokens: list[str]
     query_roles: list[str]
     key_roles: list[str]
+    query_axis_role: AxisRole | None = Field(description="what the query positions are, as the model's family says")
+    key_axis_role: AxisRole | None = Field(description="what the key positions are")
     weights: BinaryWeights
 
 
@@ -352,6 +354,8 @@ class LayerAttentionResponse(BaseModel):
     key_tokens: list[str]
     query_roles: list[str]
     key_roles: list[str]
+    query_axis_role: AxisRole | None = Field(description="what the query positions are, as the model's family says")
+    key_axis_role: AxisRole | None = Field(description="what the key positions are")
     weights: BinaryWeights
 
 

@@ -41,7 +41,7 @@ def attributable_text(gateway: ModelGateway, model: PageModel, text: str) -> str
 
 
 def attends(model: PageModel) -> bool:
-    return source_attention_stack(model.loaded.model) is not None
+    return source_attention_stack(model.loaded.model, model.loaded.family.token_axes) is not None
 
 
 def partner(gateway: ModelGateway, model: PageModel) -> str:
@@ -61,7 +61,7 @@ def model_focus(gateway: ModelGateway, model: PageModel, text: str, n_steps: int
     text = attributable_text(gateway, model, text)
     outputs = min(gateway.limits.max_new_tokens, MAX_ATTRIBUTED_OUTPUTS)
     attribution = gateway.exclusive(lambda: source_attribution(model.loaded, text, outputs, n_steps))
-    stack = source_attention_stack(model.loaded.model)
+    stack = source_attention_stack(model.loaded.model, model.loaded.family.token_axes)
     names = [EVERY_PATTERN] if stack else [LOGITS]
     trace = gateway.trace(model.loaded, text, NO_INTERVENTIONS, names, max_new_tokens=outputs)
     attention = layer_attention(trace, *stack) if stack else None

@@ -27,9 +27,8 @@ from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointRegistry
 from inference.core.decoding import CONTINUATION_TOKENS, GREEDY, Decoding
-from inference.core.family import capabilities_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.interventions import NO_INTERVENTIONS, Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.refusals import InputRefused
 from inference.core.trace import Trace
 from inference.core.tracing import run_with_trace

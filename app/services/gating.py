@@ -15,12 +15,12 @@ from typing import Any
 from app.schemas.validation import InputError, shown
 from app.services.examples import example_input
 from app.services.gateway import ModelGateway
+from app.services.lesion_forms import LesionKindForm, family_lesion_forms
 from app.services.pages import Page, pages_of
 from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls, lesion_interventions
-from inference.core.family import capabilities_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.interventions import Interventions
-from inference.core.loaded_model import LoadedModel
 
 
 class ModelRefused(InputError):
@@ -54,6 +54,11 @@ class PageModel:
 
     def can(self, capability: Capability) -> bool:
         return capability in self.capabilities
+
+    @property
+    def lesion_forms(self) -> list[LesionKindForm]:
+        """The forms of the lesion kinds the model's family registers of its own."""
+        return family_lesion_forms(self.loaded.family.lesion_kinds)
 
     def lesion(self, controls: LesionControls) -> Interventions:
         """The page's lesion controls as interventions on this model (its trained memory size is no lesion)."""

@@ -25,8 +25,7 @@ from app.services.uploads import Corpus
 from app.services.worker import JobWorker, Progress, Work
 from inference.analyses.ff_values import ff_memories
 from inference.core.capabilities import Capability
-from inference.core.family import capabilities_of, family_of
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel, capabilities_of, family_of
 from inference.corpora.multi30k import DataError, read_multi30k
 from inference.corpus_jobs.job import CorpusJob, run_in_process
 from inference.corpus_jobs.states import memory_job, mining_job, sweep_job, translation_job

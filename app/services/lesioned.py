@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from app.services.gateway import ModelGateway
 from inference.core.decoding import GREEDY, Decoding
+from inference.core.family import LoadedModel
 from inference.core.interventions import NO_INTERVENTIONS, Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Trace
 
 

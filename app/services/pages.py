@@ -40,7 +40,7 @@ EXPLORE = Page(
     "explore",
     "/explore",
     "attention",
-    lambda c: not c & {C.WORKING_MEMORY, C.RECURRENT_STEPS},  # a state, not attention
+    lambda c: C.ATTENTION in c and C.WORKING_MEMORY not in c,  # a working-memory decoder's views are /memory
     home_to=lambda c: C.GENERATES_TEXT not in c,  # a language model's own page is its FF memories
     opens_with=("POST", "/explore/run"),
 )
@@ -61,8 +61,8 @@ COMPARE = Page(
     reads_language=True,
     opens_with=("POST", "/compare/run"),
 )
-# Any model with attention patterns (every one but the recurrent-step models), through /api/attention and /api/blocks.
-ATTENTION = Page("attention", "/api/attention", "attention", lambda c: C.RECURRENT_STEPS not in c)
+# Any model with attention patterns, through /api/attention and /api/blocks.
+ATTENTION = Page("attention", "/api/attention", "attention", lambda c: C.ATTENTION in c)
 ATTRIBUTION = Page("attribution", "/api/attribution", "token-and-slot attribution", lambda c: C.ATTRIBUTION in c)
 UPLOAD = Page("upload", "/upload", "translation", lambda c: C.TRANSLATES in c, reads_language=True)
 SWEEP = Page("lesion sweep", "/sweep", "memory-lesion", lambda c: C.TRANSLATES in c and C.MEMORY_TOKENS in c)

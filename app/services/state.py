@@ -15,6 +15,7 @@ from app.services.lesion_notes import lesion_note, output_change
 from app.services.lesioned import plain_then_lesioned
 from app.services.textdiff import DiffPart, token_diff
 from inference.analyses.state import StateSteps, state_hooks, state_steps
+from inference.core.axes import AxisRole
 from inference.core.hooks import hook_points
 from inference.core.interventions import ClampGate, EditState, EncoderSteps, Interventions
 from inference.core.tokenizer import SPECIAL_TOKENS
@@ -79,7 +80,7 @@ def check_lesion(lesion: Interventions, steps: StateSteps) -> None:
 
 def output_tokens(trace: Trace) -> list[str]:
     """The first output's tokens, without the special ones (which the shown output drops too)."""
-    return [token for token in trace.tokens["tgt"][0] if token not in SPECIAL_TOKENS]
+    return [token for token in trace.tokens[trace.axis_with(AxisRole.TARGET)][0] if token not in SPECIAL_TOKENS]
 
 
 def run_state(gateway: ModelGateway, model: PageModel, text: str, lesion: Interventions) -> StateRun:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from inference.core.axes import AxisRole
 from inference.core.hook_names import pattern_hook_name, stack_of
 from inference.core.hooks import hook_points
 from inference.core.trace import Capture, Role, Trace
@@ -23,6 +24,8 @@ class LayerAttention:
     query_roles: list[Role]
     key_roles: list[Role]
     index: dict[str, int] = field(default_factory=dict)  # which call, where the hook ran more than once
+    query_axis_role: AxisRole | None = None  # what the query / key positions are (the family's token axes)
+    key_axis_role: AxisRole | None = None
 
 
 def call_indices(capture: Capture) -> list[dict[str, int]]:
@@ -76,4 +79,6 @@ def layer_attention(trace: Trace, stack: str, layer: int, example: int = 0, **in
         query_roles=[query_roles[i] for i in query_keep],
         key_roles=[key_roles[i] for i in key_keep],
         index=index,
+        query_axis_role=trace.run.token_axes.get(query_axis.name),
+        key_axis_role=trace.run.token_axes.get(key_axis.name),
     )

@@ -6,6 +6,7 @@ often the two pick the same source token."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -13,11 +14,9 @@ from torch import nn
 
 from inference.analyses.attention import LayerAttention, attention_stacks
 from inference.analyses.source_attribution import SourceAttribution
-from inference.core.axes import TokenAxis
+from inference.core.axes import AxisRole
 from inference.core.hook_names import pattern_hook_name
 from inference.core.hooks import hook_points
-
-SOURCE_AXIS = TokenAxis("enc")  # the token axis of an encoder's input
 
 
 @dataclass(frozen=True)
@@ -31,12 +30,14 @@ class Focus:
     agreement: float | None  # share of outputs whose largest attribution and largest attention are one token
 
 
-def source_attention_stack(model: nn.Module) -> tuple[str, int] | None:
-    """(stack, last layer) of the attention whose queries are outputs and whose keys are the source; None."""
+def source_attention_stack(model: nn.Module, token_axes: Mapping[str, AxisRole]) -> tuple[str, int] | None:
+    """(stack, last layer) of the attention whose keys are the source and whose queries are not (the outputs), by
+    the roles the model's family gives its token axes; None where it has none."""
+    source = {name for name, role in token_axes.items() if role is AxisRole.SOURCE}
     points = hook_points(model)
     for stack, layers in attention_stacks(model).items():
         positions = points[pattern_hook_name(points, stack, layers - 1)].positions
-        if positions["key"] == SOURCE_AXIS and positions["query"] != SOURCE_AXIS:
+        if positions["key"].name in source and positions["query"].name not in source:
             return stack, layers - 1
     return None
 

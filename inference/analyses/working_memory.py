@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from inference.analyses.attention import layer_attention
+from inference.core.axes import AxisRole
 from inference.core.hook_names import DECODER_SELF_ATTENTION, WORKING_MEMORY_WRITTEN
 from inference.core.interventions import ForceMemory
 from inference.core.memory_decisions import CHOICE_COLUMN, MEMORY_TYPE
@@ -61,7 +62,8 @@ def require_working_memory(trace: Trace) -> torch.Tensor:  # [b, steps, 7]
 def stream_tokens(trace: Trace, example: int = 0) -> list[StreamToken]:
     """The generated stream after BOS: every element, memory or target, in order."""
     require_working_memory(trace)
-    pairs = zip(trace.tokens["dec"][example], trace.roles["dec"][example])
+    target = trace.axis_with(AxisRole.TARGET)
+    pairs = zip(trace.tokens[target][example], trace.roles[target][example])
     return [
         StreamToken(token, "memory" if role == Role.WM else "target")
         for token, role in list(pairs)[1:]

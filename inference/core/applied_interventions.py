@@ -57,7 +57,7 @@ def intervention_hooks(model: nn.Module, interventions: Interventions, memory_si
             continue
         found = family.intervention_hooks(model, item, memory_size)
         if found is None:
-            raise InterventionError(f"{item.kind} does not apply to a model of the {family_name} family")
+            raise InterventionError(f"{item.kind_name} does not apply to a model of the {family_name} family")
         hooks.extend(found)
     return hooks
 

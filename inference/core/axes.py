@@ -11,6 +11,35 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
+class AxisRole(StrEnum):
+    """What a token axis's positions are, from the small set the analyses and views understand. A family declares
+    the role of every token axis it has (`Family.token_axes`); the analyses find an axis by its role."""
+
+    SOURCE = "source"  # the input a model reads whole: a translator's source sentence
+    TARGET = "target"  # the output, written one token at a time: a translation, a task's answer
+    TEXT = "text"  # a language model's tokens: the text, then what it generates
+    SEGMENT = "segment"  # one segment of a text read segment by segment, with the memory it reads and writes
+    CONTEXT = "context"  # what a segment attends to: its own positions, and earlier segments' cached states
+    STATE = "state"  # the cells of a recurrent state, one per source position
+
+    @property
+    def words(self) -> str:
+        return AXIS_ROLE_WORDS[self]
+
+
+AXIS_ROLE_WORDS = {
+    AxisRole.SOURCE: "source positions",
+    AxisRole.TARGET: "target positions",
+    AxisRole.TEXT: "text positions",
+    AxisRole.SEGMENT: "the segment's positions",
+    AxisRole.CONTEXT: "positions the segment attends to",
+    AxisRole.STATE: "state cells",
+}
+
+
+ENCODER_DECODER_AXES = {"enc": AxisRole.SOURCE, "dec": AxisRole.TARGET}  # an encoder-decoder translator's axes
+
+
 class AxisPart(StrEnum):
     """Which positions of a token axis a hook axis runs over."""
 

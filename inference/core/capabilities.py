@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 class Capability(StrEnum):
     """What a model can do; the app picks pages, views and controls from these."""
 
+    ATTENTION = "attention"  # attention layers whose patterns are hook points (`<stack>.layers.<i>.<attn>.pattern`)
     TRANSLATES = "translates"  # source text in, target text out
     GENERATES_TEXT = "generates_text"  # continues a text
     NEXT_TOKEN = "next_token"  # model(ids [b, n]) -> next-token logits [b, n, vocab]: trains as a language model

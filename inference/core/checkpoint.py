@@ -31,9 +31,9 @@ from safetensors.torch import load_model, save_model
 
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import FamilyConfig, config_of
-from inference.core.family import build_model, config_from_dict, load_families
+from inference.core.family import LoadedModel, build_model, config_from_dict
+from inference.core.family_folders import load_families
 from inference.core.folders import FolderReader, folder_reader_for, folder_writer_for
-from inference.core.loaded_model import LoadedModel
 from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer
 

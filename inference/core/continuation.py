@@ -21,8 +21,8 @@ from inference.core.applied_interventions import applied_interventions
 from inference.core.axes import AxisKey
 from inference.core.capabilities import FamilyConfig, config_of
 from inference.core.decoding import GREEDY, GreedyChooser, generate, pad_batch, strip_after_eos
+from inference.core.family import LoadedModel
 from inference.core.interventions import Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, recording, token_roles

@@ -30,6 +30,7 @@ from inference.core.interventions import (
     StateEdit,
     TransplantMemory,
 )
+from inference.core.lesion_kinds import LesionKind
 
 # A control's choices: those of its intervention, and "none" or "" for asking nothing (forms and the CLI offer these).
 BlockReads = Literal["none", "encoder", "decoder", "both"]
@@ -62,6 +63,7 @@ class LesionControls:
     clamp_gate: GateOrNone = ""
     clamp_value: float = 1.0
     clamp_from: int = 0
+    family_lesions: tuple[LesionKind, ...] = ()  # lesions of kinds a family registers (Family.lesion_kinds)
 
 
 def lesion_interventions(controls: LesionControls) -> Interventions:
@@ -90,7 +92,7 @@ def lesion_interventions(controls: LesionControls) -> Interventions:
         items.append(EncoderSteps(steps=c.encoder_steps))
     if c.clamp_gate:
         items.append(ClampGate(gate=c.clamp_gate, value=c.clamp_value, from_step=c.clamp_from))
-    return Interventions.of(*items, *c.scales)
+    return Interventions.of(*items, *c.scales, *c.family_lesions)
 
 
 # The working-memory lesions the corpus studies measure (inference/runs/memory_corpus.py,

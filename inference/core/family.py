@@ -1,4 +1,4 @@
-"""The Family interface and the registry of model families.
+"""The Family interface, the registry of model families, and a loaded model, which carries its family.
 
 A model family is one folder, `inference/families/<name>/`, holding its
 model, its config dataclass, its run or decode loop, and a `Family` object
@@ -15,28 +15,30 @@ itself when its module is imported.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from collections.abc import Sequence
-from functools import cache
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-import torch
-from torch import nn
-
+from inference.core.axes import AxisRole
 from inference.core.capabilities import Capability, FamilyConfig, config_of
+from inference.core.family_folders import load_families
+from inference.core.lesion_kinds import LesionKind, check_lesion_kind, register_lesion_kind
 
 if TYPE_CHECKING:
+    import torch
+    from pydantic import BaseModel
+    from torch import nn
+
     from inference.core.ff_memories import FFMemories
     from inference.core.hooks import HookFn
     from inference.core.interventions import Intervention, Interventions
-    from inference.core.loaded_model import LoadedModel
     from inference.core.losses import StepObjective
+    from inference.core.tokenizer import TextTokenizer
     from inference.core.trace import Trace, TraceRequest
 
 
 ConfigT = TypeVar("ConfigT", bound=FamilyConfig)  # a family's config dataclass
-ModelT = TypeVar("ModelT", bound=nn.Module)  # the model class it builds
+ModelT = TypeVar("ModelT", bound="nn.Module")  # the model class it builds
 
 
 class Family(Protocol[ConfigT, ModelT]):
@@ -72,6 +74,24 @@ class Family(Protocol[ConfigT, ModelT]):
     @property
     def traces_mixed_lengths(self) -> bool:
         """One trace may hold sources of different lengths (padded); else one length a trace."""
+        ...
+
+    @property
+    def token_axes(self) -> Mapping[str, AxisRole]:
+        """Every token axis its traces have, by name, with its role (what its positions are): the analyses find
+        axes by role, and a trace with an axis left out here is refused as the family's bug."""
+        ...
+
+    @property
+    def record_fields(self) -> type[BaseModel] | None:
+        """The fields its checkpoints record of their run beyond the shared ones (inference.core.model_record), as
+        a pydantic model; None: none."""
+        ...
+
+    @property
+    def lesion_kinds(self) -> tuple[type[LesionKind], ...]:
+        """The lesion kinds of its own (beyond the core's, inference.core.interventions), registered with it:
+        the pages offer them in a form built from their fields, and `intervention_hooks` applies them."""
         ...
 
     def build(self, config: ConfigT) -> ModelT:
@@ -134,6 +154,8 @@ class FamilyDefaults(Generic[ConfigT, ModelT]):
 
     title: str
     traces_mixed_lengths = True
+    lesion_kinds: tuple[type[LesionKind], ...] = ()
+    record_fields: type[BaseModel] | None = None
 
     def translate(
         self,
@@ -173,25 +195,30 @@ _FAMILIES: dict[str, AnyFamily] = {}  # config `family` value -> family
 
 
 def register(family: FamilyT) -> FamilyT:
-    """Register a family under each of its config names; a name taken by another family raises ValueError
-    and registers none of them."""
+    """Register a family under each of its config names, and its own lesion kinds; a name taken by another family,
+    token axes without a role each, or a lesion kind the core refuses (inference.core.lesion_kinds) raises
+    ValueError and registers none of them."""
     for config_name in family.config_names:
         taken = _FAMILIES.get(config_name)
         if taken is not None and taken.name != family.name:
             raise ValueError(f"config family {config_name!r} is registered by {taken.name} already")
+    _check_token_axes(family)
+    for kind in family.lesion_kinds:
+        check_lesion_kind(kind)
     for config_name in family.config_names:
         _FAMILIES[config_name] = family
+    for kind in family.lesion_kinds:
+        register_lesion_kind(kind)
     return family
 
 
-@cache
-def load_families() -> None:
-    """Import every family folder under inference/families, so each registers itself (once: the folders are
-    listed on the first call only, not on every lookup)."""
-    package = importlib.import_module("inference.families")
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.ispkg:
-            importlib.import_module(f"inference.families.{module.name}")
+def _check_token_axes(family: AnyFamily) -> None:
+    axes = getattr(family, "token_axes", None)
+    if not isinstance(axes, Mapping) or not axes:
+        raise ValueError(f"family {family.name} declares no token_axes (each token axis's name and AxisRole)")
+    for name, role in axes.items():
+        if not (isinstance(name, str) and name.isidentifier() and isinstance(role, AxisRole)):
+            raise ValueError(f"family {family.name}: token axis {name!r} needs a name and an AxisRole, not {role!r}")
 
 
 def family_of(config_name: str) -> AnyFamily:
@@ -234,3 +261,27 @@ def build_model(config: FamilyConfig) -> nn.Module:
 
 def capabilities_of(config: FamilyConfig) -> frozenset[Capability]:
     return family_of(config.family).capabilities(config)
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to run: weights on a device, its tokenizer and records."""
+
+    name: str
+    model: torch.nn.Module
+    tokenizer: TextTokenizer
+    meta: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)
+
+    @property
+    def config(self) -> FamilyConfig:
+        return config_of(self.model)
+
+    @property
+    def family(self) -> AnyFamily:
+        """The registered family that builds this model's config."""
+        return family_of(self.config.family)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device

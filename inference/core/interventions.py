@@ -18,12 +18,13 @@ never forked.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
+from pydantic import ConfigDict, Field, RootModel, field_validator, model_validator
 
 from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_MEMORY_SIZE, MAX_SEED
 from inference.core.hook_names import HOOK_NAME, ff_keys, head_outputs
+from inference.core.lesion_kinds import Lesion, LesionKind, kind_order, register_lesion_kind
 
 
 class InterventionError(ValueError):
@@ -33,6 +34,7 @@ class InterventionError(ValueError):
 MemoryStacks = Literal["encoder", "decoder", "both"]  # where memory reads can be blocked
 StateEdit = Literal["zero", "freeze"]
 Gate = Literal["update", "reset"]  # a CGRU layer's gates
+READS = {"encoder": "the encoder", "decoder": "the decoder's cross-attention", "both": "encoder and decoder"}
 
 
 def _unique(items: tuple) -> tuple:
@@ -45,56 +47,87 @@ def _sorted_set(items: tuple) -> tuple:
     return tuple(sorted(set(items)))
 
 
-class _Kind(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def listed(numbers: tuple[int, ...] | list[int]) -> str:
+    """1 -> "1"; 1, 2 -> "1 and 2"; 1, 2, 3 -> "1, 2 and 3"."""
+    words = [str(n) for n in numbers]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
-class MemorySize(_Kind):
+def plural(count: int, noun: str) -> str:
+    """1, "step" -> "1 step"; 3, "step" -> "3 steps"."""
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+class MemorySize(LesionKind):
     """Run with this much memory: [mem] slots, working-memory tokens, state cells."""
 
     kind: Literal["memory_size"] = "memory_size"
     size: int = Field(ge=0, le=MAX_MEMORY_SIZE, description="up to the model's max_memory_size; 0 = no memory")
+    title: ClassVar[str] = "Memory size"
+
+    def words(self, trained_memory: int) -> str:
+        return "no memory (size 0)" if self.size == 0 else f"memory size {self.size} (trained with {trained_memory})"
 
 
-class KnockoutSlots(_Kind):
+class KnockoutSlots(LesionKind):
     """No query may attend these memory slots."""
 
     kind: Literal["knockout_slots"] = "knockout_slots"
     slots: tuple[Annotated[int, Field(ge=0, le=MAX_MEMORY_SIZE)], ...] = Field(min_length=1, max_length=MAX_LISTED)
+    title: ClassVar[str] = "Knock out memory slots"
 
     _sorted_slots = field_validator("slots")(_sorted_set)
 
+    def words(self, trained_memory: int) -> str:
+        return f"memory slot{'s' if len(self.slots) > 1 else ''} {listed(self.slots)} knocked out"
 
-class BlockMemoryReads(_Kind):
+
+class BlockMemoryReads(LesionKind):
     """Sequence queries may not attend memory keys."""
 
     kind: Literal["block_memory_reads"] = "block_memory_reads"
     stacks: MemoryStacks = Field(description="encoder self-attention, decoder cross-attention, or both")
+    title: ClassVar[str] = "Block reads from memory"
+
+    def words(self, trained_memory: int) -> str:
+        return f"reads from memory blocked in {READS[self.stacks]}"
 
 
-class MaskMemory(_Kind):
+class MaskMemory(LesionKind):
     """Working memory: target-type queries may not attend memory-type keys in decoder self-attention."""
 
     kind: Literal["mask_memory"] = "mask_memory"
+    title: ClassVar[str] = "Mask the memory"
+
+    def words(self, trained_memory: int) -> str:
+        return "memory masked (target tokens may not attend to it)"
 
 
-class ForceMemory(_Kind):
+class ForceMemory(LesionKind):
     """Working memory: these tokens are the whole memory, written first and in order."""
 
     kind: Literal["force_memory"] = "force_memory"
     tokens: tuple[Annotated[int, Field(ge=0)], ...] = Field(
         min_length=1, max_length=MAX_LISTED, description="token ids; at most the memory size"
     )
+    title: ClassVar[str] = "Force the memory"
+
+    def words(self, trained_memory: int) -> str:
+        return f"memory forced to {plural(len(self.tokens), 'given token')}"
 
 
-class ResetMemory(_Kind):
+class ResetMemory(LesionKind):
     """Segment models: the memory entering segment `segment` is the initial memory, as at the start of a run."""
 
     kind: Literal["reset_memory"] = "reset_memory"
     segment: int = Field(ge=0, le=MAX_INDEX)
+    title: ClassVar[str] = "Reset the memory at a segment"
+
+    def words(self, trained_memory: int) -> str:
+        return f"memory reset at segment {self.segment}"
 
 
-class NoiseMemory(_Kind):
+class NoiseMemory(LesionKind):
     """Segment models: Gaussian noise added to the memory entering segment `segment`, its standard
     deviation `scale` times the memory's root mean square there (1 = noise as large as the memory); seeded."""
 
@@ -102,18 +135,26 @@ class NoiseMemory(_Kind):
     segment: int = Field(ge=0, le=MAX_INDEX)
     scale: float = Field(gt=0, le=MAX_FACTOR, allow_inf_nan=False)
     seed: int = Field(0, ge=0, le=MAX_SEED)
+    title: ClassVar[str] = "Add noise to the memory at a segment"
+
+    def words(self, trained_memory: int) -> str:
+        return f"noise of scale {self.scale:g} added to the memory at segment {self.segment} (seed {self.seed})"
 
 
-class TransplantMemory(_Kind):
+class TransplantMemory(LesionKind):
     """Segment models: the memory entering segment `segment` is the one another input (`donor`, token ids)
     carried into that segment."""
 
     kind: Literal["transplant_memory"] = "transplant_memory"
     segment: int = Field(ge=0, le=MAX_INDEX)
     donor: tuple[Annotated[int, Field(ge=0)], ...] = Field(min_length=1, max_length=MAX_INDEX)
+    title: ClassVar[str] = "Transplant another input's memory"
+
+    def words(self, trained_memory: int) -> str:
+        return f"another input's memory transplanted into segment {self.segment}"
 
 
-class EditState(_Kind):
+class EditState(LesionKind):
     """Models with recurrent steps: from step `from_step` on, the state at positions `start` to `stop`
     (exclusive; None: to the end) of its length is zeroed, or frozen at its value before that step."""
 
@@ -122,6 +163,7 @@ class EditState(_Kind):
     from_step: int = Field(0, ge=0, le=MAX_INDEX)
     start: int = Field(0, ge=0, le=MAX_INDEX)
     stop: int | None = Field(None, ge=1, le=MAX_INDEX)
+    title: ClassVar[str] = "Zero or freeze a region of the state"
 
     @model_validator(mode="after")
     def _region_not_empty(self) -> EditState:
@@ -129,15 +171,26 @@ class EditState(_Kind):
             raise ValueError(f"the region {self.start} to {self.stop} is empty: stop must be above start")
         return self
 
+    def words(self, trained_memory: int) -> str:
+        region = (
+            f"positions {self.start} to the end" if self.stop is None else f"positions {self.start} to {self.stop - 1}"
+        )
+        verb = "zeroed" if self.mode == "zero" else "frozen"
+        return f"state {region} {verb} from step {self.from_step}"
 
-class EncoderSteps(_Kind):
+
+class EncoderSteps(LesionKind):
     """Models with recurrent steps: the encoder runs only its first `steps` steps; the state then stays as it is."""
 
     kind: Literal["encoder_steps"] = "encoder_steps"
     steps: int = Field(ge=0, le=MAX_INDEX)
+    title: ClassVar[str] = "Stop the encoder early"
+
+    def words(self, trained_memory: int) -> str:
+        return plural(self.steps, "encoder step")
 
 
-class ClampGate(_Kind):
+class ClampGate(LesionKind):
     """Models with recurrent steps: a gate of every CGRU layer held at `value` from step `from_step` on
     (update 1: the state never changes; update 0: it is replaced by the candidate)."""
 
@@ -145,9 +198,13 @@ class ClampGate(_Kind):
     gate: Gate
     value: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     from_step: int = Field(0, ge=0, le=MAX_INDEX)
+    title: ClassVar[str] = "Clamp a gate"
+
+    def words(self, trained_memory: int) -> str:
+        return f"{self.gate} gate clamped to {self.value:g} from step {self.from_step}"
 
 
-class Scale(_Kind):
+class Scale(LesionKind):
     """Multiply a hook's tensor, or chosen entries along one of its axes, by a factor (0 = ablate)."""
 
     kind: Literal["scale"] = "scale"
@@ -163,6 +220,7 @@ class Scale(_Kind):
         (), max_length=MAX_INDEX, description="entries along axis"
     )
     factor: float = Field(0.0, ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False, description="0 zeroes, 2 doubles")
+    title: ClassVar[str] = "Scale a hook point"
 
     _sorted_index = field_validator("index")(_sorted_set)
 
@@ -172,22 +230,30 @@ class Scale(_Kind):
             raise ValueError("give an axis together with the indices along it, or neither (the whole tensor)")
         return self
 
+    def words(self, trained_memory: int) -> str:
+        where = f" {self.axis} {listed(self.index)}" if self.axis and self.index else ""
+        return f"{self.hook}{where} {'zeroed' if self.factor == 0 else f'scaled by {self.factor:g}'}"
 
-Intervention = Annotated[
-    MemorySize
-    | KnockoutSlots
-    | BlockMemoryReads
-    | MaskMemory
-    | ForceMemory
-    | ResetMemory
-    | NoiseMemory
-    | TransplantMemory
-    | EditState
-    | EncoderSteps
-    | ClampGate
-    | Scale,
-    Field(discriminator="kind"),
-]
+
+# The kinds every family may meet, registered in the order their hooks apply (a noisy transplant is the
+# transplant plus noise); a family's own kinds come after these.
+for _kind in (
+    MemorySize,
+    KnockoutSlots,
+    BlockMemoryReads,
+    MaskMemory,
+    ForceMemory,
+    ResetMemory,
+    TransplantMemory,
+    NoiseMemory,
+    EncoderSteps,
+    EditState,
+    ClampGate,
+    Scale,
+):
+    register_lesion_kind(_kind)
+
+Intervention = Lesion  # one lesion of any registered kind
 
 
 def ablate_head(attention: str, head: int) -> Scale:
@@ -215,8 +281,7 @@ class Interventions(RootModel[tuple[Intervention, ...]]):
         sizes = {item.size for item in items if isinstance(item, MemorySize)}
         if len(sizes) > 1:
             raise ValueError(f"two memory sizes asked for at once: {sorted(sizes)}")
-        order = [kind.model_fields["kind"].default for kind in KINDS]
-        return tuple(sorted(items, key=lambda item: (order.index(item.kind), item.model_dump_json())))
+        return tuple(sorted(items, key=lambda item: (kind_order(item.kind), item.model_dump_json())))
 
     @classmethod
     def of(cls, *items: Intervention) -> Interventions:
@@ -228,7 +293,7 @@ class Interventions(RootModel[tuple[Intervention, ...]]):
     def __len__(self) -> int:
         return len(self.root)
 
-    def of_kind(self, kind: type[_Kind]) -> list:
+    def of_kind(self, kind: type[LesionKind]) -> list:
         return [item for item in self.root if isinstance(item, kind)]
 
     @property
@@ -251,18 +316,4 @@ def _merged_scales(items: tuple) -> tuple:
     return tuple(item for item in items if not (isinstance(item, Scale) and item.axis is not None)) + tuple(scales)
 
 
-KINDS = (
-    MemorySize,
-    KnockoutSlots,
-    BlockMemoryReads,
-    MaskMemory,
-    ForceMemory,
-    ResetMemory,
-    TransplantMemory,
-    NoiseMemory,
-    EncoderSteps,
-    EditState,
-    ClampGate,
-    Scale,
-)  # also the order their hooks apply in: a noisy transplant is the transplant plus noise
 NO_INTERVENTIONS = Interventions()

@@ -9,9 +9,10 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from inference.core.axes import AxisKey
+from inference.core.axes import AxisKey, AxisRole
 from inference.core.capabilities import FamilyConfig
 from inference.core.decoding import pad_batch
+from inference.core.family import LoadedModel
 from inference.core.hooks import HookFn, HookPoint, current_scope
 from inference.core.interventions import (
     Intervention,
@@ -21,12 +22,12 @@ from inference.core.interventions import (
     ResetMemory,
     TransplantMemory,
 )
-from inference.core.loaded_model import LoadedModel
 from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, recording, token_roles
 
 QUERY_AXIS, KEY_AXIS = "seg", "ctx"  # a segment's positions (read memory, tokens, write memory); what it attends to
+SEGMENT_AXES = {QUERY_AXIS: AxisRole.SEGMENT, KEY_AXIS: AxisRole.CONTEXT}  # the token axes of a segment model
 
 
 @runtime_checkable

@@ -9,14 +9,14 @@ and a `Role` for every position of every token axis, and the output.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeVar
 
 import torch
 
-from inference.core.axes import AxisKey, AxisPart, TokenAxis
+from inference.core.axes import AxisKey, AxisPart, AxisRole, TokenAxis
 from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.decoding import Decoding
 from inference.core.interventions import Interventions
@@ -110,6 +110,7 @@ class RunRecord:
     memory_size: int  # memory in force during the run (0 where the model has none)
     decoding: Decoding | None  # how the output was chosen; None where it was given (teacher forcing)
     seed: int | None = None  # sampling seed, where the family samples (working memory)
+    token_axes: Mapping[str, AxisRole] = field(default_factory=dict)  # the family's token axes and their roles
 
 
 @dataclass
@@ -142,6 +143,13 @@ class Trace:
     def decoded(self) -> bool:
         """True when the output is the model's own."""
         return self.run.decoding is not None
+
+    def axis_with(self, role: AxisRole) -> str:
+        """The name of the token axis that has `role` (as the model's family declares it); KeyError otherwise."""
+        for name, declared in self.run.token_axes.items():
+            if declared is role:
+                return name
+        raise KeyError(f"a {self.run.family} trace has no {role} axis; its axes are {dict(self.run.token_axes)}")
 
     def tensor(self, name: str, **index: int) -> torch.Tensor:
         """The captured tensor of hook `name` at `index` (no index: its only call)."""

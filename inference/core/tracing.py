@@ -20,10 +20,9 @@ from inference.core.applied_interventions import applied_interventions
 from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.decoding import GREEDY, MAX_NEW_TOKENS, Decoding, pad_batch, strip_after_eos
-from inference.core.family import capabilities_of, family_of
+from inference.core.family import LoadedModel, capabilities_of, family_of
 from inference.core.hooks import HookPoint, current_scope, hook_points, registered_hooks, select_hook_names
 from inference.core.interventions import Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.refusals import InputRefused
 from inference.core.trace import Call, Capture, Role, RunRecord, Trace, TraceRequest
 
@@ -79,12 +78,17 @@ def assembled_trace(
     per example (an axis keyed with a call, AxisKey("seg", segment=2), differs from call to call), the output
     ids the logits score, how the output was chosen (None where it was given), and the output text where it
     is not the output ids detokenized. Raises RuntimeError (a family's bug, not the input's) where the axes'
-    tokens and roles do not match."""
+    tokens and roles do not match, or where it has an axis its family does not declare (`Family.token_axes`)."""
     for key in tokens.keys() | roles.keys():
         token_lengths = [len(row) for row in tokens.get(key, [])]
         role_lengths = [len(row) for row in roles.get(key, [])]
         if token_lengths != role_lengths or len(role_lengths) != len(request.sources):
             raise RuntimeError(f"token axis {key}: its tokens and roles do not match, one row per source")
+    call_axes = _call_axes(tokens)
+    declared = loaded.family.token_axes
+    undeclared = sorted({key.name for key in tokens.keys() | roles.keys()} - set(declared))
+    if undeclared:
+        raise RuntimeError(f"the {loaded.family.name} family's trace has token axes it does not declare: {undeclared}")
     run = RunRecord(
         model=loaded.name,
         family=loaded.config.family,
@@ -94,6 +98,7 @@ def assembled_trace(
         memory_size=memory_size,
         decoding=decoding,
         seed=request.seed,
+        token_axes=declared,
     )
     return Trace(
         run=run,
@@ -104,7 +109,7 @@ def assembled_trace(
         output_ids=output_ids,
         outputs=[loaded.tokenizer.decode(ids) for ids in output_ids] if outputs is None else outputs,
         logits=logits.detach().cpu(),
-        call_axes=_call_axes(tokens),
+        call_axes=call_axes,
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, Self
 
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel
 
 
 class PartialState(Protocol):

@@ -20,9 +20,9 @@ from inference.analyses.blocks import HeadBlocks, attention_blocks, merge_blocks
 from inference.analyses.ff_mining import MiningState, add_batch, merge_states
 from inference.analyses.quality import corpus_quality
 from inference.core.controls import LesionControls, lesion_interventions
+from inference.core.family import LoadedModel
 from inference.core.hook_names import EVERY_PATTERN
 from inference.core.interventions import NO_INTERVENTIONS
-from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import run_with_trace
 from inference.corpus_jobs.job import CorpusJob
 from inference.runs.memory_corpus import MemoryCorpusRun, generate_memory_corpus, summarise_memory_corpus

@@ -1,2 +1,2 @@
 """Model families, one folder each; every folder registers its family when
-imported (`inference.core.family.load_families` imports them all)."""
+imported (`inference.core.family_folders.load_families` imports them all)."""

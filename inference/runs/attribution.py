@@ -18,9 +18,9 @@ import torch
 
 from inference.core.applied_interventions import applied_interventions
 from inference.core.decoding import GREEDY, Decoding, pad_batch
+from inference.core.family import LoadedModel
 from inference.core.hook_names import LOGITS
 from inference.core.interventions import NO_INTERVENTIONS, Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.refusals import InputRefused
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.layers import EncoderOutput

@@ -17,8 +17,7 @@ from inference.analyses.memory_content import MemoryRecord, memory_content_summa
 from inference.analyses.quality import corpus_quality
 from inference.core.capabilities import Capability
 from inference.core.controls import MEMORY_LESIONS
-from inference.core.family import capabilities_of
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.tokenizer import TextTokenizer
 from inference.families.working_memory.generation import generate_batches
 from inference.runs.translate import BATCH_SIZE, MAX_NEW_TOKENS, SEED, length_sorted_batches, translate_all

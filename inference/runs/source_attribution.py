@@ -27,9 +27,8 @@ import torch
 from torch import nn
 
 from inference.analyses.source_attribution import SourceAttribution
-from inference.core.family import family_of
+from inference.core.family import LoadedModel, family_of
 from inference.core.hook_names import LOGITS
-from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
 
 

@@ -18,10 +18,9 @@ from torch import nn
 from inference.analyses.ff_mining import COMPACT_FORMAT, NO_TOKEN, MiningState, TriggerTokens, add_batch, encode_array
 from inference.analyses.ff_values import ff_memories
 from inference.core.capabilities import Capability
-from inference.core.family import capabilities_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.hook_names import ff_keys
 from inference.core.hooks import hook_points
-from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Trace
 from inference.core.tracing import run_with_trace
 from inference.families.language_model.continuation import prompt_ids

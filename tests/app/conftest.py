@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from inference.core.checkpoint import save_checkpoint
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel
 from inference.core.places import REPO_ROOT
 from tests.conftest import (
     TINY_CORPUS,

@@ -24,7 +24,7 @@ def test_api_models(client):
     capabilities = {m["name"]: set(m["capabilities"]) for m in body["models"]}
     assert {"translates", "memory_tokens"} <= capabilities["tiny_memtransformer"]
     assert "memory_tokens" not in capabilities["tiny_transformer"] and "translates" in capabilities["tiny_transformer"]
-    assert {"ff_keys", "generates_text", "next_token"} == capabilities["tiny_language_model"]
+    assert {"attention", "ff_keys", "generates_text", "next_token"} == capabilities["tiny_language_model"]
     assert {"translates", "recurrent_steps", "source_attribution"} == capabilities["neural_gpu_addition"]
     assert body["broken"][0]["name"] == "broken_model"
 

@@ -41,7 +41,13 @@ def client(tmp_path_factory, checkpoint_dir, models_dir):
 def test_they_are_listed_as_translators_with_their_source_language(client):
     listed = {m["name"]: m for m in client.get("/api/models").json()["models"]}
     for name in ("my_t5", "my_marian"):
-        assert sorted(listed[name]["capabilities"]) == ["beam_search", "ff_keys", "source_attribution", "translates"]
+        assert sorted(listed[name]["capabilities"]) == [
+            "attention",
+            "beam_search",
+            "ff_keys",
+            "source_attribution",
+            "translates",
+        ]
     assert listed["my_t5"]["meta"] == {"format": "Hugging Face", "source_language": "not stated"}
     assert listed["my_marian"]["meta"]["source_language"] == "English"
     home = client.get("/").text

@@ -16,7 +16,7 @@ import tests.toy_family  # noqa: F401 (registers the family)
 from app.main import create_app
 from app.settings import Settings
 from inference.core.checkpoint import save_checkpoint
-from inference.core.family import build_model
+from inference.core.family import LoadedModel, build_model
 from tests.app.conftest import HTMX
 from tests.toy_family.family import ToySegmentsFamily
 from tests.toy_family.model import ToySegmentsConfig
@@ -123,7 +123,7 @@ def test_the_api_gives_every_segment_by_index(toy_client):
     ).json()
     assert lesioned["weights"]["bdata"] != data["weights"]["bdata"]
     models = toy_client.get("/api/models").json()["models"]
-    assert [m["capabilities"] for m in models if m["name"] == MODEL] == [["segments"]]
+    assert [m["capabilities"] for m in models if m["name"] == MODEL] == [["attention", "segments"]]
 
 
 def test_the_segments_page_serves_the_toy_by_its_capabilities_alone(toy_client):
@@ -160,3 +160,95 @@ def test_a_bug_in_a_familys_run_is_a_500_with_an_error_id_and_its_traceback_logg
     assert record.exc_info[0] is raised and "the toy family's own bug" in caplog.text
     api = client.post("/api/attention", json={"model": MODEL, "text": text, "stack": "block.attn", "layer": 0})
     assert api.status_code == 500 and "error id" in api.json()["detail"], api.text
+
+
+def test_the_toy_lesion_kind_is_in_the_explore_form_with_its_bounds(toy_client):
+    page = toy_client.get(f"/explore?model={MODEL}").text
+    form = re.search(r'<fieldset class="family-lesion" data-kind="toy_rotate_state">(.*?)</fieldset>', page, re.S)
+    assert form, "the toy's own lesion kind is not in the form"
+    assert "Rotate the carried state" in form.group(1)
+    assert re.search(r'name="toy_rotate_state.shift"[^>]*min="1"[^>]*max="7"', form.group(1))
+    assert re.search(r'name="toy_rotate_state.from_segment"[^>]*value="0"[^>]*min="0"[^>]*max="31"', form.group(1))
+    assert "1 to 7; slots to rotate by" in form.group(1)  # its bounds and description, in words
+
+
+def test_the_toy_lesion_kind_runs_from_the_form_and_is_said_in_the_note(toy_client):
+    plain = figure(run(toy_client, call=2), "heatmap")["data"][0]
+    html = run(toy_client, call=2, lesion="toy_rotate_state", **{"toy_rotate_state.shift": 1})
+    assert "carried state rotated by 1 slot from segment 0" in html
+    rotated = figure(html, "heatmap")["data"][0]
+    assert rotated["y"] == plain["y"] and rotated["z"] != plain["z"]
+    later = figure(
+        run(
+            toy_client,
+            call=2,
+            lesion="toy_rotate_state",
+            **{"toy_rotate_state.shift": 1, "toy_rotate_state.from_segment": 3},
+        ),
+        "heatmap",
+    )["data"][0]
+    assert later["z"] == plain["z"]  # segment 2 comes before the rotation starts
+
+
+def test_a_toy_lesion_out_of_its_bounds_is_refused_in_words(toy_client):
+    for shift, said in (("9", "less than or equal to 7"), ("0", "greater than or equal to 1"), ("x", "valid integer")):
+        response = toy_client.post(
+            "/explore/run",
+            data={
+                "model": MODEL,
+                "text": TEXT,
+                "stack": "block.attn",
+                "lesion": "toy_rotate_state",
+                "toy_rotate_state.shift": shift,
+            },
+            headers=HTMX,
+        )
+        assert (
+            response.status_code == 400
+            and "Rotate the carried state: shift:" in response.text
+            and said in response.text
+        )
+    unknown = toy_client.post("/explore/run", data={"model": MODEL, "text": TEXT, "lesion": "melt"}, headers=HTMX)
+    assert unknown.status_code == 400 and "unknown lesion kind &#39;melt&#39;" in unknown.text
+
+
+def test_the_api_takes_the_toy_lesion_kind_and_openapi_describes_it(toy_client):
+    schemas = toy_client.get("/openapi.json").json()["components"]["schemas"]
+    rotate = schemas["RotateState"]
+    assert rotate["properties"]["shift"]["minimum"] == 1 and rotate["properties"]["shift"]["maximum"] == 7
+    assert "slots rotated" in rotate["description"]
+    body = {"model": MODEL, "text": TEXT, "stack": "block.attn", "layer": 0, "at": {"segment": 2}}
+    plain = toy_client.post("/api/attention", json=body).json()
+    lesioned = toy_client.post(
+        "/api/attention", json={**body, "interventions": [{"kind": "toy_rotate_state", "shift": 1}]}
+    )
+    assert lesioned.status_code == 200, lesioned.text
+    assert lesioned.json()["key_tokens"] == plain["key_tokens"]
+    assert lesioned.json()["weights"] != plain["weights"]
+    refused = toy_client.post(
+        "/api/attention", json={**body, "interventions": [{"kind": "toy_rotate_state", "shift": 8}]}
+    )
+    assert refused.status_code == 422
+    assert "interventions.0.toy_rotate_state.shift: Input should be less than or equal to 7" in refused.json()["detail"]
+
+
+def test_the_toy_token_axis_role_reaches_the_api_and_the_map(toy_client):
+    body = {"model": MODEL, "text": TEXT, "stack": "block.attn", "layer": 0, "at": {"segment": 1}}
+    data = toy_client.post("/api/attention", json=body).json()
+    assert data["query_axis_role"] == "segment" and data["key_axis_role"] == "segment"
+    hover = figure(run(toy_client, call=1), "heatmap")["data"][0]["hovertemplate"]
+    assert hover.startswith("query (the segment's positions) %{y}<br>key (the segment's positions) %{x}")
+
+
+def test_a_trace_with_an_axis_its_family_does_not_declare_is_a_bug(tiny_tokenizer, monkeypatch):
+    from inference.core.axes import AxisRole
+    from inference.core.tracing import run_with_trace
+
+    torch.manual_seed(0)
+    model = build_model(ToySegmentsConfig(vocab_size=tiny_tokenizer.vocab_size)).eval()
+    loaded = LoadedModel("toy", model, tiny_tokenizer)
+    assert run_with_trace(loaded, TEXT).run.token_axes == {"seg": AxisRole.SEGMENT}
+    monkeypatch.setattr(ToySegmentsFamily, "token_axes", {"block": AxisRole.SEGMENT})
+    said = r"the toy_segments family's trace has token axes it does not declare: \['seg'\]"
+    with pytest.raises(RuntimeError, match=said):
+        run_with_trace(loaded, TEXT)

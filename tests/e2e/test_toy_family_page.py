@@ -69,3 +69,22 @@ def test_a_lesion_on_the_carried_state_redraws_the_maps(page, toy_server):
     assert "the views show the lesioned run" in page.text_content(".lesion-note")
     assert page.text_content("#figure-data-heatmap") != before
     assert_layout(page, figures=4)
+
+
+def test_the_toy_lesion_kind_is_a_control_of_its_own_that_redraws_the_maps(page, toy_server):
+    """The toy family's own lesion kind (tests/toy_family/lesions.py) is in the form with its bounds, visible and
+    clear of the other controls; checking it re-runs the view lesioned and says the lesion in words."""
+    url, _ = toy_server
+    open_page(page, f"{url}/explore?model={MODEL}")
+    page.fill("textarea[name=text]", TEXT)
+    swap(page, page.click, "#explore button[type=submit]")
+    swap(page, choose_segment, page, 2)
+    before = page.text_content("#figure-data-heatmap")
+    kind = page.locator("fieldset.family-lesion[data-kind=toy_rotate_state]")
+    assert kind.is_visible() and "Rotate the carried state" in kind.text_content()
+    shift = kind.locator("input[name='toy_rotate_state.shift']")
+    assert (shift.get_attribute("min"), shift.get_attribute("max"), shift.input_value()) == ("1", "7", "1")
+    swap(page, page.check, "input[name=lesion][value=toy_rotate_state]")
+    assert "carried state rotated by 1 slot from segment 0" in page.text_content(".lesion-note")
+    assert page.text_content("#figure-data-heatmap") != before
+    assert_layout(page, figures=4)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from inference.core.axes import AxisKey
+from inference.core.axes import AxisKey, AxisRole
 from inference.core.capabilities import Capability
-from inference.core.family import FamilyDefaults
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import FamilyDefaults, LoadedModel
+from inference.core.hooks import HookFn
+from inference.core.interventions import Intervention
 from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, encode_sources, recording, token_roles
+from tests.toy_family.lesions import RotateState
 from tests.toy_family.model import AXIS, CONFIG_NAME, ToySegmentsConfig, ToySegmentsModel
 
 
@@ -17,12 +19,21 @@ class ToySegmentsFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = ToySegmentsConfig
     title = "Toy segment-recurrent model (tests only)"
+    token_axes = {AXIS: AxisRole.SEGMENT}
+    lesion_kinds = (RotateState,)
 
     def build(self, config: ToySegmentsConfig) -> ToySegmentsModel:
         return ToySegmentsModel(config)
 
     def capabilities(self, config: ToySegmentsConfig) -> frozenset[Capability]:
-        return frozenset({Capability.SEGMENTS})
+        return frozenset({Capability.ATTENTION, Capability.SEGMENTS})
+
+    def intervention_hooks(
+        self, model: ToySegmentsModel, intervention: Intervention, memory_size: int
+    ) -> list[tuple[str, HookFn]] | None:
+        if isinstance(intervention, RotateState):
+            return [("carry.enter", intervention.hook())]
+        return None
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         if request.targets is not None:

@@ -15,8 +15,8 @@ import torch.nn.functional as F
 
 from inference.analyses.carried_state import AS_TRAINED, WITHOUT
 from inference.core.checkpoint import load_checkpoint, save_checkpoint
-from inference.core.family import build_model, family_of, load_families
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel, build_model, family_of
+from inference.core.family_folders import load_families
 from inference.core.places import REPO_ROOT
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from inference.corpora.multi30k import DataError

@@ -10,7 +10,7 @@ import torch
 
 from inference.analyses.ff_mining import MiningState, merge_states
 from inference.analyses.ff_values import ff_memories
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel
 from inference.corpus_jobs.job import CorpusJob, contiguous_shards, run_in_process, run_shard
 from inference.corpus_jobs.states import memory_job, mining_job, sweep_job, translation_job
 from inference.runs.lesion import quality_at_memory_size

@@ -8,7 +8,7 @@ import torch
 
 from inference.analyses.ff_values import ff_memories
 from inference.core.checkpoint import load_checkpoint, save_checkpoint
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel
 from inference.corpus_jobs.job import run_in_process
 from inference.corpus_jobs.ray_executor import RayExecutor
 from inference.corpus_jobs.states import memory_job, mining_job, sweep_job, translation_job

@@ -5,8 +5,8 @@ import torch
 from pydantic import ValidationError
 
 from inference.core.decoding import Decoding, strip_after_eos
+from inference.core.family import LoadedModel
 from inference.core.interventions import Interventions, MemorySize, ablate_head
-from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.families.memory_transformer.decoding import beam_search, greedy_decode
 from tests.conftest import (

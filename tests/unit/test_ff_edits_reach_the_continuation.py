@@ -16,9 +16,8 @@ import pytest
 import torch
 
 from inference.core.checkpoint import load_checkpoint
-from inference.core.family import family_of
+from inference.core.family import LoadedModel, family_of
 from inference.core.interventions import Interventions, scale_ff_keys
-from inference.core.loaded_model import LoadedModel
 from inference.core.places import REPO_ROOT
 from inference.core.tracing import run_with_trace
 

@@ -17,10 +17,9 @@ from inference.core.axes import TokenAxis
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.decoding import Decoding, pad_batch
-from inference.core.family import capabilities_of, family_of
+from inference.core.family import LoadedModel, capabilities_of, family_of
 from inference.core.hooks import hook_points
 from inference.core.interventions import Interventions, ablate_head, scale_ff_keys
-from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Role
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.families.hugging_face.folder import READER
@@ -92,8 +91,12 @@ def test_the_registry_opens_them_as_translators_and_refuses_two_vocabularies(roo
         assert (config.pad_id, config.bos_id, config.eos_id) == (PAD, PAD, EOS)  # outputs start from the pad token
         assert (config.n_encoder_layers, config.n_decoder_layers, config.d_ff) == (N_LAYERS, N_LAYERS, D_FF)
         assert capabilities_of(config) == {
-            Capability.TRANSLATES, Capability.BEAM_SEARCH, Capability.FF_KEYS, Capability.SOURCE_ATTRIBUTION
-        }  # fmt: skip
+            Capability.ATTENTION,
+            Capability.TRANSLATES,
+            Capability.BEAM_SEARCH,
+            Capability.FF_KEYS,
+            Capability.SOURCE_ATTRIBUTION,
+        }
     assert registry.get("t5").config.max_positions == 512  # relative positions: MemLens's bound
     assert registry.get("marian").config.max_positions == 64
 

@@ -9,9 +9,9 @@ import torch
 from inference.analyses.ff_aggregation import ff_aggregation, logit_lens
 from inference.analyses.ff_values import ff_memories
 from inference.core.continuation import greedy_continuation
+from inference.core.family import LoadedModel
 from inference.core.ff_memories import language_model_ff_memories
 from inference.core.interventions import Interventions, scale_ff_keys
-from inference.core.loaded_model import LoadedModel
 from inference.core.tracing import run_with_trace
 from inference.families.language_model.model import AXIS
 from inference.runs.trigger_mining import mine_triggers, prefix_stream, trigger_tokens

@@ -18,8 +18,8 @@ from inference.analyses.memory_operations import (
 )
 from inference.core.axes import TokenAxis
 from inference.core.checkpoint import load_checkpoint
+from inference.core.family import LoadedModel
 from inference.core.hooks import registered_hooks
-from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Call, Capture, Trace
 from inference.core.tracing import run_with_trace
 from inference.families.recurrent_memory.model import segment_mask

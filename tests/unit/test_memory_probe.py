@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from inference.analyses.memory_probe import Labelled, probe_accuracy
-from inference.core.family import build_model, config_from_dict
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel, build_model, config_from_dict
 from tests.conftest import tiny_config
 from training.studies.memory_probe import probe_memory
 from training.tasks.rmt_tasks import TOKENS

@@ -13,10 +13,9 @@ import torch
 from inference.core.applied_interventions import applied_interventions
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import load_checkpoint, save_checkpoint
-from inference.core.family import capabilities_of, family_of, load_families
+from inference.core.family import LoadedModel, capabilities_of, family_of, load_families
 from inference.core.hooks import registered_hooks
 from inference.core.interventions import InterventionError, Interventions, KnockoutSlots, ResetMemory
-from inference.core.loaded_model import LoadedModel
 from inference.families.hugging_face.memory_model import MemoryAugmentedLM, PretrainedMemoryConfig
 from tests.hugging_face_models import build_folder
 
@@ -159,6 +158,7 @@ def test_it_saves_and_loads_as_a_memlens_checkpoint_with_its_tied_weights(base, 
     loaded = load_checkpoint(folder, "cpu")
     assert isinstance(loaded.model, MemoryAugmentedLM)
     assert capabilities_of(loaded.config) == {
+        Capability.ATTENTION,
         Capability.SEGMENTS,
         Capability.NEXT_TOKEN,
         Capability.MEMORY_TOKENS,

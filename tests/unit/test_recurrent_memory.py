@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from inference.core.axes import TokenAxis
-from inference.core.family import build_model, config_from_dict
+from inference.core.family import LoadedModel, build_model, config_from_dict
 from inference.core.interventions import (
     InterventionError,
     Interventions,
@@ -18,7 +18,6 @@ from inference.core.interventions import (
     ResetMemory,
     TransplantMemory,
 )
-from inference.core.loaded_model import LoadedModel
 from inference.core.trace import Role
 from inference.core.tracing import recording, run_with_trace
 from inference.families.recurrent_memory.model import segment_distances, segment_mask

@@ -8,7 +8,7 @@ import statistics
 import torch
 
 from inference.analyses.segments import memory_path, next_token_hits, segment_spans
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel
 from inference.core.tokenizer import character_tokenizer
 from inference.core.tracing import run_with_trace
 from tests.unit.test_recurrent_memory import tiny

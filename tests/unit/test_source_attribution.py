@@ -39,6 +39,10 @@ def logit_with_source(loaded, tgt_in, position, token, zero: bool) -> float:
     return logits[0, position, token].item()
 
 
+def model_and_axes(loaded):
+    return loaded.model, loaded.family.token_axes
+
+
 def test_every_row_is_complete_and_follows_the_greedy_output(loaded):
     found = source_attribution(loaded, SOURCE, max_new_tokens=6, n_steps=64)
     output_ids = run_with_trace(loaded, SOURCE, max_new_tokens=6).output_ids[0]
@@ -71,9 +75,9 @@ def test_a_family_without_a_source_embedding_is_refused(tiny_tokenizer):
 
 
 def test_the_attention_shown_is_the_one_over_the_source(tiny_tokenizer):
-    assert source_attention_stack(make_tiny_gru_attention(tiny_tokenizer).model) == ("cross_attn", 0)
-    assert source_attention_stack(make_tiny_active_memory(tiny_tokenizer).model) is None
-    stack, layer = source_attention_stack(make_tiny("memtransformer", tiny_tokenizer).model)
+    assert source_attention_stack(*model_and_axes(make_tiny_gru_attention(tiny_tokenizer))) == ("cross_attn", 0)
+    assert source_attention_stack(*model_and_axes(make_tiny_active_memory(tiny_tokenizer))) is None
+    stack, layer = source_attention_stack(*model_and_axes(make_tiny("memtransformer", tiny_tokenizer)))
     assert (
         stack == "decoder.cross_attn"
         and layer == make_tiny("memtransformer", tiny_tokenizer).model.config.n_decoder_layers - 1

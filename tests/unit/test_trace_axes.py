@@ -12,10 +12,9 @@ import torch
 
 from inference.core.axes import AxisKey, AxisPart, TokenAxis
 from inference.core.decoding import GREEDY, Decoding
-from inference.core.family import capabilities_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.hooks import HookPoint
 from inference.core.interventions import Interventions, MemorySize
-from inference.core.loaded_model import LoadedModel
 from inference.core.trace import MEMORY_ROLES, Role, TraceRequest
 from inference.core.tracing import assembled_trace, run_with_trace
 from tests.conftest import SOURCES, make_tiny, make_tiny_language_model

@@ -20,9 +20,8 @@ from pathlib import Path
 
 from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls, lesion_interventions
-from inference.core.family import capabilities_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.interventions import NO_INTERVENTIONS, Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.runs.lesion import lesion_sizes
 from inference.runs.translate import translate_all
 from training.data.translation import Pair

@@ -15,8 +15,7 @@ from torch import nn
 
 from inference.core.capabilities import Capability, FamilyConfig, config_of
 from inference.core.checkpoint import STUDY_KEYS, CheckpointError, folder_files, load_checkpoint, save_folder
-from inference.core.family import build_model, capabilities_of, family_of
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel, build_model, capabilities_of, family_of
 from inference.core.places import REPO_ROOT, resolve_data_dir
 from inference.core.tokenizer import TextTokenizer
 from training.data.corpora import CORPORA, Corpus

@@ -40,9 +40,8 @@ from inference.analyses.carried_state import AS_TRAINED, SPLIT, WITHOUT
 from inference.core.applied_interventions import applied_interventions
 from inference.core.capabilities import Capability, config_of
 from inference.core.checkpoint import CARRIED_STATE_KEY, CheckpointError, load_checkpoint, store_study
-from inference.core.family import build_model, capabilities_of
+from inference.core.family import LoadedModel, build_model, capabilities_of
 from inference.core.interventions import Interventions, ResetMemory
-from inference.core.loaded_model import LoadedModel
 from inference.core.places import resolve_data_dir
 from inference.core.segment_memory import SegmentConfig, segment_config
 from inference.core.tokenizer import TextTokenizer

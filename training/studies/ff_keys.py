@@ -38,8 +38,7 @@ from inference.analyses.ff_mining import MiningState, TriggerStore
 from inference.analyses.ff_values import ff_memories, value_logits
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import load_checkpoint
-from inference.core.family import capabilities_of
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.places import REPO_ROOT, resolve_data_dir
 from inference.corpora.ff_study_files import ANALYSIS_FILE, TRIGGERS_FILE, write_triggers
 from inference.runs.trigger_mining import compact_triggers, mine_triggers, prefix_stream, trace_texts

@@ -24,8 +24,7 @@ from tqdm import tqdm
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointError, load_checkpoint
 from inference.core.controls import MEMORY_LESIONS
-from inference.core.family import capabilities_of
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.places import resolve_data_dir
 from inference.runs.memory_corpus import condition_outputs, generate_memory_corpus, summarise_memory_corpus
 from training.data.corpora import CORPORA, read_de_en_news

@@ -35,8 +35,8 @@ from inference.analyses.quality import RIGHT_CHRF, sentence_chrf
 from inference.core.checkpoint import load_checkpoint
 from inference.core.controls import MEMORY_LESIONS
 from inference.core.decoding import MAX_NEW_TOKENS
+from inference.core.family import LoadedModel
 from inference.core.interventions import Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.places import MEMORY_EXAMPLES_FILE, resolve_data_dir
 from inference.core.tracing import encode_sources
 from inference.families.working_memory.generation import wm_generate

@@ -19,10 +19,9 @@ import torch
 
 from inference.analyses.memory_probe import STEPS, Labelled, probe_accuracy
 from inference.core.capabilities import Capability
-from inference.core.family import capabilities_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.hook_names import MEMORY_WRITE
 from inference.core.interventions import NO_INTERVENTIONS
-from inference.core.loaded_model import LoadedModel
 from inference.core.segment_memory import segment_config
 from inference.core.tracing import recording
 from training.tasks.rmt_tasks import GENERATORS, TOKENS, Sample, task_split

@@ -37,8 +37,7 @@ from inference.analyses.segments import next_token_hits
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import load_checkpoint, model_folders
 from inference.core.decoding import CONTINUATION_TOKENS
-from inference.core.family import capabilities_of
-from inference.core.loaded_model import LoadedModel
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.measured_examples import memory_examples
 from inference.core.places import OPENING_EXAMPLES_FILE, resolve_data_dir
 from inference.core.trace import Role

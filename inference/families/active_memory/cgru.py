@@ -21,6 +21,7 @@ from inference.core.hooks import HookPoint
 
 STATE_DIMS = "batch map width length"
 STATE_AXIS = "state"  # the token axis a state's length runs over: the source's tokens, then padding
+TARGET_AXIS = "tgt"  # the decoder's positions: the output so far
 LENGTH = {"length": STATE_AXIS}  # the positions of every state hook point
 
 

@@ -10,13 +10,12 @@ import torch
 from torch import nn
 
 from inference.core.applied_interventions import applied_interventions
-from inference.core.axes import AxisKey
+from inference.core.axes import AxisKey, AxisRole
 from inference.core.capabilities import Capability
 from inference.core.decoding import strip_after_eos
-from inference.core.family import FamilyDefaults
+from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.hooks import HookFn
 from inference.core.interventions import ClampGate, EditState, EncoderSteps, Intervention, Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, teacher_forced_loss
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import (
@@ -27,7 +26,7 @@ from inference.core.tracing import (
     recording,
     token_roles,
 )
-from inference.families.active_memory.cgru import STATE_AXIS
+from inference.families.active_memory.cgru import STATE_AXIS, TARGET_AXIS
 from inference.families.active_memory.lesions import gate_clamp_hooks, state_edit_hooks
 from inference.families.active_memory.model import CONFIG_NAME, ActiveMemoryConfig, ActiveMemoryModel
 
@@ -37,6 +36,7 @@ class ActiveMemoryFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = ActiveMemoryConfig
     title = "Active memory (paper 001): Neural GPU, Markovian and Extended Neural GPU"
+    token_axes = {STATE_AXIS: AxisRole.STATE, TARGET_AXIS: AxisRole.TARGET}
     traces_mixed_lengths = False  # the state's length, and so the computation, follows the source's
 
     def build(self, config: ActiveMemoryConfig) -> ActiveMemoryModel:
@@ -68,7 +68,7 @@ class ActiveMemoryFamily(FamilyDefaults):
         length = max(config.state_length(src_ids.shape[1]), logits.shape[1])
         state_ids = [row + [config.pad_id] * (length - len(row)) for row in src_ids.tolist()]
         output_tokens = [tokenizer.display_tokens(ids + [config.eos_id]) for ids in output_ids]
-        state, tgt = AxisKey(STATE_AXIS), AxisKey("tgt")
+        state, tgt = AxisKey(STATE_AXIS), AxisKey(TARGET_AXIS)
         return assembled_trace(
             loaded,
             request,

@@ -48,7 +48,7 @@ from torch import nn
 from inference.core.capabilities import check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
 from inference.core.refusals import InputRefused
-from inference.families.active_memory.cgru import CGRU, LENGTH, STATE_DIMS
+from inference.families.active_memory.cgru import CGRU, LENGTH, STATE_DIMS, TARGET_AXIS
 
 CONFIG_NAME = "active_memory"
 VARIANTS = ("neural_gpu", "markovian", "extended")
@@ -185,7 +185,7 @@ class ActiveMemoryModel(nn.Module):
         self.output_embed = nn.Embedding(vocab, m, padding_idx=config.pad_id) if reads_outputs else None  # E'
         self.decoder = Recurrence(config, reads_tape=True) if config.variant == "extended" else None
         self.output = nn.Linear(2 * m if config.variant == "markovian" else m, vocab)  # O
-        self.logits = HookPoint("batch position vocab", "output logits", {"position": "tgt"}, {"vocab": vocab})
+        self.logits = HookPoint("batch position vocab", "output logits", {"position": TARGET_AXIS}, {"vocab": vocab})
         name_hook_points(self)
 
     def _output_embed(self) -> nn.Embedding:

@@ -8,12 +8,11 @@ import torch
 from torch import nn
 
 from inference.core.applied_interventions import applied_interventions
-from inference.core.axes import AxisKey
+from inference.core.axes import ENCODER_DECODER_AXES, AxisKey
 from inference.core.capabilities import Capability
 from inference.core.decoding import strip_after_eos
-from inference.core.family import FamilyDefaults
+from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.interventions import Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, teacher_forced_loss
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import (
@@ -32,6 +31,7 @@ class GRUAttentionFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = GRUAttentionConfig
     title = "GRU encoder-decoder with attention (paper 001's baseline)"
+    token_axes = ENCODER_DECODER_AXES
 
     def build(self, config: GRUAttentionConfig) -> GRUAttention:
         return GRUAttention(config)
@@ -43,7 +43,7 @@ class GRUAttentionFamily(FamilyDefaults):
         return config.summary
 
     def capabilities(self, config: GRUAttentionConfig) -> frozenset[Capability]:
-        return frozenset({Capability.TRANSLATES, Capability.SOURCE_ATTRIBUTION})
+        return frozenset({Capability.ATTENTION, Capability.TRANSLATES, Capability.SOURCE_ATTRIBUTION})
 
     def source_embedding(self, model: GRUAttention) -> torch.nn.Module:
         return model.source_embed  # e: the source tokens the bidirectional encoder reads

@@ -10,11 +10,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from inference.core.axes import AxisRole
 from inference.core.capabilities import Capability
 from inference.core.continuation import continuation_trace
-from inference.core.family import FamilyDefaults
+from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.ff_memories import FFMemories
-from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
@@ -35,6 +35,7 @@ class HuggingFaceFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = HuggingFaceConfig
     title = "Hugging Face causal language model"
+    token_axes = {AXIS: AxisRole.TEXT}
 
     def build(self, config: HuggingFaceConfig) -> HookedCausalLM:
         return build_hooked(config)
@@ -43,7 +44,7 @@ class HuggingFaceFamily(FamilyDefaults):
         return next_token_loss(model, batch, objective.label_smoothing)
 
     def capabilities(self, config: HuggingFaceConfig) -> frozenset[Capability]:
-        return frozenset({Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})
+        return frozenset({Capability.ATTENTION, Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Continue each text greedily with the model's key/value cache, then record the hook points in one pass

@@ -10,15 +10,14 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability
-from inference.core.family import FamilyDefaults
+from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.hooks import HookFn, HookPoint
 from inference.core.interventions import (
     Intervention,
     KnockoutSlots,
 )
-from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.segment_memory import knocked_out_slots, memory_lesion_hooks, segment_trace
+from inference.core.segment_memory import SEGMENT_AXES, knocked_out_slots, memory_lesion_hooks, segment_trace
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
 from inference.families.hugging_face.memory_model import CONFIG_NAME, MemoryAugmentedLM, PretrainedMemoryConfig
@@ -30,12 +29,13 @@ class PretrainedMemoryFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = PretrainedMemoryConfig
     title = "Recurrent memory on a pretrained language model (paper 002's wrapper)"
+    token_axes = SEGMENT_AXES
 
     def build(self, config: PretrainedMemoryConfig) -> MemoryAugmentedLM:
         return MemoryAugmentedLM(fresh_hf_model(config.base_config), config)
 
     def capabilities(self, config: PretrainedMemoryConfig) -> frozenset[Capability]:
-        return frozenset({Capability.SEGMENTS, Capability.NEXT_TOKEN, Capability.MEMORY_TOKENS})
+        return frozenset({Capability.ATTENTION, Capability.SEGMENTS, Capability.NEXT_TOKEN, Capability.MEMORY_TOKENS})
 
     def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
         return next_token_loss(model, batch, objective.label_smoothing)

@@ -11,13 +11,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from inference.core.applied_interventions import applied_interventions
-from inference.core.axes import AxisKey
+from inference.core.axes import AxisKey, AxisRole
 from inference.core.capabilities import Capability
 from inference.core.decoding import GREEDY, BeamChooser, Decoding, GreedyChooser, generate, strip_after_eos
-from inference.core.family import FamilyDefaults
+from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.ff_memories import FFMemories
 from inference.core.interventions import Interventions
-from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, teacher_forced_loss
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import (
@@ -45,6 +44,7 @@ class HuggingFaceTranslatorFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = HuggingFaceTranslatorConfig
     title = "Hugging Face translator"
+    token_axes = {ENCODER_AXIS: AxisRole.SOURCE, DECODER_AXIS: AxisRole.TARGET}
 
     def build(self, config: HuggingFaceTranslatorConfig) -> HookedTranslator:
         return fresh_translator(config)
@@ -54,7 +54,13 @@ class HuggingFaceTranslatorFamily(FamilyDefaults):
 
     def capabilities(self, config: HuggingFaceTranslatorConfig) -> frozenset[Capability]:
         return frozenset(
-            {Capability.TRANSLATES, Capability.BEAM_SEARCH, Capability.FF_KEYS, Capability.SOURCE_ATTRIBUTION}
+            {
+                Capability.ATTENTION,
+                Capability.TRANSLATES,
+                Capability.BEAM_SEARCH,
+                Capability.FF_KEYS,
+                Capability.SOURCE_ATTRIBUTION,
+            }
         )
 
     def describe(self, config: HuggingFaceTranslatorConfig) -> str:

@@ -8,11 +8,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from inference.core.axes import AxisRole
 from inference.core.capabilities import Capability
 from inference.core.continuation import continuation_trace
-from inference.core.family import FamilyDefaults
+from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.ff_memories import FFMemories, language_model_ff_memories
-from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
@@ -26,6 +26,7 @@ class LanguageModelFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = LanguageModelConfig
     title = "Decoder-only language model (FF memories, paper 003)"
+    token_axes = {AXIS: AxisRole.TEXT}
 
     def build(self, config: LanguageModelConfig) -> LanguageModel:
         return LanguageModel(config)
@@ -37,7 +38,7 @@ class LanguageModelFamily(FamilyDefaults):
         return f"{self.title}; d_model {config.d_model}, {config.n_layers} layers, d_ff {config.d_ff}"
 
     def capabilities(self, config: LanguageModelConfig) -> frozenset[Capability]:
-        return frozenset({Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})
+        return frozenset({Capability.ATTENTION, Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Continue each text greedily, then record the hook points in one pass over [EOS] + text + continuation,

@@ -9,15 +9,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from inference.core.axes import AxisKey, AxisPart, TokenAxis
+from inference.core.axes import ENCODER_DECODER_AXES, AxisKey, AxisPart, TokenAxis
 from inference.core.capabilities import Capability, config_of
 from inference.core.decoding import strip_after_eos
-from inference.core.family import FamilyDefaults
+from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.ff_memories import FFMemories, decoder_ff_memories
 from inference.core.hook_names import MASK, kind_of
 from inference.core.hooks import HookFn, HookPoint, hook_points
 from inference.core.interventions import BlockMemoryReads, Intervention, InterventionError, Interventions, KnockoutSlots
-from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, teacher_forced_loss
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import (
@@ -48,6 +47,7 @@ class MemoryTransformerFamily(FamilyDefaults):
     config_names = FAMILIES
     config_type = MemoryTransformerConfig
     title = "Memory Transformer (paper 000)"
+    token_axes = ENCODER_DECODER_AXES
 
     def build(self, config: MemoryTransformerConfig) -> MemoryTransformer:
         return MemoryTransformer(config)
@@ -71,7 +71,8 @@ class MemoryTransformerFamily(FamilyDefaults):
         return grow_memory(source, config_fields["memory_size"], seed)
 
     def capabilities(self, config: MemoryTransformerConfig) -> frozenset[Capability]:
-        found = {Capability.TRANSLATES, Capability.BEAM_SEARCH, Capability.FF_KEYS, Capability.ATTRIBUTION}
+        found = {Capability.ATTENTION, Capability.TRANSLATES, Capability.BEAM_SEARCH, Capability.FF_KEYS}
+        found.add(Capability.ATTRIBUTION)
         if config.memory_size:
             found.add(Capability.MEMORY_TOKENS)
         return frozenset(found)

@@ -10,14 +10,13 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability
-from inference.core.family import FamilyDefaults
+from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.hooks import HookFn
 from inference.core.interventions import (
     Intervention,
 )
-from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.segment_memory import memory_lesion_hooks, segment_trace
+from inference.core.segment_memory import SEGMENT_AXES, memory_lesion_hooks, segment_trace
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
 from inference.families.recurrent_memory.lesions import knockout_hooks
@@ -29,6 +28,7 @@ class RecurrentMemoryFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = RecurrentMemoryConfig
     title = "Segment-recurrent decoders (paper 002): RMT, Transformer-XL, no memory"
+    token_axes = SEGMENT_AXES
 
     def build(self, config: RecurrentMemoryConfig) -> RecurrentMemoryTransformer:
         return RecurrentMemoryTransformer(config)
@@ -43,7 +43,7 @@ class RecurrentMemoryFamily(FamilyDefaults):
         )
 
     def capabilities(self, config: RecurrentMemoryConfig) -> frozenset[Capability]:
-        found = {Capability.SEGMENTS, Capability.NEXT_TOKEN}
+        found = {Capability.ATTENTION, Capability.SEGMENTS, Capability.NEXT_TOKEN}
         found |= {Capability.MEMORY_TOKENS} if config.memory_size else set()
         found |= {Capability.SEGMENT_CACHE} if config.cache_length else set()
         return frozenset(found)

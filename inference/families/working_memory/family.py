@@ -9,10 +9,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from inference.core.axes import AxisKey
+from inference.core.axes import ENCODER_DECODER_AXES, AxisKey
 from inference.core.capabilities import Capability
 from inference.core.decoding import GREEDY, pad_batch
-from inference.core.family import FamilyDefaults
+from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.ff_memories import FFMemories, decoder_ff_memories
 from inference.core.hook_names import MASK, WORKING_MEMORY_CHOICE, WORKING_MEMORY_WRITTEN, kind_of
 from inference.core.hooks import HookFn, HookPoint, hook_points, select_hook_names
@@ -25,7 +25,6 @@ from inference.core.interventions import (
     KnockoutSlots,
     MaskMemory,
 )
-from inference.core.loaded_model import LoadedModel
 from inference.core.losses import StepObjective
 from inference.core.memory_decisions import CHOICE_COLUMN, MEMORY_TYPE, TARGET_TYPE
 from inference.core.refusals import InputRefused
@@ -49,6 +48,7 @@ class WorkingMemoryFamily(FamilyDefaults):
     config_names = (CONFIG_NAME,)
     config_type = WorkingMemoryConfig
     title = "Working-memory decoder (paper 004)"
+    token_axes = ENCODER_DECODER_AXES
 
     def build(self, config: WorkingMemoryConfig) -> WorkingMemoryTransformer:
         return WorkingMemoryTransformer(config)
@@ -66,7 +66,7 @@ class WorkingMemoryFamily(FamilyDefaults):
         return from_transformer(source, config_fields)  # new weights: the type head, from the global seed
 
     def capabilities(self, config: WorkingMemoryConfig) -> frozenset[Capability]:
-        return frozenset({Capability.TRANSLATES, Capability.WORKING_MEMORY, Capability.FF_KEYS})
+        return frozenset({Capability.ATTENTION, Capability.TRANSLATES, Capability.WORKING_MEMORY, Capability.FF_KEYS})
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """The model is traced on its own generation (it chooses its memory
