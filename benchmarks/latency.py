@@ -489,7 +489,7 @@ def main() -> None:
                     for n in args.lengths
                 ]
                 if route.reads_text
-                else [(None, gateway.registry.entries[route.model].meta["example"])]
+                else [(None, gateway.registry.entries[route.model].record.example)]
             )
             for tokens, text in inputs:
                 shown = "task" if tokens is None else str(tokens)

@@ -26,7 +26,7 @@ def models(gateway: GatewayDep) -> dict:
                 "name": name,
                 "config": asdict(entry.config),
                 "capabilities": sorted(gateway.capabilities(name)),
-                "meta": entry.meta,
+                "meta": entry.record.as_json(),
                 "bleu": entry.metrics.get("bleu"),
                 "chrf": entry.metrics.get("chrf"),
                 "lesion": entry.metrics.get("lesion"),

@@ -56,7 +56,7 @@ def explore(
         model=model.name,
         text=text or model.example,
         example=model.example,
-        demos=demo_inputs(model.meta, model.capabilities),
+        demos=demo_inputs(model.record, model.capabilities),
         memory_size=config.memory_size if memory_size is None else memory_size,
         config=config,
         capabilities=model.capabilities,

@@ -78,7 +78,7 @@ def ff_page(
         orders=KEY_ORDERS if study.triggers is not None else [*TEXT_ORDERS, "index"],  # the others read triggers
         study_command=study_command(model.folder),
         continues_text=continues_text,
-        input_language="English" if continues_text else model.meta.get("source_language", "German"),
+        input_language="English" if continues_text else model.record.source_language or "German",
         example=model.example,
         edit_syntax=EDIT_SYNTAX,
         mining=mining,

@@ -34,7 +34,7 @@ def upload_page(request: Request, gateway: GatewayDep, jobs: JobsDep):
     entries = gateway.registry.entries
     languages: dict[str, list[str]] = {}  # source language -> its models, as the page groups them
     for name in chosen.offered:
-        languages.setdefault(entries[name].meta["source_language"], []).append(name)
+        languages.setdefault(entries[name].record.source_language or "not stated", []).append(name)
     return render(request, "pages/upload.html", languages=languages, chosen=chosen.name, recent=jobs.store.recent())
 
 

@@ -46,7 +46,7 @@ def memory_page(
         text=text or model.example,
         seed=seed,
         config=model.loaded.config,
-        source_language=model.meta.get("source_language", "German"),
+        source_language=model.record.source_language or "German",
         examples=examples,
         examples_corpus=corpus,
     )

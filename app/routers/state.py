@@ -32,7 +32,7 @@ StateModel = Annotated[PageModel, Depends(ModelFor(STATE))]
 
 @router.get("/state")
 def state_page(request: Request, model: StateModel, text: Annotated[FieldText, Query()] = ""):
-    task = model.meta.get("task")
+    task = model.record.task
     presets = examples(task, model.example)
     return render(
         request,
@@ -41,7 +41,7 @@ def state_page(request: Request, model: StateModel, text: Annotated[FieldText, Q
         model=model.name,
         text=text or (presets[0][1] if presets else ""),
         config=model.loaded.config,
-        described=model.meta.get("description") or model.loaded.family.title,
+        described=model.record.description or model.loaded.family.title,
         task=task,
         examples=presets,
         lesion_forms=model.lesion_forms,

@@ -11,14 +11,15 @@ from inference.core.capabilities import Capability
 from inference.core.checkpoint import RegistryEntry
 from inference.core.family import capabilities_of
 from inference.core.measured_examples import memory_examples, opening_example
+from inference.core.model_record import ModelRecord
 
 
-def demo_inputs(meta: dict, capabilities: frozenset[Capability]) -> list[DemoSentence]:
+def demo_inputs(record: ModelRecord, capabilities: frozenset[Capability]) -> list[DemoSentence]:
     """The demo sentences a page offers a model, in the language it reads (each with what it should give where
     that is known): the German sources for a translator from German, their English references for a model that
     continues English text (the reference beside them left empty); none for any other model."""
     if Capability.TRANSLATES in capabilities:
-        return list(demo_sentences()) if meta.get("source_language") == "German" else []
+        return list(demo_sentences()) if record.source_language == "German" else []
     if Capability.GENERATES_TEXT in capabilities:
         return [DemoSentence(demo.reference, "") for demo in demo_sentences()]
     return []
@@ -29,12 +30,12 @@ def example_input(entry: RegistryEntry) -> str:
     opening = opening_example(entry.name)
     if opening:
         return opening["text"]
-    if entry.meta.get("example"):
-        return entry.meta["example"]
+    if entry.record.example:
+        return entry.record.example
     _, measured = memory_examples(entry.name)
     if measured:
         return measured[0]["source"]
-    if entry.meta.get("source_language") == "German":
+    if entry.record.source_language == "German":
         return demo_sentences()[0].source
     if entry.config is not None and Capability.GENERATES_TEXT in capabilities_of(entry.config):
         return demo_sentences()[0].reference  # the shipped language model reads English

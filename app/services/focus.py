@@ -48,9 +48,9 @@ def partner(gateway: ModelGateway, model: PageModel) -> str:
     """The model shown beside `model` at first: one trained on the same task (translation: none named) that
     focuses the other way (attends where it does not), else the first other; "" where there is none. Models are
     loaded one at a time in the page's order until one focuses the other way, not all of them."""
-    task = model.meta.get("task")
+    task = model.record.task
     others = (name for name in model.offered if name != model.name)
-    same_task = [name for name in others if gateway.registry.entries[name].meta.get("task") == task]
+    same_task = [name for name in others if gateway.registry.entries[name].record.task == task]
     for name in same_task:
         if attends(page_model(gateway, FOCUS, name)) != attends(model):
             return name

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from app.schemas.validation import InputError, shown
 from app.services.examples import example_input
@@ -21,6 +20,7 @@ from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.family import LoadedModel, capabilities_of
 from inference.core.interventions import Interventions
+from inference.core.model_record import ModelRecord
 
 
 class ModelRefused(InputError):
@@ -49,8 +49,9 @@ class PageModel:
     folder: Path  # the checkpoint's folder
 
     @property
-    def meta(self) -> dict[str, Any]:
-        return self.loaded.meta
+    def record(self) -> ModelRecord:
+        """How the model was made (its checkpoint's run record)."""
+        return self.loaded.record
 
     def can(self, capability: Capability) -> bool:
         return capability in self.capabilities
@@ -79,9 +80,7 @@ def opening_models(models: list[str], page: Page) -> list[str]:
 def _shows(gateway: ModelGateway, page: Page, name: str) -> bool:
     entry = gateway.registry.entries[name]
     assert entry.config is not None  # a usable entry has its config
-    return page.shows(capabilities_of(entry.config)) and (
-        not page.reads_language or bool(entry.meta.get("source_language"))
-    )
+    return page.shows(capabilities_of(entry.config)) and (not page.reads_language or bool(entry.record.source_language))
 
 
 def page_model(gateway: ModelGateway, page: Page, name: str | None) -> PageModel:
@@ -109,7 +108,7 @@ def page_model(gateway: ModelGateway, page: Page, name: str | None) -> PageModel
         assert entry.config is not None
         capabilities = capabilities_of(entry.config)
         if page.shows(capabilities):  # it can, but reads no natural language
-            task = entry.meta.get("task")
+            task = entry.record.task
             trained = f" (it was trained on the {task} task)" if task else ""
             message = f"{name} reads no natural language{trained}; {page.kind} models: {listed}"
             raise ModelRefused(message, 400, page, models, name)

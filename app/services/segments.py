@@ -24,7 +24,6 @@ from inference.analyses.segments import (
     segment_spans,
 )
 from inference.core.capabilities import Capability
-from inference.core.family import family_of
 from inference.core.hook_names import EVERY_PATTERN
 from inference.core.interventions import Interventions, NoiseMemory, ResetMemory, TransplantMemory
 from inference.core.trace import Trace
@@ -55,13 +54,13 @@ def segment_controls(model: PageModel) -> SegmentControls:
     network = model.loaded.model
     stack, layers = next(iter(attention_stacks(network).items()))
     return SegmentControls(
-        described=model.meta.get("variant") or family_of(model.loaded.config.family).title,
+        described=model.record.variant or model.loaded.family.title,
         memory=model.can(Capability.MEMORY_TOKENS),
         cache=model.can(Capability.SEGMENT_CACHE),
         stack=stack,
         layers=layers,
         heads=pattern_heads(network),
-        task=model.meta.get("task"),
+        task=model.record.task,
     )
 
 

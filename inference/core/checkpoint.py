@@ -2,7 +2,7 @@
 
 A checkpoint is a folder:
 
-    config.json        {"format_version": 1, "model": {...config...}, "meta": {...}}
+    config.json        {"format_version": 1, "model": {...config...}, "meta": {...the run's record...}}
     model.safetensors  weights (shared weights stored once; float32, or float16
                        where meta says "weights_dtype": "float16")
     tokenizer.json     Hugging Face tokenizers format
@@ -31,9 +31,10 @@ from safetensors.torch import load_model, save_model
 
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import FamilyConfig, config_of
-from inference.core.family import LoadedModel, build_model, config_from_dict
+from inference.core.family import LoadedModel, build_model, config_from_dict, family_of
 from inference.core.family_folders import load_families
 from inference.core.folders import FolderReader, folder_reader_for, folder_writer_for
+from inference.core.model_record import ModelRecord, RecordError, read_record
 from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer
 
@@ -59,22 +60,17 @@ def save_checkpoint(
     folder: str | Path,
     model: torch.nn.Module,
     tokenizer: TextTokenizer,
-    meta: dict | None = None,
+    meta: ModelRecord | dict | None = None,
     metrics: dict | None = None,
     weights_dtype: str = "float32",
 ) -> Path:
-    """Write the checkpoint folder. weights_dtype "float16" stores rounded
-    weights (the model itself is left as it is) and says so in meta; metrics
-    should then be measured on the rounded weights (`python -m training
-    store-half`)."""
-    if weights_dtype not in WEIGHTS_DTYPES:
-        raise ValueError(f"weights_dtype must be one of {', '.join(WEIGHTS_DTYPES)}, got {weights_dtype!r}")
+    """Write the checkpoint folder; `meta` is its run's record (a dict is read as one, so a key no record has
+    fails here). weights_dtype "float16" stores rounded weights (the model itself is left as it is) and says so
+    in the record; metrics should then be measured on the rounded weights (`python -m training store-half`)."""
+    record = stored_record(model, meta, weights_dtype)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    meta = {key: value for key, value in (meta or {}).items() if key != "weights_dtype"}
-    if weights_dtype != "float32":  # float32 is the default, left unsaid so existing config.json files stay as they are
-        meta["weights_dtype"] = weights_dtype
-    config = {"format_version": FORMAT_VERSION, "model": asdict(config_of(model)), "meta": meta}
+    config = {"format_version": FORMAT_VERSION, "model": asdict(config_of(model)), "meta": record.as_json()}
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     save_model(
         model if weights_dtype == "float32" else cast_copy(model, WEIGHTS_DTYPES[weights_dtype]),
@@ -85,11 +81,20 @@ def save_checkpoint(
     return folder
 
 
+def stored_record(model: torch.nn.Module, meta: ModelRecord | dict | None, weights_dtype: str) -> ModelRecord:
+    """The record a folder of `model` stores: `meta` read as its family's record, saying float16 weights."""
+    if weights_dtype not in WEIGHTS_DTYPES:
+        raise ValueError(f"weights_dtype must be one of {', '.join(WEIGHTS_DTYPES)}, got {weights_dtype!r}")
+    record = read_record(meta or {}, family_of(config_of(model).family))
+    # float32 is the default, left unsaid so existing config.json files stay as they are
+    return record.model_copy(update={"weights_dtype": "float16" if weights_dtype == "float16" else None})
+
+
 def save_folder(
     folder: str | Path,
     model: torch.nn.Module,
     tokenizer: TextTokenizer,
-    meta: dict | None = None,
+    meta: ModelRecord | dict | None = None,
     metrics: dict | None = None,
     weights_dtype: str = "float32",
 ) -> Path:
@@ -99,11 +104,10 @@ def save_folder(
     writer = folder_writer_for(config_of(model).family)
     if writer is None:
         return save_checkpoint(folder, model, tokenizer, meta, metrics, weights_dtype)
-    if weights_dtype not in WEIGHTS_DTYPES:
-        raise ValueError(f"weights_dtype must be one of {', '.join(WEIGHTS_DTYPES)}, got {weights_dtype!r}")
+    record = stored_record(model, meta, weights_dtype)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    writer.save(folder, model, tokenizer, meta or {}, metrics or {}, weights_dtype)
+    writer.save(folder, model, tokenizer, record.as_json(), metrics or {}, weights_dtype)
     return folder
 
 
@@ -149,10 +153,10 @@ def read_json_object(path: Path) -> dict:
     return value
 
 
-def read_config(folder: Path) -> tuple[FamilyConfig, dict, FolderReader | None]:
-    """(model config, meta, the reader of a folder in another format) from config.json, read once and validated:
-    a MemLens checkpoint's own (reader None), or what a registered FolderReader makes of another format's (meta
-    names the format)."""
+def read_config(folder: Path) -> tuple[FamilyConfig, ModelRecord, FolderReader | None]:
+    """(model config, the record of its run, the reader of a folder in another format) from config.json, read once
+    and validated: a MemLens checkpoint's own (reader None), or what a registered FolderReader makes of another
+    format's (its record names the format)."""
     raw = read_json_object(folder / "config.json")
     if "format_version" not in raw:
         load_families()  # the families register their readers when imported
@@ -163,14 +167,22 @@ def read_config(folder: Path) -> tuple[FamilyConfig, dict, FolderReader | None]:
             )
         config = outside(reader, lambda: reader.config(folder, raw))
         meta = {**reader.meta(config), **optional_json(folder, OUTSIDE_META), "format": reader.format}
-        return config, meta, reader
+        return config, checked_record(meta, config, OUTSIDE_META), reader
     if raw["format_version"] != FORMAT_VERSION:
         raise CheckpointError(f"config.json has format_version {raw['format_version']!r}; expected {FORMAT_VERSION}")
     try:
         config = config_from_dict(raw.get("model") or {})
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"config.json has an invalid model config: {error}") from None
-    return config, raw.get("meta") or {}, None
+    return config, checked_record(raw.get("meta") or {}, config, "config.json"), None
+
+
+def checked_record(meta: dict, config: FamilyConfig, file: str) -> ModelRecord:
+    """The record of a folder's run, or a CheckpointError saying, in the file it is in, what does not read."""
+    try:
+        return read_record(meta, family_of(config.family))
+    except RecordError as error:
+        raise CheckpointError(f"{file}: {error}") from None
 
 
 def outside(reader: FolderReader, step: Callable[[], Result]) -> Result:
@@ -242,10 +254,10 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a folder")
     device = select_device(str(device)) if device is not None else select_device()
-    config, meta, reader = read_config(folder)
+    config, record, reader = read_config(folder)
     if reader is not None:
         model, tokenizer = outside(reader, lambda: reader.load(folder, config, device))
-        return LoadedModel(folder.name, model.eval(), tokenizer, meta, optional_json(folder, "metrics.json"))
+        return LoadedModel(folder.name, model.eval(), tokenizer, record, optional_json(folder, "metrics.json"))
     model = build_model(config)
     check_weights(folder, parameter_shapes(model))
     tokenizer = load_tokenizer(folder, config)
@@ -254,7 +266,7 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     # float32 here, as load_state_dict casts into the float32 model.
     load_model(model, str(folder / "model.safetensors"), strict=True)
     model.to(device).eval()
-    return LoadedModel(folder.name, model, tokenizer, meta, metrics)
+    return LoadedModel(folder.name, model, tokenizer, record, metrics)
 
 
 @dataclass
@@ -262,7 +274,7 @@ class RegistryEntry:
     name: str
     path: Path
     config: FamilyConfig | None = None
-    meta: dict = field(default_factory=dict)
+    record: ModelRecord = field(default_factory=ModelRecord)
     metrics: dict = field(default_factory=dict)
     error: str | None = None  # why the entry cannot be used
 
@@ -378,7 +390,7 @@ class CheckpointRegistry:
     def _check(folder: Path) -> RegistryEntry:
         entry = RegistryEntry(folder.name, folder)
         try:
-            config, entry.meta, reader = read_config(folder)
+            config, entry.record, reader = read_config(folder)
             entry.config = config
             if reader is not None:
                 outside(reader, lambda: reader.check(folder, config))

@@ -23,6 +23,7 @@ from inference.core.axes import AxisRole
 from inference.core.capabilities import Capability, FamilyConfig, config_of
 from inference.core.family_folders import load_families
 from inference.core.lesion_kinds import LesionKind, check_lesion_kind, register_lesion_kind
+from inference.core.model_record import ModelRecord
 
 if TYPE_CHECKING:
     import torch
@@ -270,7 +271,7 @@ class LoadedModel:
     name: str
     model: torch.nn.Module
     tokenizer: TextTokenizer
-    meta: dict = field(default_factory=dict)
+    record: ModelRecord = field(default_factory=ModelRecord)  # how it was made (config.json's meta)
     metrics: dict = field(default_factory=dict)
 
     @property

@@ -56,9 +56,9 @@ def judge(name: str, example: dict) -> None:
     """The model `name` on the example, by the measure its page shows, recomputed here."""
     loaded = load_checkpoint(CHECKPOINTS_DIR / name, "cpu")
     text = example["text"]
-    if loaded.meta.get("task") == "addition":
+    if loaded.record.task == "addition":
         assert run_with_trace(loaded, text, names=[]).outputs[0] == lsb_first_sum(text)
-    elif loaded.meta.get("task") == "copy":  # the answer is the input twice; the model predicts each digit
+    elif loaded.record.task == "copy":  # the answer is the input twice; the model predicts each digit
         source, answer = (part.replace(" ", "") for part in text.split("<bos>"))  # digits apart for GPT-2's tokens
         assert answer == source * 2
         ids = loaded.tokenizer.encode(text)

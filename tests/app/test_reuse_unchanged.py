@@ -51,7 +51,7 @@ def example_of(client: TestClient, form: dict) -> dict:
     """The form with the model's own example where it names no text (a task model reads its own notation)."""
     if "text" in form:
         return form
-    return {**form, "text": client.app.state.gateway.registry.entries[form["model"]].meta["example"]}
+    return {**form, "text": client.app.state.gateway.registry.entries[form["model"]].record.example}
 
 
 @pytest.mark.parametrize(("family", "path", "view", "lesion"), ROUTES, ids=[route[0] for route in ROUTES])

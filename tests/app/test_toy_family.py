@@ -15,11 +15,11 @@ from fastapi.testclient import TestClient
 import tests.toy_family  # noqa: F401 (registers the family)
 from app.main import create_app
 from app.settings import Settings
-from inference.core.checkpoint import save_checkpoint
+from inference.core.checkpoint import CheckpointRegistry, save_checkpoint
 from inference.core.family import LoadedModel, build_model
 from tests.app.conftest import HTMX
 from tests.toy_family.family import ToySegmentsFamily
-from tests.toy_family.model import ToySegmentsConfig
+from tests.toy_family.model import ToyRecord, ToySegmentsConfig
 
 MODEL = "toy_segments_model"
 TEXT = "zwei Männer spielen Fußball auf der Wiese"
@@ -30,7 +30,9 @@ def toy_client(tmp_path_factory, tiny_tokenizer):
     root = tmp_path_factory.mktemp("toy_checkpoints")
     torch.manual_seed(0)
     model = build_model(ToySegmentsConfig(vocab_size=tiny_tokenizer.vocab_size)).eval()
-    save_checkpoint(root / MODEL, model, tiny_tokenizer, meta={"training_data": "none (random weights)"})
+    save_checkpoint(
+        root / MODEL, model, tiny_tokenizer, meta={"training_data": "none (random weights)", "state_init": "random"}
+    )
     settings = Settings(
         checkpoint_dir=root,
         device="cpu",
@@ -252,3 +254,27 @@ def test_a_trace_with_an_axis_its_family_does_not_declare_is_a_bug(tiny_tokenize
     said = r"the toy_segments family's trace has token axes it does not declare: \['seg'\]"
     with pytest.raises(RuntimeError, match=said):
         run_with_trace(loaded, TEXT)
+
+
+def test_the_toy_run_record_field_is_read_typed_and_shown(toy_client, tmp_path, tiny_tokenizer, monkeypatch):
+    row = re.search(rf'<td class="name">{MODEL}<br>.*?</tr>', toy_client.get("/").text, re.S).group(0)
+    assert '<small class="record" title="how the carried state&#39;s slots start">state init: random</small>' in row
+    (listed,) = [m for m in toy_client.get("/api/models").json()["models"] if m["name"] == MODEL]
+    assert listed["meta"] == {"version": 1, "training_data": "none (random weights)", "state_init": "random"}
+    record = toy_client.app.state.gateway.model(MODEL).record
+    assert isinstance(record.family_fields, ToyRecord) and record.family_fields.state_init == "random"
+
+    model = build_model(ToySegmentsConfig(vocab_size=tiny_tokenizer.vocab_size))
+    save_checkpoint(tmp_path / "melted", model, tiny_tokenizer, meta={"state_init": "random"})
+    config = tmp_path / "melted" / "config.json"
+    config.write_text(config.read_text().replace('"state_init": "random"', '"state_init": "melted"'))
+    registry = CheckpointRegistry(tmp_path, device="cpu")
+    assert (
+        "config.json: meta does not read: state_init: Input should be 'random' or 'trained'"
+        in (registry.broken()["melted"])
+    )
+    monkeypatch.setattr(ToySegmentsFamily, "record_fields", None)  # a family that records no fields of its own
+    assert (
+        "config.json: meta has fields no toy_segments record has: state_init"
+        in (CheckpointRegistry(tmp_path, device="cpu").broken()["melted"])
+    )

@@ -28,7 +28,7 @@ def test_every_offered_model_finishes_an_upload_in_its_language(shipped_client):
     assert "memtransformer_10" in models and "extended_neural_gpu_de_en" in models and "working_memory_ru_en" in models
     assert not {"neural_gpu_addition", "neural_gpu_reverse", "rmt_copy", "language_model"} & set(models)
     for model in models:
-        language = shipped_client.app.state.gateway.registry.entries[model].meta["source_language"]
+        language = shipped_client.app.state.gateway.registry.entries[model].record.source_language
         job = upload(shipped_client, "three.tsv", CORPORA[language].encode(), model=model).json()
         done = wait_for(shipped_client, job["id"], timeout=300)
         assert done["status"] == "done", f"{model}: {done.get('error')}"

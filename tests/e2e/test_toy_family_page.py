@@ -24,7 +24,9 @@ def toy_server(tmp_path_factory, tiny_tokenizer):
     root = tmp_path_factory.mktemp("toy_checkpoints")
     torch.manual_seed(0)
     model = build_model(ToySegmentsConfig(vocab_size=tiny_tokenizer.vocab_size)).eval()
-    save_checkpoint(root / MODEL, model, tiny_tokenizer, meta={"training_data": "none (random weights)"})
+    save_checkpoint(
+        root / MODEL, model, tiny_tokenizer, meta={"training_data": "none (random weights)", "state_init": "random"}
+    )
     segments = -(-len(tiny_tokenizer.encode_sources([TEXT])[0]) // ToySegmentsConfig().segment_length)
     with serve(root, tmp_path_factory.mktemp("toy_db") / "memlens.sqlite3") as url:
         yield url, segments

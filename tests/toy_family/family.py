@@ -11,7 +11,7 @@ from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, encode_sources, recording, token_roles
 from tests.toy_family.lesions import RotateState
-from tests.toy_family.model import AXIS, CONFIG_NAME, ToySegmentsConfig, ToySegmentsModel
+from tests.toy_family.model import AXIS, CONFIG_NAME, ToyRecord, ToySegmentsConfig, ToySegmentsModel
 
 
 class ToySegmentsFamily(FamilyDefaults):
@@ -21,6 +21,7 @@ class ToySegmentsFamily(FamilyDefaults):
     title = "Toy segment-recurrent model (tests only)"
     token_axes = {AXIS: AxisRole.SEGMENT}
     lesion_kinds = (RotateState,)
+    record_fields = ToyRecord
 
     def build(self, config: ToySegmentsConfig) -> ToySegmentsModel:
         return ToySegmentsModel(config)

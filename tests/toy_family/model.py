@@ -12,9 +12,11 @@ Hook points, called once per segment (call index `segment`):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
@@ -22,6 +24,14 @@ from inference.layers import AttentionFeedForward
 
 CONFIG_NAME = "toy_segments"
 AXIS = "seg"  # one segment's positions: state slots, then the segment's tokens
+
+
+class ToyRecord(BaseModel):
+    """What a toy checkpoint records of its run beyond the shared record: how its starting state was set."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    state_init: Literal["random", "trained"] = Field("random", description="how the carried state's slots start")
 
 
 @dataclass

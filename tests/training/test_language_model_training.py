@@ -181,10 +181,10 @@ def test_language_model_checkpoint_serves_through_the_registry(trained_lm):
     registry = CheckpointRegistry(root, device="cpu")
     entry = registry.entries["tiny_lm_test"]
     assert entry.ok, entry.error
-    assert entry.meta["family"] == "language_model" and entry.meta["corpus"] == "enwiki"
-    assert "89 articles" in entry.meta["training_data"]
+    assert entry.config.family == "language_model" and entry.record.corpus == "enwiki"
+    assert "89 articles" in entry.record.training_data
     assert (
-        f"{entry.metrics['train']['steps']} steps of 8 blocks" in entry.meta["description"]
+        f"{entry.metrics['train']['steps']} steps of 8 blocks" in entry.record.description
     )  # what was trained, not the configured epochs
     loaded = registry.get("tiny_lm_test")
     assert isinstance(loaded.model, LanguageModel) and loaded.config.vocab_size == loaded.tokenizer.vocab_size

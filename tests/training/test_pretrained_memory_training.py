@@ -69,8 +69,8 @@ def test_the_gpt2_is_an_ordinary_hugging_face_folder_that_learnt_the_text(traine
     assert metrics["perplexity"]["enwiki_val"] < 10  # the generated grammar is learnt (80 tokens: uniform is 80)
     entry = CheckpointRegistry(trained_gpt2.parent, device="cpu").entries["tiny_gpt2"]
     assert entry.ok, entry.error
-    assert entry.config.family == "hugging_face" and entry.meta["format"] == "Hugging Face"
-    assert "3 epochs" not in entry.meta["description"] and "steps of 8 blocks" in entry.meta["description"]
+    assert entry.config.family == "hugging_face" and entry.record.format == "Hugging Face"
+    assert "3 epochs" not in entry.record.description and "steps of 8 blocks" in entry.record.description
     loaded = load_checkpoint(trained_gpt2, "cpu")
     assert isinstance(loaded.model, HookedCausalLM)
     assert remeasure(loaded, synthetic_lm_data_dir) == {k: v for k, v in metrics.items() if k != "train"}

@@ -52,7 +52,7 @@ def test_a_seeded_config_differs_only_in_name_and_seed():
 
 def test_a_seed_run_is_another_model_that_records_its_seed(seeded):
     shipped, other = load_checkpoint(seeded / "tiny", "cpu"), load_checkpoint(seeded / "seeds/tiny/seed_2", "cpu")
-    assert (shipped.meta["seed"], other.meta["seed"]) == (0, 2)
+    assert (shipped.record.seed, other.record.seed) == (0, 2)
     first, second = (
         load_file(seeded / "tiny" / "model.safetensors"),
         load_file(seeded / "seeds/tiny/seed_2/model.safetensors"),

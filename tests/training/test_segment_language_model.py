@@ -63,11 +63,11 @@ def test_a_segment_language_model_trains_and_is_scored_on_its_block_windows(trai
 
     entry = CheckpointRegistry(root, device="cpu").entries["tiny_rmt_lm"]
     assert entry.ok, entry.error
-    assert "segments of 8 tokens, RMT, 2 memory tokens, BPTT depth -1" in entry.meta["description"]
-    assert entry.meta["memory_size"] == 2
-    assert entry.meta["variant"] == "RMT, 2 memory tokens; segments of 8 tokens"  # the Segments page's name for it
+    assert "segments of 8 tokens, RMT, 2 memory tokens, BPTT depth -1" in entry.record.description
+    assert entry.record.memory_size == 2
+    assert entry.record.variant == "RMT, 2 memory tokens; segments of 8 tokens"  # the Segments page's name for it
     loaded = load_checkpoint(folder, "cpu")
-    assert len(loaded.tokenizer.encode(entry.meta["example"])) > 3 * 8  # the Segments page opens on 4+ segments
+    assert len(loaded.tokenizer.encode(entry.record.example)) > 3 * 8  # the Segments page opens on 4+ segments
     assert {"segments", "memory_tokens", "next_token"} <= capabilities_of(loaded.config)
     assert remeasure(loaded, synthetic_lm_data_dir) == {k: v for k, v in metrics.items() if k != "train"}
 

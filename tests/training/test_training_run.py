@@ -52,8 +52,8 @@ def test_checkpoint_serves_through_the_registry(trained):
     registry = CheckpointRegistry(root, device="cpu")
     entry = registry.entries["tiny_test"]
     assert entry.ok, entry.error
-    assert entry.meta["family"] == "memtransformer" and entry.meta["memory_size"] == 2
-    assert entry.meta["training_data"] == "Multi30k de-en, train (256 pairs)" and entry.meta["corpus"] == "multi30k"
+    assert entry.config.family == "memtransformer" and entry.record.memory_size == 2
+    assert entry.record.training_data == "Multi30k de-en, train (256 pairs)" and entry.record.corpus == "multi30k"
     loaded = registry.get("tiny_test")
     assert loaded.config.memory_size == 2
     assert loaded.config.vocab_size == loaded.tokenizer.vocab_size
@@ -187,7 +187,7 @@ def test_memory_extension_run_continues_from_a_checkpoint(tmp_path, trained, syn
     assert metrics["lesion"]["memory_size"] == [0, 2, 4, 5, 10]
     registry = CheckpointRegistry(tmp_path, device="cpu")
     assert registry.get("tiny_grown").config.memory_size == 4
-    assert registry.entries["tiny_grown"].meta["memory_size"] == 4
+    assert registry.entries["tiny_grown"].record.memory_size == 4
 
 
 def test_store_half_remeasures_metrics_on_the_float16_weights(tmp_path, trained, synthetic_data_dir, capsys):
@@ -199,7 +199,7 @@ def test_store_half_remeasures_metrics_on_the_float16_weights(tmp_path, trained,
     assert f"bleu.val: {before['bleu']['val']} -> " in out and "lesion.bleu[2]: " in out and "train." not in out
 
     loaded = load_checkpoint(folder, "cpu")
-    assert loaded.meta["weights_dtype"] == "float16" and {
+    assert loaded.record.weights_dtype == "float16" and {
         t.dtype for t in load_file(folder / "model.safetensors").values()
     } == {torch.float16}
     assert loaded.metrics["train"] == before["train"]
@@ -252,8 +252,8 @@ def test_quick_run_trains_and_evaluates_on_the_first_pairs(tmp_path, synthetic_d
     assert "5/5 [" in progress and "4/4 [" in progress
     loaded = load_checkpoint(folder, "cpu")
     assert loaded.metrics["train"]["steps"] == 64 // 16
-    assert loaded.meta["training_data"].endswith("train (64 pairs)") and loaded.meta["max_eval_pairs"] == 5
-    assert "evaluated on the first 5 pairs of each held-out split" in loaded.meta["description"]
+    assert loaded.record.training_data.endswith("train (64 pairs)") and loaded.record.max_eval_pairs == 5
+    assert "evaluated on the first 5 pairs of each held-out split" in loaded.record.description
     first = {
         split: pairs[:5] for split, pairs in CORPORA["multi30k"].read(synthetic_data_dir).items() if split != "train"
     }

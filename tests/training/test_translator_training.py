@@ -53,10 +53,10 @@ def test_it_trains_and_is_written_as_a_hugging_face_folder(trained):
     assert {key: config[key] for key in SETTINGS[model_type]} == SETTINGS[model_type]  # the settings it was given
     assert config["decoder_start_token_id"] == 1 and config["pad_token_id"] == 0  # BOS of our tokenizer's layout
     meta = json.loads((folder / "memlens.json").read_text())
-    assert meta["source_language"] == "German" and meta["family"] == "hugging_face_translator"
+    assert meta["source_language"] == "German" and meta["version"] == 1  # the family is the folder's config's
     registry = CheckpointRegistry(folder.parent, device="cpu")
     loaded = registry.get(folder.name)
-    assert loaded.config.family == "hugging_face_translator" and loaded.meta["format"] == "Hugging Face"
+    assert loaded.config.family == "hugging_face_translator" and loaded.record.format == "Hugging Face"
     trace = run_with_trace(loaded, "ein hund", names=["decoder.layers.0.cross_attn.pattern"], max_new_tokens=6)
     assert trace.tensor("decoder.layers.0.cross_attn.pattern").shape[-1] == len(loaded.tokenizer.encode("ein hund")) + 1
 
@@ -70,4 +70,4 @@ def test_store_half_rounds_it_to_float16_with_the_same_bleu(trained):
     after = json.loads((folder / "metrics.json").read_text())
     for split, bleu in before["bleu"].items():
         assert after["bleu"][split] == pytest.approx(bleu, abs=1.0)
-    assert load_checkpoint(folder, "cpu").meta["weights_dtype"] == "float16"
+    assert load_checkpoint(folder, "cpu").record.weights_dtype == "float16"

@@ -79,7 +79,7 @@ def test_plain_then_memory_epochs_train_a_checkpoint_with_the_mask_lesion(traine
     assert 0 <= metrics["lesion"]["masked_bleu"] <= 100 and metrics["lesion"]["split"] == "test_2016_flickr"
     entry = CheckpointRegistry(root, device="cpu").entries["tiny_wm"]
     assert entry.ok, entry.error
-    assert entry.meta["family"] == "working_memory" and "1 of them without memory" in entry.meta["description"]
+    assert entry.config.family == "working_memory" and "1 of them without memory" in entry.record.description
     assert isinstance(load_checkpoint(folder, "cpu").model, WorkingMemoryTransformer)
 
 

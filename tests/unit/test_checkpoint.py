@@ -8,6 +8,7 @@ import torch
 from safetensors import safe_open
 
 from inference.core.checkpoint import CheckpointError, CheckpointRegistry, load_checkpoint, save_checkpoint
+from inference.core.model_record import ModelRecord
 from inference.core.tracing import run_with_trace
 from tests.conftest import SOURCES, make_tiny
 
@@ -137,16 +138,18 @@ def test_float16_checkpoint_loads_as_float32_rounded_weights(tiny, tmp_path):
     with safe_open(str(folder / "model.safetensors"), framework="pt") as stored:
         assert {stored.get_slice(name).get_dtype() for name in stored.keys()} == {"F16"}
     loaded = load_checkpoint(folder, "cpu")
-    assert loaded.meta == {"family": tiny.config.family, "weights_dtype": "float16"}
+    assert loaded.record == ModelRecord(weights_dtype="float16")  # version 0's "family" read away
+    assert json.loads((folder / "config.json").read_text())["meta"] == {"version": 1, "weights_dtype": "float16"}
     original, restored = tiny.model.state_dict(), loaded.model.state_dict()
     assert original.keys() == restored.keys()
     for name in original:
         assert original[name].dtype == restored[name].dtype == torch.float32, name  # the saved model is left as it was
         assert torch.equal(restored[name], original[name].half().float()), name
-    # Saved again in float32 (e.g. after fine-tuning), the meta no longer claims float16.
-    assert load_checkpoint(
-        save_checkpoint(tmp_path / "full", loaded.model, loaded.tokenizer, loaded.meta), "cpu"
-    ).meta == {"family": tiny.config.family}
+    # Saved again in float32 (e.g. after fine-tuning), the record no longer claims float16.
+    assert (
+        load_checkpoint(save_checkpoint(tmp_path / "full", loaded.model, loaded.tokenizer, loaded.record), "cpu").record
+        == ModelRecord()
+    )
 
 
 def test_float16_refuses_weights_it_cannot_hold(tiny_tokenizer, tmp_path):

@@ -23,6 +23,7 @@ from inference.core.decoding import strip_after_eos
 from inference.core.family import LoadedModel, capabilities_of, family_of
 from inference.core.hooks import hook_points, registered_hooks
 from inference.core.interventions import InterventionError, Interventions, Scale, ablate_head, scale_ff_keys
+from inference.core.model_record import ModelRecord
 from inference.core.trace import Role
 from inference.core.tracing import run_with_trace
 from inference.families.hugging_face.folder import READER
@@ -131,7 +132,7 @@ def test_each_folder_opens_as_a_hugging_face_model(models, arch):
     assert config.family == "hugging_face" and config.model_type == arch
     assert (config.n_layers, config.n_heads, config.d_model, config.d_ff) == (N_LAYERS, N_HEADS, D_MODEL, D_FF)
     assert config.vocab_size == VOCAB_SIZE and config.memory_size == 0
-    assert loaded.meta == {"format": "Hugging Face"}
+    assert loaded.record == ModelRecord(format="Hugging Face")
     assert {"attention", "generates_text", "next_token", "ff_keys"} == set(capabilities_of(config))
     assert family_of("hugging_face").describe(config).startswith(("GPT-2", "GPT-NeoX", "Llama"))
     if arch == "gpt2":  # one id for BOS and EOS and no pad id: padding with EOS

@@ -9,6 +9,7 @@ import torch
 
 from inference.analyses.memory_probe import Labelled, probe_accuracy
 from inference.core.family import LoadedModel, build_model, config_from_dict
+from inference.core.model_record import ModelRecord
 from tests.conftest import tiny_config
 from training.studies.memory_probe import probe_memory
 from training.tasks.rmt_tasks import TOKENS
@@ -71,7 +72,7 @@ def task_model(memory_size: int) -> LoadedModel:
         {"family": "recurrent_memory", "vocab_size": len(TOKENS), "d_model": 16, "d_ff": 32, "n_heads": 2,
          "n_layers": 1, "segment_length": 10, "memory_size": memory_size, "bptt_depth": -1}
     )  # fmt: skip
-    return LoadedModel("tiny", build_model(config).eval(), None, meta={"task": "reverse"})
+    return LoadedModel("tiny", build_model(config).eval(), None, record=ModelRecord(task="reverse"))
 
 
 def test_a_memory_probe_of_an_untrained_model_runs_end_to_end():
@@ -90,6 +91,6 @@ def test_a_model_without_memory_or_oversized_work_is_refused(tiny_tokenizer):
         probe_memory(task_model(memory_size=0))
     memory_slots = build_model(tiny_config("memtransformer", tiny_tokenizer.vocab_size))  # memory, but no segments
     with pytest.raises(ValueError, match="reads no segments"):
-        probe_memory(LoadedModel("slots", memory_slots, tiny_tokenizer, meta={"task": "reverse"}))
+        probe_memory(LoadedModel("slots", memory_slots, tiny_tokenizer, record=ModelRecord(task="reverse")))
     with pytest.raises(ValueError, match="train 2-"):
         probe_memory(task_model(memory_size=2), train=10**6)

@@ -176,3 +176,10 @@ CORPORA = {
         {"test_tatoeba": "Tatoeba", "test_news": "WMT news", "test_tico19": "TICO-19"},
     ),
 }
+
+
+def corpus_of(model: str, name: str | None) -> Corpus:
+    """The corpus a model's record names; ValueError naming the corpora where it names none of them."""
+    if name not in CORPORA:
+        raise ValueError(f"{model}'s record names no corpus this study reads ({name!r}); known: {', '.join(CORPORA)}")
+    return CORPORA[name]

@@ -88,7 +88,7 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
         rows[label] = {
             "folder": folder,
             "paper": paper,
-            "description": loaded.meta.get("description", ""),
+            "description": loaded.record.description or "",
             "perplexity": loaded.metrics["perplexity"][TEST_SPLIT],
             "validation_bleu": loaded.metrics["bleu"]["val"],
             **asdict(corpus_quality(hypotheses, references)),

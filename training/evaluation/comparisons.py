@@ -15,6 +15,7 @@ from pathlib import Path
 from inference.analyses.quality import Quality, corpus_quality, signatures
 from inference.core.capabilities import FamilyConfig
 from inference.core.checkpoint import read_config
+from inference.core.model_record import ModelRecord
 from inference.core.places import resolve_data_dir
 from training.data.corpora import CORPORA
 from training.evaluation.bootstrap import LEVEL, TRANSLATION_RESAMPLES, PairedDifference, paired_translation_differences
@@ -43,15 +44,15 @@ class Comparisons:
         return record
 
     @cache  # noqa: B019
-    def _config(self, model: str) -> tuple[FamilyConfig, dict]:
-        """(model config, meta) of a checkpoint in any format the registry reads (a Hugging Face folder too)."""
-        config, meta, _ = read_config(self.checkpoints / model)
-        return config, meta
+    def _config(self, model: str) -> tuple[FamilyConfig, ModelRecord]:
+        """(model config, run record) of a checkpoint in any format the registry reads (a Hugging Face folder too)."""
+        config, record, _ = read_config(self.checkpoints / model)
+        return config, record
 
     @cache  # noqa: B019
     def _references(self, model: str) -> list[str]:
         record = self._stored(model)
-        corpus = CORPORA[self._config(model)[1].get("corpus", "multi30k")]
+        corpus = CORPORA[self._config(model)[1].corpus or "multi30k"]
         pairs = corpus.read(resolve_data_dir(self.data_dir))[record["split"]]
         return [reference for _, reference in pairs[: record["sentences"]]]
 
@@ -65,8 +66,8 @@ class Comparisons:
         return self._metrics(model).get("train", {}).get("epochs")
 
     def seed(self, model: str) -> int | None:
-        """The seed the model was trained with (meta["seed"]; None: not recorded)."""
-        return self._config(model)[1].get("seed")
+        """The seed the model was trained with (its record's seed; None: not recorded)."""
+        return self._config(model)[1].seed
 
     def memory_size(self, model: str) -> int:
         """The memory size the model was trained with."""

@@ -14,6 +14,7 @@ from torch import nn
 from inference.core.capabilities import Capability, FamilyConfig, config_of
 from inference.core.checkpoint import load_checkpoint, save_folder
 from inference.core.family import build_model, capabilities_of, family_of
+from inference.core.model_record import ModelRecord
 from inference.core.places import REPO_ROOT, resolve_data_dir
 from inference.core.segment_memory import segment_config, variant_line
 from inference.core.tokenizer import TextTokenizer, train_bpe
@@ -102,7 +103,7 @@ def run_language_model_training(
     texts = evaluation_texts(tokenizer, data.val, documents["val"], data_dir, wikitext)
     measured = evaluation_metrics(model, tokenizer, texts, chosen, config.data.max_len)
     metrics = {**measured, "train": {**progress.train_record(chosen, 0, None), "config": config.name}}
-    meta = checkpoint_meta(config, config_of(model), len(train_documents), data, progress.step)
+    meta = checkpoint_record(config, config_of(model), len(train_documents), data, progress.step)
     folder = save_folder(folder, model, tokenizer, meta, metrics)
     run.log(
         f"perplexity {metrics['perplexity']}, word-level {metrics['word_perplexity']}; checkpoint written to {folder}"
@@ -171,9 +172,9 @@ def remeasure(
     )
 
 
-def checkpoint_meta(
+def checkpoint_record(
     config: TrainConfig, model_config: FamilyConfig, train_articles: int, data: LanguageModelData, steps: int
-) -> dict:
+) -> ModelRecord:
     """`steps`: the optimiser steps trained, which a --max-steps run stops short of the configured epochs."""
     c = model_config
     tokens = steps * config.train.batch_size * data.block_len
@@ -185,16 +186,15 @@ def checkpoint_meta(
     segments = Capability.SEGMENTS in capabilities_of(c)
     # the text the Segments page opens on, and the name it gives the model
     segment_meta = {"example": SEGMENTS_EXAMPLE, "variant": variant_line(segment_config(c))} if segments else {}
-    return {
-        "family": c.family,
-        "memory_size": c.memory_size,
-        "corpus": ENWIKI,
-        "training_data": (
+    return ModelRecord(
+        memory_size=c.memory_size,
+        corpus=ENWIKI,
+        training_data=(
             f"{ENWIKI_DESCRIPTION}, train ({train_articles:,} articles, {data.train.sentences:,} sentences, "
             f"{len(data.train.tokens):,} tokens)"
         ),
-        "description": (
+        description=(
             f"{family_of(c.family).describe(c)}; {trained} on enwiki{started}, blocks of {data.block_len} tokens"
         ),
         **segment_meta,
-    }
+    )

@@ -49,6 +49,7 @@ import torch.nn.functional as F
 from inference.core.checkpoint import save_checkpoint
 from inference.core.decoding import pad_batch, strip_after_eos
 from inference.core.family import build_model, config_from_dict
+from inference.core.model_record import ModelRecord
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
 from training.loop.distributed import Ranks, join_ranks
 from training.loop.steps import StepSettings
@@ -310,7 +311,7 @@ def train_algorithmic(run: AlgorithmicRun, out: Path, run_dir: Path, log=print, 
         "training": asdict(run),
     }
     example = task_split(run.task, "test", run.max_length, 1)[0]
-    save_checkpoint(out, model, tokenizer, meta={"task": run.task, "example": example.source}, metrics=metrics)
+    save_checkpoint(out, model, tokenizer, meta=ModelRecord(task=run.task, example=example.source), metrics=metrics)
     log(f"{run.name}: test {json.dumps(metrics['test'])} -> {out}")
     folder.write_metrics(metrics)
     return metrics

@@ -4,7 +4,7 @@ change of seed alone could make.
 
 A seed run of `<name>` is `checkpoints/seeds/<name>/seed_<k>/`: its config,
 metrics and stored test outputs are committed, its weights stay local. The
-shipped `checkpoints/<name>` is one of the seeds (its meta["seed"]); only runs
+shipped `checkpoints/<name>` is one of the seeds (its record's seed); only runs
 trained for as many epochs as it are counted with it."""
 
 from __future__ import annotations

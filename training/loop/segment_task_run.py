@@ -43,6 +43,7 @@ from torch import nn
 from inference.core.capabilities import config_of
 from inference.core.checkpoint import cast_copy, load_checkpoint, save_checkpoint
 from inference.core.family import build_model, config_from_dict, family_of
+from inference.core.model_record import ModelRecord
 from inference.core.segment_memory import segment_config, variant_line
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
 from inference.families.hugging_face.memory_model import CONFIG_NAME as PRETRAINED_MEMORY
@@ -291,11 +292,7 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = 
         out,
         model,
         tokenizer,
-        meta={
-            "task": run.task,
-            "variant": variant_line(config),
-            "example": example_text(test[0], tokenizer, lookup),
-        },
+        meta=ModelRecord(task=run.task, variant=variant_line(config), example=example_text(test[0], tokenizer, lookup)),
         metrics=metrics,
         weights_dtype=metrics["weights_dtype"],
     )

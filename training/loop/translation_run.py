@@ -16,6 +16,7 @@ from torch import nn
 from inference.core.capabilities import Capability, FamilyConfig, config_of
 from inference.core.checkpoint import STUDY_KEYS, CheckpointError, folder_files, load_checkpoint, save_folder
 from inference.core.family import LoadedModel, build_model, capabilities_of, family_of
+from inference.core.model_record import ModelRecord
 from inference.core.places import REPO_ROOT, resolve_data_dir
 from inference.core.tokenizer import TextTokenizer
 from training.data.corpora import CORPORA, Corpus
@@ -90,7 +91,7 @@ def run_training(
 
     run.log(f"evaluating on val and {', '.join(corpus.test_splits)}")
     metrics = final_metrics(model, tokenizer, corpus, splits, progress, chosen, schedule_offset, selected)
-    meta = checkpoint_meta(config, config_of(model), len(splits["train"]), selected)
+    meta = checkpoint_record(config, config_of(model), len(splits["train"]), selected)
     folder = save_folder(folder, model, tokenizer, meta, metrics)
     run.log(f"BLEU {metrics['bleu']}, chrF {metrics['chrf']}; checkpoint written to {folder}")
     return folder
@@ -112,9 +113,9 @@ def first_pairs(splits: dict[str, list[Pair]], max_train: int | None, max_eval: 
 
 
 def evaluation_splits(loaded: LoadedModel, data_dir: str | Path | None) -> tuple[Corpus, dict[str, list[Pair]]]:
-    """A checkpoint's corpus and the held-out splits as its training run evaluated them (meta["max_eval_pairs"])."""
-    corpus = CORPORA[loaded.meta.get("corpus", "multi30k")]  # checkpoints older than meta["corpus"] are all Multi30k
-    return corpus, first_pairs(corpus.read(resolve_data_dir(data_dir)), None, loaded.meta.get("max_eval_pairs"))
+    """A checkpoint's corpus and the held-out splits as its training run evaluated them (record.max_eval_pairs)."""
+    corpus = CORPORA[loaded.record.corpus or "multi30k"]  # records without a corpus are all Multi30k
+    return corpus, first_pairs(corpus.read(resolve_data_dir(data_dir)), None, loaded.record.max_eval_pairs)
 
 
 def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> tuple[nn.Module, TextTokenizer, int]:
@@ -190,10 +191,10 @@ def evaluation_metrics(
     return metrics
 
 
-def checkpoint_meta(
+def checkpoint_record(
     config: TrainConfig, model_config: FamilyConfig, train_pairs: int, selected: tuple[int, int] | None = None
-) -> dict:
-    """The "meta" of a run's checkpoint (its card); selected: the (epoch, step) whose weights it holds, if any."""
+) -> ModelRecord:
+    """The record of a run's checkpoint (its card); selected: the (epoch, step) whose weights it holds, if any."""
     c = model_config
     corpus = CORPORA[config.data.dataset]
     origin = f", fine-tuned from {config.init_from}" if config.init_from else ""
@@ -218,18 +219,15 @@ def checkpoint_meta(
         f"{config.train.epochs} epoch{'s' if config.train.epochs != 1 else ''}{plain} "
         f"on {corpus.description}{origin}{kept}{evaluated}"
     )
-    meta = {
-        "family": c.family,
-        "memory_size": c.memory_size,
-        "corpus": corpus.name,
-        "source_language": corpus.source_language,
-        "training_data": f"{corpus.description}, train ({train_pairs:,} pairs)",
-        "description": description,
-        "seed": config.train.seed,
-    }
-    if config.data.max_eval_pairs:
-        meta["max_eval_pairs"] = config.data.max_eval_pairs  # store-half and lesion re-measure on the same pairs
-    return meta
+    return ModelRecord(
+        memory_size=c.memory_size,
+        corpus=corpus.name,
+        source_language=corpus.source_language,
+        training_data=f"{corpus.description}, train ({train_pairs:,} pairs)",
+        description=description,
+        seed=config.train.seed,
+        max_eval_pairs=config.data.max_eval_pairs or None,  # store-half and lesion re-measure on the same pairs
+    )
 
 
 def recompute_lesion(folder: str | Path, data_dir: str | Path | None = None, device: str = "auto") -> dict:
@@ -289,7 +287,7 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     staging = folder.parent / f".{folder.name}.float16"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        meta = {key: value for key, value in loaded.meta.items() if key != "format"}  # a reader's, not the folder's
+        meta = loaded.record.model_copy(update={"format": None})  # a reader's, not the folder's
         save_folder(staging, loaded.model, loaded.tokenizer, meta, loaded.metrics, weights_dtype="float16")
         measured = remeasure(load_checkpoint(staging, device), data_dir)  # the stored weights, read back as float32
         unmeasured = missing_numbers({k: v for k, v in loaded.metrics.items() if k != "train"}, measured)

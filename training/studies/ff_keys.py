@@ -73,7 +73,7 @@ def study_corpus(loaded: LoadedModel, data_dir: Path, sentences: int, eval_sente
         texts = [train[i] for i in chosen if fits(train[i])][:sentences]
         eval_texts = [s for document in documents["val"] for s in document if fits(s)][:eval_sentences]
         return StudyCorpus(f"enwiki train, a seeded sample of {len(texts):,} sentences", texts, None, eval_texts, None)
-    corpus = loaded.meta.get("corpus", "multi30k")
+    corpus = loaded.record.corpus or "multi30k"
     splits = CORPORA[corpus].read(data_dir)
     train_pairs = [(s, t) for s, t in splits["train"] if fits(t)][:sentences]
     val_pairs = [(s, t) for s, t in splits["val"] if fits(t)][:eval_sentences]

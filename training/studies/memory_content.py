@@ -101,7 +101,7 @@ def analyse_checkpoint(
         raise CheckpointError(f"{folder} is not a working-memory model")
     domains, stored = {}, {}
     for split, (label, pairs) in tqdm(
-        domain_sets(loaded.meta.get("corpus", "multi30k"), resolve_data_dir(data_dir)).items(),
+        domain_sets(loaded.record.corpus or "multi30k", resolve_data_dir(data_dir)).items(),
         desc="memory analysis",
         unit="domain",
     ):

@@ -42,7 +42,7 @@ from inference.core.tracing import encode_sources
 from inference.families.working_memory.generation import wm_generate
 from inference.families.working_memory.model import FAMILY
 from inference.runs.memory_corpus import wm_generate_all
-from training.data.corpora import CORPORA
+from training.data.corpora import corpus_of
 from training.studies.example_study import study_arguments, write_study
 
 SEED = 0  # the page's default seed
@@ -107,7 +107,7 @@ def pick(measured: list[Measured], n: int = EXAMPLES_PER_MODEL) -> list[Measured
 
 
 def model_examples(loaded: LoadedModel, data_dir: Path) -> dict:
-    corpus = CORPORA[loaded.meta["corpus"]]
+    corpus = corpus_of(loaded.name, loaded.record.corpus)
     pairs = corpus.read(data_dir)[SPLIT]
     candidates = [pairs[i] for i in screen(loaded, [source for source, _ in pairs])]
     short = [(s, r) for s, r in candidates if len(s.split()) <= MAX_WORDS][:MEASURED]

@@ -3,7 +3,7 @@ that read the symbol at each source position from the RMT memory after each
 segment.
 
 The model reads generated samples of its own task (the checkpoint's
-meta["task"]); `memory.write` is captured at every segment. For every segment
+record's task); `memory.write` is captured at every segment. For every segment
 k, memory slot j and source position i, a probe is fit on samples of the
 task's "train" split, its L2 strength chosen on the "val" split, and its
 accuracy measured on the "test" split (`inference.analyses.memory_probe`).
@@ -24,7 +24,7 @@ from inference.core.hook_names import MEMORY_WRITE
 from inference.core.interventions import NO_INTERVENTIONS
 from inference.core.segment_memory import segment_config
 from inference.core.tracing import recording
-from training.tasks.rmt_tasks import GENERATORS, TOKENS, Sample, task_split
+from training.tasks.rmt_tasks import TOKENS, Sample, task_of, task_split
 
 MAX_TRAIN, MAX_HELD_OUT, MAX_STEPS = 4000, 2000, 1000  # bounds of one probe run
 BATCH_SIZE = 256
@@ -59,9 +59,7 @@ def probe_memory(
     if not loaded.config.memory_size:
         raise ValueError(f"{loaded.name} has no memory tokens to probe")
     segment_length = segment_config(loaded.config).segment_length
-    task = loaded.meta.get("task")
-    if task not in GENERATORS:
-        raise ValueError(f"{loaded.name} names no known task (meta task {task!r})")
+    task = task_of(loaded.name, loaded.record.task)
     if not (2 <= train <= MAX_TRAIN and 1 <= validation <= MAX_HELD_OUT and 1 <= test <= MAX_HELD_OUT):
         raise ValueError(f"train 2-{MAX_TRAIN} samples, validation and test 1-{MAX_HELD_OUT} each")
     if not 1 <= steps <= MAX_STEPS:

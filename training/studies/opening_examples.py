@@ -42,7 +42,7 @@ from inference.core.measured_examples import memory_examples
 from inference.core.places import OPENING_EXAMPLES_FILE, resolve_data_dir
 from inference.core.trace import Role
 from inference.core.tracing import run_with_trace
-from training.data.corpora import CORPORA
+from training.data.corpora import corpus_of
 from training.data.lm_corpora import read_enwiki
 from training.loop.neural_gpu_task_run import VALIDATION_SIZE as NEURAL_GPU_VALIDATION
 from training.loop.segment_task_run import VALIDATION_SIZE as SEGMENT_VALIDATION
@@ -76,7 +76,7 @@ def loops(ids: list[int]) -> bool:
 
 
 def translator_opening(loaded: LoadedModel, data_dir: Path) -> Opening:
-    corpus = CORPORA[loaded.meta["corpus"]]
+    corpus = corpus_of(loaded.name, loaded.record.corpus)
     if Capability.WORKING_MEMORY in capabilities_of(loaded.config):
         _, measured = memory_examples(loaded.name)
         pairs = [(example["source"], example["reference"]) for example in measured]
@@ -105,7 +105,7 @@ def first_right(candidates: Iterator[tuple[str, str]], answer: Callable[[str, st
 
 def neural_gpu_opening(loaded: LoadedModel) -> Opening:
     """The answer decoded: the first validation sample answered right."""
-    task = loaded.meta["task"]
+    task = neural_gpu_tasks.task_of(loaded.name, loaded.record.task)
     samples = neural_gpu_tasks.task_split(task, "val", loaded.metrics["training"]["max_length"], NEURAL_GPU_VALIDATION)
 
     def decoded(text: str, expected: str) -> tuple[str, bool]:
@@ -119,7 +119,7 @@ def neural_gpu_opening(loaded: LoadedModel) -> Opening:
 
 def segment_task_opening(loaded: LoadedModel) -> Opening:
     """Each answer position predicted, teacher-forced: the validation sample with the most right."""
-    task = loaded.meta["task"]
+    task = rmt_tasks.task_of(loaded.name, loaded.record.task)
     samples = rmt_tasks.task_split(task, "val", SEGMENT_VALIDATION)
     tokenizer = loaded.tokenizer
     own = tokenizer.encode(rmt_tasks.text(samples[0].stream)) == list(samples[0].stream)  # the task's tokenizer
@@ -144,7 +144,7 @@ def predictions(loaded: LoadedModel, text: str) -> list[int]:
 def validation_sentences(loaded: LoadedModel, data_dir: Path) -> list[str]:
     """The held-out English Wikipedia articles: the validation split of our language models, and the English text
     a researcher's own model (a folder of another format, which names no corpus) is measured on."""
-    corpus = loaded.meta.get("corpus", "enwiki" if loaded.meta.get("format") else None)
+    corpus = loaded.record.corpus or ("enwiki" if loaded.record.format else None)
     if corpus != "enwiki":
         raise LookupError(f"no validation text known for corpus {corpus!r}")
     return [sentence for document in read_enwiki(data_dir)["val"] for sentence in document]
@@ -188,7 +188,7 @@ def passage_opening(loaded: LoadedModel, data_dir: Path) -> Opening:
 
 def opening(loaded: LoadedModel, data_dir: Path) -> Opening:
     capabilities = capabilities_of(loaded.config)
-    if loaded.meta.get("task"):
+    if loaded.record.task:
         return segment_task_opening(loaded) if Capability.SEGMENTS in capabilities else neural_gpu_opening(loaded)
     if Capability.TRANSLATES in capabilities:
         return translator_opening(loaded, data_dir)

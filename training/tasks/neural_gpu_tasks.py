@@ -21,11 +21,21 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast, get_args
 
 SYMBOLS = "01+"
 TASKS = ("addition", "reverse", "duplicate")
 Task = Literal["addition", "reverse", "duplicate"]
+
+
+def task_of(model: str, name: str | None) -> Task:
+    """The task a model's record names; ValueError naming the tasks where it names none of them."""
+    tasks = get_args(Task)
+    if name not in tasks:
+        raise ValueError(f"{model}'s record names no task of these ({name!r}); known: {', '.join(tasks)}")
+    return cast(Task, name)
+
+
 SPLIT_SEEDS = {"train": 0, "val": 1, "test": 2, "carry": 3}
 
 

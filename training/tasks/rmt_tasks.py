@@ -29,7 +29,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast, get_args
 
 GO = 1  # the start-to-generate token: the tokenizer's <bos> (0 is its <pad>)
 FILL = "_"  # pads a quadratic-equation step to its width (a character, read and predicted like any other)
@@ -45,6 +45,14 @@ NO_ROOTS_SHARE = 0.2
 SPLIT_SEEDS = {"train": 0, "val": 1, "test": 2}
 
 Task = Literal["copy", "reverse", "retrieval", "quadratic"]
+
+
+def task_of(model: str, name: str | None) -> Task:
+    """The task a model's record names; ValueError naming the tasks where it names none of them."""
+    tasks = get_args(Task)
+    if name not in tasks:
+        raise ValueError(f"{model}'s record names no task of these ({name!r}); known: {', '.join(tasks)}")
+    return cast(Task, name)
 
 
 @dataclass(frozen=True)

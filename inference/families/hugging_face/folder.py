@@ -163,9 +163,6 @@ class HuggingFaceReader:
         stored.hf.save_pretrained(folder)
         tokenizer.save(folder / TOKENIZER)
         (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        meta = {key: value for key, value in meta.items() if key != "weights_dtype"}
-        if weights_dtype != "float32":
-            meta["weights_dtype"] = weights_dtype
         (folder / OUTSIDE_META).write_text(json.dumps(meta, indent=2) + "\n")
 
 
