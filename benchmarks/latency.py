@@ -69,6 +69,7 @@ from app.services.pages import COMPARE
 from app.services.segments import segment_hooks
 from app.settings import Settings
 from inference.analyses.ff_values import ff_memories
+from inference.analyses.quality import corpus_quality
 from inference.analyses.state import state_hooks
 from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls, lesion_interventions
@@ -76,11 +77,12 @@ from inference.core.family import LoadedModel, capabilities_of, family_of
 from inference.core.ff_memories import FFMemories
 from inference.core.hook_names import LOGITS, ff_keys, ff_output
 from inference.core.hooks import hook_points
+from inference.core.interventions import Interventions, MemorySize
 from inference.core.trace import Trace
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.runs.attribution import attribute
-from inference.runs.lesion import quality_at_memory_size
 from inference.runs.source_attribution import embedded_as
+from inference.runs.translate import BATCH_SIZE, translate_all
 
 HTMX = {"HX-Request": "true"}
 FOCUS_STEPS = 16  # the Focus page's default
@@ -402,8 +404,12 @@ def sweep_rows(client: TestClient, model: str, repeats: int) -> None:
 
     def single_seconds(i: int) -> float:
         start = time.perf_counter()
-        for size in sizes:  # on the model thread, as the job's batches run
-            on_model_thread(partial(quality_at_memory_size, loaded.model, loaded.tokenizer, sources, references, size))
+        for size in sizes:  # on the model thread, as the job's batches run: translate all, then score
+            at_size = Interventions.of(MemorySize(size=size))
+            translated = on_model_thread(
+                partial(translate_all, loaded.model, loaded.tokenizer, sources, BATCH_SIZE, at_size)
+            )
+            corpus_quality(translated, references)
         return time.perf_counter() - start
 
     timed = {"job": Timed(job_seconds, repeats), "single": Timed(single_seconds, repeats)}

@@ -66,18 +66,27 @@ class SweepState:
 
 
 def sweep_job(
-    loaded: LoadedModel, sources: list[str], references: list[str], sizes: list[int], batch_size: int = BATCH_SIZE
+    loaded: LoadedModel,
+    sources: list[str],
+    references: list[str],
+    sizes: list[int],
+    batch_size: int = BATCH_SIZE,
+    mask_memory: bool = False,
 ) -> CorpusJob:
-    """Translation quality of `sources` at each inference memory size, every size's batches those of
-    inference.runs.translate (as inference.runs.lesion.quality_at_memory_size runs them)."""
+    """Translation quality of `sources` at each inference memory size (a working memory masked too, where
+    `mask_memory`), every size's batches those of inference.runs.translate: the one driver of a lesion sweep, which
+    the app's jobs, the CLI and training's metrics run."""
     plan = batch_plan(loaded.tokenizer, sources, batch_size)
     batches = [(size, number, rows) for size in sizes for number, rows in enumerate(plan)]
-    return CorpusJob(batches, partial(_translate_at_size, sources), partial(SweepState, sizes, references))
+    observe = partial(_translate_at_size, sources, mask_memory)
+    return CorpusJob(batches, observe, partial(SweepState, sizes, references))
 
 
-def _translate_at_size(sources: list[str], loaded: LoadedModel, _: int, batch: tuple) -> tuple[int, dict[int, str]]:
+def _translate_at_size(
+    sources: list[str], mask_memory: bool, loaded: LoadedModel, _: int, batch: tuple
+) -> tuple[int, dict[int, str]]:
     size, number, rows = batch
-    lesion = lesion_interventions(LesionControls(memory_size=size))
+    lesion = lesion_interventions(LesionControls(memory_size=size, mask_memory=mask_memory))
     return size, translate_rows(loaded.model, loaded.tokenizer, sources, rows, number, lesion)
 
 

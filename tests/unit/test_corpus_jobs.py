@@ -10,10 +10,12 @@ import torch
 
 from inference.analyses.ff_mining import MiningState, merge_states
 from inference.analyses.ff_values import ff_memories
+from inference.analyses.quality import corpus_quality
 from inference.core.family import LoadedModel
+from inference.core.interventions import Interventions, MemorySize
 from inference.corpus_jobs.job import CorpusJob, contiguous_shards, run_in_process, run_shard
 from inference.corpus_jobs.states import memory_job, mining_job, sweep_job, translation_job
-from inference.runs.lesion import quality_at_memory_size
+from inference.runs.translate import translate_all
 from inference.runs.trigger_mining import mine_triggers
 from tests.conftest import TINY_CORPUS, make_tiny, make_tiny_language_model, make_tiny_working_memory
 
@@ -44,7 +46,8 @@ def test_a_sharded_sweep_gives_the_bleu_of_each_memory_size_translated_whole(tin
     assert len(job.batches) == 3 * 6
     result = sharded(job, loaded, 4)
     for size, bleu, chrf in zip(result["memory_size"], result["bleu"], result["chrf"]):
-        whole = quality_at_memory_size(loaded.model, loaded.tokenizer, sources, references, size, batch_size=4)
+        at_size = Interventions.of(MemorySize(size=size))  # the plain path: translate all, score once
+        whole = corpus_quality(translate_all(loaded.model, loaded.tokenizer, sources, 4, at_size), references)
         assert (bleu, chrf) == (whole.bleu, whole.chrf)
     assert result == run_in_process(job, loaded)
 

@@ -14,10 +14,12 @@ from tqdm import tqdm
 
 from inference.analyses.quality import corpus_quality
 from inference.core.capabilities import Capability, config_of
-from inference.core.family import capabilities_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.interventions import Interventions
 from inference.core.tokenizer import TextTokenizer
-from inference.runs.lesion import lesion_sizes, quality_at_memory_size
+from inference.corpus_jobs.job import run_in_process
+from inference.corpus_jobs.states import sweep_job
+from inference.runs.lesion import lesion_sizes
 from inference.runs.translate import BATCH_SIZE, translate_all
 from training.data.translation import Pair, make_batch, tokenize_pairs
 
@@ -84,17 +86,17 @@ def lesion_sweep(
     pairs: list[Pair],
     memory_sizes: Sequence[int],
     batch_size: int = EVAL_BATCH_SIZE,
+    mask_memory: bool = False,
 ) -> dict:
-    """{"memory_size": [...], "bleu": [...]}: BLEU with the model run at each
-    inference memory size, through the same interventions the app applies.
-    Sizes above the model's max_memory_size are skipped: it allows no more."""
-    sources, references = zip(*pairs)
+    """{"memory_size", "bleu", "chrf", "length_ratio"}: the model run at each inference memory size, by the corpus
+    job the app's lesion sweeps run (inference.corpus_jobs.states.sweep_job). Sizes above the model's
+    max_memory_size are skipped: it allows no more."""
+    sources, references = (list(side) for side in zip(*pairs))
     sizes = [k for k in memory_sizes if k <= config_of(model).max_memory_size]
-    bleu = [
-        quality_at_memory_size(model, tokenizer, sources, references, k, batch_size).bleu
-        for k in tqdm(sizes, desc="lesion sweep", unit="memory size")
-    ]
-    return {"memory_size": sizes, "bleu": bleu}
+    loaded = LoadedModel("lesion sweep", model, tokenizer)
+    job = sweep_job(loaded, sources, references, sizes, batch_size, mask_memory)
+    with tqdm(desc="lesion sweep", total=len(job.batches), unit="batch") as bar:
+        return run_in_process(job, loaded, on_batch=lambda done: bar.update(1))
 
 
 def lesion_table(
@@ -106,8 +108,6 @@ def lesion_table(
     config = config_of(model)
     table = lesion_sweep(model, tokenizer, pairs, lesion_sizes(config.memory_size, config.max_memory_size), batch_size)
     if Capability.WORKING_MEMORY in capabilities_of(config):
-        sources, references = zip(*pairs)
-        table["masked_bleu"] = quality_at_memory_size(
-            model, tokenizer, sources, references, None, batch_size, mask_memory=True
-        ).bleu
+        masked = lesion_sweep(model, tokenizer, pairs, [config.memory_size], batch_size, mask_memory=True)
+        table["masked_bleu"] = masked["bleu"][0]
     return table
