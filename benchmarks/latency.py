@@ -160,9 +160,10 @@ ROUTES = [
           lambda text, i: {"text": text, "knockout": knocked_out(i)}, reads_text=False, settings=255,
           traced=segment_view_hooks, lesion=lambda i: LesionControls(knockout=tuple(knocked_out(i)))),
     Route("state clamp", "neural_gpu_addition", "/state/run",
-          lambda text, i: {"text": text, "clamp": "update", "clamp_value": clamped(i)}, reads_text=False,
-          settings=1000, traced=state_view_hooks, lesion=lambda i: LesionControls(clamp_gate="update",
-                                                                                   clamp_value=clamped(i))),
+          lambda text, i: {"text": text, "lesion": "clamp_gate", "clamp_gate.gate": "update",
+                           "clamp_gate.value": clamped(i)}, reads_text=False,
+          settings=1000, traced=state_view_hooks, lesion=lambda i: LesionControls(family_lesions=tuple(
+              Interventions.model_validate([{"kind": "clamp_gate", "gate": "update", "value": clamped(i)}])))),
     Route("focus", "extended_neural_gpu_de_en", "/focus/run",
           lambda text, i: {"text": text, "steps": FOCUS_STEPS}, cold_runs=1),  # nothing cached: cold and warm alike
     Route("compare", "transformer", "/compare/run",

@@ -60,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
     config = load_config(args.config)
     loaded = load_checkpoint(args.checkpoint, args.device)
-    tokenizer, train, wm = loaded.tokenizer, config.train, config.working_memory
+    tokenizer, train, wm = loaded.tokenizer, config.train, config.family_options
     examples = tokenize_pairs(tokenizer, read_multi30k(resolve_data_dir(args.data_dir), "train"), config.data.max_len)
     indices = bucketed_batches(examples, train.batch_size, seed=0)[: args.steps + WARMUP_STEPS]
     batches = [make_batch([examples[i] for i in batch], tokenizer).to(args.device) for batch in indices]

@@ -2,9 +2,9 @@
 (paper 001's Neural GPUs): the state at a chosen step per map group, a step
 slider that plays the computation, the update and reset gates and the
 state's change per position and step (where a carry travels), the output
-tape of a model that writes one, and live lesions of the state (a region
-zeroed or frozen from a step on, fewer encoder steps, a gate clamped) with
-the changed output marked."""
+tape of a model that writes one, and live lesions of the state (the
+family's own kinds: a region zeroed or frozen from a step on, fewer encoder
+steps, a gate clamped) with the changed output marked."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ from app.schemas.validation import FieldText
 from app.services.gating import PageModel
 from app.services.pages import STATE
 from app.services.state import examples, rounded, run_state
-from inference.core.bounds import MAX_INDEX
-from inference.core.controls import GateOrNone, LesionControls, StateEditOrNone
+from inference.core.controls import LesionControls
 
 router = APIRouter(include_in_schema=False)
 
@@ -55,27 +54,10 @@ def state_run(
     model: StateModel,
     family: FamilyLesionsDep,
     text: Annotated[FieldText, Form()] = "",
-    edit: Annotated[StateEditOrNone, Form()] = "",
-    edit_from: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
-    edit_start: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
-    edit_stop: Annotated[int | None, Form(ge=1, le=MAX_INDEX)] = None,
-    encoder_steps: Annotated[int | None, Form(ge=0, le=MAX_INDEX)] = None,
-    clamp: Annotated[GateOrNone, Form()] = "",
-    clamp_value: Annotated[float, Form(ge=0.0, le=1.0, allow_inf_nan=False)] = 1.0,
-    clamp_from: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
 ):
-    """Run plainly and, when a lesion is set, lesioned; the views follow the lesioned run."""
-    controls = LesionControls(
-        edit_state=edit,
-        edit_from=edit_from,
-        edit_start=edit_start,
-        edit_stop=edit_stop,
-        encoder_steps=encoder_steps,
-        clamp_gate=clamp,
-        clamp_value=clamp_value,
-        clamp_from=clamp_from,
-        family_lesions=family,
-    )
+    """Run plainly and, when a lesion is set, lesioned; the views follow the lesioned run. The state lesions are
+    the model's family's own kinds, in the form built from them (partials/family_lesions.html)."""
+    controls = LesionControls(family_lesions=family)
     run = run_state(gateway, model, text, model.lesion(controls))
     shown = len(run.steps.steps) - 1  # the final state first; the slider plays from step 0
     figures = {name: figure_json(figure) for name, figure in state_figures(run.steps, shown).items()}

@@ -17,7 +17,7 @@ from app.services.textdiff import DiffPart, token_diff
 from inference.analyses.state import StateSteps, state_hooks, state_steps
 from inference.core.axes import AxisRole
 from inference.core.hooks import hook_points
-from inference.core.interventions import ClampGate, EditState, EncoderSteps, Interventions
+from inference.core.interventions import Interventions
 from inference.core.tokenizer import SPECIAL_TOKENS
 from inference.core.trace import Trace
 
@@ -65,17 +65,14 @@ def rounded(values: list) -> list:
 
 
 def check_lesion(lesion: Interventions, steps: StateSteps) -> None:
-    """Steps and positions of the lesion within the plain run's."""
-    last, length = steps.steps[-1], len(steps.positions)
-    encoder_steps = steps.stacks.count("encoder")
+    """Steps and positions of the lesion within the plain run's, as each kind bounds itself (check_within)."""
+    extent = {
+        "last_step": steps.steps[-1],
+        "length": len(steps.positions),
+        "encoder_steps": steps.stacks.count("encoder"),
+    }
     for item in lesion:
-        if isinstance(item, EditState | ClampGate) and item.from_step > last:
-            raise InputError(f"step {item.from_step} is beyond this run: its steps are 0 to {last}")
-        if isinstance(item, EditState):
-            if item.start >= length or (item.stop is not None and item.stop > length):
-                raise InputError(f"the region must lie within the state's {length} positions (0 to {length - 1})")
-        if isinstance(item, EncoderSteps) and item.steps > encoder_steps:
-            raise InputError(f"{item.steps} encoder steps: this input runs {encoder_steps}")
+        item.check_within(extent)
 
 
 def output_tokens(trace: Trace) -> list[str]:

@@ -1,8 +1,9 @@
 """Lesion controls, as a page, the CLI or a study sets them, turned into `Interventions` in one place.
 
 Every page offers some of these controls (Explore: memory size, slot knock-out, blocked reads, head ablations,
-a scale; Working memory: size, mask, forced memory; Segments: knock-out, reset, noise, transplant; State: state
-edits, encoder steps, a clamped gate; FF memories: key edits), and the CLI offers the Explore ones. A control
+a scale; Working memory: size, mask, forced memory; Segments: knock-out, reset, noise, transplant; FF memories: key
+edits), and the CLI offers the Explore ones; the lesion kinds a family registers of its own (the State page's state
+edits, encoder steps and clamped gate are the active-memory family's) come as they are (`family_lesions`). A control
 left at its default asks for nothing, and a memory size equal to the trained one is no lesion (a slider always
 sends a size)."""
 
@@ -13,11 +14,7 @@ from typing import Literal, get_args
 
 from inference.core.interventions import (
     BlockMemoryReads,
-    ClampGate,
-    EditState,
-    EncoderSteps,
     ForceMemory,
-    Gate,
     Intervention,
     Interventions,
     KnockoutSlots,
@@ -27,17 +24,13 @@ from inference.core.interventions import (
     NoiseMemory,
     ResetMemory,
     Scale,
-    StateEdit,
     TransplantMemory,
 )
 from inference.core.lesion_kinds import LesionKind
 
 # A control's choices: those of its intervention, and "none" or "" for asking nothing (forms and the CLI offer these).
 BlockReads = Literal["none", "encoder", "decoder", "both"]
-StateEditOrNone = Literal["", "zero", "freeze"]
-GateOrNone = Literal["", "update", "reset"]
-for _control, _kind in ((BlockReads, MemoryStacks), (StateEditOrNone, StateEdit), (GateOrNone, Gate)):
-    assert get_args(_control)[1:] == get_args(_kind), "a control offers its intervention's choices"
+assert get_args(BlockReads)[1:] == get_args(MemoryStacks), "the control offers its intervention's choices"
 
 
 @dataclass(frozen=True)
@@ -55,14 +48,6 @@ class LesionControls:
     noise_seed: int = 0
     transplant_at: int | None = None  # ... gets the memory `donor` (token ids) carried there
     donor: tuple[int, ...] = ()
-    edit_state: StateEditOrNone = ""  # recurrent steps: the state region zeroed or frozen
-    edit_from: int = 0
-    edit_start: int = 0
-    edit_stop: int | None = None
-    encoder_steps: int | None = None
-    clamp_gate: GateOrNone = ""
-    clamp_value: float = 1.0
-    clamp_from: int = 0
     family_lesions: tuple[LesionKind, ...] = ()  # lesions of kinds a family registers (Family.lesion_kinds)
 
 
@@ -86,12 +71,6 @@ def lesion_interventions(controls: LesionControls) -> Interventions:
         items.append(NoiseMemory(segment=c.noise_at, scale=c.noise_scale, seed=c.noise_seed))
     if c.transplant_at is not None:
         items.append(TransplantMemory(segment=c.transplant_at, donor=c.donor))
-    if c.edit_state:
-        items.append(EditState(mode=c.edit_state, from_step=c.edit_from, start=c.edit_start, stop=c.edit_stop))
-    if c.encoder_steps is not None:
-        items.append(EncoderSteps(steps=c.encoder_steps))
-    if c.clamp_gate:
-        items.append(ClampGate(gate=c.clamp_gate, value=c.clamp_value, from_step=c.clamp_from))
     return Interventions.of(*items, *c.scales, *c.family_lesions)
 
 

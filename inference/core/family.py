@@ -148,6 +148,34 @@ class Family(Protocol[ConfigT, ModelT]):
         whatever is new. Raises ValueError when the source does not fit."""
         ...
 
+    # What training reads of a family (training/loop/config.py names none):
+
+    @property
+    def training_options(self) -> type | None:
+        """The type of its own section of a training config, keyed by the family's name (a pydantic dataclass,
+        every key checked), handed to its training loss as StepObjective.options; None: no section."""
+        ...
+
+    @property
+    def warm_start_fields(self) -> tuple[str, ...]:
+        """The model fields a run that starts from another trained model (init_from) may set, the sizes coming
+        from that model; (): it starts from its own kind only, with no model section."""
+        ...
+
+    @property
+    def needs_trained_start(self) -> bool:
+        """Its models are built on a trained model (init_from), never from scratch (memory added to an LM)."""
+        ...
+
+    def first_candidate_epoch(self, options: Any) -> int:
+        """Epochs before it are not candidates for the checkpoint (a working memory's plain epochs)."""
+        ...
+
+    def training_note(self, options: Any) -> str:
+        """What its section changed about the schedule, for the checkpoint card (e.g. " (2 of them without
+        memory)"); "" where nothing."""
+        ...
+
 
 class FamilyDefaults(Generic[ConfigT, ModelT]):
     """What a family leaves out, refused with its name: inherit it and write
@@ -187,6 +215,16 @@ class FamilyDefaults(Generic[ConfigT, ModelT]):
 
     def warm_start(self, source: nn.Module, config_fields: dict[str, Any], seed: int) -> ModelT:
         raise ValueError(f"a {self.title} model cannot start from a model of the {config_of(source).family} family")
+
+    training_options: type | None = None
+    warm_start_fields: tuple[str, ...] = ()
+    needs_trained_start = False
+
+    def first_candidate_epoch(self, options: Any) -> int:
+        return 0
+
+    def training_note(self, options: Any) -> str:
+        return ""
 
 
 AnyFamily = Family[Any, Any]  # a family of any config and model class, as the registry holds them

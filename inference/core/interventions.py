@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field, RootModel, field_validator, model_valida
 
 from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_MEMORY_SIZE, MAX_SEED
 from inference.core.hook_names import HOOK_NAME, ff_keys, head_outputs
-from inference.core.lesion_kinds import Lesion, LesionKind, kind_order, register_lesion_kind
+from inference.core.lesion_kinds import Lesion, LesionKind, kind_order, listed, plural, register_lesion_kind
 
 
 class InterventionError(ValueError):
@@ -32,8 +32,6 @@ class InterventionError(ValueError):
 
 
 MemoryStacks = Literal["encoder", "decoder", "both"]  # where memory reads can be blocked
-StateEdit = Literal["zero", "freeze"]
-Gate = Literal["update", "reset"]  # a CGRU layer's gates
 READS = {"encoder": "the encoder", "decoder": "the decoder's cross-attention", "both": "encoder and decoder"}
 
 
@@ -45,17 +43,6 @@ def _unique(items: tuple) -> tuple:
 def _sorted_set(items: tuple) -> tuple:
     """Duplicates dropped and sorted, for lists whose order means nothing (slots, indices)."""
     return tuple(sorted(set(items)))
-
-
-def listed(numbers: tuple[int, ...] | list[int]) -> str:
-    """1 -> "1"; 1, 2 -> "1 and 2"; 1, 2, 3 -> "1, 2 and 3"."""
-    words = [str(n) for n in numbers]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
-
-
-def plural(count: int, noun: str) -> str:
-    """1, "step" -> "1 step"; 3, "step" -> "3 steps"."""
-    return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
 class MemorySize(LesionKind):
@@ -154,56 +141,6 @@ class TransplantMemory(LesionKind):
         return f"another input's memory transplanted into segment {self.segment}"
 
 
-class EditState(LesionKind):
-    """Models with recurrent steps: from step `from_step` on, the state at positions `start` to `stop`
-    (exclusive; None: to the end) of its length is zeroed, or frozen at its value before that step."""
-
-    kind: Literal["edit_state"] = "edit_state"
-    mode: StateEdit
-    from_step: int = Field(0, ge=0, le=MAX_INDEX)
-    start: int = Field(0, ge=0, le=MAX_INDEX)
-    stop: int | None = Field(None, ge=1, le=MAX_INDEX)
-    title: ClassVar[str] = "Zero or freeze a region of the state"
-
-    @model_validator(mode="after")
-    def _region_not_empty(self) -> EditState:
-        if self.stop is not None and self.stop <= self.start:
-            raise ValueError(f"the region {self.start} to {self.stop} is empty: stop must be above start")
-        return self
-
-    def words(self, trained_memory: int) -> str:
-        region = (
-            f"positions {self.start} to the end" if self.stop is None else f"positions {self.start} to {self.stop - 1}"
-        )
-        verb = "zeroed" if self.mode == "zero" else "frozen"
-        return f"state {region} {verb} from step {self.from_step}"
-
-
-class EncoderSteps(LesionKind):
-    """Models with recurrent steps: the encoder runs only its first `steps` steps; the state then stays as it is."""
-
-    kind: Literal["encoder_steps"] = "encoder_steps"
-    steps: int = Field(ge=0, le=MAX_INDEX)
-    title: ClassVar[str] = "Stop the encoder early"
-
-    def words(self, trained_memory: int) -> str:
-        return plural(self.steps, "encoder step")
-
-
-class ClampGate(LesionKind):
-    """Models with recurrent steps: a gate of every CGRU layer held at `value` from step `from_step` on
-    (update 1: the state never changes; update 0: it is replaced by the candidate)."""
-
-    kind: Literal["clamp_gate"] = "clamp_gate"
-    gate: Gate
-    value: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
-    from_step: int = Field(0, ge=0, le=MAX_INDEX)
-    title: ClassVar[str] = "Clamp a gate"
-
-    def words(self, trained_memory: int) -> str:
-        return f"{self.gate} gate clamped to {self.value:g} from step {self.from_step}"
-
-
 class Scale(LesionKind):
     """Multiply a hook's tensor, or chosen entries along one of its axes, by a factor (0 = ablate)."""
 
@@ -246,9 +183,6 @@ for _kind in (
     ResetMemory,
     TransplantMemory,
     NoiseMemory,
-    EncoderSteps,
-    EditState,
-    ClampGate,
     Scale,
 ):
     register_lesion_kind(_kind)

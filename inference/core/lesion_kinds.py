@@ -13,6 +13,7 @@ the kinds registered when it is asked for, so a kind a family adds is taken and 
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter
@@ -38,6 +39,22 @@ class LesionKind(BaseModel):
         """The lesion in words a reader knows, e.g. "memory slots 2 and 5 knocked out" (`trained_memory`: the
         model's trained memory size, for kinds that compare with it)."""
         raise NotImplementedError
+
+    def check_within(self, extent: Mapping[str, int]) -> None:
+        """Refuse, with an InterventionError naming the bound, a lesion beyond the run it applies to, as a page
+        measured that run (`extent`, e.g. a recurrent state's "last_step", "length" and "encoder_steps"); a kind
+        whose fields the model alone bounds needs nothing here."""
+
+
+def listed(numbers: tuple[int, ...] | list[int]) -> str:
+    """1 -> "1"; 1, 2 -> "1 and 2"; 1, 2, 3 -> "1, 2 and 3"."""
+    words = [str(n) for n in numbers]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def plural(count: int, noun: str) -> str:
+    """1, "step" -> "1 step"; 3, "step" -> "3 steps"."""
+    return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
 _KINDS: dict[str, type[LesionKind]] = {}  # kind name -> its model, in the order registered (the order hooks apply)

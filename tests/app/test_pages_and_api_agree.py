@@ -170,7 +170,14 @@ def test_attribution(client):
 
 def test_state(shipped_client):
     problem = "1110+1000"
-    form = {"model": "neural_gpu_addition", "text": problem, "edit": "zero", "edit_from": "2", "edit_start": "0"}
+    form = {
+        "model": "neural_gpu_addition",
+        "text": problem,
+        "lesion": "edit_state",
+        "edit_state.mode": "zero",
+        "edit_state.from_step": "2",
+        "edit_state.start": "0",
+    }
     page = post_html(shipped_client, "/state/run", form)
     body = post_json(
         shipped_client,

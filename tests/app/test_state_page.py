@@ -25,6 +25,11 @@ def run(client, model="neural_gpu_addition", text=CARRY, **fields):
     return client.post("/state/run", data={"model": model, "text": text, **fields})
 
 
+def edit_state(**fields) -> dict:
+    """The form fields of a state edit, as the State page's form (built from the kind) sends them."""
+    return {"lesion": "edit_state", **{f"edit_state.{name}": value for name, value in fields.items()}}
+
+
 def lsb_first_sum(text: str) -> str:
     a, b = text.split("+")
     total = int(a[::-1], 2) + int(b[::-1], 2)
@@ -89,11 +94,11 @@ def test_the_extended_model_shows_its_tape(client):
 @pytest.mark.parametrize(
     "lesion",
     [
-        {"edit": "zero", "edit_start": 3, "edit_stop": 6, "edit_from": 10},
-        {"edit": "freeze", "edit_start": 0, "edit_stop": 8, "edit_from": 2},
-        {"encoder_steps": 4},
-        {"clamp": "update", "clamp_value": 1, "clamp_from": 0},
-        {"clamp": "reset", "clamp_value": 0, "clamp_from": 3},
+        edit_state(mode="zero", start=3, stop=6, from_step=10),
+        edit_state(mode="freeze", start=0, stop=8, from_step=2),
+        {"lesion": "encoder_steps", "encoder_steps.steps": 4},
+        {"lesion": "clamp_gate", "clamp_gate.gate": "update", "clamp_gate.value": 1, "clamp_gate.from_step": 0},
+        {"lesion": "clamp_gate", "clamp_gate.gate": "reset", "clamp_gate.value": 0, "clamp_gate.from_step": 3},
     ],
 )
 def test_each_lesion_changes_the_output_and_marks_the_change(client, lesion):
@@ -114,12 +119,13 @@ def test_bad_input_gets_a_clear_4xx(client):
         ({"text": "1101+2"}, "the model's vocabulary has no token for '2'"),
         ({"text": ""}, "the text is empty"),
         ({"text": "1" * 30 + "+" + "1" * 30}, "the state views take at most 48 tokens; this input has 61"),
-        ({"edit": "zero", "edit_from": 40}, "step 40 is beyond this run: its steps are 0 to 17"),
-        ({"edit": "zero", "edit_start": 30}, "the region must lie within the state's 18 positions"),
-        ({"edit": "zero", "edit_start": 5, "edit_stop": 5}, "empty"),
-        ({"encoder_steps": 19}, "19 encoder steps: this input runs 18"),
-        ({"clamp": "update", "clamp_value": 2}, "clamp_value"),
-        ({"clamp": "open"}, "clamp"),
+        (edit_state(mode="zero", from_step=40), "step 40 is beyond this run: its steps are 0 to 17"),
+        (edit_state(mode="zero", start=30), "the region must lie within the state's 18 positions"),
+        (edit_state(mode="zero", start=5, stop=5), "the region 5 to 5 is empty"),
+        ({"lesion": "encoder_steps", "encoder_steps.steps": 19}, "19 encoder steps: this input runs 18"),
+        ({"lesion": "encoder_steps"}, "Stop the encoder early: steps: Field required"),
+        ({"lesion": "clamp_gate", "clamp_gate.gate": "update", "clamp_gate.value": 2}, "Clamp a gate: value: Input"),
+        ({"lesion": "clamp_gate", "clamp_gate.gate": "open"}, "Clamp a gate: gate: Input should be 'update' or"),
         ({"model": "transformer", "text": "Ein Hund."}, "transformer is not a recurrent-step model"),
     ]
     for fields, message in cases:

@@ -71,17 +71,18 @@ def test_a_lesion_reruns_and_marks_the_changed_output_keeping_the_figures_shape(
     open_state(page, server_url)
     assert page.text_content("#output-plain") == "000000010"
     change = box(page, "#figure-change")
-    page.fill("input[name=edit_start]", "3")
-    page.fill("input[name=edit_stop]", "6")
-    page.fill("input[name=edit_from]", "10")
-    swap(page, page.select_option, "select[name=edit]", "zero")
+    page.fill("input[name='edit_state.start']", "3")  # the state edit's fields, from its kind's model
+    page.fill("input[name='edit_state.stop']", "6")
+    page.fill("input[name='edit_state.from_step']", "10")
+    page.select_option("select[name='edit_state.mode']", "zero")
+    swap(page, page.check, "input[name=lesion][value=edit_state]")
     assert page.text_content("#output-plain") == "000000010"
     assert page.locator("#output-lesioned .diff-removed, #output-lesioned .diff-added").count() >= 1
     assert page.locator("#output-lesioned").is_visible()
     assert page.text_content(".lesion-note").startswith("state positions 3 to 5 zeroed from step 10: ")
     assert box(page, "#figure-change") == change  # the same input: the same grid
     assert_layout(page, figures=4)
-    swap(page, page.select_option, "select[name=edit]", "")
+    swap(page, page.uncheck, "input[name=lesion][value=edit_state]")
     assert page.locator("#output-lesioned").count() == 0
 
 

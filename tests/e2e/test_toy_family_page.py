@@ -60,13 +60,18 @@ def test_every_segment_is_drawn_and_the_chosen_one_is_the_large_map(page, toy_se
     assert_layout(page, figures=4)
 
 
-def test_a_lesion_on_the_carried_state_redraws_the_maps(page, toy_server):
-    url, _ = toy_server
+def explored_at(page, url: str, segment: int) -> str:
+    """The Explore page run on TEXT with `segment` on view; its large map's data."""
     open_page(page, f"{url}/explore?model={MODEL}")
     page.fill("textarea[name=text]", TEXT)
     swap(page, page.click, "#explore button[type=submit]")
-    swap(page, choose_segment, page, 1)
-    before = page.text_content("#figure-data-heatmap")
+    swap(page, choose_segment, page, segment)
+    return page.text_content("#figure-data-heatmap")
+
+
+def test_a_lesion_on_the_carried_state_redraws_the_maps(page, toy_server):
+    url, _ = toy_server
+    before = explored_at(page, url, 1)
     swap(page, page.select_option, "select[name=scale_hook]", "carry.enter")
     assert "the views show the lesioned run" in page.text_content(".lesion-note")
     assert page.text_content("#figure-data-heatmap") != before
@@ -77,11 +82,7 @@ def test_the_toy_lesion_kind_is_a_control_of_its_own_that_redraws_the_maps(page,
     """The toy family's own lesion kind (tests/toy_family/lesions.py) is in the form with its bounds, visible and
     clear of the other controls; checking it re-runs the view lesioned and says the lesion in words."""
     url, _ = toy_server
-    open_page(page, f"{url}/explore?model={MODEL}")
-    page.fill("textarea[name=text]", TEXT)
-    swap(page, page.click, "#explore button[type=submit]")
-    swap(page, choose_segment, page, 2)
-    before = page.text_content("#figure-data-heatmap")
+    before = explored_at(page, url, 2)
     kind = page.locator("fieldset.family-lesion[data-kind=toy_rotate_state]")
     assert kind.is_visible() and "Rotate the carried state" in kind.text_content()
     shift = kind.locator("input[name='toy_rotate_state.shift']")

@@ -88,7 +88,7 @@ def test_plain_epoch_is_the_token_loss_and_memory_epoch_adds_the_type_loss(train
     loaded = load_checkpoint(folder, "cpu")
     model, tokenizer = loaded.model, loaded.tokenizer
     batch = make_batch([(tokenizer.encode_sources(["hund läuft"])[0], tokenizer.encode("runs dog"))] * 4, tokenizer)
-    settings = wm_config().working_memory
+    settings = wm_config().family_options
     model.eval()
     plain = batch_loss(model, batch, StepObjective(0.1, epoch=0, options=settings))
     logits, _ = model(batch.src_ids, batch.tgt_in, torch.full_like(batch.tgt_in, TARGET_TYPE))  # no memory

@@ -12,9 +12,10 @@ import torch.nn.functional as F
 
 from inference.core.decoding import pad_batch
 from inference.core.family import family_of
-from inference.core.interventions import ClampGate, EditState, EncoderSteps, Interventions
+from inference.core.interventions import Interventions
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.families.active_memory.cgru import CGRU, cutoff_sigmoid
+from inference.families.active_memory.lesions import ClampGate, EditState, EncoderSteps
 from inference.families.active_memory.model import VARIANTS, ActiveMemoryConfig, ActiveMemoryModel
 from tests.conftest import make_tiny_active_memory
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from app.services.lesion_notes import lesion_note, output_change
 from app.services.textdiff import word_diff
 from inference.core.interventions import (
-    ClampGate,
-    EditState,
     Interventions,
     KnockoutSlots,
     MemorySize,
     ResetMemory,
     Scale,
 )
+from inference.families.active_memory.lesions import ClampGate, EditState
 
 
 def test_a_knockout_that_changed_nothing_says_so_and_names_the_slots():

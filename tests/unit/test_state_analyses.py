@@ -11,8 +11,9 @@ import pytest
 
 from inference.analyses.state import state_hooks, state_steps
 from inference.core.hooks import hook_points
-from inference.core.interventions import ClampGate, EditState, Interventions
+from inference.core.interventions import Interventions
 from inference.core.tracing import run_with_trace
+from inference.families.active_memory.lesions import ClampGate, EditState
 from tests.conftest import make_tiny_active_memory
 
 SOURCE = "ein Hund spielt im Park"

@@ -26,7 +26,8 @@ from the checkpoint. And memory may be added to a trained Hugging Face
 language model: "model" names family "pretrained_memory" and the memory's
 fields (memory_size, segment_length, bptt_depth, carry_memory).
 
-The "working_memory" section (working-memory models only) sets Algorithm 1:
+A family may have a section of its own, keyed by its name (Family.training_options; training names no family):
+the "working_memory" section (working-memory models only) sets Algorithm 1:
 plain_epochs epochs as a plain Transformer first (no memory written), then
 training with model-chosen memory; type_threshold and type_loss_weight are
 the type head's self-supervised labels (inference.families.working_memory.generation.type_labels).
@@ -41,7 +42,7 @@ block (tokens per row) and train.batch_size counts blocks
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,12 +51,10 @@ from pydantic.dataclasses import dataclass
 from pydantic_core import ErrorDetails
 
 from inference.core.capabilities import Capability, FamilyConfig
-from inference.core.family import capabilities_of, families
+from inference.core.family import AnyFamily, capabilities_of, config_names, families, family_of
 from inference.core.family import config_from_dict as model_config_from_dict
 from inference.core.places import REPO_ROOT
 from inference.core.tokenizer import TextTokenizer
-from inference.families.hugging_face.memory_model import CONFIG_NAME as PRETRAINED_MEMORY_FAMILY
-from inference.families.working_memory.model import FAMILY as WORKING_MEMORY_FAMILY
 from training.data.lm_corpora import ENWIKI
 
 STRICT = ConfigDict(extra="forbid")
@@ -65,8 +64,6 @@ TOKENIZER_FIELDS = ("vocab_size", "pad_id", "bos_id", "eos_id")
 MODEL_FIELDS = tuple(
     dict.fromkeys(f.name for family in families() for f in fields(family.config_type) if f.name not in TOKENIZER_FIELDS)
 )
-# What a working-memory model started from a plain Transformer adds to it.
-WM_ONLY_FIELDS = ("family", "memory_size", "top_p")
 
 
 class ConfigError(ValueError):
@@ -130,15 +127,6 @@ class LoopConfig:
 
 
 @dataclass(config=STRICT)
-class WorkingMemoryTraining:
-    plain_epochs: int = Field(default=0, ge=0)  # first epochs as a plain Transformer: every element a target token
-    type_threshold: float = Field(
-        default=0.25, gt=0, lt=1
-    )  # gold-token probability below which a position is a memory candidate
-    type_loss_weight: float = Field(default=0.5, ge=0)  # loss = target loss + weight x type-head loss
-
-
-@dataclass(config=STRICT)
 class TrainConfig:
     name: str
     data: DataConfig
@@ -146,21 +134,29 @@ class TrainConfig:
     model: dict[str, Any] | None = None
     init_from: str | None = None  # checkpoint folder; a relative path is relative to the repository root
     grow_memory_to: int | None = Field(default=None, ge=1)
-    working_memory: WorkingMemoryTraining | None = None
+    # the model family's own section (Family.training_options), read by config_from_dict from the key named as the
+    # family; not a key of its own
+    family_options: Any = field(default=None, init=False)
 
     @property
-    def is_working_memory(self) -> bool:
-        return self.model is not None and self.model.get("family") == WORKING_MEMORY_FAMILY
-
-    @property
-    def family_options(self) -> WorkingMemoryTraining | None:
-        """The family's own section of the config, handed to its training loss (working memory's Algorithm 1)."""
-        return self.working_memory
+    def family(self) -> AnyFamily | None:
+        """The family the model section names; None without one (a run that continues from init_from) or where
+        it names none registered (the model section's check says so)."""
+        name = (self.model or {}).get("family")
+        return family_of(name) if isinstance(name, str) and name in config_names() else None
 
     @property
     def first_candidate_epoch(self) -> int:
-        """Epochs before it are not candidates for the checkpoint: a working-memory model's plain epochs."""
-        return self.working_memory.plain_epochs if self.working_memory else 0
+        """Epochs before it are not candidates for the checkpoint (the family's, e.g. a working memory's plain
+        epochs)."""
+        family = self.family
+        return family.first_candidate_epoch(self.family_options) if family and self.family_options else 0
+
+    @property
+    def training_note(self) -> str:
+        """What the family's section changed about the schedule, for the checkpoint card."""
+        family = self.family
+        return family.training_note(self.family_options) if family and self.family_options else ""
 
     @property
     def is_language_model(self) -> bool:
@@ -186,11 +182,22 @@ class TrainConfig:
         return None if self.init_from is None else REPO_ROOT / self.init_from
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The config as its JSON file says it: the family's section under the family's name."""
+        values = {key: value for key, value in asdict(self).items() if key != "family_options"}
+        family = self.family
+        if family is not None and self.family_options is not None:
+            values[family.name] = asdict(self.family_options)
+        return values
 
 
-# The config's sections that are dataclasses of their own, by key: an unknown key inside one lists its keys.
-SECTIONS: dict[str, type] = {"data": DataConfig, "train": LoopConfig, "working_memory": WorkingMemoryTraining}
+def family_sections() -> dict[str, type]:
+    """The families' own sections of a training config, by key (the family's name)."""
+    return {family.name: family.training_options for family in families() if family.training_options is not None}
+
+
+def sections() -> dict[str, type]:
+    """The config's sections that are dataclasses of their own, by key: an unknown key inside one lists its keys."""
+    return {"data": DataConfig, "train": LoopConfig, **family_sections()}
 
 
 def load_config(path: str | Path) -> TrainConfig:
@@ -210,30 +217,50 @@ def load_config(path: str | Path) -> TrainConfig:
 def config_from_dict(values: Any) -> TrainConfig:
     if not isinstance(values, dict):
         raise ConfigError("a training config must be a JSON object")
+    own = {key: values[key] for key in family_sections() if key in values}
     try:
-        config = TrainConfig(**values)
+        config = TrainConfig(**{key: value for key, value in values.items() if key not in own})
+        config.family_options = _family_options(config, own)
     except ValidationError as error:
         raise ConfigError("; ".join(_describe(problem) for problem in error.errors())) from None
     _check_model_source(config)
     return config
 
 
-def _describe(problem: ErrorDetails) -> str:
-    where = ".".join(str(part) for part in problem["loc"])
+def _family_options(config: TrainConfig, own: dict[str, Any]) -> Any:
+    """The model family's own section, read by its type; a section of another family, or a family's section
+    missing, is a ConfigError."""
+    family = config.family
+    stray = [key for key in own if family is None or key != family.name]
+    if stray:
+        raise ConfigError(f"the {stray[0]!r} section needs a model of family {stray[0]!r}")
+    if family is None or family.training_options is None:
+        return None
+    options, section = family.training_options, own.get(family.name)
+    if section is None:
+        keys = ", ".join(f.name for f in fields(options))
+        raise ConfigError(f"a {family.title} model needs the {family.name!r} section ({keys})")
+    if not isinstance(section, dict):
+        raise ConfigError(f"the {family.name!r} section must be a JSON object")
+    try:
+        return options(**section)
+    except ValidationError as error:
+        raise ConfigError("; ".join(_describe(problem, family.name) for problem in error.errors())) from None
+
+
+def _describe(problem: ErrorDetails, section_key: str | None = None) -> str:
+    """One problem in words; `section_key`: the section a family's options were read from."""
+    loc = (section_key, *problem["loc"]) if section_key else problem["loc"]
+    where = ".".join(str(part) for part in loc)
     if problem["type"] == "unexpected_keyword_argument":
-        section = SECTIONS[str(problem["loc"][0])] if len(problem["loc"]) > 1 else TrainConfig
-        return f"unknown key {where!r} (allowed here: {', '.join(f.name for f in fields(section))})"
+        section = sections()[str(loc[0])] if len(loc) > 1 else TrainConfig
+        allowed = [f.name for f in fields(section) if f.init]
+        return f"unknown key {where!r} (allowed here: {', '.join(allowed)})"
     return f"{where or 'config'}: {problem['msg']}"
 
 
 def _check_model_source(config: TrainConfig) -> None:
     """Exactly one source for the architecture: a "model" section, or init_from."""
-    if config.working_memory is not None and not config.is_working_memory:
-        raise ConfigError("the 'working_memory' section needs a model of family 'working_memory'")
-    if config.is_working_memory and config.working_memory is None:
-        raise ConfigError(
-            "a working-memory model needs the 'working_memory' section (plain_epochs, type_threshold, type_loss_weight)"
-        )
     language_only = (config.data.max_articles, config.data.wikitext, config.data.tokenizer_from)
     if any(value is not None for value in language_only) and not config.is_language_model:
         raise ConfigError("data.max_articles, data.wikitext and data.tokenizer_from apply to a language model's corpus")
@@ -245,22 +272,24 @@ def _check_model_source(config: TrainConfig) -> None:
         raise ConfigError(
             "data.max_pairs and data.max_eval_pairs apply to a parallel corpus; a language model has data.max_articles"
         )
+    family = config.family
     if config.init_from is not None:
-        if config.is_language_model and (config.model or {}).get("family") != PRETRAINED_MEMORY_FAMILY:
+        if config.is_language_model and not (family and family.needs_trained_start):
+            built_on = [f.name for f in families() if f.needs_trained_start]
             raise ConfigError(
                 "a language model starts from init_from only to have memory added: its model section names family "
-                f"{PRETRAINED_MEMORY_FAMILY!r}"
+                f"{' or '.join(map(repr, built_on))}"
             )
-        if config.is_working_memory:
-            extra = sorted(set(config.model or {}) - set(WM_ONLY_FIELDS))
+        if family is not None and family.warm_start_fields:
+            extra = sorted(set(config.model or {}) - set(family.warm_start_fields))
             if extra:
                 raise ConfigError(
-                    "a working-memory model started from a Transformer checkpoint takes its sizes from it: "
+                    f"a {family.title} model started from a trained model takes its sizes from it: "
                     f"remove model.{', model.'.join(extra)}"
                 )
             if config.grow_memory_to is not None:
-                raise ConfigError("grow_memory_to applies to Memory Transformer slots, not to a working memory")
-        elif config.model is not None and config.model.get("family") != PRETRAINED_MEMORY_FAMILY:
+                raise ConfigError(f"grow_memory_to grows a trained model's memory slots, not a new {family.title}")
+        elif config.model is not None:
             raise ConfigError(
                 "a run with init_from takes its architecture from that checkpoint: remove the 'model' section"
             )
@@ -269,8 +298,8 @@ def _check_model_source(config: TrainConfig) -> None:
         return
     if config.grow_memory_to is not None:
         raise ConfigError("grow_memory_to needs init_from: the checkpoint whose memory to grow")
-    if config.model is not None and config.model.get("family") == PRETRAINED_MEMORY_FAMILY:
-        raise ConfigError("memory is added to a trained language model: set init_from to its folder")
+    if family is not None and family.needs_trained_start:
+        raise ConfigError(f"a {family.title} model is built on a trained model: set init_from to its folder")
     if config.model is None:
         raise ConfigError("missing 'model' section (or init_from)")
     for key in config.model:

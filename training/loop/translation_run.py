@@ -203,11 +203,7 @@ def checkpoint_record(
         if config.data.max_eval_pairs
         else ""
     )
-    plain = (
-        f" ({config.working_memory.plain_epochs} of them without memory)"
-        if config.working_memory and config.working_memory.plain_epochs
-        else ""
-    )
+    plain = config.training_note  # what the family's own section changed, e.g. " (2 of them without memory)"
     sizes = family_of(c.family).describe(c)
     kept = (
         f"; the weights of epoch {selected[0]}, the best on validation BLEU"

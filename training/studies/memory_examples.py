@@ -24,7 +24,6 @@ Written to app/data/memory_examples.json with the measured counts:
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -32,15 +31,15 @@ import torch
 from tqdm import tqdm
 
 from inference.analyses.quality import RIGHT_CHRF, sentence_chrf
-from inference.core.checkpoint import load_checkpoint
+from inference.core.capabilities import Capability
+from inference.core.checkpoint import load_checkpoint, read_config
 from inference.core.controls import MEMORY_LESIONS
 from inference.core.decoding import MAX_NEW_TOKENS
-from inference.core.family import LoadedModel
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.interventions import Interventions
 from inference.core.places import MEMORY_EXAMPLES_FILE, resolve_data_dir
 from inference.core.tracing import encode_sources
 from inference.families.working_memory.generation import wm_generate
-from inference.families.working_memory.model import FAMILY
 from inference.runs.memory_corpus import wm_generate_all
 from training.data.corpora import corpus_of
 from training.studies.example_study import study_arguments, write_study
@@ -127,8 +126,9 @@ def model_examples(loaded: LoadedModel, data_dir: Path) -> dict:
 
 
 def working_memory_checkpoints(root: Path) -> list[Path]:
+    """The checkpoint folders under `root` whose model writes a working memory."""
     folders = sorted(p for p in root.iterdir() if (p / "config.json").exists())
-    return [p for p in folders if json.loads((p / "config.json").read_text()).get("model", {}).get("family") == FAMILY]
+    return [p for p in folders if Capability.WORKING_MEMORY in capabilities_of(read_config(p)[0])]
 
 
 def write_examples(checkpoints: Path, data_dir: Path, out: Path = MEMORY_EXAMPLES_FILE) -> dict:

@@ -15,7 +15,7 @@ from inference.core.capabilities import Capability
 from inference.core.decoding import strip_after_eos
 from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.hooks import HookFn
-from inference.core.interventions import ClampGate, EditState, EncoderSteps, Intervention, Interventions
+from inference.core.interventions import Intervention, Interventions
 from inference.core.losses import StepObjective, teacher_forced_loss
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import (
@@ -27,7 +27,14 @@ from inference.core.tracing import (
     token_roles,
 )
 from inference.families.active_memory.cgru import STATE_AXIS, TARGET_AXIS
-from inference.families.active_memory.lesions import gate_clamp_hooks, state_edit_hooks
+from inference.families.active_memory.lesions import (
+    STATE_LESIONS,
+    ClampGate,
+    EditState,
+    EncoderSteps,
+    gate_clamp_hooks,
+    state_edit_hooks,
+)
 from inference.families.active_memory.model import CONFIG_NAME, ActiveMemoryConfig, ActiveMemoryModel
 
 
@@ -37,6 +44,7 @@ class ActiveMemoryFamily(FamilyDefaults):
     config_type = ActiveMemoryConfig
     title = "Active memory (paper 001): Neural GPU, Markovian and Extended Neural GPU"
     token_axes = {STATE_AXIS: AxisRole.STATE, TARGET_AXIS: AxisRole.TARGET}
+    lesion_kinds = STATE_LESIONS
     traces_mixed_lengths = False  # the state's length, and so the computation, follows the source's
 
     def build(self, config: ActiveMemoryConfig) -> ActiveMemoryModel:

@@ -30,6 +30,9 @@ class PretrainedMemoryFamily(FamilyDefaults):
     config_type = PretrainedMemoryConfig
     title = "Recurrent memory on a pretrained language model (paper 002's wrapper)"
     token_axes = SEGMENT_AXES
+    needs_trained_start = True  # memory added to a trained language model (init_from)
+    # the memory's fields; the base model's sizes, vocabulary and ids come from the trained model
+    warm_start_fields = ("family", "memory_size", "segment_length", "bptt_depth", "carry_memory", "max_positions")
 
     def build(self, config: PretrainedMemoryConfig) -> MemoryAugmentedLM:
         return MemoryAugmentedLM(fresh_hf_model(config.base_config), config)

@@ -38,7 +38,12 @@ from inference.families.working_memory.model import (
     WorkingMemoryConfig,
     WorkingMemoryTransformer,
 )
-from inference.families.working_memory.training import from_transformer, working_memory_loss
+from inference.families.working_memory.training import (
+    WARM_START_FIELDS,
+    WorkingMemoryTraining,
+    from_transformer,
+    working_memory_loss,
+)
 
 DECISION_HOOKS = [WORKING_MEMORY_CHOICE, WORKING_MEMORY_WRITTEN]  # called once per generated element
 
@@ -49,6 +54,14 @@ class WorkingMemoryFamily(FamilyDefaults):
     config_type = WorkingMemoryConfig
     title = "Working-memory decoder (paper 004)"
     token_axes = ENCODER_DECODER_AXES
+    training_options = WorkingMemoryTraining  # Algorithm 1, the config's "working_memory" section
+    warm_start_fields = WARM_START_FIELDS
+
+    def first_candidate_epoch(self, options: WorkingMemoryTraining) -> int:
+        return options.plain_epochs  # a plain Transformer's epochs are no working memory's checkpoint
+
+    def training_note(self, options: WorkingMemoryTraining) -> str:
+        return f" ({options.plain_epochs} of them without memory)" if options.plain_epochs else ""
 
     def build(self, config: WorkingMemoryConfig) -> WorkingMemoryTransformer:
         return WorkingMemoryTransformer(config)

@@ -10,6 +10,8 @@ from dataclasses import asdict
 from typing import Any
 
 import torch
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass
 from torch import nn
 
 from inference.core.capabilities import config_of
@@ -20,6 +22,18 @@ from inference.families.working_memory.generation import wm_training_forward
 from inference.families.working_memory.model import WorkingMemoryTransformer
 
 NEW_WEIGHTS = {"type_embed.weight", "type_head.weight", "type_head.bias"}  # what a Transformer lacks
+WARM_START_FIELDS = ("family", "memory_size", "top_p")  # what a working memory adds to a Transformer's sizes
+
+
+@dataclass(config=ConfigDict(extra="forbid"))
+class WorkingMemoryTraining:
+    """The training config's "working_memory" section: Algorithm 1's settings."""
+
+    plain_epochs: int = Field(default=0, ge=0)  # first epochs as a plain Transformer: every element a target token
+    type_threshold: float = Field(
+        default=0.25, gt=0, lt=1
+    )  # gold-token probability below which a position is a memory candidate
+    type_loss_weight: float = Field(default=0.5, ge=0)  # loss = target loss + weight x type-head loss
 
 
 def working_memory_loss(model: WorkingMemoryTransformer, batch: Any, objective: StepObjective) -> torch.Tensor:
