@@ -98,11 +98,45 @@ def test_app_and_templates_never_branch_on_a_family_name():
     assert not hits, "\n".join(hits)
 
 
+def family_comparisons(path: Path, names: set[str]) -> list[str]:
+    """Where a module compares something with a family's name (==, !=, in): a branch on a family."""
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        values = [
+            c for side in sides for c in (side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side])
+        ]
+        hits += [
+            f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{node.lineno} compares with {c.value!r}"
+            for c in values
+            if isinstance(c, ast.Constant) and c.value in names
+        ]
+    return hits
+
+
+def test_training_the_app_and_the_cli_never_compare_with_a_family_name():
+    """Training reads what a family declares (its config section, its loss, its warm start) and the app what it
+    can do: neither branches on which family a model is."""
+    names = set(family_names())
+    hits = [
+        hit
+        for package in ("training", "app", "memlens_cli")
+        for path in (ROOT / package).rglob("*.py")
+        for hit in family_comparisons(path, names)
+    ]
+    assert not hits, "\n".join(hits)
+
+
 def test_the_check_sees_a_violation(tmp_path):
     """The checks above are not vacuous: a module that names a family class is found."""
     probe = tmp_path / "probe.py"
     probe.write_text("from x import WorkingMemoryTransformer\nisinstance(m, WorkingMemoryTransformer)\n")
     assert len(named_classes_at(probe)) == 2
+    branch = tmp_path / "branch.py"
+    branch.write_text('if config.family == "working_memory" or name in ("recurrent_memory", "other"):\n    pass\n')
+    assert len(family_comparisons(branch, set(family_names()))) == 2
 
 
 def named_classes_at(path: Path) -> list[str]:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -56,7 +56,6 @@ from training.loop.steps import StepSettings
 from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
 from training.tasks.neural_gpu_tasks import SYMBOLS, TASKS, Sample, Task, sample, task_split
 
-MODELS = ("neural_gpu", "gru_attention")
 TEST_FACTORS = (1, 2, 5, 10)
 VALIDATION_SIZE, TEST_SIZE, CHECK_SIZE = 256, 128, 64
 
@@ -111,18 +110,23 @@ class AlgorithmicRun:
         return f"{self.task}_{self.model}_{self.max_length}_seed{self.seed}"
 
     def model_config(self, tokenizer: TextTokenizer) -> dict:
-        special = {"vocab_size": tokenizer.vocab_size, "max_positions": 4096}
-        if self.model == "gru_attention":
-            return {"family": "gru_attention", "embed_size": self.maps, "d_model": 2 * self.maps, **special}
-        return {
-            "family": "active_memory",
-            "variant": "neural_gpu",
-            "maps": self.maps,
-            "dropout": self.dropout,
-            "length_factor": 2.0 if self.task == "duplicate" else 1.0,  # room for the longer output
-            "relaxed_sets": self.relaxed_sets,
-            **special,
-        }
+        """The model's config fields: the run's model, sized by `maps`, with the tokenizer's vocabulary."""
+        return {**TASK_MODELS[self.model](self), "vocab_size": tokenizer.vocab_size, "max_positions": 4096}
+
+
+# The models a task run trains, as config fields (the families' own config data), by the name the CLI takes.
+TASK_MODELS: dict[str, Callable[[AlgorithmicRun], dict]] = {
+    "gru_attention": lambda run: {"family": "gru_attention", "embed_size": run.maps, "d_model": 2 * run.maps},
+    "neural_gpu": lambda run: {
+        "family": "active_memory",
+        "variant": "neural_gpu",
+        "maps": run.maps,
+        "dropout": run.dropout,
+        "length_factor": 2.0 if run.task == "duplicate" else 1.0,  # room for the longer output
+        "relaxed_sets": run.relaxed_sets,
+    },
+}
+MODELS = tuple(TASK_MODELS)
 
 
 @dataclass

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from inference.core.capabilities import Capability
+from inference.core.family import capabilities_of, config_from_dict, family_of
 from training.evaluation.bootstrap import LEVEL, RESAMPLES, interval_text, paired_perplexity_difference
 from training.loop.config import TrainConfig
 from training.report.metrics_files import segment_lm_folders, trained_from
@@ -22,13 +24,18 @@ PAPER = {(0, 0): 39.05, (0, 10): 28.98, (0, 50): 26.54, (1, 0): 28.71, (10, 0): 
 
 
 def segment_lm_run(folder: Path) -> tuple[dict, dict] | None:
-    """(model config, metrics) of a paper 002 segment language model's checkpoint: a perplexity record and a
-    recurrent_memory model (the pretrained models given memory have their own table); None for any other folder."""
+    """(model config, metrics) of a paper 002 segment language model's checkpoint: a perplexity record and a model
+    that reads segments, trained from scratch (the pretrained models given memory have their own table); None for
+    any other folder."""
     if not (folder / "metrics.json").is_file() or not (folder / "config.json").is_file():
         return None
     metrics = json.loads((folder / "metrics.json").read_text())
     config = json.loads((folder / "config.json").read_text()).get("model", {})
-    return (config, metrics) if "perplexity_counts" in metrics and config.get("family") == "recurrent_memory" else None
+    if "perplexity_counts" not in metrics or not config:  # a folder of another format has no "model" section
+        return None
+    model = config_from_dict(config)
+    from_scratch = not family_of(model.family).needs_trained_start
+    return (config, metrics) if Capability.SEGMENTS in capabilities_of(model) and from_scratch else None
 
 
 def load_runs(checkpoints: Path, configs: Path) -> list[tuple[dict, dict, TrainConfig]]:
