@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -55,8 +56,9 @@ class LesionKindForm:
     fields: tuple[FieldControl, ...]
 
 
+@cache
 def lesion_form_of(kind: type[LesionKind]) -> LesionKindForm:
-    """The controls of one kind, from its JSON schema (the bounds the API checks)."""
+    """The controls of one kind, from its JSON schema (the bounds the API checks); built once a kind."""
     name = kind_name(kind)
     schema = kind.model_json_schema()
     required = set(schema.get("required", ()))
