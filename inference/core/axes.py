@@ -28,8 +28,8 @@ class AxisRole(StrEnum):
 
 
 AXIS_ROLE_WORDS = {
-    AxisRole.SOURCE: "source positions",
-    AxisRole.TARGET: "target positions",
+    AxisRole.SOURCE: "input positions",  # a source's tokens, after the memory slots of a model that has them
+    AxisRole.TARGET: "output positions",
     AxisRole.TEXT: "text positions",
     AxisRole.SEGMENT: "the segment's positions",
     AxisRole.CONTEXT: "positions the segment attends to",

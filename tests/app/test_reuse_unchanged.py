@@ -25,7 +25,8 @@ ROUTES = [
     ("hugging_face", "/ff/run", {"model": "gpt2_enwiki", "text": ENGLISH}, {"edits": "layers.0.ff:5 x10"}),
     ("recurrent_memory", "/segments/run", {"model": "rmt_copy"}, {"knockout": "1"}),
     ("pretrained_memory", "/segments/run", {"model": "gpt2_copy_memory10"}, {"knockout": "0"}),
-    ("active_memory", "/state/run", {"model": "neural_gpu_addition"}, {"clamp": "update", "clamp_value": "0.5"}),
+    ("active_memory", "/state/run", {"model": "neural_gpu_addition"},
+     {"lesion": "clamp_gate", "clamp_gate.gate": "update", "clamp_gate.value": "0.5"}),
 ]  # fmt: skip
 
 

@@ -253,7 +253,8 @@ def test_long_input_keeps_every_token_label_reachable(page, server_url):
     )
     page.wait_for_selector("#figure-heatmap .hoverlayer .hovertext")
     hover = page.text_content("#figure-heatmap .hoverlayer")
-    assert f"query {html.unescape(figure['y'][-1])}" in hover and f"key {html.unescape(figure['x'][-1])}" in hover
+    query, key = html.unescape(figure["y"][-1]), html.unescape(figure["x"][-1])
+    assert f"query (input positions) {query}" in hover and f"key (input positions) {key}" in hover  # with roles
 
 
 def test_autoscale_reaches_the_heatmap(page, server_url):
