@@ -20,7 +20,7 @@ from app.figures.ff_views import ViewError
 from app.middleware.client_gone import ClientGone
 from app.routers.loading import loading_page
 from app.routers.rendering import error_page
-from app.schemas.validation import InputError, shown
+from app.schemas.validation import InputError, validation_message
 from app.services.gateway import UnknownModel
 from app.services.gating import ModelRefused
 from app.services.model_loading import ModelLoading
@@ -29,8 +29,6 @@ from inference.core.interventions import InterventionError
 
 STATUS = {InputError: 400, InterventionError: 400, ViewError: 400, UnknownModel: 404, CheckpointError: 409}
 MAX_MESSAGE_CHARS = 1000
-MAX_PROBLEMS = 5  # validation problems listed in one message
-TUPLE_ERRORS = ("tuple_type", "too_long", "too_short")
 KEPT_INPUT = ("text",)  # what a refused page's links carry on, so the input is not lost
 CLIENT_CLOSED = 499  # nobody reads it: the client has gone
 log = logging.getLogger("memlens.errors")
@@ -70,24 +68,6 @@ def refused(request: Request, error: Exception) -> Response:
         elsewhere = (f"{error.model} is shown on", f"the {home.title} page", f"{home.path}?{address}")
     heading = f"{page.kind[:1].upper()}{page.kind[1:]} models:" if links else ""
     return error_page(request, error.status, str(error), f"No {page.kind} view", links, heading, elsewhere)
-
-
-def validation_message(error: RequestValidationError | ValidationError) -> str:
-    problems = error.errors()
-    parts = []
-    for problem in problems[:MAX_PROBLEMS]:
-        where = ".".join(
-            shown(p, 40) if isinstance(p, str) and len(p) > 40 else str(p)
-            for p in problem.get("loc", ())
-            if p not in ("body", "query", "form", "path")
-        )
-        message = str(problem.get("msg"))
-        if problem.get("type") in TUPLE_ERRORS:  # a tuple of the core's models is a list in JSON
-            message = message.replace("valid tuple", "list").replace("Tuple should", "List should")
-        parts.append(f"{where}: {message}" if where else message)
-    if len(problems) > MAX_PROBLEMS:
-        parts.append(f"and {len(problems) - MAX_PROBLEMS:,} more problems")
-    return "; ".join(parts) or "invalid request"
 
 
 def server_error(request: Request, error: Exception) -> Response:

@@ -53,7 +53,7 @@ ERROR_EXAMPLES = {
     409: "checkpoint 'memtransformer_20' is unavailable: model.safetensors is missing",  # gating.page_model
     413: "the request body is over 2,000,000 bytes",  # body_limit.too_large_message
     414: URL_TOO_LONG,  # app/server.py, before the request reaches the app
-    422: f"text: Field required; layer: Input should be less than or equal to {MAX_INDEX}",  # errors.validation_message
+    422: f"text: Field required; layer: Input should be less than or equal to {MAX_INDEX}",  # validation_message
 }
 # Every API route: a request can be malformed, too large, too long a URL, or cross-site.
 COMMON_ERRORS = errors(403, 413, 414, 422)

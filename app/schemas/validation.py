@@ -10,7 +10,8 @@ import re
 import unicodedata
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, StringConstraints
+from fastapi.exceptions import RequestValidationError
+from pydantic import AfterValidator, Field, StringConstraints, ValidationError
 
 from inference.core.bounds import MAX_CALL_INDEX_KEYS, MAX_INDEX, MAX_NAME_CHARS
 from inference.core.hook_names import HOOK_NAME
@@ -26,6 +27,8 @@ CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 cont
 NUMBER = re.compile(rf"[0-9]{{1,{MAX_NUMBER_DIGITS}}}")  # ASCII digits: str.isdigit() also accepts '²', '①', '٣'
 DECIMAL = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,9})?|\.[0-9]{1,9})")  # float() also accepts '١', '1_0', 'nan', 'inf'
 VISIBLE_CATEGORIES = ("L", "N", "P", "S")  # letters, numbers, punctuation, symbols
+MAX_PROBLEMS = 5  # validation problems listed in one message
+TUPLE_ERRORS = ("tuple_type", "too_long", "too_short")
 
 
 class InputError(ValueError):
@@ -136,3 +139,22 @@ def _integration_steps(steps: int) -> int:
 
 
 IntegrationSteps = Annotated[int, AfterValidator(_integration_steps)]
+
+
+def validation_message(error: RequestValidationError | ValidationError) -> str:
+    """A validation error in words, its problems joined: "text: Field required; layer: Input should be ..."."""
+    problems = error.errors()
+    parts = []
+    for problem in problems[:MAX_PROBLEMS]:
+        where = ".".join(
+            shown(p, 40) if isinstance(p, str) and len(p) > 40 else str(p)
+            for p in problem.get("loc", ())
+            if p not in ("body", "query", "form", "path")
+        )
+        message = str(problem.get("msg"))
+        if problem.get("type") in TUPLE_ERRORS:  # a tuple of the core's models is a list in JSON
+            message = message.replace("valid tuple", "list").replace("Tuple should", "List should")
+        parts.append(f"{where}: {message}" if where else message)
+    if len(problems) > MAX_PROBLEMS:
+        parts.append(f"and {len(problems) - MAX_PROBLEMS:,} more problems")
+    return "; ".join(parts) or "invalid request"

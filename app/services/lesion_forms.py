@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from app.schemas.validation import InputError, shown
+from app.schemas.validation import InputError, shown, validation_message
 from inference.core.bounds import MAX_LISTED
 from inference.core.lesion_kinds import LesionKind, kind_name, lesion_kinds
 
@@ -121,7 +121,7 @@ def parse_lesion_forms(form: Mapping[str, Any], asked: Sequence[str]) -> tuple[L
         try:
             lesions.append(kind.model_validate(values))
         except ValidationError as error:
-            raise InputError(f"{kind.title}: {_said(error)}") from None
+            raise InputError(f"{kind.title}: {validation_message(error)}") from None
     return tuple(lesions)
 
 
@@ -129,10 +129,3 @@ def _value(text: str, control: FieldControl) -> Any:
     if control.control != "integers":
         return text  # the model reads numbers and choices from their text, strictly
     return [part.strip() for part in text.split(",") if part.strip()][: MAX_LISTED + 1]  # one over: refused
-
-
-def _said(error: ValidationError) -> str:
-    """A validation error in words: "segment: Input should be less than or equal to 8192"."""
-    return "; ".join(
-        f"{'.'.join(str(part) for part in item['loc']) or 'lesion'}: {item['msg']}" for item in error.errors()
-    )

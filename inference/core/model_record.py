@@ -15,15 +15,13 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError
 
-RECORD_VERSION = 1
-
 
 class ModelRecord(BaseModel):
     """How a model was made: its data, language, schedule, seed and what it is, in fields a page reads."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: Literal[1] = 1  # RECORD_VERSION
+    version: Literal[1] = 1
     description: str | None = Field(None, max_length=2_000, description="the model in a line, for its card")
     variant: str | None = Field(None, max_length=500, description="which of its family's variants, in words")
     task: str | None = Field(None, max_length=100, description="the algorithmic task it was trained on")

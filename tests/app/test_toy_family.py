@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 import torch
 from fastapi.testclient import TestClient
@@ -18,6 +19,7 @@ from app.settings import Settings
 from inference.core.checkpoint import CheckpointRegistry, save_checkpoint
 from inference.core.family import LoadedModel, build_model
 from tests.app.conftest import HTMX
+from tests.app.test_routes import figure_z
 from tests.toy_family.family import ToySegmentsFamily
 from tests.toy_family.model import ToyRecord, ToySegmentsConfig
 
@@ -190,6 +192,17 @@ def test_the_toy_lesion_kind_runs_from_the_form_and_is_said_in_the_note(toy_clie
         "heatmap",
     )["data"][0]
     assert later["z"] == plain["z"]  # segment 2 comes before the rotation starts
+
+
+def test_the_toy_rotation_swaps_the_two_state_slots_of_the_map_it_starts_at(toy_client):
+    """The toy has no positions: rotating its 2 state slots by 1 where segment 2 begins swaps rows 0 and 1 and
+    columns 0 and 1 of segment 2's map, and leaves every other weight as it was (whole percent, +-1 for rounding)."""
+    plain = figure_z(run(toy_client, call=2), "heatmap")
+    fields = {"toy_rotate_state.shift": 1, "toy_rotate_state.from_segment": 2}
+    rotated = figure_z(run(toy_client, call=2, lesion="toy_rotate_state", **fields), "heatmap")
+    swapped = plain[[1, 0, *range(2, plain.shape[0])]][:, [1, 0, *range(2, plain.shape[1])]]
+    assert not np.array_equal(swapped, plain)  # the swap is visible in this map
+    assert np.abs(rotated.astype(int) - swapped.astype(int)).max() <= 1
 
 
 def test_a_toy_lesion_out_of_its_bounds_is_refused_in_words(toy_client):
