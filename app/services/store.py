@@ -17,6 +17,7 @@ job (its lease ran out while it stalled) cannot overwrite the run that replaced 
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ ADDED_COLUMNS = {  # columns a store written before shared queues lacks, added w
     "started_at": "FLOAT",
     "ended_at": "FLOAT",
 }
+BUSY_SECONDS = 30  # how long an SQLite connection waits for another's lock
 SCHEMA_LOCK = 0x6D656D6C656E73  # PostgreSQL advisory lock held while a process creates or updates the table
 MAX_ATTEMPTS = 3  # a job whose worker died this many times (say, out of memory) is failed, not run again
 DIED_DURING_JOB = (
@@ -127,8 +129,8 @@ def open_engine(url: str) -> Engine:
     def configure(dbapi_connection, _record):
         dbapi_connection.isolation_level = None  # transactions are begun below, not by the driver
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_SECONDS * 1000}")
+        use_wal(cursor)
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -139,6 +141,21 @@ def open_engine(url: str) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
     return engine
+
+
+def use_wal(cursor: sqlite3.Cursor) -> None:
+    """Put the file in WAL mode. Switching a new file takes its lock, and SQLite answers a second connection
+    switching at that moment with "database is locked" at once, without its busy wait (processes opening one new
+    database together: serve --workers); so the switch is tried again until the busy timeout."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 class JobStore:
