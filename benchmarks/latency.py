@@ -73,7 +73,7 @@ from inference.analyses.quality import corpus_quality
 from inference.analyses.state import state_hooks
 from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls, lesion_interventions
-from inference.core.family import LoadedModel, capabilities_of, family_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.ff_memories import FFMemories
 from inference.core.hook_names import LOGITS, ff_keys, ff_output
 from inference.core.hooks import hook_points
@@ -302,7 +302,7 @@ def captum_whole_output(loaded: LoadedModel, text: str, max_new_tokens: int, n_s
     output onto the embedded source, called the plain way (one row of the model per (output, path point) pair)."""
     from captum.attr import IntegratedGradients
 
-    embedding = family_of(loaded.config.family).source_embedding(loaded.model)
+    embedding = loaded.family.source_embedding(loaded.model)
     greedy = run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens)
     targets = greedy.output_ids[0]
     src_ids = encode_sources(loaded, [text])  # [1, n]

@@ -28,7 +28,8 @@ from inference.core.checkpoint import load_checkpoint
 from inference.core.decoding import pad_batch
 from inference.core.family import capabilities_of
 from inference.core.places import resolve_data_dir
-from inference.runs.trigger_mining import mine_triggers, prefix_stream, trace_texts
+from inference.corpus_jobs.states import mine_triggers
+from inference.runs.trigger_mining import prefix_stream, trace_texts
 from training.studies.ff_keys import study_corpus
 
 MODES = ("forward", "capture", "mining")

@@ -48,7 +48,11 @@ def median_seconds(fn, repeats: int) -> float:
 def random_model() -> LoadedModel:
     tokenizer = train_bpe(SENTENCES * 10, vocab_size=400)
     torch.manual_seed(0)
-    model = build_model(config_from_dict({"family": "memtransformer", "vocab_size": 8000, "memory_size": 10})).eval()
+    model = build_model(
+        config_from_dict(
+            {"family": "memory_transformer", "variant": "memtransformer", "vocab_size": 8000, "memory_size": 10}
+        )
+    ).eval()
     return LoadedModel("random-memtransformer-10", model, tokenizer)
 
 

@@ -47,7 +47,7 @@ def list_models(args: argparse.Namespace) -> int:
     if not registry.entries:
         print(f"no checkpoints under {', '.join(str(root) for root in registry.roots)}")
     for name, entry in registry.entries.items():
-        if entry.ok:
+        if entry.ok and entry.config is not None:
             tests = {split: bleu for split, bleu in entry.metrics.get("bleu", {}).items() if split != "val"}
             scores = [f"BLEU {split} {bleu:.2f}" for split, bleu in tests.items()]
             scores += [
@@ -55,10 +55,7 @@ def list_models(args: argparse.Namespace) -> int:
                 for split, value in entry.metrics.get("word_perplexity", {}).items()
                 if split.startswith("wikitext103")
             ]
-            print(
-                f"{name:28s} {entry.config.family:20s} memory {entry.config.memory_size:3d}  "
-                f"{' '.join(scores) or 'BLEU -'}"
-            )
+            print(f"{name:28s} {entry.kind:32s} memory {entry.config.memory_size:3d}  {' '.join(scores) or 'BLEU -'}")
         else:
             print(f"{name:28s} BROKEN: {entry.error}")
     return 0

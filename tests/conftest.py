@@ -14,7 +14,7 @@ from inference.core.tokenizer import TextTokenizer, train_bpe
 from inference.families.active_memory.model import ActiveMemoryConfig
 from inference.families.gru_attention.model import GRUAttentionConfig
 from inference.families.language_model.model import LanguageModel, LanguageModelConfig
-from inference.families.memory_transformer.model import FAMILIES, MemoryTransformerConfig
+from inference.families.memory_transformer.model import VARIANTS, MemoryTransformerConfig
 from inference.families.working_memory.model import WorkingMemoryConfig
 from training.data.fetch import load_manifest, missing_files
 
@@ -68,16 +68,16 @@ def tiny_tokenizer() -> TextTokenizer:
     return train_bpe(TINY_CORPUS * 4, vocab_size=80)
 
 
-def tiny_config(family: str, vocab_size: int) -> MemoryTransformerConfig:
+def tiny_config(variant: str, vocab_size: int) -> MemoryTransformerConfig:
     return MemoryTransformerConfig(
-        family=family,
+        variant=variant,
         vocab_size=vocab_size,
         d_model=16,
         d_ff=32,
         n_heads=2,
         n_encoder_layers=2,
         n_decoder_layers=2,
-        memory_size=0 if family == "transformer" else TINY_MEMORY,
+        memory_size=0 if variant == "transformer" else TINY_MEMORY,
         max_positions=64,
     )
 
@@ -110,10 +110,11 @@ def make_tiny_language_model(tokenizer: TextTokenizer, seed: int = 0) -> Languag
     return build_model(config).eval()
 
 
-def make_tiny(family: str, tokenizer: TextTokenizer, seed: int = 0) -> LoadedModel:
+def make_tiny(variant: str, tokenizer: TextTokenizer, seed: int = 0) -> LoadedModel:
+    """A tiny Memory Transformer of `variant`."""
     torch.manual_seed(seed)
-    model = build_model(tiny_config(family, tokenizer.vocab_size)).eval()
-    return LoadedModel(f"tiny-{family}", model, tokenizer)
+    model = build_model(tiny_config(variant, tokenizer.vocab_size)).eval()
+    return LoadedModel(f"tiny-{variant}", model, tokenizer)
 
 
 def make_tiny_active_memory(tokenizer: TextTokenizer, variant: str = "extended", seed: int = 0) -> LoadedModel:
@@ -131,15 +132,15 @@ def make_tiny_gru_attention(tokenizer: TextTokenizer, seed: int = 0) -> LoadedMo
     return LoadedModel("tiny-gru-attention", build_model(config).eval(), tokenizer)
 
 
-@pytest.fixture(params=FAMILIES)
+@pytest.fixture(params=VARIANTS)
 def tiny(request, tiny_tokenizer) -> LoadedModel:
     return make_tiny(request.param, tiny_tokenizer)
 
 
-MEMORY_FAMILIES = [f for f in FAMILIES if f != "transformer"]
+MEMORY_VARIANTS = [v for v in VARIANTS if v != "transformer"]
 
 
-@pytest.fixture(params=MEMORY_FAMILIES)
+@pytest.fixture(params=MEMORY_VARIANTS)
 def tiny_memory(request, tiny_tokenizer) -> LoadedModel:
     return make_tiny(request.param, tiny_tokenizer)
 

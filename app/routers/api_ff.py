@@ -36,11 +36,8 @@ def study(model: Annotated[PageModel, Depends(ModelInPathFor(FF))], studies: FFS
 def keys(request: KeysRequest, gateway: GatewayDep, studies: FFStudiesDep, jobs: JobsDep, model: FFModel) -> dict:
     """Key cards of one layer; their triggers the stored study's, or a finished mining job's (`mined`); in the
     effect order, each card's effect on the run of `text`."""
-    asked = ff.KeysRequest(
-        request.layer, request.order, request.offset, request.limit, request.keys, request.triggers, request.text
-    )
     mined = None if request.mined is None else mining_job(jobs.store, model, request.mined)
-    found = ff.keys_page(gateway, studies, model, asked, mined)
+    found = ff.keys_page(gateway, studies, model, request, mined)
     return {"layer": found.layer, "order": found.order, "total": found.total, "keys": [asdict(c) for c in found.cards]}
 
 

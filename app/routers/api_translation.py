@@ -21,6 +21,7 @@ from app.schemas.api import (
     BlocksResponse,
     CompareRequest,
     CompareResponse,
+    CompareRow,
     DecodedTextRequest,
     ExploreRequest,
     ExploreResponse,
@@ -76,28 +77,18 @@ def translate(request: DecodedTextRequest, gateway: GatewayDep, model: Translati
 @router.post("/explore", response_model=ExploreResponse, responses=MODEL_ERRORS)
 def explore(
     request: ExploreRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(EXPLORE))]
-) -> dict:
+) -> ExploreResponse:
     """The Explore page's run: the model plainly and under the interventions, the attention of one call of one
     layer, every head's block mass and what each head of the stack does with memory (of the run under the
     interventions), and the interventions in words with what they changed."""
-    asked = explore_service.ExploreRequest(
-        request.text,
-        request.interventions,
-        request.decoding,
-        request.stack,
-        request.layer,
-        request.head,
-        request.call,
-        request.new_tokens,
-    )
-    run = explore_service.run_explore(gateway, model, asked)
-    return {
+    run = explore_service.run_explore(gateway, model, request)
+    return ExploreResponse(
         **lesioned_json(run.runs, run.note),
-        "calls": len(run.calls),
-        "attention": attention_json(run.view),
-        "blocks": [asdict(b) for b in run.blocks],
-        "operations": [asdict(h) for h in run.operations],
-    }
+        calls=len(run.calls),
+        attention=attention_json(run.view),
+        blocks=run.blocks,
+        operations=run.operations,
+    )
 
 
 @router.post("/attention", response_model=AttentionResponse, responses=MODEL_ERRORS)
@@ -105,10 +96,7 @@ def attention(
     request: AttentionRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(ATTENTION))]
 ) -> dict:
     """One layer of one stack: weights [heads, q, k] as uint8 percent."""
-    asked = explore_service.ExploreRequest(
-        request.text, request.interventions, request.decoding, request.stack, request.layer
-    )
-    trace, view, calls = explore_service.one_layer(gateway, model, asked, request.at)
+    trace, view, calls = explore_service.one_layer(gateway, model, request)
     found = attention_json(view)
     del found["index"]
     return {**found, "at": request.at, "calls": calls, "translation": trace.outputs[0]}
@@ -119,48 +107,41 @@ def attribution(
     request: AttributionRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(ATTRIBUTION))]
 ) -> dict:
     """Integrated gradients and saliency of one output token onto source tokens and memory slots."""
-    asked = explore_service.ExploreRequest(request.text, request.interventions, request.decoding)
-    return asdict(explore_service.attribution(gateway, model, asked, request.position))
+    return asdict(explore_service.attribution(gateway, model, request))
 
 
 @router.post("/compare", response_model=CompareResponse, responses=MODEL_ERRORS)
-def compare(request: CompareRequest, gateway: GatewayDep) -> dict:
+def compare(request: CompareRequest, gateway: GatewayDep) -> CompareResponse:
     """One sentence through several models: translations and block mass, aligned."""
     models = [page_model(gateway, COMPARE, name) for name in request.models]
     rows = translation_service.compare(gateway, models, request.text, request.decoding)
-    return {
-        "text": request.text,
-        "models": [
-            {"model": row.model, "translation": row.trace.outputs[0], "blocks": [asdict(b) for b in row.blocks]}
-            for row in rows
-        ],
-    }
+    return CompareResponse(
+        text=request.text,
+        models=[CompareRow(model=row.model, translation=row.trace.outputs[0], blocks=row.blocks) for row in rows],
+    )
 
 
 @router.post("/blocks", response_model=BlocksResponse, responses=MODEL_ERRORS)
 def blocks(
     request: DecodedTextRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(ATTENTION))]
-) -> dict:
+) -> BlocksResponse:
     _, found = translation_service.blocks(gateway, model, request.text, request.interventions, request.decoding)
-    return {"blocks": [asdict(b) for b in found]}
+    return BlocksResponse(blocks=found)
 
 
 @router.post("/segments", response_model=SegmentsResponse, responses=MODEL_ERRORS)
 def segments(
     request: SegmentsRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(SEGMENTS))]
-) -> dict:
+) -> SegmentsResponse:
     """The Segments page's run: where the segments lie, which next tokens the plain and the lesioned run get
     right, one segment's attention (of the run under the interventions) and what each head does with memory."""
-    asked = segments_service.SegmentsRequest(
-        request.text, request.interventions, request.segment, request.layer, request.head
-    )
-    run = segments_service.run_segments(gateway, model, asked)
-    return {
+    run = segments_service.run_segments(gateway, model, request)
+    return SegmentsResponse(
         **lesioned_json(run.runs, run.note),
-        "starts": run.spans.starts,
-        "lengths": run.spans.lengths,
-        "plain_hits": run.plain_hits.hits if run.plain_hits else None,
-        "lesioned_hits": run.lesioned_hits.hits if run.lesioned_hits else None,
-        "attention": attention_json(run.view),
-        "operations": [asdict(h) for h in run.operations],
-    }
+        starts=run.spans.starts,
+        lengths=run.spans.lengths,
+        plain_hits=run.plain_hits.hits if run.plain_hits else None,
+        lesioned_hits=run.lesioned_hits.hits if run.lesioned_hits else None,
+        attention=attention_json(run.view),
+        operations=run.operations,
+    )

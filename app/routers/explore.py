@@ -21,15 +21,17 @@ from app.figures.memory_operations import memory_operations_grid
 from app.routers.deps import GatewayDep, ModelFor
 from app.routers.forms import DecodingDep, LesionDep
 from app.routers.rendering import figure_json, render
+from app.schemas.api import AttributionRequest, ExploreRequest
 from app.schemas.validation import FieldText, InputError, ModelName
+from app.schemas.views import ExploreFields
 from app.services.demo import demo_sentences
 from app.services.examples import demo_inputs, example_input
-from app.services.explore import ExploreRequest, attribution, explore_controls, run_explore
+from app.services.explore import attribution, explore_controls, run_explore
 from app.services.gating import PageModel, offered, opening_models, page_model
 from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE
 from app.services.translation import compare_one, compared_models
 from inference.core.axes import AxisRole
-from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_MEMORY_SIZE, MAX_NAME_CHARS
+from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_MEMORY_SIZE
 from inference.core.capabilities import Capability
 from inference.core.trace import Role, Trace
 
@@ -74,19 +76,17 @@ def explore_run(
     model: ExploreModel,
     lesion: LesionDep,
     decoding: DecodingDep,
+    view: Annotated[ExploreFields, Form()],
     text: Annotated[FieldText, Form()] = "",
-    stack: Annotated[str, Form(max_length=MAX_NAME_CHARS)] = "",
-    layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
-    head: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
-    call: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     autoscale: Annotated[bool, Form()] = False,
-    new_tokens: Annotated[int | None, Form(ge=1, le=MAX_INDEX)] = None,
 ):
-    """Run with and without the lesion; the attention views follow the lesioned run.
-    `call`: which segment or step, for a model that runs its layers more than once; `new_tokens`: how far a
-    language model continues the text."""
-    asked = ExploreRequest(text, model.lesion(lesion), decoding, stack, layer, head, call, new_tokens)
+    """Run with and without the lesion; the attention views follow the lesioned run (the fields of the view:
+    app/schemas/views.py, as /api/explore reads them)."""
+    asked = ExploreRequest(
+        model=model.name, text=text, interventions=model.lesion(lesion), decoding=decoding, **dict(view)
+    )
     run = run_explore(gateway, model, asked)
+    layer, head = view.layer, view.head
     figures = {
         "heatmap": figure_json(attention_heatmap(run.view, head, autoscale)),
         "grid": figure_json(head_grid(run.view, autoscale=autoscale)),
@@ -134,7 +134,10 @@ def explore_attribution(
     position: Annotated[int, Form(ge=0, le=MAX_INDEX)],
     text: Annotated[FieldText, Form()] = "",
 ):
-    found = attribution(gateway, model, ExploreRequest(text, model.lesion(lesion), decoding), position)
+    asked = AttributionRequest(
+        model=model.name, text=text, interventions=model.lesion(lesion), decoding=decoding, position=position
+    )
+    found = attribution(gateway, model, asked)
     return render(request, "partials/figures.html", figures={"attribution": figure_json(attribution_chart(found))})
 
 

@@ -24,8 +24,9 @@ from app.routers.deps import FFStudiesDep, GatewayDep, JobsDep, ModelFor
 from app.routers.forms import EDIT_SYNTAX, parse_key_edits
 from app.routers.jobs import go_to
 from app.routers.rendering import figure_json, render
+from app.schemas.ff import KeysRequest
 from app.schemas.validation import FieldText, JobId, ModelName, Reference, parse_numbers
-from app.services.ff import KeysRequest, keys_page, run_ff
+from app.services.ff import keys_page, run_ff
 from app.services.ff_study import ff_layer, mining_job, study_command
 from app.services.gating import PageModel, page_model
 from app.services.jobs import MINED_TOP_K, MULTI30K_TEST
@@ -109,7 +110,16 @@ def ff_keys(
     mining = None if mined is None else mining_job(jobs.store, model, mined)
     memories, study = studies.of(model, mining)
     every_trigger = study.triggers.top_k if study.triggers is not None else 0
-    asked = KeysRequest(layer, order, page * KEYS_PER_PAGE, KEYS_PER_PAGE, keys, every_trigger, text or model.example)
+    asked = KeysRequest(
+        model=model.name,
+        layer=layer,
+        order=order,
+        offset=page * KEYS_PER_PAGE,
+        limit=KEYS_PER_PAGE,
+        keys=keys,
+        triggers=every_trigger,
+        text=text or model.example,
+    )
     found = keys_page(gateway, studies, model, asked, mining)
     return render(
         request,

@@ -15,10 +15,11 @@ from app.figures.memory import decisions_chart, memory_attention_heatmap
 from app.routers.deps import GatewayDep, ModelFor
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText
+from app.schemas.views import MemoryFields
 from app.services.gating import PageModel
 from app.services.memory import forced_memory_ids, run_memory
 from app.services.pages import MEMORY
-from inference.core.bounds import MAX_INDEX, MAX_MEMORY_SIZE, MAX_SEED
+from inference.core.bounds import MAX_MEMORY_SIZE, MAX_SEED
 from inference.core.controls import LesionControls
 from inference.core.measured_examples import memory_examples
 
@@ -57,18 +58,17 @@ def memory_run(
     request: Request,
     gateway: GatewayDep,
     model: MemoryModel,
+    view: Annotated[MemoryFields, Form()],
     text: Annotated[FieldText, Form()] = "",
-    seed: Annotated[int, Form(ge=0, le=MAX_SEED)] = 0,
     memory_size: Annotated[int | None, Form(ge=0, le=MAX_MEMORY_SIZE)] = None,
     mask_memory: Annotated[bool, Form()] = False,
     forced: Annotated[FieldText, Form()] = "",
-    layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
 ):
     """The unlesioned run and, when a lesion is set, the lesioned one; the views follow the lesioned run."""
     controls = LesionControls(
         memory_size=memory_size, mask_memory=mask_memory, forced_memory=forced_memory_ids(model, forced)
     )
-    run = run_memory(gateway, model, text, model.lesion(controls), seed, layer)
+    run = run_memory(gateway, model, text, model.lesion(controls), view.seed, view.layer)
     figures = {"decisions": figure_json(decisions_chart(run.shown.steps))}
     if run.shown.attention.key_tokens:
         figures["memory-attention"] = figure_json(memory_attention_heatmap(run.shown.attention))
@@ -80,7 +80,7 @@ def memory_run(
         lesion=run.lesion,
         diff=run.diff,
         figures=figures,
-        seed=seed,
+        seed=view.seed,
         outcome=run.outcome,
         no_memory=run.no_memory,
         attention_note=run.attention_note,

@@ -20,10 +20,12 @@ from app.figures.segments import hits_strip, memory_path_figure, probe_figure, s
 from app.routers.deps import GatewayDep, ModelFor
 from app.routers.forms import FamilyLesionsDep
 from app.routers.rendering import figure_json, render
+from app.schemas.api import SegmentsRequest
 from app.schemas.validation import FieldText
+from app.schemas.views import SegmentsFields
 from app.services.gating import PageModel
 from app.services.pages import SEGMENTS
-from app.services.segments import SegmentsRequest, donor_ids, run_segments, segment_controls
+from app.services.segments import donor_ids, run_segments, segment_controls
 from inference.analyses.carried_state import carried_state_measure
 from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_SEED
 from inference.core.checkpoint import MEMORY_PROBE_KEY
@@ -55,10 +57,8 @@ def segments_run(
     gateway: GatewayDep,
     model: SegmentsModel,
     family: FamilyLesionsDep,
+    view: Annotated[SegmentsFields, Form()],
     text: Annotated[FieldText, Form()] = "",
-    segment: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
-    layer: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
-    head: Annotated[int, Form(ge=0, le=MAX_INDEX)] = 0,
     autoscale: Annotated[bool, Form()] = False,
     knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],  # noqa: B006 (each request gets a copy)
     reset_at: Annotated[int | None, Form(ge=0, le=MAX_INDEX)] = None,
@@ -79,7 +79,9 @@ def segments_run(
         donor=donor_ids(gateway, model, donor) if transplant_at is not None else (),
         family_lesions=family,
     )
-    run = run_segments(gateway, model, SegmentsRequest(text, model.lesion(lesion), segment, layer, head))
+    asked = SegmentsRequest(model=model.name, text=text, interventions=model.lesion(lesion), **dict(view))
+    run = run_segments(gateway, model, asked)
+    segment, head = view.segment, view.head
     figures = {}
     if run.plain_hits is not None:
         figures["strip"] = figure_json(hits_strip(run.tokens, run.spans, run.plain_hits, run.lesioned_hits))

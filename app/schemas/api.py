@@ -9,8 +9,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.schemas.validation import URL_TOO_LONG, CallIndex, FieldText, IntegrationSteps, ModelName, Reference
+from app.schemas.views import ExploreFields, MemoryFields, SegmentsFields
+from inference.analyses.blocks import HeadBlocks
+from inference.analyses.memory_operations import HeadOperations
 from inference.core.axes import AxisRole
-from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_NAME_CHARS, MAX_SEED
+from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_NAME_CHARS
 from inference.core.capabilities import Capability
 from inference.core.decoding import Decoding
 from inference.core.interventions import Interventions
@@ -127,10 +130,11 @@ class AttentionRequest(DecodedTextRequest):
     )
 
 
-class ExploreRequest(DecodedTextRequest):
+class ExploreRequest(ExploreFields, DecodedTextRequest):
     """What the Explore page asks: a run plainly and under the interventions, one layer of one stack on view."""
 
     model_config = ConfigDict(
+        extra="forbid",
         json_schema_extra={
             "examples": [
                 {
@@ -142,25 +146,15 @@ class ExploreRequest(DecodedTextRequest):
                     "head": 1,
                 }
             ]
-        }
-    )
-    stack: str = Field("", max_length=MAX_NAME_CHARS, description="an attention stack of the model; empty: its first")
-    layer: int = Field(0, ge=0, le=MAX_INDEX)
-    head: int = Field(0, ge=0, le=MAX_INDEX, description="the head the page's heatmap shows (checked, not used here)")
-    call: int = Field(0, ge=0, le=MAX_INDEX, description="which call (segment) of a layer that runs more than once")
-    new_tokens: int | None = Field(
-        None,
-        ge=1,
-        le=MAX_INDEX,
-        description="how many tokens a language model continues the text by (default 24; at most the server's "
-        "MEMLENS_MAX_NEW_TOKENS, 128 unless set); not for a translator",
+        },
     )
 
 
-class SegmentsRequest(TextRequest):
+class SegmentsRequest(SegmentsFields, TextRequest):
     """What the Segments page asks: a run plainly and under the memory interventions by segment."""
 
     model_config = ConfigDict(
+        extra="forbid",
         json_schema_extra={
             "examples": [
                 {
@@ -170,11 +164,8 @@ class SegmentsRequest(TextRequest):
                     "segment": 1,
                 }
             ]
-        }
+        },
     )
-    segment: int = Field(0, ge=0, le=MAX_INDEX, description="the segment whose attention is on view")
-    layer: int = Field(0, ge=0, le=MAX_INDEX)
-    head: int = Field(0, ge=0, le=MAX_INDEX, description="checked against the model's heads")
 
 
 class SweepRequest(BaseModel):
@@ -204,12 +195,11 @@ class CompareRequest(BaseModel):
     decoding: Decoding = Field(default_factory=Decoding)
 
 
-class MemoryRequest(TextRequest):
+class MemoryRequest(MemoryFields, TextRequest):
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"model": "working_memory_de_en", "text": DEMO_TEXT, "seed": 0, "layer": 0}]}
+        extra="forbid",
+        json_schema_extra={"examples": [{"model": "working_memory_de_en", "text": DEMO_TEXT, "seed": 0, "layer": 0}]},
     )
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the working memory's nucleus sampling")
-    layer: int = Field(0, ge=0, le=MAX_INDEX, description="decoder layer whose target-to-memory attention is returned")
 
 
 class StateRequest(TextRequest):
@@ -322,30 +312,6 @@ class AttributionResponse(BaseModel):
     translation_tokens: list[str]
 
 
-class HeadBlocksResponse(BaseModel):
-    stack: str
-    layer: int
-    head: int
-    update: float
-    write: float
-    read: float
-    process: float
-    memory_queries: int
-    sequence_queries: int
-
-
-class HeadOperationsResponse(BaseModel):
-    stack: str
-    layer: int
-    head: int
-    share: dict[str, float]
-    uniform: dict[str, float]
-    lift: dict[str, float]
-    label: str
-    memory_queries: int
-    sequence_queries: int
-
-
 class LayerAttentionResponse(BaseModel):
     stack: str
     layer: int
@@ -366,8 +332,8 @@ class ExploreResponse(BaseModel):
     note: str = Field(description="the interventions in words and what they changed")
     calls: int = Field(description="calls of the layer on view in the run (segments)")
     attention: LayerAttentionResponse = Field(description="the call on view, of the run with the interventions")
-    blocks: list[HeadBlocksResponse] = Field(description="block mass of every head, of the run with the interventions")
-    operations: list[HeadOperationsResponse] = Field(description="what each head of the stack does with memory")
+    blocks: list[HeadBlocks] = Field(description="block mass of every head, of the run with the interventions")
+    operations: list[HeadOperations] = Field(description="what each head of the stack does with memory")
 
 
 class SegmentsResponse(BaseModel):
@@ -382,17 +348,17 @@ class SegmentsResponse(BaseModel):
     )
     lesioned_hits: list[bool | None] | None
     attention: LayerAttentionResponse
-    operations: list[HeadOperationsResponse]
+    operations: list[HeadOperations]
 
 
 class BlocksResponse(BaseModel):
-    blocks: list[HeadBlocksResponse]
+    blocks: list[HeadBlocks]
 
 
 class CompareRow(BaseModel):
     model: str
     translation: str
-    blocks: list[HeadBlocksResponse]
+    blocks: list[HeadBlocks]
 
 
 class CompareResponse(BaseModel):

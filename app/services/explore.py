@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.schemas.api import AttentionRequest, AttributionRequest, ExploreRequest
 from app.schemas.validation import InputError, shown
 from app.services.gateway import ModelGateway
 from app.services.gating import PageModel
@@ -17,10 +18,8 @@ from inference.analyses.attention import LayerAttention, attention_stacks, call_
 from inference.analyses.blocks import HeadBlocks, attention_blocks
 from inference.analyses.memory_operations import MEMORY_OPERATION_HOOKS, HeadOperations, memory_operations
 from inference.core.capabilities import Capability
-from inference.core.decoding import GREEDY, Decoding
 from inference.core.hook_names import EVERY_PATTERN, pattern_hook_name
 from inference.core.hooks import hook_points
-from inference.core.interventions import Interventions
 from inference.core.trace import Trace
 from inference.runs.attribution import Attribution, attribute
 
@@ -68,26 +67,15 @@ def pattern_hook(model: PageModel, stack: str, layer: int) -> str:
     return pattern_hook_name(hook_points(model.loaded.model), stack, layer)
 
 
-@dataclass(frozen=True)
-class ExploreRequest:
-    text: str
-    lesion: Interventions
-    decoding: Decoding = GREEDY
-    stack: str = ""  # "": the model's first
-    layer: int = 0
-    head: int = 0
-    call: int = 0  # which segment, for a model that runs its layers more than once
-    new_tokens: int | None = None  # a language model's continuation; None: the default budget
-
-
-def continuation_budget(gateway: ModelGateway, model: PageModel, request: ExploreRequest) -> int | None:
-    """The tokens a language model continues the text by (None for a translator: the full output budget);
-    an InputError where a translator is asked for a continuation, or the budget is out of range."""
+def continuation_budget(gateway: ModelGateway, model: PageModel, new_tokens: int | None) -> int | None:
+    """The tokens a language model continues the text by (`new_tokens`, None: the default; None for a translator:
+    the full output budget); an InputError where a translator is asked for a continuation, or the budget is out of
+    range."""
     if not model.can(Capability.GENERATES_TEXT):
-        if request.new_tokens is not None:
+        if new_tokens is not None:
             raise InputError(f"{model.name} translates; new_tokens is for a model that continues a text")
         return None
-    return gateway.limits.continuation(request.new_tokens)
+    return gateway.limits.continuation(new_tokens)
 
 
 @dataclass(frozen=True)
@@ -103,15 +91,21 @@ class ExploreRun:
 
 
 def run_explore(gateway: ModelGateway, model: PageModel, request: ExploreRequest) -> ExploreRun:
-    """Run with and without the lesion; the attention views follow the lesioned run."""
+    """Run with and without the request's interventions; the attention views follow the lesioned run."""
     controls = explore_controls(model)
     stack = request.stack or next(iter(controls.stacks), "")
     name = pattern_hook(model, stack, request.layer)  # an unknown stack or layer is refused before the run
     memory = model.can(Capability.MEMORY_TOKENS)
     names = MEMORY_OPERATION_HOOKS if memory else [EVERY_PATTERN]
-    budget = continuation_budget(gateway, model, request)
+    budget = continuation_budget(gateway, model, request.new_tokens)
     runs = plain_then_lesioned(
-        gateway, model.loaded, request.text, request.lesion, names, decoding=request.decoding, max_new_tokens=budget
+        gateway,
+        model.loaded,
+        request.text,
+        request.interventions,
+        names,
+        decoding=request.decoding,
+        max_new_tokens=budget,
     )
     shown_run = runs.shown
     calls = [layer_attention(shown_run, stack, request.layer, **at) for at in call_indices(shown_run.captures[name])]
@@ -130,27 +124,30 @@ def run_explore(gateway: ModelGateway, model: PageModel, request: ExploreRequest
         blocks=attention_blocks(shown_run),
         operations=[h for h in memory_operations(shown_run) if h.stack == stack] if memory else [],
         diff=diff,
-        note=lesion_note(request.lesion, model.loaded.config.memory_size, outcome),
+        note=lesion_note(request.interventions, model.loaded.config.memory_size, outcome),
     )
 
 
 def one_layer(
-    gateway: ModelGateway, model: PageModel, request: ExploreRequest, at: dict[str, int]
+    gateway: ModelGateway, model: PageModel, request: AttentionRequest
 ) -> tuple[Trace, LayerAttention, list[dict[str, int]]]:
-    """One call (`at`) of one stack's layer in the run under the request's lesion, capturing that layer only:
-    (the run, the layer's attention, every call the layer has)."""
+    """One call (`request.at`) of one stack's layer in the run under the request's interventions, capturing that
+    layer only: (the run, the layer's attention, every call the layer has)."""
     name = pattern_hook(model, request.stack, request.layer)
-    budget = continuation_budget(gateway, model, request)
+    budget = continuation_budget(gateway, model, None)
     trace = gateway.trace(
-        model.loaded, request.text, request.lesion, [name], decoding=request.decoding, max_new_tokens=budget
+        model.loaded, request.text, request.interventions, [name], decoding=request.decoding, max_new_tokens=budget
     )
     calls = call_indices(trace.captures[name])
+    at = request.at
     if at not in calls:
         raise InputError(f"{name} has no call {at or 'without an index'}; its calls: {calls}")
     return trace, layer_attention(trace, request.stack, request.layer, **at), calls
 
 
-def attribution(gateway: ModelGateway, model: PageModel, request: ExploreRequest, position: int) -> Attribution:
-    """Integrated gradients and saliency of output token `position` onto source tokens and memory slots."""
+def attribution(gateway: ModelGateway, model: PageModel, request: AttributionRequest) -> Attribution:
+    """Integrated gradients and saliency of output token `request.position` onto source tokens and memory slots."""
     text = gateway.check_text(model.loaded, request.text)
-    return gateway.exclusive(lambda: attribute(model.loaded, text, position, request.lesion, decoding=request.decoding))
+    return gateway.exclusive(
+        lambda: attribute(model.loaded, text, request.position, request.interventions, decoding=request.decoding)
+    )

@@ -16,6 +16,7 @@ from app.figures.ff_views import (
     lens_table,
     prediction_changes,
 )
+from app.schemas.ff import KeysRequest
 from app.schemas.validation import InputError
 from app.services.ff_study import FFStudies, FFStudy, ff_layer
 from app.services.gateway import ModelGateway
@@ -27,17 +28,6 @@ from inference.analyses.ff_aggregation import logit_lens
 from inference.analyses.ff_effects import key_effects
 from inference.core.capabilities import Capability
 from inference.core.interventions import Interventions
-
-
-@dataclass(frozen=True)
-class KeysRequest:
-    layer: int
-    order: str  # one of KEY_ORDERS
-    offset: int
-    limit: int
-    keys: list[int] | None  # these keys instead of a page of the ordering
-    triggers: int  # trigger examples per card
-    text: str = ""  # the text a TEXT_ORDERS order is read from
 
 
 @dataclass(frozen=True)

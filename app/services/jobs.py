@@ -25,7 +25,7 @@ from app.services.uploads import Corpus
 from app.services.worker import JobWorker, Progress, Work
 from inference.analyses.ff_values import ff_memories
 from inference.core.capabilities import Capability
-from inference.core.family import LoadedModel, capabilities_of, family_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.corpora.multi30k import DataError, read_multi30k
 from inference.corpus_jobs.job import CorpusJob, run_in_process
 from inference.corpus_jobs.states import memory_job, mining_job, sweep_job, translation_job
@@ -180,7 +180,7 @@ class JobRunner:
         if Capability.WORKING_MEMORY in capabilities_of(loaded.config):
             result = self._run(memory_job(sources, references or None), loaded, job, progress)
             return {"memory_decisions": True, **result}
-        mixed = family_of(loaded.config.family).traces_mixed_lengths
+        mixed = loaded.family.traces_mixed_lengths
         corpus_job = translation_job(loaded, sources, references, mixed, self.gateway.limits.max_new_tokens)
         return self._run(corpus_job, loaded, job, progress)
 

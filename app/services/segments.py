@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.schemas.api import SegmentsRequest
 from app.schemas.validation import InputError
 from app.services.explore import pattern_hook
 from app.services.gateway import ModelGateway
@@ -25,7 +26,8 @@ from inference.analyses.segments import (
 )
 from inference.core.capabilities import Capability
 from inference.core.hook_names import EVERY_PATTERN
-from inference.core.interventions import Interventions, NoiseMemory, ResetMemory, TransplantMemory
+from inference.core.interventions import NoiseMemory, ResetMemory, TransplantMemory
+from inference.core.segment_memory import segment_setup
 from inference.core.trace import Trace
 
 SEGMENT_LESIONS = {"reset_memory": "reset", "noise_memory": "noise", "transplant_memory": "transplant"}
@@ -54,7 +56,7 @@ def segment_controls(model: PageModel) -> SegmentControls:
     network = model.loaded.model
     stack, layers = next(iter(attention_stacks(network).items()))
     return SegmentControls(
-        described=model.record.variant or model.loaded.family.title,
+        described=segment_setup(model.loaded.config) or model.loaded.family.title,
         memory=model.can(Capability.MEMORY_TOKENS),
         cache=model.can(Capability.SEGMENT_CACHE),
         stack=stack,
@@ -69,15 +71,6 @@ def donor_ids(gateway: ModelGateway, model: PageModel, donor: str) -> tuple[int,
     if not donor.strip():
         raise InputError("give the other input whose memory to transplant")
     return tuple(model.loaded.tokenizer.encode(gateway.check_text(model.loaded, donor)))
-
-
-@dataclass(frozen=True)
-class SegmentsRequest:
-    text: str
-    lesion: Interventions  # knock-out, reset, noise, transplant
-    segment: int = 0  # the segment on view
-    layer: int = 0
-    head: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,7 +93,7 @@ def run_segments(gateway: ModelGateway, model: PageModel, request: SegmentsReque
     pattern = pattern_hook(model, controls.stack, request.layer)  # an unknown layer is refused before the run
     if request.head >= controls.heads:
         raise InputError(f"head {request.head} is out of range (0 to {controls.heads - 1})")
-    lesion = request.lesion
+    lesion = request.interventions  # knock-out, reset, noise, transplant, the family's own
 
     def check(plain: Trace) -> None:  # a lesion changes what segments hold, not where they lie
         count = len(segment_spans(plain, pattern).starts)

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from inference.core.capabilities import config_of
-from inference.core.family import family_of
+from inference.core.family import family_of_model
 from inference.core.ff_memories import FFMemories
 
 
 def ff_memories(model: nn.Module) -> FFMemories:
     """The FF memories of a model with FF keys, read as its family says (`Family.ff_memories`)."""
-    return family_of(config_of(model).family).ff_memories(model)
+    return family_of_model(model).ff_memories(model)
 
 
 def value_logits(memories: FFMemories, layer: str) -> torch.Tensor:  # [d_ff, vocab]

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import config_of
-from inference.core.family import family_of
+from inference.core.family import family_of_model
 from inference.core.hooks import HookFn, HookPoint, hook_points, registered_hooks
 from inference.core.interventions import NO_INTERVENTIONS, InterventionError, Interventions, MemorySize, Scale
 
@@ -45,8 +45,7 @@ def effective_memory_size(model: nn.Module, interventions: Interventions) -> int
 
 def intervention_hooks(model: nn.Module, interventions: Interventions, memory_size: int) -> list[tuple[str, HookFn]]:
     """Validate `interventions` against the model and return their hooks, in order."""
-    family_name = config_of(model).family
-    family = family_of(family_name)
+    family = family_of_model(model)
     points = hook_points(model)
     hooks: list[tuple[str, HookFn]] = []
     for item in interventions:
@@ -57,7 +56,7 @@ def intervention_hooks(model: nn.Module, interventions: Interventions, memory_si
             continue
         found = family.intervention_hooks(model, item, memory_size)
         if found is None:
-            raise InterventionError(f"{item.kind_name} does not apply to a model of the {family_name} family")
+            raise InterventionError(f"{item.kind_name} does not apply to a model of the {family.name} family")
         hooks.extend(found)
     return hooks
 

@@ -2,7 +2,7 @@
 
 A checkpoint is a folder:
 
-    config.json        {"format_version": 1, "model": {...config...}, "meta": {...the run's record...}}
+    config.json        {"format_version": 2, "model": {...config...}, "meta": {...the run's record...}}
     model.safetensors  weights (shared weights stored once; float32, or float16
                        where meta says "weights_dtype": "float16")
     tokenizer.json     Hugging Face tokenizers format
@@ -31,14 +31,23 @@ from safetensors.torch import load_model, save_model
 
 from inference.core.byte_cache import ByteBudgetCache, tensor_bytes
 from inference.core.capabilities import FamilyConfig, config_of
-from inference.core.family import LoadedModel, build_model, config_from_dict, family_of
+from inference.core.family import (
+    LoadedModel,
+    build_model,
+    config_from_dict,
+    current_config_values,
+    family_of_config,
+    family_of_model,
+    kind_of,
+)
 from inference.core.family_folders import load_families
 from inference.core.folders import FolderReader, folder_reader_for, folder_writer_for
 from inference.core.model_record import ModelRecord, RecordError, read_record
 from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1 named a family's variant in the model's `family` (inference.core.family.current_config_values)
+READ_FORMAT_VERSIONS = (1, 2)
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "metrics.json")
 OUTSIDE_META = "memlens.json"  # a folder of another format trained here: its meta (how it was trained)
 # How model.safetensors may store the weights. float16 halves the file (the
@@ -85,7 +94,7 @@ def stored_record(model: torch.nn.Module, meta: ModelRecord | dict | None, weigh
     """The record a folder of `model` stores: `meta` read as its family's record, saying float16 weights."""
     if weights_dtype not in WEIGHTS_DTYPES:
         raise ValueError(f"weights_dtype must be one of {', '.join(WEIGHTS_DTYPES)}, got {weights_dtype!r}")
-    record = read_record(meta or {}, family_of(config_of(model).family))
+    record = read_record(meta or {}, family_of_model(model))
     # float32 is the default, left unsaid so existing config.json files stay as they are
     return record.model_copy(update={"weights_dtype": "float16" if weights_dtype == "float16" else None})
 
@@ -168,10 +177,14 @@ def read_config(folder: Path) -> tuple[FamilyConfig, ModelRecord, FolderReader |
         config = outside(reader, lambda: reader.config(folder, raw))
         meta = {**reader.meta(config), **optional_json(folder, OUTSIDE_META), "format": reader.format}
         return config, checked_record(meta, config, OUTSIDE_META), reader
-    if raw["format_version"] != FORMAT_VERSION:
-        raise CheckpointError(f"config.json has format_version {raw['format_version']!r}; expected {FORMAT_VERSION}")
+    version = raw["format_version"]
+    if version not in READ_FORMAT_VERSIONS:
+        raise CheckpointError(
+            f"config.json has format_version {version!r}; this MemLens reads "
+            f"{' and '.join(map(str, READ_FORMAT_VERSIONS))}"
+        )
     try:
-        config = config_from_dict(raw.get("model") or {})
+        config = config_from_dict(current_config_values(raw.get("model") or {}, version))
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"config.json has an invalid model config: {error}") from None
     return config, checked_record(raw.get("meta") or {}, config, "config.json"), None
@@ -180,7 +193,7 @@ def read_config(folder: Path) -> tuple[FamilyConfig, ModelRecord, FolderReader |
 def checked_record(meta: dict, config: FamilyConfig, file: str) -> ModelRecord:
     """The record of a folder's run, or a CheckpointError saying, in the file it is in, what does not read."""
     try:
-        return read_record(meta, family_of(config.family))
+        return read_record(meta, family_of_config(config))
     except RecordError as error:
         raise CheckpointError(f"{file}: {error}") from None
 
@@ -281,6 +294,11 @@ class RegistryEntry:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def kind(self) -> str:
+        """Its family, and its variant where the family has several; "" for a broken entry."""
+        return kind_of(self.config) if self.config is not None else ""
 
 
 # Scans and loads run one at a time in a process, whichever registry runs them: the first of them imports a family's

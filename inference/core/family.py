@@ -1,12 +1,15 @@
 """The Family interface, the registry of model families, and a loaded model, which carries its family.
 
-A model family is one folder, `inference/families/<name>/`, holding its
-model, its config dataclass, its run or decode loop, and a `Family` object
-that says what its models can do (`Capability`) and registers itself
-under every `family` value its configs carry. Everything outside the
-folder (the trace, the checkpoints, the app) asks the registry for the
-family of a config and then asks the family; nothing names a family's
-classes.
+A model family is what registers here: a `Family` object with a name, a
+title and its config dataclass, which says what its models can do
+(`Capability`). It lives in a folder under `inference/families/` with its
+model and its run or decode loop (one folder may hold several related
+families: hugging_face/ holds three). A model's config names its family
+(`family`, the family's name) and, where the family has several, its
+variant (`variant`, one of `Family.variants`), the same way for every
+family. Everything outside the folder (the trace, the checkpoints, the
+app) asks the registry for the family of a config, or a loaded model for
+its family, and then asks the family; nothing names a family's classes.
 
 Families are found by importing every subpackage of `inference.families`
 (`load_families`); a family defined elsewhere (a plug-in, a test) registers
@@ -54,12 +57,13 @@ class Family(Protocol[ConfigT, ModelT]):
 
     @property
     def name(self) -> str:
-        """The folder name, e.g. "memory_transformer"."""
+        """The name it registers under, which its configs' `family` holds, e.g. "memory_transformer"."""
         ...
 
     @property
-    def config_names(self) -> tuple[str, ...]:
-        """The `family` values of the configs it builds."""
+    def variants(self) -> tuple[str, ...]:
+        """The values its configs' `variant` field may take, where it has several kinds of model (a Memory
+        Transformer's "memctrl"); () for a family of one kind, whose config has no variant."""
         ...
 
     @property
@@ -114,6 +118,12 @@ class Family(Protocol[ConfigT, ModelT]):
         seed: int,
     ) -> list[list[int]]:
         """Families that translate: the output ids of every source (EOS left out)."""
+        ...
+
+    def prompt_ids(self, config: ConfigT, tokenizer: TextTokenizer, text: str) -> list[int]:
+        """Families that generate text: the ids a text is read as when it starts a prompt (the language model
+        trained here: [EOS] + its tokens, as every article in its training stream; a Hugging Face LM: [BOS] +
+        its tokens). Its trace and trigger mining frame texts this way."""
         ...
 
     def ff_memories(self, model: ModelT) -> FFMemories:
@@ -182,6 +192,7 @@ class FamilyDefaults(Generic[ConfigT, ModelT]):
     only the members the family's capabilities call for."""
 
     title: str
+    variants: tuple[str, ...] = ()
     traces_mixed_lengths = True
     lesion_kinds: tuple[type[LesionKind], ...] = ()
     record_fields: type[BaseModel] | None = None
@@ -195,6 +206,9 @@ class FamilyDefaults(Generic[ConfigT, ModelT]):
         seed: int,
     ) -> list[list[int]]:
         raise ValueError(f"a {self.title} model does not translate")
+
+    def prompt_ids(self, config: ConfigT, tokenizer: TextTokenizer, text: str) -> list[int]:
+        raise ValueError(f"a {self.title} model does not read prompts")
 
     def ff_memories(self, model: ModelT) -> FFMemories:
         raise ValueError(f"the FF layers of a {self.title} model are not read as memories")
@@ -230,25 +244,36 @@ class FamilyDefaults(Generic[ConfigT, ModelT]):
 AnyFamily = Family[Any, Any]  # a family of any config and model class, as the registry holds them
 FamilyT = TypeVar("FamilyT", bound=AnyFamily)
 
-_FAMILIES: dict[str, AnyFamily] = {}  # config `family` value -> family
+_FAMILIES: dict[str, AnyFamily] = {}  # name (a config's `family`) -> family
 
 
 def register(family: FamilyT) -> FamilyT:
-    """Register a family under each of its config names, and its own lesion kinds; a name taken by another family,
-    token axes without a role each, or a lesion kind the core refuses (inference.core.lesion_kinds) raises
-    ValueError and registers none of them."""
-    for config_name in family.config_names:
-        taken = _FAMILIES.get(config_name)
-        if taken is not None and taken.name != family.name:
-            raise ValueError(f"config family {config_name!r} is registered by {taken.name} already")
+    """Register a family under its name, and its own lesion kinds; a name taken by another family, variants its
+    config type cannot hold, token axes without a role each, or a lesion kind the core refuses
+    (inference.core.lesion_kinds) raises ValueError and registers none of them."""
+    taken = _FAMILIES.get(family.name)
+    if taken is not None and taken is not family:
+        raise ValueError(f"family name {family.name!r} is registered by another family already")
+    _check_variants(family)
     _check_token_axes(family)
     for kind in family.lesion_kinds:
         check_lesion_kind(kind)
-    for config_name in family.config_names:
-        _FAMILIES[config_name] = family
+    _FAMILIES[family.name] = family
     for kind in family.lesion_kinds:
         register_lesion_kind(kind)
     return family
+
+
+def _check_variants(family: AnyFamily) -> None:
+    has_field = "variant" in getattr(family.config_type, "__dataclass_fields__", {})
+    if bool(family.variants) != has_field:
+        raise ValueError(
+            f"family {family.name}: its config has a `variant` field exactly when it declares variants "
+            f"(variants {list(family.variants)}, field {'present' if has_field else 'absent'})"
+        )
+    clashing = set(family.variants) & (set(_FAMILIES) - {family.name})
+    if clashing:
+        raise ValueError(f"family {family.name}: variant {sorted(clashing)[0]!r} is another family's name")
 
 
 def _check_token_axes(family: AnyFamily) -> None:
@@ -260,46 +285,76 @@ def _check_token_axes(family: AnyFamily) -> None:
             raise ValueError(f"family {family.name}: token axis {name!r} needs a name and an AxisRole, not {role!r}")
 
 
-def family_of(config_name: str) -> AnyFamily:
-    """The family that builds configs of `config_name`; ValueError naming the known ones otherwise."""
+def family_of(name: str) -> AnyFamily:
+    """The family registered as `name` (a config's `family`); ValueError naming the known ones otherwise."""
     load_families()
-    family = _FAMILIES.get(config_name)
+    family = _FAMILIES.get(name)
     if family is None:
-        raise _unknown_family(config_name)
+        raise _unknown_family(name)
     return family
 
 
-def _unknown_family(config_name: object) -> ValueError:
-    return ValueError(f"unknown family {config_name!r}; known: {', '.join(sorted(_FAMILIES))}")
+def family_of_config(config: FamilyConfig) -> AnyFamily:
+    """The family that builds `config`."""
+    return family_of(config.family)
 
 
-def config_names() -> Sequence[str]:
+def family_of_model(model: nn.Module) -> AnyFamily:
+    """The family of a built model, found by its config."""
+    return family_of_config(config_of(model))
+
+
+def _unknown_family(name: object) -> ValueError:
+    owner = next((family for family in _FAMILIES.values() if name in family.variants), None)
+    hint = f" ({name!r} is a variant: family {owner.name!r}, variant {name!r})" if owner is not None else ""
+    return ValueError(f"unknown family {name!r}{hint}; known: {', '.join(sorted(_FAMILIES))}")
+
+
+def family_names() -> Sequence[str]:
     load_families()
     return sorted(_FAMILIES)
 
 
 def families() -> list[AnyFamily]:
-    """Every registered family, once each."""
+    """Every registered family."""
     load_families()
-    return list({family.name: family for family in _FAMILIES.values()}.values())
+    return list(_FAMILIES.values())
+
+
+def current_config_values(values: dict[str, Any], format_version: int) -> dict[str, Any]:
+    """A model config's JSON form as the current format writes it. Format 1 named a family's variant in
+    `family` (a Memory Transformer's "memctrl"); format 2 names the family there and the variant in `variant`."""
+    if format_version >= 2:
+        return values
+    load_families()
+    named = values.get("family")
+    owner = next((family for family in _FAMILIES.values() if named in family.variants), None)
+    return values if owner is None else {**values, "family": owner.name, "variant": named}
 
 
 def config_from_dict(values: dict[str, Any]) -> FamilyConfig:
-    """A config from its JSON form, built by the family its `family` field names;
+    """A config from its JSON form (the current format), built by the family its `family` field names;
     unknown or missing fields raise TypeError, bad values ValueError."""
-    config_name = values.get("family")
-    if not isinstance(config_name, str):  # missing, or not a name
+    name = values.get("family")
+    if not isinstance(name, str):  # missing, or not a name
         load_families()
-        raise _unknown_family(config_name)
-    return family_of(config_name).config_type(**values)
+        raise _unknown_family(name)
+    return family_of(name).config_type(**values)
+
+
+def kind_of(config: FamilyConfig) -> str:
+    """What a model is, in a word: its family, and its variant where the family has several
+    ("memory_transformer/memctrl")."""
+    variant = getattr(config, "variant", None) if family_of_config(config).variants else None
+    return config.family if variant is None else f"{config.family}/{variant}"
 
 
 def build_model(config: FamilyConfig) -> nn.Module:
-    return family_of(config.family).build(config)
+    return family_of_config(config).build(config)
 
 
 def capabilities_of(config: FamilyConfig) -> frozenset[Capability]:
-    return family_of(config.family).capabilities(config)
+    return family_of_config(config).capabilities(config)
 
 
 @dataclass
@@ -319,7 +374,7 @@ class LoadedModel:
     @property
     def family(self) -> AnyFamily:
         """The registered family that builds this model's config."""
-        return family_of(self.config.family)
+        return family_of_config(self.config)
 
     @property
     def device(self) -> torch.device:

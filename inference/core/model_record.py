@@ -5,8 +5,8 @@ reader reads its fields. A family may record fields of its own (`Family.record_f
 sit beside the shared fields in config.json and are read by the family's model into `family_fields`.
 
 Versions: a record carries `version`; one without it (every checkpoint written before records had a version)
-is version 0 and reads through `_from_version_0`. A record that does not read is a CheckpointError naming the
-field, and the registry lists its folder broken with that reason.
+is version 0. An older record reads through one migration, `_current_values`. A record that does not read is a
+CheckpointError naming the field, and the registry lists its folder broken with that reason.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ class ModelRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: Literal[1] = 1
+    version: Literal[2] = 2
     description: str | None = Field(None, max_length=2_000, description="the model in a line, for its card")
-    variant: str | None = Field(None, max_length=500, description="which of its family's variants, in words")
     task: str | None = Field(None, max_length=100, description="the algorithmic task it was trained on")
     example: str | None = Field(None, max_length=2_000, description="an input its pages open on")
     corpus: str | None = Field(None, max_length=100, description="the corpus it was trained on, by name")
@@ -66,7 +65,7 @@ class RecordOwner(Protocol):
     def name(self) -> str: ...
 
     @property
-    def config_names(self) -> tuple[str, ...]: ...
+    def variants(self) -> tuple[str, ...]: ...
 
     @property
     def record_fields(self) -> type[BaseModel] | None: ...
@@ -83,8 +82,7 @@ def read_record(values: dict[str, Any] | ModelRecord, family: RecordOwner) -> Mo
         return values
     if not isinstance(values, dict):
         raise RecordError(f"meta is a {type(values).__name__}, not an object")
-    if "version" not in values:
-        values = _from_version_0(values, family)
+    values = _current_values(values, family)
     own_model = family.record_fields
     own = {key: value for key, value in values.items() if key not in SHARED_FIELDS}
     if own and own_model is None:
@@ -98,9 +96,15 @@ def read_record(values: dict[str, Any] | ModelRecord, family: RecordOwner) -> Mo
         raise RecordError(f"meta does not read: {problems}") from None
 
 
-def _from_version_0(values: dict[str, Any], family: RecordOwner) -> dict[str, Any]:
-    """Version 0 named the config's family again ("family"), which the config says; nothing else changed."""
-    named = values.get("family")
-    if named is not None and named not in family.config_names:
-        raise RecordError(f"meta names the family {named!r}, but the config is of {family.name}")
-    return {key: value for key, value in values.items() if key != "family"} | {"version": 1}
+def _current_values(values: dict[str, Any], family: RecordOwner) -> dict[str, Any]:
+    """An older record's values as version 2 holds them. Version 0 (no `version`) named the config's family again
+    ("family": the family, or the variant its config now names); versions 0 and 1 named a segment model's memory
+    in words ("variant"), which its config says (inference.core.segment_memory.segment_setup)."""
+    version = values.get("version", 0)
+    if version == 0:
+        named = values.get("family")
+        if named is not None and named != family.name and named not in family.variants:
+            raise RecordError(f"meta names the family {named!r}, but the config is of {family.name}")
+    if version in (0, 1):
+        values = {key: value for key, value in values.items() if key not in ("family", "variant")} | {"version": 2}
+    return values

@@ -40,7 +40,7 @@ class SegmentConfig(FamilyConfig, Protocol):
     def cache_length(self) -> int: ...  # cached earlier positions per layer (Transformer-XL's); 0 for none
 
     @property
-    def variant(self) -> str: ...  # what is carried between segments, in words
+    def memory_setup(self) -> str: ...  # what is carried between segments, in words
 
 
 def segment_config(config: FamilyConfig) -> SegmentConfig:
@@ -72,9 +72,12 @@ class SegmentMemoryModel(Protocol):
     def __call__(self, ids: torch.Tensor, memory_size: int | None = None) -> torch.Tensor: ...  # [b, n, vocab]
 
 
-def variant_line(config: SegmentConfig) -> str:
-    """How the pages name a segment-recurrent model (meta "variant"): its variant and segment length."""
-    return f"{config.variant}; segments of {config.segment_length} tokens"
+def segment_setup(config: FamilyConfig) -> str | None:
+    """How the pages name a segment model: what it carries between segments and its segment length; None for a
+    config that says neither."""
+    if not isinstance(config, SegmentConfig):
+        return None
+    return f"{config.memory_setup}; segments of {config.segment_length} tokens"
 
 
 def memory_tokens_text(count: int) -> str:

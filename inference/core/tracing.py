@@ -20,7 +20,7 @@ from inference.core.applied_interventions import applied_interventions
 from inference.core.axes import AxisKey
 from inference.core.capabilities import Capability, FamilyConfig
 from inference.core.decoding import GREEDY, MAX_NEW_TOKENS, Decoding, pad_batch, strip_after_eos
-from inference.core.family import LoadedModel, capabilities_of, family_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.hooks import HookPoint, current_scope, hook_points, registered_hooks, select_hook_names
 from inference.core.interventions import Interventions
 from inference.core.refusals import InputRefused
@@ -57,7 +57,7 @@ def run_with_trace(
         if targets is not None:
             raise InputRefused("beam search applies to the model's own output: a given target is forced as it is")
     request = TraceRequest(sources, targets, names, interventions or Interventions(), max_new_tokens, seed, decoding)
-    return family_of(loaded.config.family).trace(loaded, request)
+    return loaded.family.trace(loaded, request)
 
 
 def assembled_trace(

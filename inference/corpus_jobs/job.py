@@ -50,11 +50,13 @@ def run_shard(
     numbers: Sequence[int],
     on_batch: Callable[[int], None] | None = None,
     hold: Callable[[Callable[[], Any]], Any] | None = None,
+    start: PartialState | None = None,
 ) -> PartialState:
-    """The partial state of the job's batches `numbers` (ascending), run here in order. `on_batch(n)` after the
-    n-th of them (it may raise to stop the job); `hold` runs each batch's model work (a server passes its inference
-    lock's, so that interactive requests get the model between batches)."""
-    state = job.empty()
+    """The partial state of the job's batches `numbers` (ascending), run here in order, gathered into `start` (the
+    state of the batches before them, as a resumed run saved it) or a new state. `on_batch(n)` after the n-th of
+    them (it may raise to stop the job); `hold` runs each batch's model work (a server passes its inference lock's,
+    so that interactive requests get the model between batches)."""
+    state = job.empty() if start is None else start
     for done, number in enumerate(numbers, start=1):
         observe = partial(job.observe, loaded, number, job.batches[number])
         state.update(observe() if hold is None else hold(observe))

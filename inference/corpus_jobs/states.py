@@ -10,6 +10,7 @@ process runs, so that sharding changes no number:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 
@@ -24,10 +25,10 @@ from inference.core.family import LoadedModel
 from inference.core.hook_names import EVERY_PATTERN
 from inference.core.interventions import NO_INTERVENTIONS
 from inference.core.tracing import run_with_trace
-from inference.corpus_jobs.job import CorpusJob
+from inference.corpus_jobs.job import CorpusJob, run_shard
 from inference.runs.memory_corpus import MemoryCorpusRun, generate_memory_corpus, summarise_memory_corpus
 from inference.runs.translate import BATCH_SIZE, batch_plan, translate_rows
-from inference.runs.trigger_mining import mined_batch
+from inference.runs.trigger_mining import key_counts, mined_batch
 
 TRACE_BATCH = 16  # sentences an uploaded corpus traces, and trigger mining reads, per batch
 MEMORY_CHUNK = 64  # sentences of a working-memory corpus per batch
@@ -215,14 +216,47 @@ class MiningPartial:
         return self.state
 
 
-def mining_job(texts: list[str], sources: list[str] | None, top_k: int, layers: list[str]) -> CorpusJob:
+def mining_job(
+    texts: Sequence[str], sources: Sequence[str] | None, top_k: int, layers: list[str], batch_size: int = TRACE_BATCH
+) -> CorpusJob:
     """The running top-k trigger examples of every key of `layers` over `texts` (a translator's decoder
-    teacher-forced on each after its source), TRACE_BATCH texts a batch, as inference.runs.trigger_mining runs."""
-    batches = [range(start, min(start + TRACE_BATCH, len(texts))) for start in range(0, len(texts), TRACE_BATCH)]
+    teacher-forced on each after its source; inference.runs.trigger_mining), `batch_size` texts a batch."""
+    batches = [range(start, min(start + batch_size, len(texts))) for start in range(0, len(texts), batch_size)]
     return CorpusJob(batches, partial(_mine_rows, texts, sources, layers), partial(MiningPartial, top_k))
 
 
+def mine_triggers(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    sources: Sequence[str] | None = None,
+    state: MiningState | None = None,
+    batch_size: int = TRACE_BATCH,
+    top_k: int = 50,
+    on_batch: Callable[[MiningState], None] | None = None,
+) -> MiningState:
+    """The mining job over a whole corpus, run here: the trigger examples of every FF key the model reads as a
+    memory (ff_values.ff_memories). To resume, pass the same corpus, batch size and a saved state: the job goes on
+    from the batch after state.sentences_consumed (top_k only sizes a new state). `on_batch` sees the state after
+    every batch (e.g. to save it and report progress)."""
+    counts = key_counts(loaded.model)
+    if state is not None:
+        held = {layer: len(coefficients) for layer, coefficients in state.coefficients.items()}
+        if list(held.items()) != list(counts.items()):
+            raise ValueError(f"the state holds layers {held}; the model has {counts}")
+        if state.sentences_consumed > len(texts):
+            raise ValueError(
+                f"the state has consumed {state.sentences_consumed} sentences; the corpus has {len(texts)}"
+            )
+        if state.sentences_consumed % batch_size and state.sentences_consumed != len(texts):
+            raise ValueError(f"the state stopped inside a batch of {batch_size}: resume with the batch size it ran")
+    job = mining_job(texts, sources, top_k, list(counts), batch_size)
+    gathered = MiningPartial(top_k, state if state is not None else MiningState.empty(counts, top_k))
+    first = -(-gathered.finalize().sentences_consumed // batch_size)  # batches done, rounded up at the corpus's end
+    report = None if on_batch is None else lambda _: on_batch(gathered.finalize())
+    return run_shard(job, loaded, range(first, len(job.batches)), report, start=gathered).finalize()
+
+
 def _mine_rows(
-    texts: list[str], sources: list[str] | None, layers: list[str], loaded: LoadedModel, _: int, rows: range
+    texts: Sequence[str], sources: Sequence[str] | None, layers: list[str], loaded: LoadedModel, _: int, rows: range
 ) -> tuple[int, dict[str, torch.Tensor], list[int]]:
     return rows.start, *mined_batch(loaded, texts, sources, layers, slice(rows.start, rows.stop))

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from inference.analyses.source_attribution import SourceAttribution
-from inference.core.family import LoadedModel, family_of
+from inference.core.family import LoadedModel, family_of_config
 from inference.core.hook_names import LOGITS
 from inference.core.tracing import encode_sources, run_with_trace
 
@@ -53,7 +53,7 @@ def source_attribution(
 ) -> SourceAttribution:
     """Integrated gradients of each of the model's output tokens onto each source token."""
     model, config, tokenizer = loaded.model, loaded.config, loaded.tokenizer
-    embedding = family_of(config.family).source_embedding(model)
+    embedding = family_of_config(config).source_embedding(model)
     src_ids = encode_sources(loaded, [text])  # [1, n]
     greedy = run_with_trace(loaded, text, names=[LOGITS], max_new_tokens=max_new_tokens)
     output_ids = greedy.output_ids[0]

@@ -9,9 +9,8 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import nn
 
-from inference.core.capabilities import config_of
 from inference.core.decoding import pad_batch
-from inference.core.family import family_of
+from inference.core.family import family_of_model
 from inference.core.interventions import Interventions
 from inference.core.tokenizer import TextTokenizer
 
@@ -56,7 +55,7 @@ def translate_rows(
     interventions: Interventions | None = None,
 ) -> dict[int, str]:
     """row -> translation of one batch of the plan, batch `number` (a family that samples uses seed SEED + number)."""
-    family = family_of(config_of(model).family)
+    family = family_of_model(model)
     outputs = family.translate(
         model, padded_rows(model, tokenizer, sources, rows), interventions, MAX_NEW_TOKENS, SEED + number
     )

@@ -1,7 +1,9 @@
 """Mining FF-key trigger examples over a corpus (Geva et al., paper 003,
-Section 3): runs the model over the texts and feeds the running top-k of
-`inference.analyses.ff_mining`; `compact_triggers` writes the bounded
-record the app reads (`TriggerStore`).
+Section 3): what one batch gives (`mined_batch`: the keys of the texts
+traced, for the running top-k of `inference.analyses.ff_mining`), and the
+bounded record the app reads (`compact_triggers`, `TriggerStore`). The
+mining itself is one corpus job (inference.corpus_jobs.states.mining_job),
+which the app, the CLI and the training study run.
 
 A text is read by the model's kind: a model that translates is
 teacher-forced on the text as its target after its source; a model that
@@ -10,12 +12,12 @@ generates text reads it as an article's start ([EOS] + text).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from inference.analyses.ff_mining import COMPACT_FORMAT, NO_TOKEN, MiningState, TriggerTokens, add_batch, encode_array
+from inference.analyses.ff_mining import COMPACT_FORMAT, NO_TOKEN, MiningState, TriggerTokens, encode_array
 from inference.analyses.ff_values import ff_memories
 from inference.core.capabilities import Capability
 from inference.core.family import LoadedModel, capabilities_of
@@ -23,46 +25,12 @@ from inference.core.hook_names import ff_keys
 from inference.core.hooks import hook_points
 from inference.core.trace import Trace
 from inference.core.tracing import run_with_trace
-from inference.families.language_model.continuation import prompt_ids
 
 
-def mine_triggers(
-    loaded: LoadedModel,
-    texts: Sequence[str],
-    sources: Sequence[str] | None = None,
-    state: MiningState | None = None,
-    batch_size: int = 32,
-    top_k: int = 50,
-    on_batch: Callable[[MiningState], None] | None = None,
-) -> MiningState:
-    """Trigger examples of every FF key (ff_values.ff_memories: the language
-    model's layers or a translation decoder's) over a corpus of texts;
-    `sources` (a translation model's, one per text) are what the decoder is
-    teacher-forced after.
-
-    Sentence indices are positions in `texts`. To resume, pass the same
-    corpus and a saved state: mining goes on from state.sentences_consumed
-    (top_k only sizes a new state). on_batch sees the state after every
-    batch (e.g. to save it and report progress).
-    """
-    layers = ff_memories(loaded.model).layers
-    if state is None:
-        state = MiningState.empty({layer: _key_count(loaded.model, layer) for layer in layers}, top_k)
-    if list(state.coefficients) != layers:
-        raise ValueError(f"the state holds layers {list(state.coefficients)}; the model has {layers}")
-    if state.sentences_consumed > len(texts):
-        raise ValueError(f"the state has consumed {state.sentences_consumed} sentences; the corpus has {len(texts)}")
-    for start in range(state.sentences_consumed, len(texts), batch_size):
-        # No name holds the batch's keys: they are freed before the next batch runs.
-        state = add_batch(state, *mined_batch(loaded, texts, sources, layers, slice(start, start + batch_size)))
-        if on_batch is not None:
-            on_batch(state)
-    return state
-
-
-def _key_count(model: nn.Module, layer: str) -> int:
-    """The keys of FF layer `layer`, as its key hook point declares them (every family's, however it computes them)."""
-    return hook_points(model)[ff_keys(layer)].sizes["ff_key"]
+def key_counts(model: nn.Module) -> dict[str, int]:
+    """FF layer -> its keys, as each layer's key hook point declares them (every family's, however it computes
+    them), for the layers read as memories (ff_values.ff_memories)."""
+    return {layer: hook_points(model)[ff_keys(layer)].sizes["ff_key"] for layer in ff_memories(model).layers}
 
 
 def mined_batch(
@@ -94,7 +62,7 @@ def prefix_stream(loaded: LoadedModel, text: str) -> list[int]:
     """The token stream of one corpus text (module doc)."""
     tokenizer = loaded.tokenizer
     if _reads_text(loaded):
-        return prompt_ids(tokenizer, text)
+        return loaded.family.prompt_ids(loaded.config, tokenizer, text)
     return [tokenizer.bos_id, *tokenizer.encode(text), tokenizer.eos_id]
 
 

@@ -110,7 +110,7 @@ def test_api_blocks_sum_to_one(client):
             "/api/translate",
             {"model": MODEL, "text": TEXT, "interventions": [{"kind": "mask_memory"}]},
             400,
-            "mask_memory does not apply to a model of the memtransformer family",
+            "mask_memory does not apply to a model of the memory_transformer family",
         ),
         (
             "/api/translate",

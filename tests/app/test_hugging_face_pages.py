@@ -32,7 +32,7 @@ def client(tmp_path_factory, checkpoint_dir):
 def test_the_model_is_listed_with_what_it_can_do(client):
     listed = {m["name"]: m for m in client.get("/api/models").json()["models"]}
     assert sorted(listed[MODEL]["capabilities"]) == ["attention", "ff_keys", "generates_text", "next_token"]
-    assert listed[MODEL]["meta"] == {"version": 1, "format": "Hugging Face"}
+    assert listed[MODEL]["meta"] == {"version": 2, "format": "Hugging Face"}
     home = client.get("/").text
     assert f'href="/ff?model={MODEL}"' in home
 

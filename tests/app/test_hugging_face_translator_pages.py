@@ -48,7 +48,7 @@ def test_they_are_listed_as_translators_with_their_source_language(client):
             "source_attribution",
             "translates",
         ]
-    assert listed["my_t5"]["meta"] == {"version": 1, "format": "Hugging Face", "source_language": "not stated"}
+    assert listed["my_t5"]["meta"] == {"version": 2, "format": "Hugging Face", "source_language": "not stated"}
     assert listed["my_marian"]["meta"]["source_language"] == "English"
     home = client.get("/").text
     for page in ("explore", "ff", "focus"):

@@ -273,7 +273,7 @@ def test_the_toy_run_record_field_is_read_typed_and_shown(toy_client, tmp_path, 
     row = re.search(rf'<td class="name">{MODEL}<br>.*?</tr>', toy_client.get("/").text, re.S).group(0)
     assert '<small class="record" title="how the carried state&#39;s slots start">state init: random</small>' in row
     (listed,) = [m for m in toy_client.get("/api/models").json()["models"] if m["name"] == MODEL]
-    assert listed["meta"] == {"version": 1, "training_data": "none (random weights)", "state_init": "random"}
+    assert listed["meta"] == {"version": 2, "training_data": "none (random weights)", "state_init": "random"}
     record = toy_client.app.state.gateway.model(MODEL).record
     assert isinstance(record.family_fields, ToyRecord) and record.family_fields.state_init == "random"
 

@@ -11,12 +11,11 @@ from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, encode_sources, recording, token_roles
 from tests.toy_family.lesions import RotateState
-from tests.toy_family.model import AXIS, CONFIG_NAME, ToyRecord, ToySegmentsConfig, ToySegmentsModel
+from tests.toy_family.model import AXIS, FAMILY_NAME, ToyRecord, ToySegmentsConfig, ToySegmentsModel
 
 
 class ToySegmentsFamily(FamilyDefaults):
-    name = "toy_segments"
-    config_names = (CONFIG_NAME,)
+    name = FAMILY_NAME
     config_type = ToySegmentsConfig
     title = "Toy segment-recurrent model (tests only)"
     token_axes = {AXIS: AxisRole.SEGMENT}

@@ -22,7 +22,7 @@ from torch import nn
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
 from inference.layers import AttentionFeedForward
 
-CONFIG_NAME = "toy_segments"
+FAMILY_NAME = "toy_segments"
 AXIS = "seg"  # one segment's positions: state slots, then the segment's tokens
 
 
@@ -36,7 +36,7 @@ class ToyRecord(BaseModel):
 
 @dataclass
 class ToySegmentsConfig:
-    family: str = CONFIG_NAME
+    family: str = FAMILY_NAME
     vocab_size: int = 64
     d_model: int = 16
     n_heads: int = 2

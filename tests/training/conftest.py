@@ -54,7 +54,8 @@ def make_tiny_config(name: str = "tiny_test", **train: object) -> TrainConfig:
         {
             "name": name,
             "model": {
-                "family": "memtransformer",
+                "family": "memory_transformer",
+                "variant": "memtransformer",
                 "d_model": 16,
                 "d_ff": 32,
                 "n_heads": 2,

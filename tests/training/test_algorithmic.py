@@ -134,7 +134,7 @@ def test_the_relaxation_pull_adds_its_weight_times_the_sets_distance_to_the_loss
     distance = model.relaxation_distance().item()
     assert distance > 0.1
     assert pulled.item() - plain.item() == pytest.approx(0.5 * distance, rel=1e-4)
-    with pytest.raises(ValueError, match="only the Neural GPU"):
+    with pytest.raises(ValueError, match="the gru_attention model.s recurrence cannot be relaxed"):
         AlgorithmicRun("addition", "gru_attention", seed=1, relaxed_sets=2)
 
 

@@ -27,8 +27,18 @@ TRANSFORMER_SIZES = {**SMALL, "n_encoder_layers": 1, "n_decoder_layers": 1}
 # The Memory Transformer family's variants share one loss and one encoder-decoder: the memory-token one and the
 # bottleneck (whose weights move furthest from one process's) stand for the plain Transformer and MemCtrl too.
 TRANSLATION_MODELS = {
-    "memtransformer": {**TRANSFORMER_SIZES, "family": "memtransformer", "memory_size": 2},
-    "membottleneck": {**TRANSFORMER_SIZES, "family": "membottleneck", "memory_size": 2},
+    "memtransformer": {
+        **TRANSFORMER_SIZES,
+        "family": "memory_transformer",
+        "variant": "memtransformer",
+        "memory_size": 2,
+    },
+    "membottleneck": {
+        **TRANSFORMER_SIZES,
+        "family": "memory_transformer",
+        "variant": "membottleneck",
+        "memory_size": 2,
+    },
     "working_memory": {**TRANSFORMER_SIZES, "family": "working_memory", "memory_size": 2, "top_p": 0.9},
     "gru_attention": {"family": "gru_attention", "embed_size": 8, "d_model": 16},
     "active_memory": {"family": "active_memory", "variant": "extended", "maps": 8, "width": 3},

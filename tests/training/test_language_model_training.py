@@ -204,7 +204,7 @@ def test_rerun_of_a_finished_language_model_run_trains_no_more(trained_lm, synth
     [
         ({"data": {"dataset": "multi30k"}}, "predicts next tokens trains on data.dataset 'enwiki'"),
         (
-            {"model": {"family": "transformer", "memory_size": 0}},
+            {"model": {"family": "memory_transformer", "variant": "transformer", "memory_size": 0}},
             "predicts next tokens trains on data.dataset 'enwiki'",
         ),
         ({"model": {"family": "language_model", "n_encoder_layers": 2}}, "model:"),
@@ -229,7 +229,7 @@ def test_max_articles_is_for_language_models_only():
         config_from_dict(
             {
                 "name": "x",
-                "model": {"family": "transformer", "memory_size": 0},
+                "model": {"family": "memory_transformer", "variant": "transformer", "memory_size": 0},
                 "data": {"max_articles": 5},
                 "train": {},
             }

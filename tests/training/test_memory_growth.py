@@ -8,10 +8,10 @@ from inference.families.memory_transformer.growth import NEW_SLOT_NOISE_STD, gro
 from inference.families.memory_transformer.model import MemoryTransformerConfig
 
 
-def tiny_model(memory_size: int, family: str = "memtransformer"):
+def tiny_model(memory_size: int, variant: str = "memtransformer"):
     torch.manual_seed(0)
     config = MemoryTransformerConfig(
-        family=family,
+        variant=variant,
         vocab_size=40,
         d_model=16,
         d_ff=32,
@@ -23,9 +23,9 @@ def tiny_model(memory_size: int, family: str = "memtransformer"):
     return build_model(config)
 
 
-@pytest.mark.parametrize("family", ["memtransformer", "memctrl_shared"])
-def test_growth_keeps_old_slots_and_cycles_them(family):
-    model = tiny_model(3, family)
+@pytest.mark.parametrize("variant", ["memtransformer", "memctrl_shared"])
+def test_growth_keeps_old_slots_and_cycles_them(variant):
+    model = tiny_model(3, variant)
     grown = grow_memory(model, 8, seed=0)
     assert grown.config.memory_size == 8 and grown.memory.shape == (8, 16)
     torch.testing.assert_close(grown.memory[:3], model.memory, rtol=0, atol=0)

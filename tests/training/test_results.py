@@ -385,8 +385,8 @@ def test_short_schedule_lesion_rows_are_the_memory_models_with_lesion_outputs(tm
     def short_run(name: str, memory_size: int, conditions: list[str], epochs: int | None) -> None:
         folder = tmp_path / "short_schedule" / name
         folder.mkdir(parents=True)
-        family = "memtransformer" if memory_size else "transformer"
-        model = {"family": family, "memory_size": memory_size}  # the config's other fields: their defaults
+        variant = "memtransformer" if memory_size else "transformer"
+        model = {"family": "memory_transformer", "variant": variant, "memory_size": memory_size}  # others: defaults
         (folder / "config.json").write_text(json.dumps({"format_version": FORMAT_VERSION, "model": model}))
         train = {} if epochs is None else {"epochs": epochs}
         (folder / "metrics.json").write_text(json.dumps({"train": train}))

@@ -101,7 +101,11 @@ def test_the_working_memory_lesions_are_compared_within_every_seed(tmp_path, syn
     def stored_run(folder: str, seed: int, epochs: int, outputs: dict[str, list[str]]) -> None:
         path = tmp_path / folder
         path.mkdir(parents=True)
-        model = {"family": "memtransformer", "memory_size": 4}  # the config's other fields: their defaults
+        model = {
+            "family": "memory_transformer",
+            "variant": "memtransformer",
+            "memory_size": 4,
+        }  # the config's other fields: their defaults
         config = {"format_version": FORMAT_VERSION, "model": model, "meta": {"seed": seed}}
         (path / "config.json").write_text(json.dumps(config))
         (path / "metrics.json").write_text(json.dumps({"train": {"epochs": epochs}}))

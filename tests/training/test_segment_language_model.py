@@ -11,6 +11,7 @@ import pytest
 
 from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.family import capabilities_of
+from inference.core.segment_memory import segment_setup
 from training.data.lm_corpora import read_enwiki
 from training.data.lm_streams import evaluation_stream, tokenize_documents
 from training.evaluation.perplexity import score_stream, unscored_ids
@@ -65,8 +66,8 @@ def test_a_segment_language_model_trains_and_is_scored_on_its_block_windows(trai
     assert entry.ok, entry.error
     assert "segments of 8 tokens, RMT, 2 memory tokens, BPTT depth -1" in entry.record.description
     assert entry.record.memory_size == 2
-    assert entry.record.variant == "RMT, 2 memory tokens; segments of 8 tokens"  # the Segments page's name for it
     loaded = load_checkpoint(folder, "cpu")
+    assert segment_setup(loaded.config) == "RMT, 2 memory tokens; segments of 8 tokens"  # the Segments page's name
     assert len(loaded.tokenizer.encode(entry.record.example)) > 3 * 8  # the Segments page opens on 4+ segments
     assert {"segments", "memory_tokens", "next_token"} <= capabilities_of(loaded.config)
     assert remeasure(loaded, synthetic_lm_data_dir) == {k: v for k, v in metrics.items() if k != "train"}

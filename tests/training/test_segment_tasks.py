@@ -34,7 +34,7 @@ def test_a_trained_task_model_loads_scores_as_recorded_and_traces_by_segment(tmp
     trace = run_with_trace(loaded, stream, names=["memory.write"])
     assert [call.index["segment"] for call in trace.captures["memory.write"].calls] == [0, 1, 2]
     recorded = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert (recorded["variant"], recorded["memory"]) == ("RMT, 2 memory tokens", 2)
+    assert (recorded["memory_setup"], recorded["memory"]) == ("RMT, 2 memory tokens", 2)
     assert run.name == "reverse_3seg_rmt2_6steps_seed1"  # the memory named where it is not the default 8
     assert small(memory=8, carry="xl").name == "reverse_3seg_xl_6steps_seed1"
 

@@ -9,7 +9,12 @@ from inference.core.places import REPO_ROOT
 from training.loop.config import ConfigError, config_from_dict, load_config
 
 SHIPPED = sorted((REPO_ROOT / "training" / "configs").glob("*.json"))
-MINIMAL = {"name": "x", "model": {"family": "memtransformer", "memory_size": 4}, "data": {}, "train": {}}
+MINIMAL = {
+    "name": "x",
+    "model": {"family": "memory_transformer", "variant": "memtransformer", "memory_size": 4},
+    "data": {},
+    "train": {},
+}
 
 
 def with_changes(**sections: dict) -> dict:

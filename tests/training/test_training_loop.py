@@ -5,7 +5,7 @@ import torch
 
 from inference.core.family import build_model
 from inference.core.losses import StepObjective
-from inference.families.memory_transformer.model import FAMILIES, MemoryTransformerConfig
+from inference.families.memory_transformer.model import VARIANTS, MemoryTransformerConfig
 from training.data.translation import make_batch, read_multi30k, tokenize_pairs
 from training.data.vocabulary import train_shared_vocabulary
 from training.loop.epochs import batch_loss, make_optimizer, noam_lr
@@ -20,15 +20,15 @@ def test_noam_schedule_peaks_at_the_end_of_warmup():
     assert rates[4] == pytest.approx(rates[2] / 2)  # step^-0.5 decay
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_every_family_trains_and_its_state_round_trips(family, tmp_path, synthetic_data_dir, tiny_config):
-    """One step per family, then the saved state restores into a fresh model
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_trains_and_its_state_round_trips(variant, tmp_path, synthetic_data_dir, tiny_config):
+    """One step per Memory Transformer variant, then the saved state restores into a fresh model
     and optimiser (tied MemCtrl Shared weights and the empty baseline memory included)."""
     pairs = read_multi30k(synthetic_data_dir, "train")[:32]
     tokenizer = train_shared_vocabulary(pairs, 60)
     config = MemoryTransformerConfig(
-        family=family, vocab_size=tokenizer.vocab_size, d_model=16, d_ff=32, n_heads=2,
-        n_encoder_layers=2, n_decoder_layers=1, memory_size=0 if family == "transformer" else 3,
+        variant=variant, vocab_size=tokenizer.vocab_size, d_model=16, d_ff=32, n_heads=2,
+        n_encoder_layers=2, n_decoder_layers=1, memory_size=0 if variant == "transformer" else 3,
     )  # fmt: skip
     torch.manual_seed(0)
     model = build_model(config)

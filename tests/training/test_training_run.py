@@ -52,7 +52,8 @@ def test_checkpoint_serves_through_the_registry(trained):
     registry = CheckpointRegistry(root, device="cpu")
     entry = registry.entries["tiny_test"]
     assert entry.ok, entry.error
-    assert entry.config.family == "memtransformer" and entry.record.memory_size == 2
+    assert (entry.config.family, entry.config.variant) == ("memory_transformer", "memtransformer")
+    assert entry.record.memory_size == 2
     assert entry.record.training_data == "Multi30k de-en, train (256 pairs)" and entry.record.corpus == "multi30k"
     loaded = registry.get("tiny_test")
     assert loaded.config.memory_size == 2

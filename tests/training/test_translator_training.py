@@ -53,7 +53,7 @@ def test_it_trains_and_is_written_as_a_hugging_face_folder(trained):
     assert {key: config[key] for key in SETTINGS[model_type]} == SETTINGS[model_type]  # the settings it was given
     assert config["decoder_start_token_id"] == 1 and config["pad_token_id"] == 0  # BOS of our tokenizer's layout
     meta = json.loads((folder / "memlens.json").read_text())
-    assert meta["source_language"] == "German" and meta["version"] == 1  # the family is the folder's config's
+    assert meta["source_language"] == "German" and meta["version"] == 2  # the family is the folder's config's
     registry = CheckpointRegistry(folder.parent, device="cpu")
     loaded = registry.get(folder.name)
     assert loaded.config.family == "hugging_face_translator" and loaded.record.format == "Hugging Face"

@@ -46,7 +46,7 @@ def wm_config(**changes):
     [
         ({"working_memory": None}, "needs the 'working_memory' section"),
         (
-            {"model": {**WM_MODEL, "family": "transformer", "memory_size": 0}},
+            {"model": {**WM_MODEL, "family": "memory_transformer", "variant": "transformer", "memory_size": 0}},
             "needs a model of family 'working_memory'",
         ),
         ({"model": {**WM_MODEL, "top_p": 1.5}}, "top_p"),
@@ -115,7 +115,7 @@ def test_warm_start_needs_a_plain_transformer(tmp_path, synthetic_data_dir, tiny
         tiny_config("tiny_plain", epochs=1), synthetic_data_dir, tmp_path / "tiny_plain", tmp_path / "run", device="cpu"
     )
     transformer = load_checkpoint(folder, "cpu").model
-    with pytest.raises(ConfigError, match="not from family 'memtransformer'"):
+    with pytest.raises(ConfigError, match="not from memory_transformer/memtransformer"):
         warm_start(transformer, {"family": "working_memory", "memory_size": 2})
 
 
@@ -123,7 +123,7 @@ def test_warm_start_reproduces_the_plain_transformer(tmp_path, synthetic_data_di
     config = config_from_dict(
         {
             "name": "tiny_base",
-            "model": {**WM_MODEL, "family": "transformer", "memory_size": 0},
+            "model": {**WM_MODEL, "family": "memory_transformer", "variant": "transformer", "memory_size": 0},
             "data": DATA,
             "train": {**TRAIN, "epochs": 1},
         }

@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 
 from inference.core.decoding import pad_batch
-from inference.core.family import family_of
 from inference.core.interventions import Interventions
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.families.active_memory.cgru import CGRU, cutoff_sigmoid
@@ -105,7 +104,7 @@ def test_teacher_forcing_on_its_own_output_gives_its_logits(tiny_tokenizer, vari
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_a_translation_does_not_depend_on_its_batch(tiny_tokenizer, variant):
     loaded = make_tiny_active_memory(tiny_tokenizer, variant)
-    family = family_of(loaded.config.family)
+    family = loaded.family
     sources = [SOURCE, "zwei Frauen lesen", "ein Buch"]
     rows = loaded.tokenizer.encode_sources(sources)
     together = family.translate(loaded.model, pad_batch(rows, 0), None, 10, 0)

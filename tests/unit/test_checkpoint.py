@@ -139,7 +139,7 @@ def test_float16_checkpoint_loads_as_float32_rounded_weights(tiny, tmp_path):
         assert {stored.get_slice(name).get_dtype() for name in stored.keys()} == {"F16"}
     loaded = load_checkpoint(folder, "cpu")
     assert loaded.record == ModelRecord(weights_dtype="float16")  # version 0's "family" read away
-    assert json.loads((folder / "config.json").read_text())["meta"] == {"version": 1, "weights_dtype": "float16"}
+    assert json.loads((folder / "config.json").read_text())["meta"] == {"version": 2, "weights_dtype": "float16"}
     original, restored = tiny.model.state_dict(), loaded.model.state_dict()
     assert original.keys() == restored.keys()
     for name in original:

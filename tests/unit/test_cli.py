@@ -18,7 +18,7 @@ def test_models_lists_good_and_broken(tiny_tokenizer, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["--checkpoints", str(tmp_path), "--device", "cpu", "models"]) == 0
     out = capsys.readouterr().out
-    assert "tiny_mem" in out and "memtransformer" in out and "BLEU test_2016_flickr 12.50" in out
+    assert "tiny_mem" in out and "memory_transformer/memtransformer" in out and "BLEU test_2016_flickr 12.50" in out
     assert "empty" in out and "BROKEN: config.json is missing" in out
 
 

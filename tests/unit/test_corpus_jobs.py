@@ -14,9 +14,8 @@ from inference.analyses.quality import corpus_quality
 from inference.core.family import LoadedModel
 from inference.core.interventions import Interventions, MemorySize
 from inference.corpus_jobs.job import CorpusJob, contiguous_shards, run_in_process, run_shard
-from inference.corpus_jobs.states import memory_job, mining_job, sweep_job, translation_job
+from inference.corpus_jobs.states import memory_job, mine_triggers, mining_job, sweep_job, translation_job
 from inference.runs.translate import translate_all
-from inference.runs.trigger_mining import mine_triggers
 from tests.conftest import TINY_CORPUS, make_tiny, make_tiny_language_model, make_tiny_working_memory
 
 GERMAN, ENGLISH = TINY_CORPUS[0::2], TINY_CORPUS[1::2]

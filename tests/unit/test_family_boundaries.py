@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.core.family import config_names
+from inference.core import family as registry
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ROOT / "inference" / "families"
@@ -63,9 +63,11 @@ def test_no_module_outside_a_family_folder_names_its_classes(family):
     assert not hits, "\n".join(hits)
 
 
-def test_the_app_never_imports_a_family_folder():
+@pytest.mark.parametrize("package", ["app", "training"])
+def test_the_app_and_training_never_import_a_family_folder(package):
+    """They reach a family through the registry (inference.core.family) only."""
     hits = []
-    for path in (ROOT / "app").rglob("*.py"):
+    for path in (ROOT / package).rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("inference.families"):
                 hits.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}")
@@ -79,8 +81,10 @@ def test_the_app_never_imports_a_family_folder():
 
 
 def family_names() -> list[str]:
-    """Every registered config family name and every family folder name."""
-    return sorted(set(config_names()) | {p.name for p in FAMILIES.iterdir() if (p / "__init__.py").exists()})
+    """Every registered family's name and variants, and every family folder's name."""
+    variants = {variant for family in registry.families() for variant in family.variants}
+    folders = {p.name for p in FAMILIES.iterdir() if (p / "__init__.py").exists()}
+    return sorted({*registry.family_names(), *variants, *folders})
 
 
 def test_app_and_templates_never_branch_on_a_family_name():

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from inference.core.checkpoint import load_checkpoint
-from inference.core.family import LoadedModel, family_of
+from inference.core.family import LoadedModel
 from inference.core.interventions import Interventions, scale_ff_keys
 from inference.core.places import REPO_ROOT
 from inference.core.tracing import run_with_trace
@@ -47,7 +47,7 @@ def lm() -> LoadedModel:
 
 
 def ff_layers(lm: LoadedModel) -> list[str]:
-    return family_of(lm.config.family).ff_memories(lm.model).layers
+    return lm.family.ff_memories(lm.model).layers
 
 
 @contextmanager

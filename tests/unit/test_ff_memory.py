@@ -23,7 +23,8 @@ from inference.core.ff_memories import FFMemories, decoder_ff_memories
 from inference.core.interventions import Interventions, scale_ff_keys
 from inference.core.trace import Call, Capture, Role, RunRecord, Trace
 from inference.core.tracing import run_with_trace
-from inference.runs.trigger_mining import compact_triggers, mine_triggers, prefix_stream, trigger_tokens
+from inference.corpus_jobs.states import mine_triggers
+from inference.runs.trigger_mining import compact_triggers, prefix_stream, trigger_tokens
 from tests.conftest import SOURCES, TINY_CORPUS, make_tiny, tiny_config
 
 TARGETS = ["a dog plays in the park", "two women read"]

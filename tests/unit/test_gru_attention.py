@@ -6,7 +6,6 @@ from __future__ import annotations
 import torch
 
 from inference.core.decoding import pad_batch
-from inference.core.family import family_of
 from inference.core.tracing import encode_sources, run_with_trace
 from tests.conftest import make_tiny_gru_attention
 
@@ -24,7 +23,7 @@ def test_attention_is_a_distribution_over_the_real_source_tokens(tiny_tokenizer)
 
 def test_padding_changes_no_translation(tiny_tokenizer):
     loaded = make_tiny_gru_attention(tiny_tokenizer)
-    family = family_of(loaded.config.family)
+    family = loaded.family
     rows = loaded.tokenizer.encode_sources(["ein Hund spielt im Park", "ein Buch"])
     together = family.translate(loaded.model, pad_batch(rows, 0), None, 8, 0)
     assert together == [family.translate(loaded.model, pad_batch([row], 0), None, 8, 0)[0] for row in rows]

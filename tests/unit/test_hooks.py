@@ -8,7 +8,7 @@ import pytest
 from inference.core.family import build_model
 from inference.core.hooks import hook_points, select_hook_names
 from inference.families.active_memory.model import VARIANTS
-from inference.families.memory_transformer.model import FAMILIES
+from inference.families.memory_transformer.model import VARIANTS as MEMORY_TRANSFORMER_VARIANTS
 from tests.conftest import (
     make_tiny_active_memory,
     make_tiny_gru_attention,
@@ -21,7 +21,7 @@ GOLDEN = Path(__file__).parent.parent / "golden" / "hook_names.txt"
 
 
 def hook_listing(tokenizer) -> str:
-    models = {family: build_model(tiny_config(family, vocab_size=40)) for family in FAMILIES}
+    models = {variant: build_model(tiny_config(variant, vocab_size=40)) for variant in MEMORY_TRANSFORMER_VARIANTS}
     models["working_memory"] = make_tiny_working_memory(tokenizer).model
     models["language_model"] = make_tiny_language_model(tokenizer)
     for variant in VARIANTS:

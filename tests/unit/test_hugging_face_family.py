@@ -465,7 +465,7 @@ def test_trigger_mining_keeps_each_keys_strongest_sentence(models, arch):
     """Mining reads a Hugging Face model's keys as it reads the language model's: each key's top sentence is the
     one whose key coefficient, at any position but the last (which predicts past the sentence), is largest;
     recomputed here text by text from plain forward hooks on the model's own framing of each text."""
-    from inference.runs.trigger_mining import mine_triggers
+    from inference.corpus_jobs.states import mine_triggers
 
     loaded = models[arch]
     texts = ["the king saw a dog", "a woman went to the city", "the boy ate one fish", "she said two words"]

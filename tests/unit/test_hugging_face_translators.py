@@ -17,7 +17,7 @@ from inference.core.axes import TokenAxis
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointRegistry, load_checkpoint
 from inference.core.decoding import Decoding, pad_batch
-from inference.core.family import LoadedModel, capabilities_of, family_of
+from inference.core.family import LoadedModel, capabilities_of
 from inference.core.hooks import hook_points
 from inference.core.interventions import Interventions, ablate_head, scale_ff_keys
 from inference.core.trace import Role
@@ -244,7 +244,7 @@ def test_an_ff_key_edit_is_the_torch_hook_that_scales_its_coefficient(models, ar
 @pytest.mark.parametrize("arch", TRANSLATORS)
 def test_ff_memories_read_the_down_projection_and_the_lens_of_the_last_layer_is_the_output(models, arch):
     loaded = models[arch]
-    memories = family_of(loaded.config.family).ff_memories(loaded.model)
+    memories = loaded.family.ff_memories(loaded.model)
     assert memories.layers == [f"decoder.layers.{i}.ff" for i in range(N_LAYERS)]
     down = loaded.model.hf.get_submodule(MODULES[arch]["down_proj"].format(i=1)).weight  # nn.Linear [d, d_ff]
     torch.testing.assert_close(memories.values["decoder.layers.1.ff"][5], down[:, 5].detach())
@@ -277,7 +277,7 @@ def test_source_attribution_reports_how_far_each_row_is_from_the_logit_s_change(
                for t in attributed.output_tokens]  # fmt: skip
     src_ids = encode_sources(loaded, [TEXTS[1]])
     tgt_in = torch.tensor([[PAD, *outputs[:-1]]])
-    embedding = family_of(loaded.config.family).source_embedding(loaded.model)
+    embedding = loaded.family.source_embedding(loaded.model)
     assert embedding is loaded.model.hf.get_submodule(MODULES[arch]["embedding"])
     plain = hf_logits(loaded, src_ids, tgt_in)[0]  # [t, vocab]
     zero = with_forward_hook(embedding, torch.zeros_like, lambda: hf_logits(loaded, src_ids, tgt_in))[0]

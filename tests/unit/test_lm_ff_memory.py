@@ -13,8 +13,9 @@ from inference.core.family import LoadedModel
 from inference.core.ff_memories import language_model_ff_memories
 from inference.core.interventions import Interventions, scale_ff_keys
 from inference.core.tracing import run_with_trace
+from inference.corpus_jobs.states import mine_triggers
 from inference.families.language_model.model import AXIS
-from inference.runs.trigger_mining import mine_triggers, prefix_stream, trigger_tokens
+from inference.runs.trigger_mining import prefix_stream, trigger_tokens
 from tests.conftest import TINY_CORPUS, make_tiny_language_model
 
 TEXTS = TINY_CORPUS[1::2]  # the English side: 3 sentences

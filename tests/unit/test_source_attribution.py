@@ -11,7 +11,6 @@ import torch
 from inference.analyses.attention import LayerAttention
 from inference.analyses.focus import focus, row_shares, source_attention_stack
 from inference.analyses.source_attribution import SourceAttribution
-from inference.core.family import family_of
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.runs.source_attribution import source_attribution
 from tests.conftest import make_tiny, make_tiny_active_memory, make_tiny_gru_attention
@@ -28,7 +27,7 @@ def loaded(request, tiny_tokenizer):
 
 def logit_with_source(loaded, tgt_in, position, token, zero: bool) -> float:
     """The teacher-forced logit, the source embedded as usual or replaced by zero vectors."""
-    embedding = family_of(loaded.config.family).source_embedding(loaded.model)
+    embedding = loaded.family.source_embedding(loaded.model)
     handle = embedding.register_forward_hook(lambda _m, _a, out: torch.zeros_like(out)) if zero else None
     try:
         with torch.no_grad():
@@ -113,7 +112,7 @@ def captum_rows(loaded, n_steps: int) -> tuple[list[list[float]], list[float]]:
     from captum.attr import IntegratedGradients
 
     found = source_attribution(loaded, SOURCE, max_new_tokens=6, n_steps=8)  # the targets it explains
-    embedding = family_of(loaded.config.family).source_embedding(loaded.model)
+    embedding = loaded.family.source_embedding(loaded.model)
     output_ids = run_with_trace(loaded, SOURCE, max_new_tokens=6).output_ids[0]
     targets = output_ids + [loaded.config.eos_id] if found.output_tokens[-1] == "<eos>" else output_ids
     src_ids = encode_sources(loaded, [SOURCE])  # [1, n]

@@ -100,7 +100,7 @@ def test_the_run_record_is_what_ran(tiny_tokenizer):
     decoded = run_with_trace(loaded, SOURCES, names=["logits"], decoding=beam)
 
     run = forced.run
-    assert (run.model, run.family, run.config) == ("tiny-memtransformer", "memtransformer", loaded.config)
+    assert (run.model, run.family, run.config) == ("tiny-memtransformer", "memory_transformer", loaded.config)
     assert run.capabilities == capabilities_of(loaded.config)
     assert (run.interventions, run.memory_size, run.decoding, run.seed) == (lesion, 1, None, 7)
     assert not forced.decoded and forced.sources == SOURCES

@@ -51,7 +51,7 @@ from pydantic.dataclasses import dataclass
 from pydantic_core import ErrorDetails
 
 from inference.core.capabilities import Capability, FamilyConfig
-from inference.core.family import AnyFamily, capabilities_of, config_names, families, family_of
+from inference.core.family import AnyFamily, capabilities_of, families, family_names, family_of
 from inference.core.family import config_from_dict as model_config_from_dict
 from inference.core.places import REPO_ROOT
 from inference.core.tokenizer import TextTokenizer
@@ -143,7 +143,7 @@ class TrainConfig:
         """The family the model section names; None without one (a run that continues from init_from) or where
         it names none registered (the model section's check says so)."""
         name = (self.model or {}).get("family")
-        return family_of(name) if isinstance(name, str) and name in config_names() else None
+        return family_of(name) if isinstance(name, str) and name in family_names() else None
 
     @property
     def first_candidate_epoch(self) -> int:

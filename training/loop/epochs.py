@@ -22,8 +22,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from inference.core.capabilities import config_of
-from inference.core.family import family_of
+from inference.core.family import family_of_model
 from inference.core.losses import StepObjective
 from inference.core.tokenizer import TextTokenizer
 from training.data.lm_streams import LMBatch
@@ -85,7 +84,7 @@ def make_optimizer(model: nn.Module) -> torch.optim.Adam:
 
 def batch_loss(model: nn.Module, batch: Batch | LMBatch, objective: StepObjective) -> torch.Tensor:
     """The loss the model's family trains on `batch` (Family.training_loss)."""
-    return family_of(config_of(model).family).training_loss(model, batch, objective)
+    return family_of_model(model).training_loss(model, batch, objective)
 
 
 @torch.no_grad()

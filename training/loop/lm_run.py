@@ -13,10 +13,9 @@ from torch import nn
 
 from inference.core.capabilities import Capability, FamilyConfig, config_of
 from inference.core.checkpoint import load_checkpoint, save_folder
-from inference.core.family import build_model, capabilities_of, family_of
+from inference.core.family import build_model, capabilities_of, family_of, family_of_config
 from inference.core.model_record import ModelRecord
 from inference.core.places import REPO_ROOT, resolve_data_dir
-from inference.core.segment_memory import segment_config, variant_line
 from inference.core.tokenizer import TextTokenizer, train_bpe
 from training.data.lm_corpora import ENWIKI, ENWIKI_DESCRIPTION, WIKITEXT_FILES, Document, read_enwiki, read_wikitext
 from training.data.lm_streams import (
@@ -185,7 +184,7 @@ def checkpoint_record(
     started = f" from {config.init_from}" if config.init_from else ""
     segments = Capability.SEGMENTS in capabilities_of(c)
     # the text the Segments page opens on, and the name it gives the model
-    segment_meta = {"example": SEGMENTS_EXAMPLE, "variant": variant_line(segment_config(c))} if segments else {}
+    segment_meta = {"example": SEGMENTS_EXAMPLE} if segments else {}
     return ModelRecord(
         memory_size=c.memory_size,
         corpus=ENWIKI,
@@ -194,7 +193,7 @@ def checkpoint_record(
             f"{len(data.train.tokens):,} tokens)"
         ),
         description=(
-            f"{family_of(c.family).describe(c)}; {trained} on enwiki{started}, blocks of {data.block_len} tokens"
+            f"{family_of_config(c).describe(c)}; {trained} on enwiki{started}, blocks of {data.block_len} tokens"
         ),
         **segment_meta,
     )

@@ -96,8 +96,8 @@ class AlgorithmicRun:
             raise ValueError(f"task is one of {', '.join(TASKS)}; model one of {', '.join(MODELS)}")
         if not 1 <= self.start_length <= self.max_length <= 64 or self.steps < 1:
             raise ValueError("lengths: 1 <= start_length <= max_length <= 64; steps at least 1")
-        if self.relaxed_sets > 1 and self.model != "neural_gpu":
-            raise ValueError("only the Neural GPU's recurrence can be relaxed (relaxed_sets > 1)")
+        if self.relaxed_sets > 1 and "relaxed_sets" not in TASK_MODELS[self.model](self):
+            raise ValueError(f"the {self.model} model's recurrence cannot be relaxed (relaxed_sets > 1)")
 
     @property
     def name(self) -> str:

@@ -44,9 +44,8 @@ from inference.core.capabilities import config_of
 from inference.core.checkpoint import cast_copy, load_checkpoint, save_checkpoint
 from inference.core.family import build_model, config_from_dict, family_of
 from inference.core.model_record import ModelRecord
-from inference.core.segment_memory import segment_config, variant_line
+from inference.core.segment_memory import segment_config
 from inference.core.tokenizer import TextTokenizer, character_tokenizer
-from inference.families.hugging_face.memory_model import CONFIG_NAME as PRETRAINED_MEMORY
 from training.loop.distributed import join_ranks
 from training.loop.steps import StepSettings
 from training.loop.task_steps import TaskCallbacks, TaskRunFolder, TaskSchedule, train_task_steps
@@ -114,8 +113,9 @@ class TaskRun:
         }
 
     def memory_fields(self, stream_length: int) -> dict:
-        """The memory added to a pretrained base (the pretrained_memory family's fields)."""
+        """The memory added to a pretrained base, as the fields of the family that adds it."""
         return {
+            "family": "pretrained_memory",
             "memory_size": self.memory,
             "segment_length": math.ceil(stream_length / self.segments),
             "bptt_depth": -1,
@@ -249,7 +249,8 @@ def task_model(
             None,
         )
     start = load_checkpoint(Path(run.base), device)
-    model = family_of(PRETRAINED_MEMORY).warm_start(start.model, run.memory_fields(stream_length), run.seed)
+    fields = run.memory_fields(stream_length)
+    model = family_of(fields["family"]).warm_start(start.model, fields, run.seed)
     return model, start.tokenizer, base_lookup(start.tokenizer, used, device)
 
 
@@ -274,7 +275,7 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = 
         "segments": run.segments,
         "carry": run.carry,
         "memory": run.memory,  # memory tokens (rmt) or cache length (xl)
-        "variant": config.variant,
+        "memory_setup": config.memory_setup,
         "seed": run.seed,
         "steps": run.steps,
         "best_step": progress.best_step,
@@ -292,7 +293,7 @@ def train_task(run: TaskRun, out: Path, run_dir: Path, log=print, device: str = 
         out,
         model,
         tokenizer,
-        meta=ModelRecord(task=run.task, variant=variant_line(config), example=example_text(test[0], tokenizer, lookup)),
+        meta=ModelRecord(task=run.task, example=example_text(test[0], tokenizer, lookup)),
         metrics=metrics,
         weights_dtype=metrics["weights_dtype"],
     )

@@ -15,7 +15,7 @@ from torch import nn
 
 from inference.core.capabilities import Capability, FamilyConfig, config_of
 from inference.core.checkpoint import STUDY_KEYS, CheckpointError, folder_files, load_checkpoint, save_folder
-from inference.core.family import LoadedModel, build_model, capabilities_of, family_of
+from inference.core.family import LoadedModel, build_model, capabilities_of, family_of, family_of_config
 from inference.core.model_record import ModelRecord
 from inference.core.places import REPO_ROOT, resolve_data_dir
 from inference.core.tokenizer import TextTokenizer
@@ -204,7 +204,7 @@ def checkpoint_record(
         else ""
     )
     plain = config.training_note  # what the family's own section changed, e.g. " (2 of them without memory)"
-    sizes = family_of(c.family).describe(c)
+    sizes = family_of_config(c).describe(c)
     kept = (
         f"; the weights of epoch {selected[0]}, the best on validation BLEU"
         if selected and selected[0] != config.train.epochs

@@ -95,7 +95,8 @@ def aids_table(runs: list[dict]) -> list[str]:
     (longest training length and steps: a half-trained run is not pooled with a finished one), whole-sequence
     accuracy at each multiple of the training length: each side's test samples pooled over its seeds, resampled
     unpaired."""
-    neural = [run for run in runs if run["model"] == "neural_gpu"]
+    relaxable = {run["model"] for run in runs if run["training"].get("relaxed_sets", 1) > 1}  # the Neural GPU's
+    neural = [run for run in runs if run["model"] in relaxable]
     lines = []
     for task in sorted({run["task"] for run in neural}):
         relaxed = [run for run in neural if run["task"] == task and run["training"].get("relaxed_sets", 1) > 1]

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from inference.core.capabilities import Capability
-from inference.core.family import capabilities_of, config_from_dict, family_of
+from inference.core.checkpoint import FORMAT_VERSION
+from inference.core.family import capabilities_of, config_from_dict, current_config_values, family_of_config
 from training.evaluation.bootstrap import LEVEL, RESAMPLES, interval_text, paired_perplexity_difference
 from training.loop.config import TrainConfig
 from training.report.metrics_files import segment_lm_folders, trained_from
@@ -30,11 +31,12 @@ def segment_lm_run(folder: Path) -> tuple[dict, dict] | None:
     if not (folder / "metrics.json").is_file() or not (folder / "config.json").is_file():
         return None
     metrics = json.loads((folder / "metrics.json").read_text())
-    config = json.loads((folder / "config.json").read_text()).get("model", {})
+    raw = json.loads((folder / "config.json").read_text())
+    config = current_config_values(raw.get("model", {}), raw.get("format_version", FORMAT_VERSION))
     if "perplexity_counts" not in metrics or not config:  # a folder of another format has no "model" section
         return None
     model = config_from_dict(config)
-    from_scratch = not family_of(model.family).needs_trained_start
+    from_scratch = not family_of_config(model).needs_trained_start
     return (config, metrics) if Capability.SEGMENTS in capabilities_of(model) and from_scratch else None
 
 

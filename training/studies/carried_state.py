@@ -148,7 +148,7 @@ def carried_state_record(
     difference, low, high = paired_perplexity_difference(nll[WITHOUT], nll[AS_TRAINED], tokens, BOOTSTRAP_SEED)
     return {
         "model": loaded.name,
-        "variant": config.variant,
+        "memory_setup": config.memory_setup,
         "memory_size": config.memory_size,
         "cache_length": config.cache_length,
         "segment_length": config.segment_length,

@@ -41,7 +41,8 @@ from inference.core.checkpoint import load_checkpoint
 from inference.core.family import LoadedModel, capabilities_of
 from inference.core.places import REPO_ROOT, resolve_data_dir
 from inference.corpora.ff_study_files import ANALYSIS_FILE, TRIGGERS_FILE, write_triggers
-from inference.runs.trigger_mining import compact_triggers, mine_triggers, prefix_stream, trace_texts
+from inference.corpus_jobs.states import mine_triggers
+from inference.runs.trigger_mining import compact_triggers, prefix_stream, trace_texts
 from training.data.corpora import CORPORA
 from training.data.lm_corpora import read_enwiki
 

@@ -31,15 +31,15 @@ import torch
 from tqdm import tqdm
 
 from inference.analyses.quality import RIGHT_CHRF, sentence_chrf
+from inference.analyses.working_memory import memory_tokens
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import load_checkpoint, read_config
 from inference.core.controls import MEMORY_LESIONS
-from inference.core.decoding import MAX_NEW_TOKENS
 from inference.core.family import LoadedModel, capabilities_of
 from inference.core.interventions import Interventions
 from inference.core.places import MEMORY_EXAMPLES_FILE, resolve_data_dir
-from inference.core.tracing import encode_sources
-from inference.families.working_memory.generation import wm_generate
+from inference.core.trace import Trace
+from inference.core.tracing import run_with_trace
 from inference.runs.memory_corpus import wm_generate_all
 from training.data.corpora import corpus_of
 from training.studies.example_study import study_arguments, write_study
@@ -79,23 +79,15 @@ def screen(loaded: LoadedModel, sources: list[str]) -> list[int]:
 
 @torch.no_grad()
 def measure(loaded: LoadedModel, source: str, reference: str) -> Measured:
-    """One sentence alone, seed 0: plain, masked and without memory."""
-    src_ids = encode_sources(loaded, [source])  # [1, n]
-    tokenizer = loaded.tokenizer
+    """One sentence alone, seed 0, traced as the page traces it: plain, masked and without memory."""
 
-    def run(interventions: Interventions | None):
-        return wm_generate(loaded.model, src_ids, interventions, seed=SEED, max_new_tokens=MAX_NEW_TOKENS).examples[0]
+    def run(interventions: Interventions | None) -> Trace:
+        return run_with_trace(loaded, source, names=[], interventions=interventions, seed=SEED)
 
     plain = run(None)
-    lesioned = {name: tokenizer.decode(run(lesion).translation) for name, lesion in MEMORY_LESIONS.items()}
-    return Measured(
-        source,
-        reference,
-        len(plain.memory),
-        tokenizer.display_tokens(plain.memory),
-        tokenizer.decode(plain.translation),
-        **lesioned,
-    )
+    lesioned = {name: run(lesion).outputs[0] for name, lesion in MEMORY_LESIONS.items()}
+    memory = memory_tokens(plain)
+    return Measured(source, reference, len(memory), memory, plain.outputs[0], **lesioned)
 
 
 def pick(measured: list[Measured], n: int = EXAMPLES_PER_MODEL) -> list[Measured]:

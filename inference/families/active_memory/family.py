@@ -35,12 +35,12 @@ from inference.families.active_memory.lesions import (
     gate_clamp_hooks,
     state_edit_hooks,
 )
-from inference.families.active_memory.model import CONFIG_NAME, ActiveMemoryConfig, ActiveMemoryModel
+from inference.families.active_memory.model import FAMILY_NAME, VARIANTS, ActiveMemoryConfig, ActiveMemoryModel
 
 
 class ActiveMemoryFamily(FamilyDefaults):
-    name = "active_memory"
-    config_names = (CONFIG_NAME,)
+    name = FAMILY_NAME
+    variants = VARIANTS
     config_type = ActiveMemoryConfig
     title = "Active memory (paper 001): Neural GPU, Markovian and Extended Neural GPU"
     token_axes = {STATE_AXIS: AxisRole.STATE, TARGET_AXIS: AxisRole.TARGET}

@@ -50,7 +50,7 @@ from inference.core.hooks import HookPoint, call_scope, name_hook_points
 from inference.core.refusals import InputRefused
 from inference.families.active_memory.cgru import CGRU, LENGTH, STATE_DIMS, TARGET_AXIS
 
-CONFIG_NAME = "active_memory"
+FAMILY_NAME = "active_memory"
 VARIANTS = ("neural_gpu", "markovian", "extended")
 VARIANT_TITLES = {
     "neural_gpu": "Neural GPU",
@@ -61,7 +61,7 @@ VARIANT_TITLES = {
 
 @dataclass
 class ActiveMemoryConfig:
-    family: str = CONFIG_NAME
+    family: str = FAMILY_NAME
     variant: Literal["neural_gpu", "markovian", "extended"] = "extended"
     vocab_size: int = 32
     maps: int = 24  # m: the state's depth, the paper's 512 for translation
@@ -79,8 +79,8 @@ class ActiveMemoryConfig:
     eos_id: int = 2
 
     def __post_init__(self):
-        if self.family != CONFIG_NAME:
-            raise ValueError(f"ActiveMemoryConfig has family {CONFIG_NAME!r}, not {self.family!r}")
+        if self.family != FAMILY_NAME:
+            raise ValueError(f"ActiveMemoryConfig has family {FAMILY_NAME!r}, not {self.family!r}")
         if self.variant not in VARIANTS:
             raise ValueError(f"variant is one of {', '.join(VARIANTS)}, got {self.variant!r}")
         if min(self.maps, self.width, self.n_layers) < 1:

@@ -23,12 +23,11 @@ from inference.core.tracing import (
     recording,
     token_roles,
 )
-from inference.families.gru_attention.model import CONFIG_NAME, GRUAttention, GRUAttentionConfig
+from inference.families.gru_attention.model import FAMILY_NAME, GRUAttention, GRUAttentionConfig
 
 
 class GRUAttentionFamily(FamilyDefaults):
-    name = "gru_attention"
-    config_names = (CONFIG_NAME,)
+    name = FAMILY_NAME
     config_type = GRUAttentionConfig
     title = "GRU encoder-decoder with attention (paper 001's baseline)"
     token_axes = ENCODER_DECODER_AXES

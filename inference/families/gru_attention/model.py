@@ -26,12 +26,12 @@ from torch import nn
 from inference.core.capabilities import NoMemory, check_positions_and_special_ids
 from inference.core.hooks import HookPoint, call_scope, name_hook_points
 
-CONFIG_NAME = "gru_attention"
+FAMILY_NAME = "gru_attention"
 
 
 @dataclass
 class GRUAttentionConfig(NoMemory):
-    family: str = CONFIG_NAME
+    family: str = FAMILY_NAME
     vocab_size: int = 32
     embed_size: int = 32  # e
     d_model: int = 64  # h: the encoder's states (both directions) and the decoder cell
@@ -42,8 +42,8 @@ class GRUAttentionConfig(NoMemory):
     eos_id: int = 2
 
     def __post_init__(self):
-        if self.family != CONFIG_NAME:
-            raise ValueError(f"GRUAttentionConfig has family {CONFIG_NAME!r}, not {self.family!r}")
+        if self.family != FAMILY_NAME:
+            raise ValueError(f"GRUAttentionConfig has family {FAMILY_NAME!r}, not {self.family!r}")
         if self.d_model % 2 or min(self.embed_size, self.d_model) < 2:
             raise ValueError("d_model must be even (two directions) and the sizes at least 2")
         check_positions_and_special_ids(self)

@@ -16,23 +16,23 @@ from inference.core.continuation import continuation_trace
 from inference.core.family import FamilyDefaults, LoadedModel
 from inference.core.ff_memories import FFMemories
 from inference.core.losses import StepObjective, next_token_loss
+from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
 from inference.families.hugging_face.architectures import NormKind, architecture
 from inference.families.hugging_face.model import (
     AXIS,
+    FAMILY_NAME,
     CachedNextToken,
     HookedCausalLM,
     HuggingFaceConfig,
     build_hooked,
     rms_norm_eps,
 )
-from inference.families.hugging_face.model import FAMILY as CONFIG_NAME
 
 
 class HuggingFaceFamily(FamilyDefaults):
-    name = "hugging_face"
-    config_names = (CONFIG_NAME,)
+    name = FAMILY_NAME
     config_type = HuggingFaceConfig
     title = "Hugging Face causal language model"
     token_axes = {AXIS: AxisRole.TEXT}
@@ -46,12 +46,15 @@ class HuggingFaceFamily(FamilyDefaults):
     def capabilities(self, config: HuggingFaceConfig) -> frozenset[Capability]:
         return frozenset({Capability.ATTENTION, Capability.GENERATES_TEXT, Capability.NEXT_TOKEN, Capability.FF_KEYS})
 
+    def prompt_ids(self, config: HuggingFaceConfig, tokenizer: TextTokenizer, text: str) -> list[int]:
+        """[BOS] + the tokens of `text`."""
+        return [config.bos_id, *tokenizer.encode(text)]
+
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """Continue each text greedily with the model's key/value cache, then record the hook points in one pass
         over [BOS] + text + continuation, one axis "tok" (inference/core/continuation.py)."""
         model, tokenizer = model_as(loaded, HookedCausalLM), loaded.tokenizer
-        bos = model.config.bos_id
-        frame = lambda text: [bos, *tokenizer.encode(text)]  # noqa: E731
+        frame = lambda text: self.prompt_ids(model.config, tokenizer, text)  # noqa: E731
         return continuation_trace(loaded, model, request, frame, AXIS, steps=lambda: CachedNextToken(model))
 
     def ff_memories(self, model: nn.Module) -> FFMemories:

@@ -23,7 +23,7 @@ from inference.core.checkpoint import OUTSIDE_META, WEIGHTS_DTYPES, cast_copy
 from inference.core.tokenizer import SpecialIds, TextTokenizer, unknown_id
 from inference.families.hugging_face.architectures import ARCHITECTURES, Architecture, architecture, read_sizes
 from inference.families.hugging_face.model import (
-    FAMILY,
+    FAMILY_NAME,
     HookedCausalLM,
     HuggingFaceConfig,
     refuse_unsupported,
@@ -34,7 +34,7 @@ from inference.families.hugging_face.translator_architectures import (
     TranslatorArchitecture,
     read_translator_sizes,
 )
-from inference.families.hugging_face.translator_model import FAMILY as TRANSLATOR_FAMILY
+from inference.families.hugging_face.translator_model import FAMILY_NAME as TRANSLATOR_FAMILY_NAME
 from inference.families.hugging_face.translator_model import HookedTranslator, HuggingFaceTranslatorConfig
 
 WEIGHTS = "model.safetensors"  # one file; never pytorch_model.bin, which would be unpickled
@@ -48,7 +48,10 @@ class HuggingFaceReader:
     unsupported."""
 
     format = "Hugging Face"
-    families = (FAMILY, TRANSLATOR_FAMILY)  # the Hugging Face models trained here are written as Hugging Face folders
+    families = (
+        FAMILY_NAME,
+        TRANSLATOR_FAMILY_NAME,
+    )  # the Hugging Face models trained here are written as Hugging Face folders
     files = ("config.json", WEIGHTS, TOKENIZER, "metrics.json", "generation_config.json", OUTSIDE_META)
 
     def reads(self, config_json: dict[str, Any]) -> bool:

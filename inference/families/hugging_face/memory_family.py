@@ -20,13 +20,12 @@ from inference.core.losses import StepObjective, next_token_loss
 from inference.core.segment_memory import SEGMENT_AXES, knocked_out_slots, memory_lesion_hooks, segment_trace
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
-from inference.families.hugging_face.memory_model import CONFIG_NAME, MemoryAugmentedLM, PretrainedMemoryConfig
+from inference.families.hugging_face.memory_model import FAMILY_NAME, MemoryAugmentedLM, PretrainedMemoryConfig
 from inference.families.hugging_face.model import HookedCausalLM, fresh_hf_model
 
 
 class PretrainedMemoryFamily(FamilyDefaults):
-    name = "pretrained_memory"
-    config_names = (CONFIG_NAME,)
+    name = FAMILY_NAME
     config_type = PretrainedMemoryConfig
     title = "Recurrent memory on a pretrained language model (paper 002's wrapper)"
     token_axes = SEGMENT_AXES
@@ -80,7 +79,7 @@ class PretrainedMemoryFamily(FamilyDefaults):
     def describe(self, config: PretrainedMemoryConfig) -> str:
         base = config.base_config
         return (
-            f"{config.variant}; segments of {config.segment_length} tokens, BPTT depth {config.bptt_depth}; "
+            f"{config.memory_setup}; segments of {config.segment_length} tokens, BPTT depth {config.bptt_depth}; "
             f"d_model {base.d_model}, {base.n_layers} layers"
         )
 

@@ -43,7 +43,7 @@ from inference.core.interventions import InterventionError
 from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS, handed_on, memory_tokens_text
 from inference.families.hugging_face.model import HookedCausalLM, HuggingFaceConfig
 
-CONFIG_NAME = "pretrained_memory"
+FAMILY_NAME = "pretrained_memory"
 
 
 @dataclass
@@ -61,11 +61,11 @@ class PretrainedMemoryConfig:
     pad_id: int = 0
     bos_id: int = 0
     eos_id: int = 0
-    family: str = CONFIG_NAME
+    family: str = FAMILY_NAME
 
     def __post_init__(self) -> None:
-        if self.family != CONFIG_NAME:
-            raise ValueError(f"PretrainedMemoryConfig has family {CONFIG_NAME!r}, not {self.family!r}")
+        if self.family != FAMILY_NAME:
+            raise ValueError(f"PretrainedMemoryConfig has family {FAMILY_NAME!r}, not {self.family!r}")
         base = self.base_config  # ValueError where the base is no supported causal LM
         self.vocab_size, self.pad_id, self.bos_id, self.eos_id = base.vocab_size, base.pad_id, base.bos_id, base.eos_id
         if self.memory_size < 1 or self.segment_length < 1:
@@ -103,7 +103,7 @@ class PretrainedMemoryConfig:
         return 0  # no Transformer-XL cache: what passes between segments is the memory
 
     @property
-    def variant(self) -> str:
+    def memory_setup(self) -> str:
         kept = "carried" if self.carry_memory else "reset at every segment"
         return f"RMT on a pretrained {self.base_config.model_type}, {memory_tokens_text(self.memory_size)}, {kept}"
 

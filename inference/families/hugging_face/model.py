@@ -43,7 +43,7 @@ from inference.families.hugging_face.translator_architectures import TranslatorA
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig
 
-FAMILY = "hugging_face"
+FAMILY_NAME = "hugging_face"
 AXIS = "tok"
 SIZES = ("n_layers", "n_heads", "d_model", "d_ff", "max_positions")  # HuggingFaceConfig's names of the sizes
 INPUT_KEYWORDS = ("hidden_states", "input", "x")  # where a module called with keywords finds its input
@@ -80,11 +80,11 @@ class HuggingFaceConfig(SpecialIdFields, NoMemory):
     bos_id: int = 0
     eos_id: int = 0
     hf_config: dict[str, Any] = field(default_factory=dict)
-    family: str = FAMILY
+    family: str = FAMILY_NAME
 
     def __post_init__(self) -> None:
-        if self.family != FAMILY:
-            raise ValueError(f"HuggingFaceConfig has family {FAMILY!r}, not {self.family!r}")
+        if self.family != FAMILY_NAME:
+            raise ValueError(f"HuggingFaceConfig has family {FAMILY_NAME!r}, not {self.family!r}")
         arch = architecture(self.model_type)
         checked_special_ids(self, {name: getattr(self, name) for name in SIZES})
         self.hf_config = filled_hf_config(

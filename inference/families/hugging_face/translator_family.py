@@ -32,16 +32,15 @@ from inference.families.hugging_face.translator_architectures import translator_
 from inference.families.hugging_face.translator_model import (
     DECODER_AXIS,
     ENCODER_AXIS,
+    FAMILY_NAME,
     HookedTranslator,
     HuggingFaceTranslatorConfig,
     fresh_translator,
 )
-from inference.families.hugging_face.translator_model import FAMILY as CONFIG_NAME
 
 
 class HuggingFaceTranslatorFamily(FamilyDefaults):
-    name = "hugging_face_translator"
-    config_names = (CONFIG_NAME,)
+    name = FAMILY_NAME
     config_type = HuggingFaceTranslatorConfig
     title = "Hugging Face translator"
     token_axes = {ENCODER_AXIS: AxisRole.SOURCE, DECODER_AXIS: AxisRole.TARGET}

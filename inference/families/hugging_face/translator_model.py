@@ -48,7 +48,7 @@ from inference.families.hugging_face.translator_architectures import (
     translator_architecture,
 )
 
-FAMILY = "hugging_face_translator"
+FAMILY_NAME = "hugging_face_translator"
 ENCODER_AXIS, DECODER_AXIS = "enc", "dec"
 
 
@@ -71,11 +71,11 @@ class HuggingFaceTranslatorConfig(SpecialIdFields, NoMemory):
     bos_id: int = 0
     eos_id: int = 1
     hf_config: dict[str, Any] = field(default_factory=dict)
-    family: str = FAMILY
+    family: str = FAMILY_NAME
 
     def __post_init__(self) -> None:
-        if self.family != FAMILY:
-            raise ValueError(f"HuggingFaceTranslatorConfig has family {FAMILY!r}, not {self.family!r}")
+        if self.family != FAMILY_NAME:
+            raise ValueError(f"HuggingFaceTranslatorConfig has family {FAMILY_NAME!r}, not {self.family!r}")
         arch = translator_architecture(self.model_type)
         sizes = {name: getattr(self, name) for name in SIZES}
         checked_special_ids(self, sizes)

@@ -43,13 +43,13 @@ from inference.core.capabilities import NoMemory, check_positions_and_special_id
 from inference.core.hooks import HookPoint, name_hook_points
 from inference.layers import PreNormAttentionFeedForward, TokenEmbedding
 
-FAMILY = "language_model"
+FAMILY_NAME = "language_model"
 AXIS = "tok"
 
 
 @dataclass
 class LanguageModelConfig(NoMemory):
-    family: str = FAMILY
+    family: str = FAMILY_NAME
     vocab_size: int = 8000
     d_model: int = 256
     d_ff: int = 1024  # number of FF keys (memories) per layer
@@ -62,8 +62,8 @@ class LanguageModelConfig(NoMemory):
     eos_id: int = 2  # also separates documents in the training stream
 
     def __post_init__(self):
-        if self.family != FAMILY:
-            raise ValueError(f"LanguageModelConfig has family {FAMILY!r}, not {self.family!r}")
+        if self.family != FAMILY_NAME:
+            raise ValueError(f"LanguageModelConfig has family {FAMILY_NAME!r}, not {self.family!r}")
         if self.d_model % 2 or self.d_model % self.n_heads:
             raise ValueError(f"d_model {self.d_model} must be even and divisible by n_heads {self.n_heads}")
         if not 0.0 <= self.dropout < 1.0:

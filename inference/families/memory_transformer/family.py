@@ -29,10 +29,15 @@ from inference.core.tracing import (
 )
 from inference.families.memory_transformer.decoding import decode, greedy_decode
 from inference.families.memory_transformer.growth import grow_memory
-from inference.families.memory_transformer.model import FAMILIES, MemoryTransformer, MemoryTransformerConfig
+from inference.families.memory_transformer.model import (
+    FAMILY_NAME,
+    VARIANTS,
+    MemoryTransformer,
+    MemoryTransformerConfig,
+)
 
 ENCODER = TokenAxis("enc")  # the source with the memory slots in front of it (the model's layout convention)
-VARIANT_NAMES = {  # config family -> the variant in words
+VARIANT_NAMES = {  # config variant -> the variant in words
     "transformer": "Transformer baseline",
     "memtransformer": "MemTransformer",
     "memctrl": "MemCtrl",
@@ -43,8 +48,8 @@ VARIANT_NAMES = {  # config family -> the variant in words
 
 
 class MemoryTransformerFamily(FamilyDefaults):
-    name = "memory_transformer"
-    config_names = FAMILIES
+    name = FAMILY_NAME
+    variants = VARIANTS
     config_type = MemoryTransformerConfig
     title = "Memory Transformer (paper 000)"
     token_axes = ENCODER_DECODER_AXES
@@ -58,7 +63,7 @@ class MemoryTransformerFamily(FamilyDefaults):
     def describe(self, config: MemoryTransformerConfig) -> str:
         memory = f"{config.memory_size} memory slots" if config.memory_size else "no memory"
         return (
-            f"{VARIANT_NAMES[config.family]}, {memory}; d_model {config.d_model}, "
+            f"{VARIANT_NAMES[config.variant]}, {memory}; d_model {config.d_model}, "
             f"{config.n_encoder_layers}+{config.n_decoder_layers} layers"
         )
 
@@ -66,7 +71,7 @@ class MemoryTransformerFamily(FamilyDefaults):
         """The same model with more memory slots (the paper's Table 3; growth.py)."""
         config = config_of(source)
         grown = {**asdict(config), "memory_size": config_fields.get("memory_size")}
-        if config.family not in FAMILIES or config_fields != grown:
+        if config.family != FAMILY_NAME or config_fields != grown:
             raise ValueError("a Memory Transformer starts from a trained one of the same sizes, its memory grown")
         return grow_memory(source, config_fields["memory_size"], seed)
 

@@ -2,7 +2,7 @@
 encoder-decoder translation Transformer (post-LN, as the paper's backbone)
 whose encoder input is prefixed with m learned [mem] vectors.
 
-Families, chosen by `MemoryTransformerConfig.family`:
+Variants, chosen by `MemoryTransformerConfig.variant`:
 
 - transformer:         the baseline; no memory.
 - memtransformer:      [mem; seq] processed by ordinary encoder layers.
@@ -56,12 +56,14 @@ from inference.layers import (
     tie_parameters,
 )
 
-FAMILIES = ("transformer", "memtransformer", "memctrl", "memctrl_shared", "membottleneck", "membottleneck_skip")
+FAMILY_NAME = "memory_transformer"
+VARIANTS = ("transformer", "memtransformer", "memctrl", "memctrl_shared", "membottleneck", "membottleneck_skip")
 
 
 @dataclass
 class MemoryTransformerConfig:
-    family: str = "memtransformer"
+    family: str = FAMILY_NAME
+    variant: str = "memtransformer"  # one of VARIANTS
     vocab_size: int = 8000
     d_model: int = 128  # paper's small config
     d_ff: int = 512
@@ -76,12 +78,14 @@ class MemoryTransformerConfig:
     eos_id: int = 2
 
     def __post_init__(self):
-        if self.family not in FAMILIES:
-            raise ValueError(f"unknown family {self.family!r}; expected one of {', '.join(FAMILIES)}")
-        if self.family == "transformer" and self.memory_size != 0:
+        if self.family != FAMILY_NAME:
+            raise ValueError(f"MemoryTransformerConfig has family {FAMILY_NAME!r}, not {self.family!r}")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.variant!r}; expected one of {', '.join(VARIANTS)}")
+        if self.variant == "transformer" and self.memory_size != 0:
             raise ValueError("the baseline transformer has memory_size 0")
-        if self.family != "transformer" and self.memory_size < 1:
-            raise ValueError(f"family {self.family} needs memory_size >= 1")
+        if self.variant != "transformer" and self.memory_size < 1:
+            raise ValueError(f"variant {self.variant} needs memory_size >= 1")
 
     @property
     def max_memory_size(self) -> int:
@@ -97,9 +101,9 @@ class MemoryControllerLayer(nn.Module):
 
     def __init__(self, c: MemoryTransformerConfig):
         super().__init__()
-        self.bottleneck = c.family.startswith("membottleneck")
+        self.bottleneck = c.variant.startswith("membottleneck")
         self.mem = AttentionFeedForward(c.d_model, c.n_heads, c.d_ff, c.dropout, ("enc.mem", "enc"))
-        if c.family != "membottleneck_skip":
+        if c.variant != "membottleneck_skip":
             self.seq = AttentionFeedForward(c.d_model, c.n_heads, c.d_ff, c.dropout, ("enc.seq", "enc"))
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor, m: int) -> torch.Tensor:  # [b, m+n, d]
@@ -128,11 +132,11 @@ class MemoryTransformer(nn.Module):
         self.memory_in = HookPoint("batch slot d_model", "memory vectors entering the encoder")
         self.encoder = LayerStack()
         layers: list[nn.Module]
-        if c.family in ("transformer", "memtransformer"):
+        if c.variant in ("transformer", "memtransformer"):
             layers = [EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout) for _ in range(c.n_encoder_layers)]
         else:
             controllers = [MemoryControllerLayer(c) for _ in range(c.n_encoder_layers)]
-            if c.family == "memctrl_shared":
+            if c.variant == "memctrl_shared":
                 shared = controllers[0].mem
                 for controller in controllers[1:]:
                     tie_parameters(controller.mem, shared)

@@ -20,12 +20,11 @@ from inference.core.segment_memory import SEGMENT_AXES, memory_lesion_hooks, seg
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
 from inference.families.recurrent_memory.lesions import knockout_hooks
-from inference.families.recurrent_memory.model import CONFIG_NAME, RecurrentMemoryConfig, RecurrentMemoryTransformer
+from inference.families.recurrent_memory.model import FAMILY_NAME, RecurrentMemoryConfig, RecurrentMemoryTransformer
 
 
 class RecurrentMemoryFamily(FamilyDefaults):
-    name = "recurrent_memory"
-    config_names = (CONFIG_NAME,)
+    name = FAMILY_NAME
     config_type = RecurrentMemoryConfig
     title = "Segment-recurrent decoders (paper 002): RMT, Transformer-XL, no memory"
     token_axes = SEGMENT_AXES
@@ -39,7 +38,7 @@ class RecurrentMemoryFamily(FamilyDefaults):
     def describe(self, config: RecurrentMemoryConfig) -> str:
         return (
             f"{self.title}; d_model {config.d_model}, {config.n_layers} layers, d_ff {config.d_ff}; segments of "
-            f"{config.segment_length} tokens, {config.variant}, BPTT depth {config.bptt_depth}"
+            f"{config.segment_length} tokens, {config.memory_setup}, BPTT depth {config.bptt_depth}"
         )
 
     def capabilities(self, config: RecurrentMemoryConfig) -> frozenset[Capability]:

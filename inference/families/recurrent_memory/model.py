@@ -57,12 +57,12 @@ from inference.core.hooks import HookPoint, call_scope, name_hook_points
 from inference.core.segment_memory import KEY_AXIS, QUERY_AXIS, handed_on, memory_tokens_text
 from inference.families.recurrent_memory.attention import RelativeLayer
 
-CONFIG_NAME = "recurrent_memory"
+FAMILY_NAME = "recurrent_memory"
 
 
 @dataclass
 class RecurrentMemoryConfig:
-    family: str = CONFIG_NAME
+    family: str = FAMILY_NAME
     vocab_size: int = 64
     d_model: int = 64
     d_ff: int = 256
@@ -79,8 +79,8 @@ class RecurrentMemoryConfig:
     eos_id: int = 2
 
     def __post_init__(self):
-        if self.family != CONFIG_NAME:
-            raise ValueError(f"RecurrentMemoryConfig has family {CONFIG_NAME!r}, not {self.family!r}")
+        if self.family != FAMILY_NAME:
+            raise ValueError(f"RecurrentMemoryConfig has family {FAMILY_NAME!r}, not {self.family!r}")
         if self.memory_size < 0 or self.cache_length < 0 or self.segment_length < 1:
             raise ValueError("memory_size and cache_length must be at least 0, segment_length at least 1")
         if self.bptt_depth < -1:
@@ -95,7 +95,7 @@ class RecurrentMemoryConfig:
         return 2 * self.memory_size
 
     @property
-    def variant(self) -> str:
+    def memory_setup(self) -> str:
         carried = [f"RMT, {memory_tokens_text(self.memory_size)}"] if self.memory_size else []
         carried += [f"Transformer-XL, cache {self.cache_length}"] if self.cache_length else []
         return " + ".join(carried) or "no memory"

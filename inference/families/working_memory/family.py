@@ -32,9 +32,7 @@ from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, encode_sources, model_as, recording, token_roles
 from inference.families.working_memory.generation import generate_with_memory, stream_budget, wm_generate
 from inference.families.working_memory.model import (
-    FAMILY as CONFIG_NAME,
-)
-from inference.families.working_memory.model import (
+    FAMILY_NAME,
     WorkingMemoryConfig,
     WorkingMemoryTransformer,
 )
@@ -49,8 +47,7 @@ DECISION_HOOKS = [WORKING_MEMORY_CHOICE, WORKING_MEMORY_WRITTEN]  # called once 
 
 
 class WorkingMemoryFamily(FamilyDefaults):
-    name = "working_memory"
-    config_names = (CONFIG_NAME,)
+    name = FAMILY_NAME
     config_type = WorkingMemoryConfig
     title = "Working-memory decoder (paper 004)"
     token_axes = ENCODER_DECODER_AXES

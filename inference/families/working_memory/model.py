@@ -63,12 +63,12 @@ from inference.core.memory_decisions import CHOICE_COLUMNS
 from inference.core.refusals import InputRefused
 from inference.layers import DecoderLayer, EncoderLayer, EncoderOutput, LayerCache, LayerStack, TokenEmbedding
 
-FAMILY = "working_memory"
+FAMILY_NAME = "working_memory"
 
 
 @dataclass
 class WorkingMemoryConfig:
-    family: str = FAMILY
+    family: str = FAMILY_NAME
     vocab_size: int = 8000
     d_model: int = 128  # paper: 4 layers, d 128, d_ff 512, 8 heads
     d_ff: int = 512
@@ -84,8 +84,8 @@ class WorkingMemoryConfig:
     top_p: float = 0.9  # nucleus sampling parameter for memory tokens
 
     def __post_init__(self):
-        if self.family != FAMILY:
-            raise ValueError(f"WorkingMemoryConfig has family {FAMILY!r}, not {self.family!r}")
+        if self.family != FAMILY_NAME:
+            raise ValueError(f"WorkingMemoryConfig has family {FAMILY_NAME!r}, not {self.family!r}")
         if self.memory_size < 1:
             raise ValueError(f"memory_size must be >= 1, got {self.memory_size}")
         if not 0.0 < self.top_p <= 1.0:

@@ -69,16 +69,20 @@ def working_memory_loss(model: WorkingMemoryTransformer, batch: Any, objective: 
     return out.target_loss + settings.type_loss_weight * out.type_loss * rescale
 
 
+PLAIN_TRANSFORMER = ("memory_transformer", "transformer")  # (family, variant) of the Transformer it starts from
+
+
 def from_transformer(transformer: nn.Module, working_memory_fields: dict[str, Any]) -> WorkingMemoryTransformer:
     """A working-memory model with a plain Transformer's sizes and weights: only the type embedding (zero) and
     the type head are new. Raises ValueError for any other source."""
     source_config = config_of(transformer)
-    if source_config.family != "transformer":
+    source_kind = (source_config.family, getattr(source_config, "variant", None))
+    if source_kind != PLAIN_TRANSFORMER:
         raise ValueError(
-            "a working-memory model can start from a plain Transformer checkpoint, "
-            f"not from family {source_config.family!r}"
+            "a working-memory model can start from a plain Transformer checkpoint (family "
+            f"{PLAIN_TRANSFORMER[0]}, variant {PLAIN_TRANSFORMER[1]}), not from {'/'.join(map(str, source_kind))}"
         )
-    sizes = {k: v for k, v in asdict(source_config).items() if k not in ("family", "memory_size")}
+    sizes = {k: v for k, v in asdict(source_config).items() if k not in ("family", "variant", "memory_size")}
     model = build_model(config_from_dict({**sizes, **working_memory_fields}))  # fields name the working-memory family
     if not isinstance(model, WorkingMemoryTransformer):
         raise ValueError(f"the fields name a {type(model).__name__}, not a working-memory model")
