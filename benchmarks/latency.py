@@ -144,7 +144,7 @@ ROUTES = [
     Route("attribution", "memtransformer_10", "/explore/attribution",
           lambda text, i: {"text": text, "position": 0, "memory_size": cycle(SIZES, i)}, cold_runs=1),
     Route("memory mask", "working_memory_de_en", "/memory/run",
-          lambda text, i: {"text": text, "mask_memory": "true", "memory_size": cycle([0, 1, 2, 3, 4, 5, 6, 7], i)}),
+          lambda text, i: {"text": text, "lesion": "mask_memory", "memory_size": cycle([0, 1, 2, 3, 4, 5, 6, 7], i)}),
     Route("FF key edit", "language_model", "/ff/run",
           lambda text, i: {"text": text, "edits": f"layers.{i % 6}.ff:{i % 512},{(i + 7) % 512} x0"},
           lens="one layer", settings=512),  # the layer on view: the form's default, 0

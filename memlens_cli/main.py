@@ -95,7 +95,7 @@ def translate(args: argparse.Namespace) -> int:
         memory_size=args.memory_size,
         block_reads=args.block_reads,
         knockout=tuple(args.knockout),
-        mask_memory=args.mask_memory,
+        family_lesions=lesions_of(args.lesion),
     )
     loaded = load_model(args)
     trace = run_with_trace(
@@ -113,6 +113,21 @@ def translate(args: argparse.Namespace) -> int:
         memory = f"\t[memory: {' '.join(memory_tokens(trace, example))}]" if writes_memory else ""
         print(f"{source}\t{translation}{memory}")
     return 0
+
+
+def lesions_of(objects: list[str]) -> tuple:
+    """`--lesion` objects (JSON, as the API takes them) -> lesions of any registered kind; ValueError naming what does
+    not read."""
+    from pydantic import ValidationError
+
+    from inference.core.interventions import Interventions
+
+    try:
+        return tuple(Interventions.model_validate([json.loads(text) for text in objects]))
+    except json.JSONDecodeError as error:
+        raise ValueError(f'--lesion is a JSON object, e.g. \'{{"kind": "mask_memory"}}\': {error}') from None
+    except ValidationError as error:
+        raise ValueError(f"--lesion: {error.errors()[0]['msg']} (at {error.errors()[0]['loc']})") from None
 
 
 def list_hooks(args: argparse.Namespace) -> int:
@@ -266,7 +281,13 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--block-reads", choices=["none", *get_args(MemoryStacks)], default="none")
     p.add_argument("--knockout", type=bounded(MAX_MEMORY_SIZE), nargs="*", default=[], help="memory slots to knock out")
-    p.add_argument("--mask-memory", action="store_true", help="working memory: target tokens may not attend to memory")
+    p.add_argument(
+        "--lesion",
+        action="append",
+        default=[],
+        metavar="JSON",
+        help='a lesion of any kind, as the JSON API takes it, e.g. \'{"kind": "mask_memory"}\' (repeatable)',
+    )
     p.add_argument("--seed", type=bounded(MAX_SEED), default=0, help="working memory: seed of the memory sampling")
     p.add_argument(
         "--beam",

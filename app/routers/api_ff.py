@@ -33,12 +33,14 @@ def study(model: Annotated[PageModel, Depends(ModelInPathFor(FF))], studies: FFS
 
 
 @router.post("/keys", response_model=KeysResponse, responses=MODEL_ERRORS)
-def keys(request: KeysRequest, gateway: GatewayDep, studies: FFStudiesDep, jobs: JobsDep, model: FFModel) -> dict:
+def keys(
+    request: KeysRequest, gateway: GatewayDep, studies: FFStudiesDep, jobs: JobsDep, model: FFModel
+) -> KeysResponse:
     """Key cards of one layer; their triggers the stored study's, or a finished mining job's (`mined`); in the
     effect order, each card's effect on the run of `text`."""
     mined = None if request.mined is None else mining_job(jobs.store, model, request.mined)
     found = ff.keys_page(gateway, studies, model, request, mined)
-    return {"layer": found.layer, "order": found.order, "total": found.total, "keys": [asdict(c) for c in found.cards]}
+    return KeysResponse(layer=found.layer, order=found.order, total=found.total, keys=found.cards)
 
 
 @router.post("/lens", response_model=LensResponse, responses=MODEL_ERRORS)

@@ -3,14 +3,13 @@ Working memory page shows them (app/services/memory.py)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
 from app.figures.attention import quantize_percent
 from app.routers.deps import GatewayDep, ModelFor
-from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, MemoryRequest, MemoryResponse
+from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, MemoryAttentionResponse, MemoryRequest, MemoryResponse
 from app.schemas.arrays import binary_array
 from app.services.gating import PageModel
 from app.services.memory import run_memory
@@ -20,7 +19,9 @@ router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
 
 @router.post("/memory", response_model=MemoryResponse, responses=MODEL_ERRORS)
-def memory(request: MemoryRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(MEMORY))]) -> dict:
+def memory(
+    request: MemoryRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(MEMORY))]
+) -> MemoryResponse:
     """A working-memory model's stream (memory and translation), every step's
     decision, and target-to-memory attention of one decoder layer
     (weights [heads, target queries, memory keys] as uint8 percent), under the interventions; with
@@ -28,20 +29,20 @@ def memory(request: MemoryRequest, gateway: GatewayDep, model: Annotated[PageMod
     run = run_memory(gateway, model, request.text, request.interventions, request.seed, request.layer)
     view = run.shown
     trace = view.trace
-    return {
-        "translation": trace.outputs[0],
-        "plain_translation": run.plain.trace.outputs[0],
-        "outcome": run.outcome,
-        "seed": request.seed,
-        "memory_size": trace.run.memory_size,
-        "interventions": trace.run.interventions,
-        "stream": [asdict(t) for t in view.stream],
-        "memory": [t.token for t in view.stream if t.kind == "memory"],
-        "steps": [asdict(s) for s in view.steps],
-        "attention": {
-            "layer": view.attention.layer,
-            "query_tokens": view.attention.query_tokens,
-            "key_tokens": view.attention.key_tokens,
-            "weights": {**binary_array(quantize_percent(view.attention.weights)), "unit": "percent"},
-        },
-    }
+    return MemoryResponse(
+        translation=trace.outputs[0],
+        plain_translation=run.plain.trace.outputs[0],
+        outcome=run.outcome,
+        seed=request.seed,
+        memory_size=trace.run.memory_size,
+        interventions=trace.run.interventions,
+        stream=view.stream,
+        memory=[t.token for t in view.stream if t.kind == "memory"],
+        steps=view.steps,
+        attention=MemoryAttentionResponse(
+            layer=view.attention.layer,
+            query_tokens=view.attention.query_tokens,
+            key_tokens=view.attention.key_tokens,
+            weights={**binary_array(quantize_percent(view.attention.weights)), "unit": "percent"},
+        ),
+    )

@@ -19,7 +19,7 @@ from app.figures.attention import (
 )
 from app.figures.memory_operations import memory_operations_grid
 from app.routers.deps import GatewayDep, ModelFor
-from app.routers.forms import DecodingDep, LesionDep
+from app.routers.forms import DecodingDep, FamilyLesionsDep, LesionDep
 from app.routers.rendering import figure_json, render
 from app.schemas.api import AttributionRequest, ExploreRequest
 from app.schemas.validation import FieldText, InputError, ModelName
@@ -75,6 +75,7 @@ def explore_run(
     gateway: GatewayDep,
     model: ExploreModel,
     lesion: LesionDep,
+    family: FamilyLesionsDep,
     decoding: DecodingDep,
     view: Annotated[ExploreFields, Form()],
     text: Annotated[FieldText, Form()] = "",
@@ -83,7 +84,7 @@ def explore_run(
     """Run with and without the lesion; the attention views follow the lesioned run (the fields of the view:
     app/schemas/views.py, as /api/explore reads them)."""
     asked = ExploreRequest(
-        model=model.name, text=text, interventions=model.lesion(lesion), decoding=decoding, **dict(view)
+        model=model.name, text=text, interventions=model.lesion(lesion, family), decoding=decoding, **dict(view)
     )
     run = run_explore(gateway, model, asked)
     layer, head = view.layer, view.head
@@ -130,12 +131,13 @@ def explore_attribution(
     gateway: GatewayDep,
     model: Annotated[PageModel, Depends(ModelFor(ATTRIBUTION))],
     lesion: LesionDep,
+    family: FamilyLesionsDep,
     decoding: DecodingDep,
     position: Annotated[int, Form(ge=0, le=MAX_INDEX)],
     text: Annotated[FieldText, Form()] = "",
 ):
     asked = AttributionRequest(
-        model=model.name, text=text, interventions=model.lesion(lesion), decoding=decoding, position=position
+        model=model.name, text=text, interventions=model.lesion(lesion, family), decoding=decoding, position=position
     )
     found = attribution(gateway, model, asked)
     return render(request, "partials/figures.html", figures={"attribution": figure_json(attribution_chart(found))})

@@ -9,7 +9,7 @@ from fastapi import Depends, Form, Request
 from pydantic import ValidationError
 
 from app.schemas.validation import FieldText, InputError, parse_decimal, parse_number, parse_numbers, shown
-from app.services.lesion_forms import parse_lesion_forms
+from app.services.lesion_forms import AskedLesions, asked_lesions
 from inference.core.bounds import (
     MAX_BEAM_SIZE,
     MAX_FACTOR,
@@ -22,7 +22,6 @@ from inference.core.controls import BlockReads, LesionControls
 from inference.core.decoding import Decoding
 from inference.core.hook_names import HOOK_NAME_OR_NONE
 from inference.core.interventions import Scale, ablate_head, scale_ff_keys
-from inference.core.lesion_kinds import LesionKind
 
 
 def parse_heads(text: str) -> list[Scale]:
@@ -48,20 +47,20 @@ def parse_heads(text: str) -> list[Scale]:
     return list(dict.fromkeys(heads))
 
 
-async def family_lesions(request: Request) -> tuple[LesionKind, ...]:
-    """The lesions of a family's own kinds a page's form asks for (app/services/lesion_forms.py)."""
+async def family_lesions(request: Request) -> AskedLesions:
+    """The lesions of a family's own kinds a page's form asks for (app/services/lesion_forms.py), read into
+    lesions by `PageModel.lesion`, which knows the model's tokenizer."""
     form = await request.form()
     asked = form.getlist("lesion")
     if len(asked) > MAX_LISTED:
         raise InputError(f"{len(asked):,} lesion kinds asked for; at most {MAX_LISTED:,}")
-    return parse_lesion_forms(form, [str(name) for name in asked])
+    return asked_lesions(form, [str(name) for name in asked])
 
 
-FamilyLesionsDep = Annotated[tuple[LesionKind, ...], Depends(family_lesions)]
+FamilyLesionsDep = Annotated[AskedLesions, Depends(family_lesions)]
 
 
 def lesion_form(
-    family: FamilyLesionsDep,
     memory_size: Annotated[int | None, Form(ge=0, le=MAX_MEMORY_SIZE)] = None,
     knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],  # noqa: B006 (each request gets a copy)
     block_reads: Annotated[BlockReads, Form()] = "none",
@@ -78,7 +77,6 @@ def lesion_form(
         knockout=tuple(knockout),
         block_reads=block_reads,
         scales=tuple(scales),
-        family_lesions=family,
     )
 
 

@@ -13,11 +13,12 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 
 from app.figures.memory import decisions_chart, memory_attention_heatmap
 from app.routers.deps import GatewayDep, ModelFor
+from app.routers.forms import FamilyLesionsDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText
 from app.schemas.views import MemoryFields
 from app.services.gating import PageModel
-from app.services.memory import forced_memory_ids, run_memory
+from app.services.memory import run_memory
 from app.services.pages import MEMORY
 from inference.core.bounds import MAX_MEMORY_SIZE, MAX_SEED
 from inference.core.controls import LesionControls
@@ -48,6 +49,7 @@ def memory_page(
         seed=seed,
         config=model.loaded.config,
         source_language=model.record.source_language or "German",
+        lesion_forms=model.lesion_forms,
         examples=examples,
         examples_corpus=corpus,
     )
@@ -59,16 +61,14 @@ def memory_run(
     gateway: GatewayDep,
     model: MemoryModel,
     view: Annotated[MemoryFields, Form()],
+    family: FamilyLesionsDep,
     text: Annotated[FieldText, Form()] = "",
     memory_size: Annotated[int | None, Form(ge=0, le=MAX_MEMORY_SIZE)] = None,
-    mask_memory: Annotated[bool, Form()] = False,
-    forced: Annotated[FieldText, Form()] = "",
 ):
-    """The unlesioned run and, when a lesion is set, the lesioned one; the views follow the lesioned run."""
-    controls = LesionControls(
-        memory_size=memory_size, mask_memory=mask_memory, forced_memory=forced_memory_ids(model, forced)
-    )
-    run = run_memory(gateway, model, text, model.lesion(controls), view.seed, view.layer)
+    """The unlesioned run and, when a lesion is set, the lesioned one; the views follow the lesioned run. The mask
+    and the forced memory are the working-memory family's own kinds, in the form built from them."""
+    lesion = model.lesion(LesionControls(memory_size=memory_size), family)
+    run = run_memory(gateway, model, text, lesion, view.seed, view.layer)
     figures = {"decisions": figure_json(decisions_chart(run.shown.steps))}
     if run.shown.attention.key_tokens:
         figures["memory-attention"] = figure_json(memory_attention_heatmap(run.shown.attention))
@@ -84,5 +84,5 @@ def memory_run(
         outcome=run.outcome,
         no_memory=run.no_memory,
         attention_note=run.attention_note,
-        forced_words=forced.split(),
+        forced_words=model.loaded.tokenizer.display_tokens(list(run.lesion.forced)),
     )

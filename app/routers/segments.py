@@ -77,9 +77,8 @@ def segments_run(
         noise_seed=noise_seed,
         transplant_at=transplant_at,
         donor=donor_ids(gateway, model, donor) if transplant_at is not None else (),
-        family_lesions=family,
     )
-    asked = SegmentsRequest(model=model.name, text=text, interventions=model.lesion(lesion), **dict(view))
+    asked = SegmentsRequest(model=model.name, text=text, interventions=model.lesion(lesion, family), **dict(view))
     run = run_segments(gateway, model, asked)
     segment, head = view.segment, view.head
     figures = {}

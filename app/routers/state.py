@@ -57,8 +57,7 @@ def state_run(
 ):
     """Run plainly and, when a lesion is set, lesioned; the views follow the lesioned run. The state lesions are
     the model's family's own kinds, in the form built from them (partials/family_lesions.html)."""
-    controls = LesionControls(family_lesions=family)
-    run = run_state(gateway, model, text, model.lesion(controls))
+    run = run_state(gateway, model, text, model.lesion(LesionControls(), family))
     shown = len(run.steps.steps) - 1  # the final state first; the slider plays from step 0
     figures = {name: figure_json(figure) for name, figure in state_figures(run.steps, shown).items()}
     labels = step_labels(run.steps)

@@ -12,6 +12,7 @@ from app.schemas.validation import URL_TOO_LONG, CallIndex, FieldText, Integrati
 from app.schemas.views import ExploreFields, MemoryFields, SegmentsFields
 from inference.analyses.blocks import HeadBlocks
 from inference.analyses.memory_operations import HeadOperations
+from inference.analyses.working_memory import StepDecision, StreamToken
 from inference.core.axes import AxisRole
 from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_NAME_CHARS
 from inference.core.capabilities import Capability
@@ -394,9 +395,9 @@ class MemoryResponse(BaseModel):
     seed: int
     memory_size: int
     interventions: Interventions
-    stream: list[dict[str, Any]]
+    stream: list[StreamToken] = Field(description="every element after BOS, memory or target, in order")
     memory: list[str]
-    steps: list[dict[str, Any]]
+    steps: list[StepDecision] = Field(description="every decision, as the decoder wrote it")
     attention: MemoryAttentionResponse
 
 

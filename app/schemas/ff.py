@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.figures.ff_views import KeyOrder
+from app.figures.ff_views import KeyCard, KeyOrder
 from app.schemas.validation import FieldText, JobId, ModelName
 from inference.core.bounds import MAX_INDEX, MAX_PAGE_SIZE, MAX_PICKED_KEYS, MAX_TOP
 from inference.core.interventions import Interventions
@@ -49,7 +49,7 @@ class KeysResponse(BaseModel):
     layer: str
     order: str
     total: int
-    keys: list[dict[str, Any]]
+    keys: list[KeyCard] = Field(description="a card of each key: its value's top tokens, its trigger examples")
 
 
 class LensResponse(BaseModel):

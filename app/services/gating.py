@@ -14,7 +14,14 @@ from pathlib import Path
 from app.schemas.validation import InputError, shown
 from app.services.examples import example_input
 from app.services.gateway import ModelGateway
-from app.services.lesion_forms import LesionKindForm, family_lesion_forms
+from app.services.lesion_forms import (
+    NO_LESIONS_ASKED,
+    AskedLesions,
+    LesionKindForm,
+    family_lesion_forms,
+    parse_lesion_forms,
+    words_to_ids,
+)
 from app.services.pages import Page, pages_of
 from inference.core.capabilities import Capability
 from inference.core.controls import LesionControls, lesion_interventions
@@ -61,9 +68,17 @@ class PageModel:
         """The forms of the lesion kinds the model's family registers of its own."""
         return family_lesion_forms(self.loaded.family.lesion_kinds)
 
-    def lesion(self, controls: LesionControls) -> Interventions:
-        """The page's lesion controls as interventions on this model (its trained memory size is no lesion)."""
-        return lesion_interventions(replace(controls, trained_memory_size=self.loaded.config.memory_size))
+    def lesion(self, controls: LesionControls, asked: AskedLesions = NO_LESIONS_ASKED) -> Interventions:
+        """The page's lesion controls and the family's own kinds its form asks for, as interventions on this model
+        (its trained memory size is no lesion; a kind's words are read as this model's tokens)."""
+        family = parse_lesion_forms(asked, lambda text: words_to_ids(self.loaded.tokenizer, text))
+        return lesion_interventions(
+            replace(
+                controls,
+                trained_memory_size=self.loaded.config.memory_size,
+                family_lesions=(*controls.family_lesions, *family),
+            )
+        )
 
 
 def offered(gateway: ModelGateway, page: Page) -> list[str]:

@@ -3,12 +3,14 @@ descriptions), and the page's form read back into lesions through the same model
 offered and parsed with no edit here.
 
 A kind's controls are a checkbox `lesion` whose value is the kind's name (ask for it) and one input per field,
-named `<kind>.<field>`: a number within the field's bounds, a choice of its values, or a list of whole numbers
-written with commas."""
+named `<kind>.<field>`: a number within the field's bounds, a choice of its values, a list of whole numbers
+written with commas, or words (a field of token ids whose schema says `"control": "words"`), read as the model's
+tokens. The form is read in two steps: what it asks (`asked_lesions`, bounded where the request enters), then,
+once the model is known, the lesions (`parse_lesion_forms`, with the model's tokenizer for words)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
@@ -18,10 +20,11 @@ from pydantic import ValidationError
 from app.schemas.validation import InputError, shown, validation_message
 from inference.core.bounds import MAX_LISTED
 from inference.core.lesion_kinds import LesionKind, kind_name, lesion_kinds
+from inference.core.tokenizer import TextTokenizer
 
 MAX_FIELD_CHARS = 12 * MAX_LISTED  # a list of numbers written out; any other field is far shorter
 
-Control = Literal["integer", "number", "choice", "integers", "text"]
+Control = Literal["integer", "number", "choice", "integers", "words", "text"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ def _control(name: str, field: str, spec: dict[str, Any], required: bool) -> Fie
         default=spec.get("default"),
         description=spec.get("description", ""),
     )
+    if spec.get("control") == "words":
+        return FieldControl(control="words", **common)
     if "enum" in spec:
         return FieldControl(control="choice", choices=tuple(spec["enum"]), **common)
     if spec.get("type") == "array":
@@ -100,16 +105,26 @@ def family_lesion_forms(kinds: Sequence[type[LesionKind]]) -> list[LesionKindFor
     return [lesion_form_of(kind) for kind in kinds]
 
 
-def parse_lesion_forms(form: Mapping[str, Any], asked: Sequence[str]) -> tuple[LesionKind, ...]:
-    """The lesions of the kinds named in `asked` (the checked `lesion` boxes), each validated by its model from
-    the form's `<kind>.<field>` values; an unknown kind or a value out of bounds is an InputError naming it."""
+@dataclass(frozen=True)
+class AskedLesions:
+    """The family lesion kinds a form asks for (its checked `lesion` boxes) and the text of their fields."""
+
+    kinds: tuple[str, ...] = ()
+    values: tuple[tuple[str, str], ...] = ()  # ("<kind>.<field>", its text), for the kinds asked only
+
+
+NO_LESIONS_ASKED = AskedLesions()
+
+
+def asked_lesions(form: Mapping[str, Any], asked: Sequence[str]) -> AskedLesions:
+    """What the form asks: the kinds named in `asked` and their fields' text; an unknown kind, or a field longer
+    than any value of it can be, is an InputError naming it."""
     known = lesion_kinds()
-    lesions = []
+    values = []
     for name in dict.fromkeys(asked):
         kind = known.get(name)
         if kind is None:
             raise InputError(f"unknown lesion kind {shown(name)}; the kinds are {', '.join(known)}")
-        values = {}
         for control in lesion_form_of(kind).fields:
             text = str(form.get(control.name, "")).strip()
             if len(text) > MAX_FIELD_CHARS:
@@ -117,7 +132,22 @@ def parse_lesion_forms(form: Mapping[str, Any], asked: Sequence[str]) -> tuple[L
                     f"{kind.title}: {control.label} is {len(text):,} characters; at most {MAX_FIELD_CHARS}"
                 )
             if text:
-                values[control.name.partition(".")[2]] = _value(text, control)
+                values.append((control.name, text))
+    return AskedLesions(tuple(dict.fromkeys(asked)), tuple(values))
+
+
+def parse_lesion_forms(asked: AskedLesions, encode: Callable[[str], Sequence[int]]) -> tuple[LesionKind, ...]:
+    """The lesions `asked`, each validated by its kind's model, words read as token ids by `encode` (the model's
+    tokenizer); a value out of bounds is an InputError naming it."""
+    known, texts = lesion_kinds(), dict(asked.values)
+    lesions = []
+    for name in asked.kinds:
+        kind = known[name]
+        values = {
+            control.name.partition(".")[2]: _value(texts[control.name], control, encode)
+            for control in lesion_form_of(kind).fields
+            if control.name in texts
+        }
         try:
             lesions.append(kind.model_validate(values))
         except ValidationError as error:
@@ -125,7 +155,15 @@ def parse_lesion_forms(form: Mapping[str, Any], asked: Sequence[str]) -> tuple[L
     return tuple(lesions)
 
 
-def _value(text: str, control: FieldControl) -> Any:
+def words_to_ids(tokenizer: TextTokenizer, text: str) -> list[int]:
+    """Words typed into a words field -> their token ids, in order, each word read alone (as it would start a
+    text)."""
+    return [i for word in text.split() for i in tokenizer.encode(word)]
+
+
+def _value(text: str, control: FieldControl, encode: Callable[[str], Sequence[int]]) -> Any:
+    if control.control == "words":
+        return list(encode(text))[: MAX_LISTED + 1]  # one over: refused
     if control.control != "integers":
         return text  # the model reads numbers and choices from their text, strictly
     return [part.strip() for part in text.split(",") if part.strip()][: MAX_LISTED + 1]  # one over: refused

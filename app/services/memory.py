@@ -16,12 +16,14 @@ from inference.analyses.working_memory import (
     MemoryAttention,
     StepDecision,
     StreamToken,
+    forced_tokens,
+    masks_memory,
     step_decisions,
     stream_tokens,
     target_to_memory_attention,
 )
 from inference.core.hook_names import DECODER_SELF_ATTENTION, EVERY_PATTERN
-from inference.core.interventions import ForceMemory, Interventions, MaskMemory
+from inference.core.interventions import Interventions
 from inference.core.trace import Trace
 
 
@@ -49,10 +51,7 @@ class MemoryLesion:
 
     @classmethod
     def of(cls, interventions: Interventions) -> MemoryLesion:
-        forced = interventions.of_kind(ForceMemory)
-        return cls(
-            interventions.memory_size, bool(interventions.of_kind(MaskMemory)), forced[0].tokens if forced else ()
-        )
+        return cls(interventions.memory_size, masks_memory(interventions), forced_tokens(interventions))
 
 
 @dataclass(frozen=True)
@@ -68,12 +67,6 @@ class MemoryRun:
     @property
     def shown(self) -> MemoryView:
         return self.lesioned or self.plain
-
-
-def forced_memory_ids(model: PageModel, words: str) -> tuple[int, ...]:
-    """Words typed into the forced-memory box -> their vocabulary ids, in order."""
-    tokenizer = model.loaded.tokenizer
-    return tuple(i for word in words.split() for i in tokenizer.encode(word))
 
 
 def run_memory(

@@ -11,8 +11,8 @@ import torch
 from inference.analyses.attention import layer_attention
 from inference.core.axes import AxisRole
 from inference.core.hook_names import DECODER_SELF_ATTENTION, WORKING_MEMORY_WRITTEN
-from inference.core.interventions import ForceMemory
-from inference.core.memory_decisions import CHOICE_COLUMN, MEMORY_TYPE
+from inference.core.interventions import Interventions
+from inference.core.memory_decisions import CHOICE_COLUMN, MEMORY_TYPE, ForcesMemory, MasksMemory
 from inference.core.tokenizer import TextTokenizer
 from inference.core.trace import Role, Trace
 
@@ -75,6 +75,16 @@ def memory_tokens(trace: Trace, example: int = 0) -> list[str]:
     return [t.token for t in stream_tokens(trace, example) if t.kind == "memory"]
 
 
+def forced_tokens(interventions: Interventions) -> tuple[int, ...]:
+    """The token ids a lesion forces as the memory (`ForcesMemory`), in order; () where none does."""
+    return next((item.forced_tokens for item in interventions if isinstance(item, ForcesMemory)), ())
+
+
+def masks_memory(interventions: Interventions) -> bool:
+    """Whether a lesion keeps target elements from attending memory elements (`MasksMemory`)."""
+    return any(isinstance(item, MasksMemory) for item in interventions)
+
+
 def step_decisions(trace: Trace, tokenizer: TextTokenizer, example: int = 0) -> list[StepDecision]:
     """One row per generated element, up to the example's end."""
     records = require_working_memory(trace)[example]  # [steps, 7]
@@ -82,8 +92,7 @@ def step_decisions(trace: Trace, tokenizer: TextTokenizer, example: int = 0) -> 
     records = records[active]
     ids = records[:, CHOICE_COLUMN["token"]].round().long().tolist()
     shown = tokenizer.display_tokens(ids)
-    forced = trace.run.interventions.of_kind(ForceMemory)
-    n_forced = len(forced[0].tokens) if forced else 0  # forced memory is the first elements of the stream
+    n_forced = len(forced_tokens(trace.run.interventions))  # forced memory is the first elements of the stream
     return [
         StepDecision(
             step=i + 1,

@@ -1,9 +1,10 @@
 """Lesion controls, as a page, the CLI or a study sets them, turned into `Interventions` in one place.
 
 Every page offers some of these controls (Explore: memory size, slot knock-out, blocked reads, head ablations,
-a scale; Working memory: size, mask, forced memory; Segments: knock-out, reset, noise, transplant; FF memories: key
-edits), and the CLI offers the Explore ones; the lesion kinds a family registers of its own (the State page's state
-edits, encoder steps and clamped gate are the active-memory family's) come as they are (`family_lesions`). A control
+a scale; Working memory: size; Segments: knock-out, reset, noise, transplant; FF memories: key edits), and the CLI
+offers the Explore ones; the lesion kinds a family registers of its own (the State page's state edits, encoder steps
+and clamped gate are the active-memory family's; the Working memory page's mask and forced memory the working
+memory's) come as they are (`family_lesions`). A control
 left at its default asks for nothing, and a memory size equal to the trained one is no lesion (a slider always
 sends a size)."""
 
@@ -14,11 +15,9 @@ from typing import Literal, get_args
 
 from inference.core.interventions import (
     BlockMemoryReads,
-    ForceMemory,
     Intervention,
     Interventions,
     KnockoutSlots,
-    MaskMemory,
     MemorySize,
     MemoryStacks,
     NoiseMemory,
@@ -39,8 +38,6 @@ class LesionControls:
     trained_memory_size: int | None = None  # the model's own; a memory_size equal to it asks for nothing
     knockout: tuple[int, ...] = ()  # memory slots no query may attend
     block_reads: BlockReads = "none"
-    mask_memory: bool = False  # working memory: target tokens may not attend memory
-    forced_memory: tuple[int, ...] = ()  # working memory: token ids that are the whole memory
     scales: tuple[Scale, ...] = ()  # head ablations, a scaled hook, FF key edits
     reset_at: int | None = None  # segment models: the segment whose incoming memory is reset
     noise_at: int | None = None  # ... gets noise of `noise_scale` times its size, seeded
@@ -61,10 +58,6 @@ def lesion_interventions(controls: LesionControls) -> Interventions:
         items.append(KnockoutSlots(slots=c.knockout))
     if c.block_reads != "none":
         items.append(BlockMemoryReads(stacks=c.block_reads))
-    if c.mask_memory:
-        items.append(MaskMemory())
-    if c.forced_memory:
-        items.append(ForceMemory(tokens=c.forced_memory))
     if c.reset_at is not None:
         items.append(ResetMemory(segment=c.reset_at))
     if c.noise_at is not None:
@@ -72,12 +65,3 @@ def lesion_interventions(controls: LesionControls) -> Interventions:
     if c.transplant_at is not None:
         items.append(TransplantMemory(segment=c.transplant_at, donor=c.donor))
     return Interventions.of(*items, *c.scales, *c.family_lesions)
-
-
-# The working-memory lesions the corpus studies measure (inference/runs/memory_corpus.py,
-# training/studies/memory_examples.py, training/studies/memory_content.py, whose report is
-# training/report/working_memory.py).
-MEMORY_LESIONS = {
-    "masked": lesion_interventions(LesionControls(mask_memory=True)),
-    "no_memory": lesion_interventions(LesionControls(memory_size=0)),
-}

@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field, RootModel, field_validator, model_valida
 
 from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_MEMORY_SIZE, MAX_SEED
 from inference.core.hook_names import HOOK_NAME, ff_keys, head_outputs
-from inference.core.lesion_kinds import Lesion, LesionKind, kind_order, listed, plural, register_lesion_kind
+from inference.core.lesion_kinds import Lesion, LesionKind, kind_order, listed, register_lesion_kind
 
 
 class InterventionError(ValueError):
@@ -78,29 +78,6 @@ class BlockMemoryReads(LesionKind):
 
     def words(self, trained_memory: int) -> str:
         return f"reads from memory blocked in {READS[self.stacks]}"
-
-
-class MaskMemory(LesionKind):
-    """Working memory: target-type queries may not attend memory-type keys in decoder self-attention."""
-
-    kind: Literal["mask_memory"] = "mask_memory"
-    title: ClassVar[str] = "Mask the memory"
-
-    def words(self, trained_memory: int) -> str:
-        return "memory masked (target tokens may not attend to it)"
-
-
-class ForceMemory(LesionKind):
-    """Working memory: these tokens are the whole memory, written first and in order."""
-
-    kind: Literal["force_memory"] = "force_memory"
-    tokens: tuple[Annotated[int, Field(ge=0)], ...] = Field(
-        min_length=1, max_length=MAX_LISTED, description="token ids; at most the memory size"
-    )
-    title: ClassVar[str] = "Force the memory"
-
-    def words(self, trained_memory: int) -> str:
-        return f"memory forced to {plural(len(self.tokens), 'given token')}"
 
 
 class ResetMemory(LesionKind):
@@ -178,8 +155,6 @@ for _kind in (
     MemorySize,
     KnockoutSlots,
     BlockMemoryReads,
-    MaskMemory,
-    ForceMemory,
     ResetMemory,
     TransplantMemory,
     NoiseMemory,

@@ -20,10 +20,9 @@ from inference.analyses.attention import attention_stacks
 from inference.analyses.blocks import HeadBlocks, attention_blocks, merge_blocks
 from inference.analyses.ff_mining import MiningState, add_batch, merge_states
 from inference.analyses.quality import corpus_quality
-from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.family import LoadedModel
 from inference.core.hook_names import EVERY_PATTERN
-from inference.core.interventions import NO_INTERVENTIONS
+from inference.core.interventions import NO_INTERVENTIONS, Interventions, MemorySize
 from inference.core.tracing import run_with_trace
 from inference.corpus_jobs.job import CorpusJob, run_shard
 from inference.runs.memory_corpus import MemoryCorpusRun, generate_memory_corpus, summarise_memory_corpus
@@ -72,22 +71,22 @@ def sweep_job(
     references: list[str],
     sizes: list[int],
     batch_size: int = BATCH_SIZE,
-    mask_memory: bool = False,
+    held: Interventions = NO_INTERVENTIONS,
 ) -> CorpusJob:
-    """Translation quality of `sources` at each inference memory size (a working memory masked too, where
-    `mask_memory`), every size's batches those of inference.runs.translate: the one driver of a lesion sweep, which
-    the app's jobs, the CLI and training's metrics run."""
+    """Translation quality of `sources` at each inference memory size, under the lesion `held` at every size too
+    (a working memory's mask), every size's batches those of inference.runs.translate: the one driver of a lesion
+    sweep, which the app's jobs, the CLI and training's metrics run."""
     plan = batch_plan(loaded.tokenizer, sources, batch_size)
     batches = [(size, number, rows) for size in sizes for number, rows in enumerate(plan)]
-    observe = partial(_translate_at_size, sources, mask_memory)
+    observe = partial(_translate_at_size, sources, held)
     return CorpusJob(batches, observe, partial(SweepState, sizes, references))
 
 
 def _translate_at_size(
-    sources: list[str], mask_memory: bool, loaded: LoadedModel, _: int, batch: tuple
+    sources: list[str], held: Interventions, loaded: LoadedModel, _: int, batch: tuple
 ) -> tuple[int, dict[int, str]]:
     size, number, rows = batch
-    lesion = lesion_interventions(LesionControls(memory_size=size, mask_memory=mask_memory))
+    lesion = Interventions.of(MemorySize(size=size), *held)
     return size, translate_rows(loaded.model, loaded.tokenizer, sources, rows, number, lesion)
 
 

@@ -16,10 +16,10 @@ from torch import nn
 from inference.analyses.memory_content import MemoryRecord, memory_content_summary
 from inference.analyses.quality import corpus_quality
 from inference.core.capabilities import Capability
-from inference.core.controls import MEMORY_LESIONS
 from inference.core.family import LoadedModel, capabilities_of
 from inference.core.tokenizer import TextTokenizer
 from inference.families.working_memory.generation import generate_batches
+from inference.families.working_memory.lesions import memory_lesions
 from inference.runs.translate import BATCH_SIZE, MAX_NEW_TOKENS, SEED, length_sorted_batches, translate_all
 
 
@@ -37,7 +37,7 @@ class MemoryCorpusRun:
     translations: list[str]
     memory_pieces: list[list[str]]  # vocabulary pieces ("▁dog", "s"), per sentence
     memory_tokens: list[list[str]]  # display form ("dog", "##s"), per sentence
-    lesioned: dict[str, list[str]] = field(default_factory=dict)  # MEMORY_LESIONS name -> translations
+    lesioned: dict[str, list[str]] = field(default_factory=dict)  # a memory_lesions() name -> translations
 
 
 def generate_memory_corpus(
@@ -55,7 +55,7 @@ def generate_memory_corpus(
     if with_lesions:
         run.lesioned = {
             name: translate_all(model, tokenizer, sources, batch_size, lesion)
-            for name, lesion in MEMORY_LESIONS.items()
+            for name, lesion in memory_lesions().items()
         }
     return run
 
@@ -64,7 +64,7 @@ def condition_outputs(runs: Sequence[MemoryCorpusRun]) -> dict[str, list[str]]:
     """{"memory": translations, "masked", "no_memory": translations under that lesion} over runs made with
     lesions, in order."""
     outputs = {"memory": [t for run in runs for t in run.translations]}
-    return outputs | {name: [t for run in runs for t in run.lesioned[name]] for name in MEMORY_LESIONS}
+    return outputs | {name: [t for run in runs for t in run.lesioned[name]] for name in memory_lesions()}
 
 
 def summarise_memory_corpus(runs: Sequence[MemoryCorpusRun], references: Sequence[str] | None) -> dict:

@@ -101,7 +101,7 @@ def test_compare(client):
 
 def test_working_memory(client):
     page = post_html(client, "/memory/run", {"model": WM, "text": GERMAN, "seed": "1", "layer": "1",
-                                             "forced": "Hund"})  # fmt: skip
+                                             "lesion": "force_memory", "force_memory.tokens": "Hund"})  # fmt: skip
     forced_ids = client.app.state.gateway.model(WM).tokenizer.encode("Hund")
     body = post_json(
         client,

@@ -20,7 +20,7 @@ ROUTES = [
     ("hugging_face_translator", "/explore/run",
      {"model": "marian_de_en_4_epochs", "text": GERMAN, "stack": "decoder.cross_attn"},
      {"ablate": "decoder.layers.0.cross_attn:1"}),
-    ("working_memory", "/memory/run", {"model": "working_memory_de_en", "text": GERMAN}, {"mask_memory": "true"}),
+    ("working_memory", "/memory/run", {"model": "working_memory_de_en", "text": GERMAN}, {"lesion": "mask_memory"}),
     ("language_model", "/ff/run", {"model": "language_model", "text": ENGLISH}, {"edits": "layers.1.ff:3,4 x0"}),
     ("hugging_face", "/ff/run", {"model": "gpt2_enwiki", "text": ENGLISH}, {"edits": "layers.0.ff:5 x10"}),
     ("recurrent_memory", "/segments/run", {"model": "rmt_copy"}, {"knockout": "1"}),

@@ -29,6 +29,11 @@ def run(client, **form):
     return client.post("/memory/run", data={"model": WM, "text": TEXT, **form}, headers=HTMX)
 
 
+def forcing(words: str) -> dict[str, str]:
+    """The form fields that force the memory to `words` (the working-memory family's force_memory kind)."""
+    return {"lesion": "force_memory", "force_memory.tokens": words}
+
+
 def memory_in(fragment: str, element: str) -> list[str]:
     stream = re.search(rf'id="{element}">(.*?)</span>\n', fragment, re.DOTALL).group(1)
     return re.findall(r'<span class="wm-token" title="memory">(.*?)</span>', stream)
@@ -59,9 +64,9 @@ def test_seed_reproduces_and_changes_memory(client):
 
 
 def test_lesions_show_as_a_second_run(client, tiny_tokenizer):
-    masked = run(client, mask_memory="true").text
+    masked = run(client, lesion="mask_memory").text
     assert "memory masked" in masked and 'id="stream-lesioned"' in masked
-    forced = run(client, forced="Hund").text
+    forced = run(client, **forcing("Hund")).text
     written = tiny_tokenizer.display_tokens(tiny_tokenizer.encode("Hund"))  # the typed word's pieces, in order
     assert memory_in(forced, "stream-lesioned")[: len(written)] == written
     none = run(client, memory_size=0).text
@@ -75,7 +80,7 @@ def test_lesions_show_as_a_second_run(client, tiny_tokenizer):
         ({"memory_size": 7}, 400, "allows 0 to 6"),
         ({"layer": 2}, 400, "layer 2 is out of range"),
         ({"seed": -1}, 422, "seed"),
-        ({"forced": "Hund Park Wiese Kind Frau"}, 400, "do not fit a memory of 3"),
+        (forcing("Hund Park Wiese Kind Frau"), 400, "do not fit a memory of 3"),
         (
             {"model": "tiny_transformer"},
             400,
@@ -191,7 +196,7 @@ def lesioned_translation(fragment: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "form", [{"memory_size": 0}, {"memory_size": 1}, {"memory_size": 6}, {"mask_memory": "true"}, {"forced": "Park"}]
+    "form", [{"memory_size": 0}, {"memory_size": 1}, {"memory_size": 6}, {"lesion": "mask_memory"}, forcing("Park")]
 )
 def test_the_outcome_says_differences_only_when_the_translation_differs(client, form):
     for seed in range(3):
@@ -205,7 +210,7 @@ def test_the_outcome_says_differences_only_when_the_translation_differs(client, 
 
 
 def test_forced_words_are_the_whole_lesioned_memory_and_marked_in_the_decisions(client, tiny_tokenizer):
-    fragment = run(client, forced="Park").text
+    fragment = run(client, **forcing("Park")).text
     written = tiny_tokenizer.display_tokens(tiny_tokenizer.encode("Park"))
     assert memory_in(fragment, "stream-lesioned") == written
     assert re.search(r'id="memory-count-lesioned">(\d+)<', fragment).group(1) == str(len(written))
@@ -235,19 +240,19 @@ def test_an_input_without_memory_says_that_the_controls_have_nothing_to_act_on(s
     assert (
         'id="figure-memory-attention"' not in fragment and "this run wrote no memory tokens" in fragment
     )  # no empty heatmap
-    masked = shy_client.post("/memory/run", data={**form, "mask_memory": "true", "memory_size": 6}, headers=HTMX).text
+    masked = shy_client.post("/memory/run", data={**form, "lesion": "mask_memory", "memory_size": 6}, headers=HTMX).text
     assert (
         outcome_of(masked)
         == "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."
     )
     forced = shy_client.post(
-        "/memory/run", data={**form, "forced": "Hund"}, headers=HTMX
+        "/memory/run", data={**form, **forcing("Hund")}, headers=HTMX
     ).text  # forcing writes memory all the same
     assert memory_in(forced, "stream-lesioned") and 'id="figure-memory-attention"' in forced
 
 
 def test_a_masked_memory_says_its_attention_is_zero_by_construction(client):
-    fragment = run(client, mask_memory="true").text
+    fragment = run(client, lesion="mask_memory").text
     assert "0% by construction" in fragment and 'id="figure-memory-attention"' in fragment
 
 

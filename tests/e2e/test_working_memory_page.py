@@ -48,7 +48,7 @@ def test_memory_inline_decisions_and_live_mask(page, server_url):
     )
     assert max(memory_mass(page)) > 0
     with page.expect_response(lambda response: response.url.endswith("/memory/run")):
-        page.check("input[name=mask_memory]")
+        page.check("input[name=lesion][value=mask_memory]")
     page.wait_for_selector("#stream-lesioned")
     assert "memory masked" in page.text_content(".translations")
     assert memory_mass(page) == [0] * len(memory_mass(page))
@@ -108,14 +108,15 @@ def test_an_input_without_memory_says_so_and_force_memory_writes_it(page, server
     assert page.locator("#figure-memory-attention").count() == 0 and "wrote no memory tokens" in page.text_content(
         "#attention-note"
     )
-    rerun(page, lambda: page.check("input[name=mask_memory]"))
+    rerun(page, lambda: page.check("input[name=lesion][value=mask_memory]"))
     assert (
         page.text_content("#lesion-outcome")
         == "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."
     )
     assert "differences marked" not in page.text_content(".translations")
-    rerun(page, lambda: page.uncheck("input[name=mask_memory]"))
-    rerun(page, lambda: (page.fill("input[name=forced]", "Katze"), page.dispatch_event("input[name=forced]", "change")))
+    rerun(page, lambda: page.uncheck("input[name=lesion][value=mask_memory]"))
+    page.fill('input[name="force_memory.tokens"]', "Katze")  # the kind's field, from its model: words
+    rerun(page, lambda: page.check("input[name=lesion][value=force_memory]"))
     assert page.locator("#stream-lesioned .wm-token").all_text_contents() == ["Katze"]
     assert page.locator("#steps tbody tr.wm-row td:nth-child(3)").all_text_contents() == ["memory (forced)"]
     assert page.text_content("#lesion-outcome").startswith("The translation changed")
@@ -137,12 +138,12 @@ def test_the_shipped_examples_write_their_measured_memory_and_the_lesions_act(pa
     page.wait_for_selector("#figure-memory-attention .main-svg")
     heatmap = json.loads(page.text_content("#figure-data-memory-attention"))["data"][0]
     assert len(heatmap["x"]) == example["memory_tokens"]  # one column per memory token
-    rerun(page, lambda: page.check("input[name=mask_memory]"))
+    rerun(page, lambda: page.check("input[name=lesion][value=mask_memory]"))
     assert lesioned_text(page).split() == example["masked"].split()
     changed = example["masked"] != example["translation"]
     assert ("differences marked" in page.text_content("#lesion-outcome")) == changed
     assert "0% by construction" in page.text_content("#attention-note")
-    rerun(page, lambda: page.uncheck("input[name=mask_memory]"))
+    rerun(page, lambda: page.uncheck("input[name=lesion][value=mask_memory]"))
     rerun(page, lambda: set_memory_size(page, 0))
     assert page.locator("#stream-lesioned .wm-token").count() == 0
     assert lesioned_text(page).split() == example["no_memory"].split()

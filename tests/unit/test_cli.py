@@ -44,7 +44,9 @@ def test_translate_shows_working_memory_and_takes_its_lesions(tiny_tokenizer, tm
     plain = capsys.readouterr().out
     assert plain.startswith("ein Hund\t") and "\t[memory: " in plain
     assert main(args + ["ein Hund"]) == 0 and capsys.readouterr().out == plain  # the seed fixes the memory
-    assert main(args + ["--mask-memory", "ein Hund"]) == 0
+    assert main(args + ["--lesion", '{"kind": "mask_memory"}', "ein Hund"]) == 0
+    assert main(args + ["--lesion", '{"kind": "force_memory", "tokens": []}', "ein Hund"]) == 2
+    assert "--lesion: Tuple should have at least 1 item" in capsys.readouterr().err
     assert main(args + ["--knockout", "0", "--", "ein Hund"]) == 2
     assert "working-memory model has none" in capsys.readouterr().err
 

@@ -11,13 +11,13 @@ from inference.core.interventions import (
     InterventionError,
     Interventions,
     KnockoutSlots,
-    MaskMemory,
     MemorySize,
     Scale,
     ablate_head,
     scale_ff_keys,
 )
 from inference.core.tracing import run_with_trace
+from inference.families.working_memory.lesions import MaskMemory
 from tests.conftest import SOURCES, TINY_MEMORY
 
 TARGETS = ["a dog plays in the park", "two women read"]

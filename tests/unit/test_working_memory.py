@@ -12,9 +12,10 @@ from inference.core.checkpoint import load_checkpoint, save_checkpoint
 from inference.core.decoding import pad_batch
 from inference.core.family import build_model, config_from_dict
 from inference.core.hooks import HookPoint, registered_hooks
-from inference.core.interventions import ForceMemory, InterventionError, Interventions, MaskMemory, MemorySize
+from inference.core.interventions import InterventionError, Interventions, MemorySize
 from inference.core.memory_decisions import CHOICE_COLUMNS
 from inference.families.working_memory.generation import type_labels, wm_generate, wm_training_forward
+from inference.families.working_memory.lesions import ForceMemory, MaskMemory
 from inference.families.working_memory.model import (
     WorkingMemoryConfig,
     WorkingMemoryTransformer,

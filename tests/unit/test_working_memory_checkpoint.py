@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from inference.core.checkpoint import load_checkpoint
-from inference.core.interventions import ForceMemory, Interventions
+from inference.core.interventions import Interventions
 from inference.core.places import REPO_ROOT
 from inference.core.tracing import encode_sources
 from inference.families.working_memory.generation import wm_generate
+from inference.families.working_memory.lesions import ForceMemory
 from tests.unit.test_working_memory import greedy_after_its_stream
 
 NO_MEMORY = "Ein Hund rennt mit einem Ball im Maul über die Wiese."  # writes no memory with seed 0

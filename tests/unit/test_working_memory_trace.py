@@ -13,8 +13,9 @@ from inference.analyses.working_memory import (
     stream_tokens,
     target_to_memory_attention,
 )
-from inference.core.interventions import Interventions, MaskMemory
+from inference.core.interventions import Interventions
 from inference.core.tracing import encode_sources, run_with_trace
+from inference.families.working_memory.lesions import MaskMemory
 from tests.conftest import SOURCES, TINY_MEMORY, make_tiny_working_memory
 
 

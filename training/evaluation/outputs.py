@@ -23,6 +23,7 @@ from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.family import LoadedModel, capabilities_of
 from inference.core.interventions import NO_INTERVENTIONS, Interventions
 from inference.runs.lesion import lesion_sizes
+from inference.runs.memory_corpus import memory_lesions
 from inference.runs.translate import translate_all
 from training.data.translation import Pair
 
@@ -52,7 +53,7 @@ def conditions(loaded: LoadedModel) -> dict[str, Interventions]:
             if size != config.memory_size:
                 asked[memory_condition(size)] = lesion_interventions(LesionControls(memory_size=size))
     if Capability.WORKING_MEMORY in capabilities_of(config):
-        asked[MASKED] = lesion_interventions(LesionControls(mask_memory=True))
+        asked[MASKED] = memory_lesions()["masked"]
     return asked
 
 

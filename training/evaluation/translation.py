@@ -15,11 +15,12 @@ from tqdm import tqdm
 from inference.analyses.quality import corpus_quality
 from inference.core.capabilities import Capability, config_of
 from inference.core.family import LoadedModel, capabilities_of
-from inference.core.interventions import Interventions
+from inference.core.interventions import NO_INTERVENTIONS, Interventions
 from inference.core.tokenizer import TextTokenizer
 from inference.corpus_jobs.job import run_in_process
 from inference.corpus_jobs.states import sweep_job
 from inference.runs.lesion import lesion_sizes
+from inference.runs.memory_corpus import memory_lesions
 from inference.runs.translate import BATCH_SIZE, translate_all
 from training.data.translation import Pair, make_batch, tokenize_pairs
 
@@ -86,15 +87,15 @@ def lesion_sweep(
     pairs: list[Pair],
     memory_sizes: Sequence[int],
     batch_size: int = EVAL_BATCH_SIZE,
-    mask_memory: bool = False,
+    held: Interventions = NO_INTERVENTIONS,
 ) -> dict:
     """{"memory_size", "bleu", "chrf", "length_ratio"}: the model run at each inference memory size, by the corpus
     job the app's lesion sweeps run (inference.corpus_jobs.states.sweep_job). Sizes above the model's
-    max_memory_size are skipped: it allows no more."""
+    max_memory_size are skipped: it allows no more. `held`: a lesion at every size too (a working memory's mask)."""
     sources, references = (list(side) for side in zip(*pairs))
     sizes = [k for k in memory_sizes if k <= config_of(model).max_memory_size]
     loaded = LoadedModel("lesion sweep", model, tokenizer)
-    job = sweep_job(loaded, sources, references, sizes, batch_size, mask_memory)
+    job = sweep_job(loaded, sources, references, sizes, batch_size, held)
     with tqdm(desc="lesion sweep", total=len(job.batches), unit="batch") as bar:
         return run_in_process(job, loaded, on_batch=lambda done: bar.update(1))
 
@@ -108,6 +109,6 @@ def lesion_table(
     config = config_of(model)
     table = lesion_sweep(model, tokenizer, pairs, lesion_sizes(config.memory_size, config.max_memory_size), batch_size)
     if Capability.WORKING_MEMORY in capabilities_of(config):
-        masked = lesion_sweep(model, tokenizer, pairs, [config.memory_size], batch_size, mask_memory=True)
+        masked = lesion_sweep(model, tokenizer, pairs, [config.memory_size], batch_size, memory_lesions()["masked"])
         table["masked_bleu"] = masked["bleu"][0]
     return table

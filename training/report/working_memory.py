@@ -5,7 +5,7 @@ holds, by domain."""
 from __future__ import annotations
 
 from inference.analyses.quality import Quality
-from inference.core.controls import MEMORY_LESIONS
+from inference.runs.memory_corpus import memory_lesions
 from training.evaluation.bootstrap import PairedDifference
 from training.evaluation.comparisons import Comparisons, method_note, quality_cells
 from training.report.comparison_tables import working_memory_conditions
@@ -93,7 +93,7 @@ def lesion_difference_table(domains: list[dict]) -> list[str]:
         "| lesion minus working memory | " + " | ".join(f"{d['domain']}: BLEU | chrF" for d in domains) + " |",
         "|---|" + "---|---|" * len(domains),
     ]
-    for key in MEMORY_LESIONS:
+    for key in memory_lesions():
         cells = (PairedDifference(**d["differences"][key][metric]).text() for d in domains for metric in METRICS)
         lines.append(f"| {WM_LESION_ROWS[key]} | " + " | ".join(cells) + " |")
     return [*lines, *method_note(), ""]

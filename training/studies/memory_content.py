@@ -23,10 +23,14 @@ from tqdm import tqdm
 
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import CheckpointError, load_checkpoint
-from inference.core.controls import MEMORY_LESIONS
 from inference.core.family import LoadedModel, capabilities_of
 from inference.core.places import resolve_data_dir
-from inference.runs.memory_corpus import condition_outputs, generate_memory_corpus, summarise_memory_corpus
+from inference.runs.memory_corpus import (
+    condition_outputs,
+    generate_memory_corpus,
+    memory_lesions,
+    summarise_memory_corpus,
+)
 from training.data.corpora import CORPORA, read_de_en_news
 from training.data.translation import Pair
 from training.evaluation.bootstrap import PairedDifference, paired_translation_differences
@@ -55,7 +59,7 @@ def memory_length_counts(lengths: list[int], memory_size: int) -> list[int]:
 
 
 def lesion_differences(outputs: dict[str, list[str]], references: list[str]) -> dict[str, dict[str, dict]]:
-    """{lesion: {"bleu", "chrf": {"difference", "low", "high", "p_value"}}}: each MEMORY_LESIONS condition's
+    """{lesion: {"bleu", "chrf": {"difference", "low", "high", "p_value"}}}: each memory_lesions() condition's
     translations minus those with memory ("memory"), paired on the same sentences."""
     return {
         lesion: {
@@ -64,7 +68,7 @@ def lesion_differences(outputs: dict[str, list[str]], references: list[str]) -> 
                 outputs[lesion], outputs["memory"], references, BOOTSTRAP_SEED
             ).items()
         }
-        for lesion in MEMORY_LESIONS
+        for lesion in memory_lesions()
     }
 
 

@@ -34,13 +34,12 @@ from inference.analyses.quality import RIGHT_CHRF, sentence_chrf
 from inference.analyses.working_memory import memory_tokens
 from inference.core.capabilities import Capability
 from inference.core.checkpoint import load_checkpoint, read_config
-from inference.core.controls import MEMORY_LESIONS
 from inference.core.family import LoadedModel, capabilities_of
 from inference.core.interventions import Interventions
 from inference.core.places import MEMORY_EXAMPLES_FILE, resolve_data_dir
 from inference.core.trace import Trace
 from inference.core.tracing import run_with_trace
-from inference.runs.memory_corpus import wm_generate_all
+from inference.runs.memory_corpus import memory_lesions, wm_generate_all
 from training.data.corpora import corpus_of
 from training.studies.example_study import study_arguments, write_study
 
@@ -85,7 +84,7 @@ def measure(loaded: LoadedModel, source: str, reference: str) -> Measured:
         return run_with_trace(loaded, source, names=[], interventions=interventions, seed=SEED)
 
     plain = run(None)
-    lesioned = {name: run(lesion).outputs[0] for name, lesion in MEMORY_LESIONS.items()}
+    lesioned = {name: run(lesion).outputs[0] for name, lesion in memory_lesions().items()}
     memory = memory_tokens(plain)
     return Measured(source, reference, len(memory), memory, plain.outputs[0], **lesioned)
 

@@ -18,12 +18,10 @@ from inference.core.hook_names import MASK, WORKING_MEMORY_CHOICE, WORKING_MEMOR
 from inference.core.hooks import HookFn, HookPoint, hook_points, select_hook_names
 from inference.core.interventions import (
     BlockMemoryReads,
-    ForceMemory,
     Intervention,
     InterventionError,
     Interventions,
     KnockoutSlots,
-    MaskMemory,
 )
 from inference.core.losses import StepObjective
 from inference.core.memory_decisions import CHOICE_COLUMN, MEMORY_TYPE, TARGET_TYPE
@@ -31,6 +29,7 @@ from inference.core.refusals import InputRefused
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import assembled_trace, encode_sources, model_as, recording, token_roles
 from inference.families.working_memory.generation import generate_with_memory, stream_budget, wm_generate
+from inference.families.working_memory.lesions import WORKING_MEMORY_LESIONS, ForceMemory, MaskMemory
 from inference.families.working_memory.model import (
     FAMILY_NAME,
     WorkingMemoryConfig,
@@ -48,6 +47,7 @@ DECISION_HOOKS = [WORKING_MEMORY_CHOICE, WORKING_MEMORY_WRITTEN]  # called once 
 
 class WorkingMemoryFamily(FamilyDefaults):
     name = FAMILY_NAME
+    lesion_kinds = WORKING_MEMORY_LESIONS
     config_type = WorkingMemoryConfig
     title = "Working-memory decoder (paper 004)"
     token_axes = ENCODER_DECODER_AXES
