@@ -304,8 +304,13 @@ def family_of_model(model: nn.Module) -> AnyFamily:
     return family_of_config(config_of(model))
 
 
+def _variant_owner(name: object) -> AnyFamily | None:
+    """The registered family that declares `name` as one of its variants, if one does."""
+    return next((family for family in _FAMILIES.values() if name in family.variants), None)
+
+
 def _unknown_family(name: object) -> ValueError:
-    owner = next((family for family in _FAMILIES.values() if name in family.variants), None)
+    owner = _variant_owner(name)
     hint = f" ({name!r} is a variant: family {owner.name!r}, variant {name!r})" if owner is not None else ""
     return ValueError(f"unknown family {name!r}{hint}; known: {', '.join(sorted(_FAMILIES))}")
 
@@ -328,7 +333,7 @@ def current_config_values(values: dict[str, Any], format_version: int) -> dict[s
         return values
     load_families()
     named = values.get("family")
-    owner = next((family for family in _FAMILIES.values() if named in family.variants), None)
+    owner = _variant_owner(named)
     return values if owner is None else {**values, "family": owner.name, "variant": named}
 
 

@@ -248,9 +248,10 @@ def mine_triggers(
             )
         if state.sentences_consumed % batch_size and state.sentences_consumed != len(texts):
             raise ValueError(f"the state stopped inside a batch of {batch_size}: resume with the batch size it ran")
+    start = state if state is not None else MiningState.empty(counts, top_k)
     job = mining_job(texts, sources, top_k, list(counts), batch_size)
-    gathered = MiningPartial(top_k, state if state is not None else MiningState.empty(counts, top_k))
-    first = -(-gathered.finalize().sentences_consumed // batch_size)  # batches done, rounded up at the corpus's end
+    gathered = MiningPartial(top_k, start)
+    first = -(-start.sentences_consumed // batch_size)  # batches done, rounded up at the corpus's end
     report = None if on_batch is None else lambda _: on_batch(gathered.finalize())
     return run_shard(job, loaded, range(first, len(job.batches)), report, start=gathered).finalize()
 

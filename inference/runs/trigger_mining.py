@@ -7,7 +7,9 @@ which the app, the CLI and the training study run.
 
 A text is read by the model's kind: a model that translates is
 teacher-forced on the text as its target after its source; a model that
-generates text reads it as an article's start ([EOS] + text).
+generates text reads it as its family frames a prompt (`Family.prompt_ids`:
+[EOS] + text for the language model trained here, [BOS] + text for a
+Hugging Face LM).
 """
 
 from __future__ import annotations

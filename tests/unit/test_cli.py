@@ -45,6 +45,10 @@ def test_translate_shows_working_memory_and_takes_its_lesions(tiny_tokenizer, tm
     assert plain.startswith("ein Hund\t") and "\t[memory: " in plain
     assert main(args + ["ein Hund"]) == 0 and capsys.readouterr().out == plain  # the seed fixes the memory
     assert main(args + ["--lesion", '{"kind": "mask_memory"}', "ein Hund"]) == 0
+    capsys.readouterr()
+    forced = tiny_tokenizer.encode("Katze")[0]  # a lesion given as JSON reaches the run: this is the whole memory
+    assert main(args + ["--lesion", f'{{"kind": "force_memory", "tokens": [{forced}]}}', "ein Hund"]) == 0
+    assert capsys.readouterr().out.rstrip("\n").endswith(f"\t[memory: {tiny_tokenizer.display_tokens([forced])[0]}]")
     assert main(args + ["--lesion", '{"kind": "force_memory", "tokens": []}', "ein Hund"]) == 2
     assert "--lesion: Tuple should have at least 1 item" in capsys.readouterr().err
     assert main(args + ["--knockout", "0", "--", "ein Hund"]) == 2

@@ -466,6 +466,7 @@ def test_trigger_mining_keeps_each_keys_strongest_sentence(models, arch):
     one whose key coefficient, at any position but the last (which predicts past the sentence), is largest;
     recomputed here text by text from plain forward hooks on the model's own framing of each text."""
     from inference.corpus_jobs.states import mine_triggers
+    from inference.runs.trigger_mining import prefix_stream
 
     loaded = models[arch]
     texts = ["the king saw a dog", "a woman went to the city", "the boy ate one fish", "she said two words"]
@@ -474,6 +475,7 @@ def test_trigger_mining_keeps_each_keys_strongest_sentence(models, arch):
     peaks = []  # [sentence, d_ff]: each key's largest coefficient in each sentence
     for text in texts:
         ids = torch.tensor([[loaded.tokenizer.bos_id, *loaded.tokenizer.encode(text)]])  # [1, t]: the family's prompt
+        assert prefix_stream(loaded, text) == ids[0].tolist()  # the stream the triggers show is the one traced
         captured: list[torch.Tensor] = []
         with post_hook(loaded.model.get_submodule("layers.1.ff.keys"), captured.append), torch.no_grad():
             loaded.model(ids)
