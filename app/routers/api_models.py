@@ -7,14 +7,14 @@ from dataclasses import asdict
 from fastapi import APIRouter
 
 from app.routers.deps import GatewayDep
-from app.schemas.api import COMMON_ERRORS, ModelsResponse
+from app.schemas.api import COMMON_ERRORS, BrokenModel, ModelInfo, ModelsResponse
 from inference.analyses.carried_state import carried_state_measure
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
 
 @router.get("/models", response_model=ModelsResponse)
-def models(gateway: GatewayDep) -> dict:
+def models(gateway: GatewayDep) -> ModelsResponse:
     registry = gateway.registry
     available = []
     for name in registry.available():
@@ -22,16 +22,17 @@ def models(gateway: GatewayDep) -> dict:
         assert entry.config is not None  # a usable entry has its config
         measured = carried_state_measure(entry.metrics)
         available.append(
-            {
-                "name": name,
-                "config": asdict(entry.config),
-                "capabilities": sorted(gateway.capabilities(name)),
-                "meta": entry.record.as_json(),
-                "bleu": entry.metrics.get("bleu"),
-                "chrf": entry.metrics.get("chrf"),
-                "lesion": entry.metrics.get("lesion"),
-                "word_perplexity": entry.metrics.get("word_perplexity"),
-                "carried_state": None if measured is None else measured.fields(),
-            }
+            ModelInfo(
+                name=name,
+                config=asdict(entry.config),
+                capabilities=sorted(gateway.capabilities(name)),
+                meta=entry.record.as_json(),
+                bleu=entry.metrics.get("bleu"),
+                chrf=entry.metrics.get("chrf"),
+                lesion=entry.metrics.get("lesion"),
+                word_perplexity=entry.metrics.get("word_perplexity"),
+                carried_state=None if measured is None else measured.fields(),
+            )
         )
-    return {"models": available, "broken": [{"name": n, "reason": r} for n, r in registry.broken().items()]}
+    broken = [BrokenModel(name=name, reason=reason) for name, reason in registry.broken().items()]
+    return ModelsResponse(models=available, broken=broken)

@@ -16,24 +16,26 @@ router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 
 
 @router.post("/state", response_model=StateResponse, responses=MODEL_ERRORS)
-def state(request: StateRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(STATE))]) -> dict:
+def state(
+    request: StateRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(STATE))]
+) -> StateResponse:
     """A recurrent-step model run on one input, step by step, with the interventions (edit_state zeroes or
     freezes a region of the state from a step on, encoder_steps runs fewer steps, clamp_gate holds a gate):
     the state after every step per map group, the gates, the change per position and step, the tape."""
     run = run_state(gateway, model, request.text, request.interventions)
     steps = run.steps
-    return {
-        "output": (run.lesioned or run.plain).outputs[0],
-        "plain_output": run.plain.outputs[0],
-        "note": run.note,
-        "interventions": request.interventions,
-        "positions": steps.positions,
-        "steps": steps.steps,
-        "stacks": steps.stacks,
-        "map_groups": steps.map_groups,
-        "state": rounded(steps.state),
-        "update": rounded(steps.update),
-        "reset": rounded(steps.reset),
-        "change": rounded(steps.change),
-        "tape": rounded(steps.tape) if steps.tape is not None else None,
-    }
+    return StateResponse(
+        output=(run.lesioned or run.plain).outputs[0],
+        plain_output=run.plain.outputs[0],
+        note=run.note,
+        interventions=request.interventions,
+        positions=steps.positions,
+        steps=steps.steps,
+        stacks=steps.stacks,
+        map_groups=steps.map_groups,
+        state=rounded(steps.state),
+        update=rounded(steps.update),
+        reset=rounded(steps.reset),
+        change=rounded(steps.change),
+        tape=rounded(steps.tape) if steps.tape is not None else None,
+    )

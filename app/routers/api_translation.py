@@ -4,12 +4,10 @@ the page's own service's (app/services/). OpenAPI at /docs."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends
 
-from app.figures.attention import quantize_percent
 from app.routers.deps import GatewayDep, ModelFor
 from app.schemas.api import (
     COMMON_ERRORS,
@@ -25,53 +23,40 @@ from app.schemas.api import (
     DecodedTextRequest,
     ExploreRequest,
     ExploreResponse,
+    LayerAttentionResponse,
+    LesionedResponse,
     SegmentsRequest,
     SegmentsResponse,
     TranslationResponse,
 )
-from app.schemas.arrays import binary_array
 from app.services import explore as explore_service
 from app.services import segments as segments_service
 from app.services import translation as translation_service
 from app.services.gating import PageModel, page_model
 from app.services.lesioned import LesionedRun
 from app.services.pages import ATTENTION, ATTRIBUTION, COMPARE, EXPLORE, SEGMENTS, TRANSLATION
-from inference.analyses.attention import LayerAttention
 
 router = APIRouter(prefix="/api", tags=["api"], responses=COMMON_ERRORS)
 TranslationModel = Annotated[PageModel, Depends(ModelFor(TRANSLATION))]
+Lesioned = TypeVar("Lesioned", bound=LesionedResponse)
 
 
-def attention_json(view: LayerAttention) -> dict:
-    """One call of one layer: tokens and roles of both axes, weights [heads, q, k] as uint8 percent."""
-    return {
-        "stack": view.stack,
-        "layer": view.layer,
-        "index": view.index,
-        "query_tokens": view.query_tokens,
-        "key_tokens": view.key_tokens,
-        "query_roles": [str(role) for role in view.query_roles],
-        "key_roles": [str(role) for role in view.key_roles],
-        "query_axis_role": view.query_axis_role,
-        "key_axis_role": view.key_axis_role,
-        "weights": {**binary_array(quantize_percent(view.weights)), "unit": "percent"},
-    }
-
-
-def lesioned_json(runs: LesionedRun, note: str) -> dict:
-    """What every lesioned view answers first: the output with and without the lesion, the lesion (as
-    normalised) and, in words, what it changed."""
-    return {
-        "output": runs.shown.outputs[0],
-        "plain_output": runs.plain.outputs[0],
-        "interventions": runs.shown.run.interventions,
-        "note": note,
-    }
+def lesioned(response: type[Lesioned], runs: LesionedRun, note: str, **fields: Any) -> Lesioned:
+    """A lesioned view's answer: the output with and without the interventions, the interventions (as
+    normalised) and, in words, what they changed; then the view's own `fields`."""
+    return response(
+        output=runs.shown.outputs[0],
+        plain_output=runs.plain.outputs[0],
+        interventions=runs.shown.run.interventions,
+        note=note,
+        **fields,
+    )
 
 
 @router.post("/translate", response_model=TranslationResponse, responses=MODEL_ERRORS)
-def translate(request: DecodedTextRequest, gateway: GatewayDep, model: TranslationModel) -> dict:
-    return asdict(translation_service.translate(gateway, model, request.text, request.interventions, request.decoding))
+def translate(request: DecodedTextRequest, gateway: GatewayDep, model: TranslationModel) -> TranslationResponse:
+    found = translation_service.translate(gateway, model, request.text, request.interventions, request.decoding)
+    return TranslationResponse.model_validate(found, from_attributes=True)
 
 
 @router.post("/explore", response_model=ExploreResponse, responses=MODEL_ERRORS)
@@ -82,10 +67,12 @@ def explore(
     layer, every head's block mass and what each head of the stack does with memory (of the run under the
     interventions), and the interventions in words with what they changed."""
     run = explore_service.run_explore(gateway, model, request)
-    return ExploreResponse(
-        **lesioned_json(run.runs, run.note),
+    return lesioned(
+        ExploreResponse,
+        run.runs,
+        run.note,
         calls=len(run.calls),
-        attention=attention_json(run.view),
+        attention=LayerAttentionResponse.of(run.view, index=run.view.index),
         blocks=run.blocks,
         operations=run.operations,
     )
@@ -94,20 +81,19 @@ def explore(
 @router.post("/attention", response_model=AttentionResponse, responses=MODEL_ERRORS)
 def attention(
     request: AttentionRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(ATTENTION))]
-) -> dict:
+) -> AttentionResponse:
     """One layer of one stack: weights [heads, q, k] as uint8 percent."""
     trace, view, calls = explore_service.one_layer(gateway, model, request)
-    found = attention_json(view)
-    del found["index"]
-    return {**found, "at": request.at, "calls": calls, "translation": trace.outputs[0]}
+    return AttentionResponse.of(view, at=request.at, calls=calls, translation=trace.outputs[0])
 
 
 @router.post("/attribution", response_model=AttributionResponse, responses=MODEL_ERRORS)
 def attribution(
     request: AttributionRequest, gateway: GatewayDep, model: Annotated[PageModel, Depends(ModelFor(ATTRIBUTION))]
-) -> dict:
+) -> AttributionResponse:
     """Integrated gradients and saliency of one output token onto source tokens and memory slots."""
-    return asdict(explore_service.attribution(gateway, model, request))
+    found = explore_service.attribution(gateway, model, request)
+    return AttributionResponse.model_validate(found, from_attributes=True)
 
 
 @router.post("/compare", response_model=CompareResponse, responses=MODEL_ERRORS)
@@ -136,12 +122,14 @@ def segments(
     """The Segments page's run: where the segments lie, which next tokens the plain and the lesioned run get
     right, one segment's attention (of the run under the interventions) and what each head does with memory."""
     run = segments_service.run_segments(gateway, model, request)
-    return SegmentsResponse(
-        **lesioned_json(run.runs, run.note),
+    return lesioned(
+        SegmentsResponse,
+        run.runs,
+        run.note,
         starts=run.spans.starts,
         lengths=run.spans.lengths,
         plain_hits=run.plain_hits.hits if run.plain_hits else None,
         lesioned_hits=run.lesioned_hits.hits if run.lesioned_hits else None,
-        attention=attention_json(run.view),
+        attention=LayerAttentionResponse.of(run.view, index=run.view.index),
         operations=run.operations,
     )

@@ -12,10 +12,11 @@ router = APIRouter()
 
 
 @router.get("/healthz", tags=["api"], response_model=Health)
-def healthz(request: Request, gateway: GatewayDep) -> dict:
+def healthz(request: Request, gateway: GatewayDep) -> Health:
     registry = gateway.registry
     warming = request.app.state.warm_up
-    shown = {"device": str(registry.device), "warm_up": "off" if warming is None else warming.state}
+    device, warm_up = str(registry.device), "off" if warming is None else warming.state
     if registry.scanning:
-        return {"status": "starting", "models": None, "broken": None, **shown}
-    return {"status": "ok", "models": len(registry.available()), "broken": len(registry.broken()), **shown}
+        return Health(status="starting", models=None, broken=None, device=device, warm_up=warm_up)
+    models, broken = len(registry.available()), len(registry.broken())
+    return Health(status="ok", models=models, broken=broken, device=device, warm_up=warm_up)

@@ -4,12 +4,14 @@ inference core's own model. Every error of every route has one shape,
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas.arrays import BinaryWeights, percent_weights
 from app.schemas.validation import URL_TOO_LONG, CallIndex, FieldText, IntegrationSteps, ModelName, Reference
 from app.schemas.views import ExploreFields, MemoryFields, SegmentsFields
+from inference.analyses.attention import LayerAttention
 from inference.analyses.blocks import HeadBlocks
 from inference.analyses.memory_operations import HeadOperations
 from inference.analyses.working_memory import StepDecision, StreamToken
@@ -18,6 +20,7 @@ from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_NAME_CHARS
 from inference.core.capabilities import Capability
 from inference.core.decoding import Decoding
 from inference.core.interventions import Interventions
+from inference.core.trace import Role
 
 DEMO_TEXT = "Ein Hund läuft über die Wiese."
 
@@ -238,15 +241,6 @@ class FocusRequest(BaseModel):
 # ---------------------------------------------------------------- responses
 
 
-class BinaryWeights(BaseModel):
-    """Plotly's binary array encoding: base64 of raw little-endian uint8, whole percent."""
-
-    dtype: str
-    shape: list[int]
-    bdata: str
-    unit: str
-
-
 class ModelInfo(BaseModel):
     name: str
     config: dict[str, Any]
@@ -277,27 +271,48 @@ class TranslationResponse(BaseModel):
     source: str
     translation: str
     tokens: dict[str, list[str]]
-    roles: dict[str, list[str]]
+    roles: dict[str, list[Role]] = Field(description="token axis -> the role of each of its positions")
     memory_size: int
     interventions: Interventions
-    decoding: dict[str, Any] | None = Field(
+    decoding: Decoding | None = Field(
         description="how the output was chosen; null for a working-memory model, which samples its memory"
     )
 
 
-class AttentionResponse(BaseModel):
+class AttentionWeights(BaseModel):
+    """One call of one layer: the tokens and roles of both axes, the weights [heads, q, k] as uint8 percent."""
+
     stack: str
     layer: int
-    at: dict[str, int]
-    calls: list[dict[str, int]] = Field(description="the index of every call of this layer in the run")
-    translation: str
     query_tokens: list[str]
     key_tokens: list[str]
-    query_roles: list[str]
-    key_roles: list[str]
+    query_roles: list[Role]
+    key_roles: list[Role]
     query_axis_role: AxisRole | None = Field(description="what the query positions are, as the model's family says")
     key_axis_role: AxisRole | None = Field(description="what the key positions are")
     weights: BinaryWeights
+
+    @classmethod
+    def of(cls, view: LayerAttention, **fields: Any) -> Self:
+        """The call `view` shows, with the fields of the answer it is part of."""
+        return cls(
+            stack=view.stack,
+            layer=view.layer,
+            query_tokens=view.query_tokens,
+            key_tokens=view.key_tokens,
+            query_roles=view.query_roles,
+            key_roles=view.key_roles,
+            query_axis_role=view.query_axis_role,
+            key_axis_role=view.key_axis_role,
+            weights=percent_weights(view.weights),
+            **fields,
+        )
+
+
+class AttentionResponse(AttentionWeights):
+    at: dict[str, int]
+    calls: list[dict[str, int]] = Field(description="the index of every call of this layer in the run")
+    translation: str
 
 
 class AttributionResponse(BaseModel):
@@ -313,35 +328,28 @@ class AttributionResponse(BaseModel):
     translation_tokens: list[str]
 
 
-class LayerAttentionResponse(BaseModel):
-    stack: str
-    layer: int
+class LayerAttentionResponse(AttentionWeights):
     index: dict[str, int] = Field(description='the call on view, e.g. {"segment": 2}; {} for the only call')
-    query_tokens: list[str]
-    key_tokens: list[str]
-    query_roles: list[str]
-    key_roles: list[str]
-    query_axis_role: AxisRole | None = Field(description="what the query positions are, as the model's family says")
-    key_axis_role: AxisRole | None = Field(description="what the key positions are")
-    weights: BinaryWeights
 
 
-class ExploreResponse(BaseModel):
+class LesionedResponse(BaseModel):
+    """What every lesioned view answers first: the output with and without the interventions, the
+    interventions (as normalised) and, in words, what they changed."""
+
     output: str = Field(description="the output of the run with the interventions")
     plain_output: str = Field(description="the output without them")
     interventions: Interventions
     note: str = Field(description="the interventions in words and what they changed")
+
+
+class ExploreResponse(LesionedResponse):
     calls: int = Field(description="calls of the layer on view in the run (segments)")
     attention: LayerAttentionResponse = Field(description="the call on view, of the run with the interventions")
     blocks: list[HeadBlocks] = Field(description="block mass of every head, of the run with the interventions")
     operations: list[HeadOperations] = Field(description="what each head of the stack does with memory")
 
 
-class SegmentsResponse(BaseModel):
-    output: str = Field(description="the output of the run with the interventions")
-    plain_output: str = Field(description="the output without them")
-    interventions: Interventions
-    note: str
+class SegmentsResponse(LesionedResponse):
     starts: list[int] = Field(description="first input position of every segment")
     lengths: list[int] = Field(description="tokens of every segment")
     plain_hits: list[bool | None] | None = Field(
@@ -401,11 +409,8 @@ class MemoryResponse(BaseModel):
     attention: MemoryAttentionResponse
 
 
-class StateResponse(BaseModel):
-    output: str = Field(description="the output of the run with the interventions")
-    plain_output: str = Field(description="the output without them")
+class StateResponse(LesionedResponse):
     note: str = Field(description="the interventions in words and what they changed; empty without interventions")
-    interventions: Interventions
     positions: list[str] = Field(description="the state's length axis: the input tokens, then padding")
     steps: list[int] = Field(description="the global index of every step, encoder steps then decoder steps")
     stacks: list[str] = Field(description="the stack of each step: encoder or decoder")

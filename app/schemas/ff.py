@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.figures.ff_views import KeyCard, KeyOrder
+from app.figures.ff_views import KeyCard, KeyOrder, LensCell, PredictionChange
 from app.schemas.validation import FieldText, JobId, ModelName
+from inference.analyses.ff_aggregation import LayerSummary
 from inference.core.bounds import MAX_INDEX, MAX_PAGE_SIZE, MAX_PICKED_KEYS, MAX_TOP
 from inference.core.interventions import Interventions
 
@@ -52,13 +53,45 @@ class KeysResponse(BaseModel):
     keys: list[KeyCard] = Field(description="a card of each key: its value's top tokens, its trigger examples")
 
 
+class LensLayerCells(BaseModel):
+    layer: str = Field(description="the FF module")
+    positions: list[LensCell] = Field(description="a cell of each position of `tokens`")
+
+
 class LensResponse(BaseModel):
     output: str
     interventions: Interventions
     tokens: list[str]
-    layers: list[dict[str, Any]]
-    plain_output: str | None = None
-    prediction_changes: list[dict[str, Any]] | None = None
+    layers: list[LensLayerCells]
+    plain_output: str | None = Field(None, description="the output without the interventions; null without them")
+    prediction_changes: list[PredictionChange] | None = Field(
+        None, description="every shared position's prediction, plain against edited; null without interventions"
+    )
+
+
+class StudyMining(BaseModel):
+    corpus: str
+    sentences: int
+    top_k: int = Field(description="trigger examples kept per key")
+    sentences_per_second: float
+
+
+class StudyAggregation(BaseModel):
+    sentences: int
+    seconds: float
+    layers: list[LayerSummary]
+
+
+class StudyResponse(BaseModel):
+    """A checkpoint's ff_analysis.json, as its study wrote it."""
+
+    model: str
+    mining: StudyMining = Field(description="the corpus the keys' trigger examples were mined on")
+    agreement: list[dict[str, str | int | float]] = Field(
+        description="per layer: how often a key's value predicts its triggers' next token (the paper's agreement), "
+        "against keys paired at random, and the ranks of that token"
+    )
+    aggregation: StudyAggregation = Field(description="per layer: which stream wins each prediction")
 
 
 class LensRequest(BaseModel):
