@@ -2,10 +2,12 @@
 details of bad requests, and requests in parallel."""
 
 import base64
+import json
 
 import numpy as np
 import pytest
 
+from inference.corpora.ff_study_files import ANALYSIS_FILE
 from tests.app.test_routes import MODEL, TEXT
 
 
@@ -154,6 +156,14 @@ def test_api_rejects_non_json_body(client):
 def test_openapi_lists_the_api(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/models", "/api/translate", "/api/attention", "/api/blocks", "/healthz"} <= set(paths)
+
+
+def test_api_ff_study_answers_the_stored_analysis(client, checkpoint_dir):
+    """/api/ff/{model}/study answers the study's ff_analysis.json as written: every key, every value."""
+    stored = json.loads((checkpoint_dir / "tiny_language_model" / ANALYSIS_FILE).read_text())
+    body = client.get("/api/ff/tiny_language_model/study").json()
+    assert body == stored
+    assert [layer["layer"] for layer in body["aggregation"]["layers"]] == ["layers.0.ff", "layers.1.ff"]
 
 
 def test_api_attribution(client):
