@@ -49,7 +49,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from html.parser import HTMLParser
 from pathlib import Path
@@ -72,12 +72,11 @@ from inference.analyses.ff_values import ff_memories
 from inference.analyses.quality import corpus_quality
 from inference.analyses.state import state_hooks
 from inference.core.capabilities import Capability
-from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.family import LoadedModel, capabilities_of
 from inference.core.ff_memories import FFMemories
 from inference.core.hook_names import LOGITS, ff_keys, ff_output
 from inference.core.hooks import hook_points
-from inference.core.interventions import Interventions, MemorySize
+from inference.core.interventions import Interventions, KnockoutSlots, MemorySize
 from inference.core.trace import Trace
 from inference.core.tracing import encode_sources, run_with_trace
 from inference.runs.attribution import attribute
@@ -110,7 +109,7 @@ class Route:
     settings: int = 8  # distinct lesion settings its requests take in turn (the first, untimed, takes the last)
     lens: str = ""  # "one layer" or "every layer": the route shows the logit lens of the edited run
     traced: Callable[[LoadedModel], list[str]] | None = None  # the hooks a task route's views read, as it traces them
-    lesion: Callable[[int], LesionControls] | None = None  # a task route's lesion in request i, as its form asks it
+    lesion: Callable[[int], Interventions] | None = None  # a task route's lesion in request i, as its form asks it
 
 
 def cycle(values: list, i: int):
@@ -137,14 +136,17 @@ def state_view_hooks(loaded: LoadedModel) -> list[str]:
 
 ROUTES = [
     Route("toggle", "memtransformer_10", "/explore/run",
-          lambda text, i: {"text": text, "memory_size": cycle(SIZES, i), "stack": "encoder.attn"}),
+          lambda text, i: {"text": text, "lesion": "memory_size", "memory_size.size": cycle(SIZES, i),
+                           "stack": "encoder.attn"}),
     Route("head ablation", "memtransformer_10", "/explore/run",
           lambda text, i: {"text": text, "ablate": f"decoder.layers.{i % 4}.cross_attn:{i % 8}",
                            "stack": "decoder.cross_attn"}),
     Route("attribution", "memtransformer_10", "/explore/attribution",
-          lambda text, i: {"text": text, "position": 0, "memory_size": cycle(SIZES, i)}, cold_runs=1),
+          lambda text, i: {"text": text, "position": 0, "lesion": "memory_size", "memory_size.size": cycle(SIZES, i)},
+          cold_runs=1),
     Route("memory mask", "working_memory_de_en", "/memory/run",
-          lambda text, i: {"text": text, "lesion": "mask_memory", "memory_size": cycle([0, 1, 2, 3, 4, 5, 6, 7], i)}),
+          lambda text, i: {"text": text, "lesion": ["mask_memory", "memory_size"],
+                           "memory_size.size": cycle([0, 1, 2, 3, 4, 5, 6, 7], i)}),
     Route("FF key edit", "language_model", "/ff/run",
           lambda text, i: {"text": text, "edits": f"layers.{i % 6}.ff:{i % 512},{(i + 7) % 512} x0"},
           lens="one layer", settings=512),  # the layer on view: the form's default, 0
@@ -157,13 +159,15 @@ ROUTES = [
               {"kind": "scale", "hook": f"layers.{i % 6}.ff.keys", "axis": "ff_key", "index": [i % 512], "factor": 0}]},
           json=True, lens="every layer", settings=512),
     Route("segment knock-out", "rmt_copy", "/segments/run",
-          lambda text, i: {"text": text, "knockout": knocked_out(i)}, reads_text=False, settings=255,
-          traced=segment_view_hooks, lesion=lambda i: LesionControls(knockout=tuple(knocked_out(i)))),
+          lambda text, i: {"text": text, "lesion": "knockout_slots", "knockout_slots.slots": knocked_out(i)},
+          reads_text=False, settings=255, traced=segment_view_hooks,
+          lesion=lambda i: Interventions.of(KnockoutSlots(slots=tuple(knocked_out(i))))),
     Route("state clamp", "neural_gpu_addition", "/state/run",
           lambda text, i: {"text": text, "lesion": "clamp_gate", "clamp_gate.gate": "update",
                            "clamp_gate.value": clamped(i)}, reads_text=False,
-          settings=1000, traced=state_view_hooks, lesion=lambda i: LesionControls(family_lesions=tuple(
-              Interventions.model_validate([{"kind": "clamp_gate", "gate": "update", "value": clamped(i)}])))),
+          settings=1000, traced=state_view_hooks,
+          lesion=lambda i: Interventions.model_validate(
+              [{"kind": "clamp_gate", "gate": "update", "value": clamped(i)}])),
     Route("focus", "extended_neural_gpu_de_en", "/focus/run",
           lambda text, i: {"text": text, "steps": FOCUS_STEPS}, cold_runs=1),  # nothing cached: cold and warm alike
     Route("compare", "transformer", "/compare/run",
@@ -371,8 +375,7 @@ def lesioned_runs(route: Route, loaded: LoadedModel, text: str, max_new_tokens: 
     names, lesion = route.traced(loaded), route.lesion
 
     def run(i: int) -> Trace:
-        interventions = lesion_interventions(replace(lesion(i), trained_memory_size=loaded.config.memory_size))
-        return run_with_trace(loaded, text, names=names, interventions=interventions, max_new_tokens=max_new_tokens)
+        return run_with_trace(loaded, text, names=names, interventions=lesion(i), max_new_tokens=max_new_tokens)
 
     return model_work(run, not splits_over_cpu_threads(loaded.model))
 

@@ -39,7 +39,8 @@ def valid_request(rng: random.Random) -> tuple[str, str, dict | None]:
     """(method, path, JSON body) of a request the server should answer with 200."""
     text = rng.choice(demo_sentences()).source
     model = rng.choice(TRANSLATORS)
-    lesion = {"memory_size": rng.choice([None, 0, 5, 10])} if model != "transformer" else {}
+    size = rng.choice([None, 0, 5, 10]) if model != "transformer" else None
+    lesion = [] if size is None else [{"kind": "memory_size", "size": size}]
     kind = rng.choice(["translate", "translate", "attention", "blocks", "memory", "lens", "models", "keys", "beam"])
     if kind == "translate":
         return "POST", "/api/translate", {"model": model, "text": text, "interventions": lesion}

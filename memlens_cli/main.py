@@ -86,23 +86,22 @@ def decoding_of(args: argparse.Namespace):
 
 def translate(args: argparse.Namespace) -> int:
     from inference.core.capabilities import Capability
-    from inference.core.controls import LesionControls, lesion_interventions
     from inference.core.hook_names import LOGITS
+    from inference.core.interventions import BlockMemoryReads, Interventions, KnockoutSlots, MemorySize
     from inference.core.tracing import run_with_trace
 
     decoding = decoding_of(args)
-    controls = LesionControls(
-        memory_size=args.memory_size,
-        block_reads=args.block_reads,
-        knockout=tuple(args.knockout),
-        family_lesions=lesions_of(args.lesion),
-    )
+    shortcuts = [
+        *([MemorySize(size=args.memory_size)] if args.memory_size is not None else []),
+        *([KnockoutSlots(slots=tuple(args.knockout))] if args.knockout else []),
+        *([BlockMemoryReads(stacks=args.block_reads)] if args.block_reads != "none" else []),
+    ]
     loaded = load_model(args)
     trace = run_with_trace(
         loaded,
         args.text,
         names=[LOGITS],
-        interventions=lesion_interventions(controls),
+        interventions=Interventions.of(*shortcuts, *lesions_of(args.lesion)),
         seed=args.seed,
         decoding=decoding,
     )

@@ -1,14 +1,29 @@
 // Keeps small controls in step (figures are drawn by figures.js).
+// A lesion slider (partials/lesions.html) shows its value, and the slot boxes bounded by the same config property
+// (`data-upto`: the memory size) show the slots present at that size; a box hidden is unticked.
 function syncSlots() {
-  const slider = document.querySelector("input[name=memory_size]");
-  if (!slider) return;
-  document.getElementById("memory-size-value").textContent = slider.value;
-  document.querySelectorAll(".slot").forEach((label) => {
-    const present = Number(label.dataset.slot) < Number(slider.value);
-    label.hidden = !present;
-    if (!present) label.querySelector("input").checked = false;
+  document.querySelectorAll("fieldset.lesion input[type=range]").forEach((slider) => {
+    slider.closest("label").querySelector(".slider-value").textContent = slider.value;
+    slider.form?.querySelectorAll(`.slots[data-upto="${slider.dataset.upto}"] .slot`).forEach((label) => {
+      const present = Number(label.dataset.slot) < Number(slider.value);
+      label.hidden = !present;
+      if (!present) label.querySelector("input").checked = false;
+    });
   });
 }
+// A lesion kind is asked for by its box: editing one of its fields ticks the box, as the edit is typed, once every field
+// the kind requires has a value, and unticks it when one is emptied; the run follows when the field is left (change).
+// Runs first (capture), so the request a change sends has the box as shown.
+function fieldHasValue(field) {
+  return field.matches("input, select, textarea") ? field.value.trim() !== "" : field.querySelector("input:checked") !== null;
+}
+function tickLesionOf(event) {
+  const fieldset = event.target.closest?.("fieldset.lesion");
+  if (!fieldset || event.target.name === "lesion") return;
+  fieldset.querySelector("input[name=lesion]").checked = [...fieldset.querySelectorAll("[data-required]")].every(fieldHasValue);
+}
+document.addEventListener("input", tickLesionOf, true);
+document.addEventListener("change", tickLesionOf, true);
 
 // A successful swap elsewhere clears old errors; an error fragment swaps into #errors itself.
 document.addEventListener("htmx:afterSwap", (event) => {
@@ -21,7 +36,7 @@ document.addEventListener("htmx:afterRequest", (event) => {
   if (event.detail.xhr.status >= 400 && RESULT_BOXES.has(target)) document.querySelector(target)?.replaceChildren();
 });
 document.addEventListener("input", (event) => {
-  if (event.target.name === "memory_size") syncSlots();
+  if (event.target.type === "range" && event.target.closest("fieldset.lesion")) syncSlots();
 });
 document.addEventListener("change", (event) => {
   if (event.target.id === "demo" && event.target.value) {

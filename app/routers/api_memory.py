@@ -7,10 +7,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
-from app.figures.attention import quantize_percent
 from app.routers.deps import GatewayDep, ModelFor
 from app.schemas.api import COMMON_ERRORS, MODEL_ERRORS, MemoryAttentionResponse, MemoryRequest, MemoryResponse
-from app.schemas.arrays import binary_array
+from app.schemas.arrays import percent_weights
 from app.services.gating import PageModel
 from app.services.memory import run_memory
 from app.services.pages import MEMORY
@@ -43,6 +42,6 @@ def memory(
             layer=view.attention.layer,
             query_tokens=view.attention.query_tokens,
             key_tokens=view.attention.key_tokens,
-            weights={**binary_array(quantize_percent(view.attention.weights)), "unit": "percent"},
+            weights=percent_weights(view.attention.weights),
         ),
     )

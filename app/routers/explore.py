@@ -19,10 +19,10 @@ from app.figures.attention import (
 )
 from app.figures.memory_operations import memory_operations_grid
 from app.routers.deps import GatewayDep, ModelFor
-from app.routers.forms import DecodingDep, FamilyLesionsDep, LesionDep
+from app.routers.forms import DecodingDep, LesionsDep, PresetLesionsDep, parse_heads
 from app.routers.rendering import figure_json, render
 from app.schemas.api import AttributionRequest, ExploreRequest
-from app.schemas.validation import FieldText, InputError, ModelName
+from app.schemas.validation import FieldText, ModelName
 from app.schemas.views import ExploreFields
 from app.services.demo import demo_sentences
 from app.services.examples import demo_inputs, example_input
@@ -31,7 +31,7 @@ from app.services.gating import PageModel, offered, opening_models, page_model
 from app.services.pages import ATTRIBUTION, COMPARE, EXPLORE
 from app.services.translation import compare_one, compared_models
 from inference.core.axes import AxisRole
-from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_MEMORY_SIZE
+from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX
 from inference.core.capabilities import Capability
 from inference.core.trace import Role, Trace
 
@@ -44,13 +44,12 @@ def explore(
     request: Request,
     gateway: GatewayDep,
     model: ExploreModel,
+    preset: PresetLesionsDep,
     text: Annotated[FieldText, Query()] = "",
-    memory_size: Annotated[int | None, Query(ge=0, le=MAX_MEMORY_SIZE)] = None,
 ):
-    """model, text and a memory size in the address open a view; without a text the model's example runs."""
-    config = model.loaded.config
-    if memory_size is not None and memory_size > config.max_memory_size:
-        raise InputError(f"memory size {memory_size} is out of range for {model.name} (0 to {config.max_memory_size})")
+    """model, text and lesions in the address open a view (`lesion=memory_size&memory_size.size=0`, as the form
+    sends them); without a text the model's example runs."""
+    model.lesion(gateway, preset)  # a lesion the model does not take, or out of its bounds, is refused here
     return render(
         request,
         "pages/explore.html",
@@ -59,11 +58,10 @@ def explore(
         text=text or model.example,
         example=model.example,
         demos=demo_inputs(model.record, model.capabilities),
-        memory_size=config.memory_size if memory_size is None else memory_size,
-        config=config,
+        config=model.loaded.config,
         capabilities=model.capabilities,
         controls=explore_controls(model),
-        lesion_forms=model.lesion_forms,
+        lesion_forms=model.lesion_forms(preset),
         continuation_tokens=gateway.limits.continuation(None),
         max_new_tokens=gateway.limits.max_new_tokens,
     )
@@ -74,18 +72,18 @@ def explore_run(
     request: Request,
     gateway: GatewayDep,
     model: ExploreModel,
-    lesion: LesionDep,
-    family: FamilyLesionsDep,
+    lesions: LesionsDep,
     decoding: DecodingDep,
     view: Annotated[ExploreFields, Form()],
     text: Annotated[FieldText, Form()] = "",
+    ablate: Annotated[FieldText, Form()] = "",
     autoscale: Annotated[bool, Form()] = False,
 ):
     """Run with and without the lesion; the attention views follow the lesioned run (the fields of the view:
-    app/schemas/views.py, as /api/explore reads them)."""
-    asked = ExploreRequest(
-        model=model.name, text=text, interventions=model.lesion(lesion, family), decoding=decoding, **dict(view)
-    )
+    app/schemas/views.py, as /api/explore reads them). `ablate` writes head ablations as scales of the heads'
+    outputs."""
+    interventions = model.lesion(gateway, lesions, *parse_heads(ablate))
+    asked = ExploreRequest(model=model.name, text=text, interventions=interventions, decoding=decoding, **dict(view))
     run = run_explore(gateway, model, asked)
     layer, head = view.layer, view.head
     figures = {
@@ -130,14 +128,15 @@ def explore_attribution(
     request: Request,
     gateway: GatewayDep,
     model: Annotated[PageModel, Depends(ModelFor(ATTRIBUTION))],
-    lesion: LesionDep,
-    family: FamilyLesionsDep,
+    lesions: LesionsDep,
     decoding: DecodingDep,
     position: Annotated[int, Form(ge=0, le=MAX_INDEX)],
     text: Annotated[FieldText, Form()] = "",
+    ablate: Annotated[FieldText, Form()] = "",
 ):
+    interventions = model.lesion(gateway, lesions, *parse_heads(ablate))
     asked = AttributionRequest(
-        model=model.name, text=text, interventions=model.lesion(lesion, family), decoding=decoding, position=position
+        model=model.name, text=text, interventions=interventions, decoding=decoding, position=position
     )
     found = attribution(gateway, model, asked)
     return render(request, "partials/figures.html", figures={"attribution": figure_json(attribution_chart(found))})

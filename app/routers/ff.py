@@ -34,7 +34,7 @@ from app.services.pages import FF
 from app.services.uploads import upload_or_set
 from inference.core.bounds import MAX_INDEX, MAX_PICKED_KEYS
 from inference.core.capabilities import Capability
-from inference.core.controls import LesionControls
+from inference.core.interventions import Interventions
 
 router = APIRouter(include_in_schema=False)
 KEYS_PER_PAGE = 12
@@ -153,7 +153,7 @@ def ff_run(
     in a line (an out-of-band swap), so the answer shows where the user clicked."""
     memories, _ = studies.of(model)
     shown = ff_layer(memories, layer)
-    lesion = model.lesion(LesionControls(scales=tuple(parse_key_edits(edits, memories.layers))))
+    lesion = Interventions.of(*parse_key_edits(edits, memories.layers))
     run = run_ff(gateway, studies, model, text, lesion, LENS_KEYS, LENS_TOKENS, [shown])
     plain = run.runs.plain
     return render(

@@ -1,5 +1,6 @@
-"""Form controls shared by the pages, parsed into the inference core's models: lesions (LesionControls),
-decoding, head ablations and FF key edits."""
+"""Form controls shared by the pages, parsed into the inference core's models: the lesions a form asks for,
+decoding, and the shortcuts that write scales of a hook point (the Explore page's head ablations, the FF page's
+key edits)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,12 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, Form, Request
 from pydantic import ValidationError
+from starlette.datastructures import ImmutableMultiDict
 
-from app.schemas.validation import FieldText, InputError, parse_decimal, parse_number, parse_numbers, shown
+from app.schemas.validation import InputError, parse_decimal, parse_number, parse_numbers, shown
 from app.services.lesion_forms import AskedLesions, asked_lesions
-from inference.core.bounds import (
-    MAX_BEAM_SIZE,
-    MAX_FACTOR,
-    MAX_INDEX,
-    MAX_LENGTH_PENALTY,
-    MAX_LISTED,
-    MAX_MEMORY_SIZE,
-)
-from inference.core.controls import BlockReads, LesionControls
+from inference.core.bounds import MAX_BEAM_SIZE, MAX_FACTOR, MAX_INDEX, MAX_LENGTH_PENALTY, MAX_LISTED
 from inference.core.decoding import Decoding
-from inference.core.hook_names import HOOK_NAME_OR_NONE
 from inference.core.interventions import Scale, ablate_head, scale_ff_keys
 
 
@@ -47,40 +40,25 @@ def parse_heads(text: str) -> list[Scale]:
     return list(dict.fromkeys(heads))
 
 
-async def family_lesions(request: Request) -> AskedLesions:
-    """The lesions of a family's own kinds a page's form asks for (app/services/lesion_forms.py), read into
-    lesions by `PageModel.lesion`, which knows the model's tokenizer."""
-    form = await request.form()
-    asked = form.getlist("lesion")
+def asked_in(params: ImmutableMultiDict) -> AskedLesions:
+    """The lesions a form or an address asks for (app/services/lesion_forms.py: its `lesion` boxes and their
+    `<kind>.<field>` fields), read into lesions by `PageModel.lesion`, which knows the model."""
+    asked = params.getlist("lesion")
     if len(asked) > MAX_LISTED:
         raise InputError(f"{len(asked):,} lesion kinds asked for; at most {MAX_LISTED:,}")
-    return asked_lesions(form, [str(name) for name in asked])
+    return asked_lesions({key: params.getlist(key) for key in params.keys()}, [str(name) for name in asked])
 
 
-FamilyLesionsDep = Annotated[AskedLesions, Depends(family_lesions)]
+async def asked_in_form(request: Request) -> AskedLesions:
+    return asked_in(await request.form())
 
 
-def lesion_form(
-    memory_size: Annotated[int | None, Form(ge=0, le=MAX_MEMORY_SIZE)] = None,
-    knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],  # noqa: B006 (each request gets a copy)
-    block_reads: Annotated[BlockReads, Form()] = "none",
-    ablate: Annotated[FieldText, Form()] = "",
-    scale_hook: Annotated[str, Form(pattern=HOOK_NAME_OR_NONE)] = "",  # a hook point's name, or none
-    scale_factor: Annotated[float, Form(ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False)] = 0.0,
-) -> LesionControls:
-    """The lesion controls of the Explore form."""
-    scales = parse_heads(ablate)
-    if scale_hook:
-        scales.append(Scale.model_validate({"hook": scale_hook, "factor": scale_factor}))
-    return LesionControls(
-        memory_size=memory_size,
-        knockout=tuple(knockout),
-        block_reads=block_reads,
-        scales=tuple(scales),
-    )
+def asked_in_address(request: Request) -> AskedLesions:
+    return asked_in(request.query_params)
 
 
-LesionDep = Annotated[LesionControls, Depends(lesion_form)]
+LesionsDep = Annotated[AskedLesions, Depends(asked_in_form)]
+PresetLesionsDep = Annotated[AskedLesions, Depends(asked_in_address)]  # a page opened with lesions set
 
 
 def decoding_form(

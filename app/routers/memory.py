@@ -13,15 +13,14 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 
 from app.figures.memory import decisions_chart, memory_attention_heatmap
 from app.routers.deps import GatewayDep, ModelFor
-from app.routers.forms import FamilyLesionsDep
+from app.routers.forms import LesionsDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText
 from app.schemas.views import MemoryFields
 from app.services.gating import PageModel
 from app.services.memory import run_memory
 from app.services.pages import MEMORY
-from inference.core.bounds import MAX_MEMORY_SIZE, MAX_SEED
-from inference.core.controls import LesionControls
+from inference.core.bounds import MAX_SEED
 from inference.core.measured_examples import memory_examples
 
 router = APIRouter(include_in_schema=False)
@@ -49,7 +48,7 @@ def memory_page(
         seed=seed,
         config=model.loaded.config,
         source_language=model.record.source_language or "German",
-        lesion_forms=model.lesion_forms,
+        lesion_forms=model.lesion_forms(),
         examples=examples,
         examples_corpus=corpus,
     )
@@ -61,13 +60,13 @@ def memory_run(
     gateway: GatewayDep,
     model: MemoryModel,
     view: Annotated[MemoryFields, Form()],
-    family: FamilyLesionsDep,
+    lesions: LesionsDep,
     text: Annotated[FieldText, Form()] = "",
-    memory_size: Annotated[int | None, Form(ge=0, le=MAX_MEMORY_SIZE)] = None,
 ):
-    """The unlesioned run and, when a lesion is set, the lesioned one; the views follow the lesioned run. The mask
-    and the forced memory are the working-memory family's own kinds, in the form built from them."""
-    lesion = model.lesion(LesionControls(memory_size=memory_size), family)
+    """The unlesioned run and, when a lesion is set, the lesioned one; the views follow the lesioned run. The
+    lesions are the kinds the model takes (the memory size, the family's mask and forced memory, a scale), in the
+    form built from them."""
+    lesion = model.lesion(gateway, lesions)
     run = run_memory(gateway, model, text, lesion, view.seed, view.layer)
     figures = {"decisions": figure_json(decisions_chart(run.shown.steps))}
     if run.shown.attention.key_tokens:

@@ -18,18 +18,16 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from app.figures.memory_operations import memory_operations_grid
 from app.figures.segments import hits_strip, memory_path_figure, probe_figure, segment_attention
 from app.routers.deps import GatewayDep, ModelFor
-from app.routers.forms import FamilyLesionsDep
+from app.routers.forms import LesionsDep
 from app.routers.rendering import figure_json, render
 from app.schemas.api import SegmentsRequest
 from app.schemas.validation import FieldText
 from app.schemas.views import SegmentsFields
 from app.services.gating import PageModel
 from app.services.pages import SEGMENTS
-from app.services.segments import donor_ids, run_segments, segment_controls
+from app.services.segments import run_segments, segment_controls
 from inference.analyses.carried_state import carried_state_measure
-from inference.core.bounds import MAX_FACTOR, MAX_INDEX, MAX_LISTED, MAX_SEED
 from inference.core.checkpoint import MEMORY_PROBE_KEY
-from inference.core.controls import LesionControls
 
 router = APIRouter(include_in_schema=False)
 SegmentsModel = Annotated[PageModel, Depends(ModelFor(SEGMENTS))]
@@ -46,7 +44,7 @@ def segments_page(request: Request, model: SegmentsModel, text: Annotated[FieldT
         text=text or model.example,
         config=model.loaded.config,
         carried=carried_state_measure(model.loaded.metrics),
-        lesion_forms=model.lesion_forms,
+        lesion_forms=model.lesion_forms(),
         **asdict(controls),
     )
 
@@ -56,29 +54,14 @@ def segments_run(
     request: Request,
     gateway: GatewayDep,
     model: SegmentsModel,
-    family: FamilyLesionsDep,
+    lesions: LesionsDep,
     view: Annotated[SegmentsFields, Form()],
     text: Annotated[FieldText, Form()] = "",
     autoscale: Annotated[bool, Form()] = False,
-    knockout: Annotated[list[int], Form(max_length=MAX_LISTED)] = [],  # noqa: B006 (each request gets a copy)
-    reset_at: Annotated[int | None, Form(ge=0, le=MAX_INDEX)] = None,
-    noise_at: Annotated[int | None, Form(ge=0, le=MAX_INDEX)] = None,
-    noise_scale: Annotated[float, Form(gt=0, le=MAX_FACTOR, allow_inf_nan=False)] = 0.5,
-    noise_seed: Annotated[int, Form(ge=0, le=MAX_SEED)] = 0,
-    transplant_at: Annotated[int | None, Form(ge=0, le=MAX_INDEX)] = None,
-    donor: Annotated[FieldText, Form()] = "",
 ):
     """Run plainly and, when a lesion is set, lesioned; the views follow the lesioned run."""
-    lesion = LesionControls(
-        knockout=tuple(knockout),
-        reset_at=reset_at,
-        noise_at=noise_at,
-        noise_scale=noise_scale,
-        noise_seed=noise_seed,
-        transplant_at=transplant_at,
-        donor=donor_ids(gateway, model, donor) if transplant_at is not None else (),
-    )
-    asked = SegmentsRequest(model=model.name, text=text, interventions=model.lesion(lesion, family), **dict(view))
+    interventions = model.lesion(gateway, lesions)
+    asked = SegmentsRequest(model=model.name, text=text, interventions=interventions, **dict(view))
     run = run_segments(gateway, model, asked)
     segment, head = view.segment, view.head
     figures = {}

@@ -15,13 +15,12 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 
 from app.figures.state import state_figures, step_labels
 from app.routers.deps import GatewayDep, ModelFor
-from app.routers.forms import FamilyLesionsDep
+from app.routers.forms import LesionsDep
 from app.routers.rendering import figure_json, render
 from app.schemas.validation import FieldText
 from app.services.gating import PageModel
 from app.services.pages import STATE
 from app.services.state import examples, rounded, run_state
-from inference.core.controls import LesionControls
 
 router = APIRouter(include_in_schema=False)
 
@@ -43,7 +42,7 @@ def state_page(request: Request, model: StateModel, text: Annotated[FieldText, Q
         described=model.record.description or model.loaded.family.title,
         task=task,
         examples=presets,
-        lesion_forms=model.lesion_forms,
+        lesion_forms=model.lesion_forms(),
     )
 
 
@@ -52,12 +51,13 @@ def state_run(
     request: Request,
     gateway: GatewayDep,
     model: StateModel,
-    family: FamilyLesionsDep,
+    lesions: LesionsDep,
     text: Annotated[FieldText, Form()] = "",
 ):
     """Run plainly and, when a lesion is set, lesioned; the views follow the lesioned run. The state lesions are
-    the model's family's own kinds, in the form built from them (partials/family_lesions.html)."""
-    run = run_state(gateway, model, text, model.lesion(LesionControls(), family))
+    the kinds the model takes (its family's own and a scale), in the form built from them
+    (partials/lesions.html)."""
+    run = run_state(gateway, model, text, model.lesion(gateway, lesions))
     shown = len(run.steps.steps) - 1  # the final state first; the slider plays from step 0
     figures = {name: figure_json(figure) for name, figure in state_figures(run.steps, shown).items()}
     labels = step_labels(run.steps)

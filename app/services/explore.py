@@ -29,11 +29,11 @@ CALL_AXES = {Capability.SEGMENTS: "segment"}
 
 @dataclass(frozen=True)
 class ExploreControls:
-    """What the lesion and view controls offer for one model, from what it can do and its hook points."""
+    """What the view controls and the head-ablation field offer for one model, from what it can do and its hook
+    points (the lesion kinds' controls: app/services/lesion_forms.py)."""
 
     stacks: dict[str, int]  # stack -> layers
     heads: int  # the most heads of any attention layer
-    hooks: list[str]  # every hook point, for the scale control
     call_axis: str | None  # "segment" for a model that runs its layers once per segment
     ablate_example: str  # the head-ablation field's placeholder, in this model's own attention names
 
@@ -43,7 +43,7 @@ def explore_controls(model: PageModel) -> ExploreControls:
     network = model.loaded.model
     hooks = list(hook_points(network))
     heads = pattern_heads(network)
-    return ExploreControls(attention_stacks(network), heads, hooks, call_axis, ablation_example(hooks, heads))
+    return ExploreControls(attention_stacks(network), heads, call_axis, ablation_example(hooks, heads))
 
 
 def ablation_example(hooks: list[str], heads: int) -> str:

@@ -8,7 +8,7 @@ calls it for each."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.schemas.validation import InputError, shown
@@ -18,15 +18,14 @@ from app.services.lesion_forms import (
     NO_LESIONS_ASKED,
     AskedLesions,
     LesionKindForm,
-    family_lesion_forms,
+    lesion_forms_for,
     parse_lesion_forms,
     words_to_ids,
 )
 from app.services.pages import Page, pages_of
 from inference.core.capabilities import Capability
-from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.family import LoadedModel, capabilities_of
-from inference.core.interventions import Interventions
+from inference.core.interventions import Interventions, Scale
 from inference.core.model_record import ModelRecord
 
 
@@ -63,22 +62,20 @@ class PageModel:
     def can(self, capability: Capability) -> bool:
         return capability in self.capabilities
 
-    @property
-    def lesion_forms(self) -> list[LesionKindForm]:
-        """The forms of the lesion kinds the model's family registers of its own."""
-        return family_lesion_forms(self.loaded.family.lesion_kinds)
+    def lesion_forms(self, preset: AskedLesions = NO_LESIONS_ASKED) -> list[LesionKindForm]:
+        """The forms of every lesion kind the model takes, `preset`'s ticked and filled in."""
+        return lesion_forms_for(self.loaded, preset)
 
-    def lesion(self, controls: LesionControls, asked: AskedLesions = NO_LESIONS_ASKED) -> Interventions:
-        """The page's lesion controls and the family's own kinds its form asks for, as interventions on this model
-        (its trained memory size is no lesion; a kind's words are read as this model's tokens)."""
-        family = parse_lesion_forms(asked, lambda text: words_to_ids(self.loaded.tokenizer, text))
-        return lesion_interventions(
-            replace(
-                controls,
-                trained_memory_size=self.loaded.config.memory_size,
-                family_lesions=(*controls.family_lesions, *family),
-            )
-        )
+    def lesion(self, gateway: ModelGateway, asked: AskedLesions, *scales: Scale) -> Interventions:
+        """The lesions a page's form asks for, and `scales` its shortcuts wrote, as interventions on this model: a
+        kind's words and inputs read as this model's tokens (an input checked as the gateway checks a text), a
+        kind the model does not take refused, a memory size equal to its trained one no lesion."""
+        tokenizer = self.loaded.tokenizer
+        readers = {
+            "words": lambda text: words_to_ids(tokenizer, text),
+            "input": lambda text: tokenizer.encode(gateway.check_text(self.loaded, text)),
+        }
+        return Interventions.of(*parse_lesion_forms(asked, self.lesion_forms(), readers), *scales)
 
 
 def offered(gateway: ModelGateway, page: Page) -> list[str]:

@@ -66,13 +66,6 @@ def segment_controls(model: PageModel) -> SegmentControls:
     )
 
 
-def donor_ids(gateway: ModelGateway, model: PageModel, donor: str) -> tuple[int, ...]:
-    """The other input whose memory a transplant carries in, as the model's token ids."""
-    if not donor.strip():
-        raise InputError("give the other input whose memory to transplant")
-    return tuple(model.loaded.tokenizer.encode(gateway.check_text(model.loaded, donor)))
-
-
 @dataclass(frozen=True)
 class SegmentsRun:
     runs: LesionedRun

@@ -18,7 +18,7 @@ class StartingPoint:
     explains: str  # why it matters, in one sentence
     page: Page
     model: str
-    query: tuple[tuple[str, str], ...] = ()  # page controls set in the address, e.g. (("memory_size", "0"),)
+    query: tuple[tuple[str, str], ...] = ()  # page controls set in the address, e.g. (("lesion", "memory_size"),)
 
     @property
     def href(self) -> str:
@@ -39,7 +39,7 @@ STARTING_POINTS = (
         "the translation recover.",
         EXPLORE,
         "memtransformer_10",
-        (("text", "Ein Junge springt."), ("memory_size", "0")),
+        (("text", "Ein Junge springt."), ("lesion", "memory_size"), ("memory_size.size", "0")),
     ),
     StartingPoint(
         "A memory slot's content probed",

@@ -14,6 +14,7 @@ from inference.core.capabilities import config_of
 from inference.core.family import family_of_model
 from inference.core.hooks import HookFn, HookPoint, hook_points, registered_hooks
 from inference.core.interventions import NO_INTERVENTIONS, InterventionError, Interventions, MemorySize, Scale
+from inference.core.lesion_kinds import kind_name
 
 
 @contextmanager
@@ -46,6 +47,13 @@ def effective_memory_size(model: nn.Module, interventions: Interventions) -> int
 def intervention_hooks(model: nn.Module, interventions: Interventions, memory_size: int) -> list[tuple[str, HookFn]]:
     """Validate `interventions` against the model and return their hooks, in order."""
     family = family_of_model(model)
+    takes = family.applicable_lesions(config_of(model))
+    refused = [item.kind_name for item in interventions if type(item) not in (*takes, MemorySize)]  # sized below
+    if refused:
+        raise InterventionError(
+            f"{refused[0]} does not apply to this {family.name} model; it takes "
+            f"{', '.join(kind_name(kind) for kind in takes)}"
+        )
     points = hook_points(model)
     hooks: list[tuple[str, HookFn]] = []
     for item in interventions:
@@ -56,7 +64,7 @@ def intervention_hooks(model: nn.Module, interventions: Interventions, memory_si
             continue
         found = family.intervention_hooks(model, item, memory_size)
         if found is None:
-            raise InterventionError(f"{item.kind_name} does not apply to a model of the {family.name} family")
+            raise InterventionError(f"{item.kind_name} does not apply to a run of this {family.name} model")
         hooks.extend(found)
     return hooks
 

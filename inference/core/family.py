@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from inference.core.axes import AxisRole
 from inference.core.capabilities import Capability, FamilyConfig, config_of
 from inference.core.family_folders import load_families
-from inference.core.lesion_kinds import LesionKind, check_lesion_kind, register_lesion_kind
+from inference.core.interventions import MemorySize, Scale
+from inference.core.lesion_kinds import LesionKind, check_lesion_kind, kind_name, kind_order, register_lesion_kind
 from inference.core.model_record import ModelRecord
 
 if TYPE_CHECKING:
@@ -96,7 +97,13 @@ class Family(Protocol[ConfigT, ModelT]):
     @property
     def lesion_kinds(self) -> tuple[type[LesionKind], ...]:
         """The lesion kinds of its own (beyond the core's, inference.core.interventions), registered with it:
-        the pages offer them in a form built from their fields, and `intervention_hooks` applies them."""
+        `intervention_hooks` applies them."""
+        ...
+
+    def applicable_lesions(self, config: ConfigT) -> tuple[type[LesionKind], ...]:
+        """Every lesion kind a model of `config` takes, the core's shared kinds (inference.core.interventions)
+        included, in the order the kinds apply: the pages offer these, in forms built from their fields, and a run
+        refuses any other kind with an InterventionError."""
         ...
 
     def build(self, config: ConfigT) -> ModelT:
@@ -213,6 +220,9 @@ class FamilyDefaults(Generic[ConfigT, ModelT]):
     def ff_memories(self, model: ModelT) -> FFMemories:
         raise ValueError(f"the FF layers of a {self.title} model are not read as memories")
 
+    def applicable_lesions(self, config: ConfigT) -> tuple[type[LesionKind], ...]:
+        return lesions_in_order((MemorySize,) if config.max_memory_size else (), (Scale,), self.lesion_kinds)
+
     def intervention_hooks(
         self, model: ModelT, intervention: Intervention, memory_size: int
     ) -> list[tuple[str, HookFn]] | None:
@@ -239,6 +249,12 @@ class FamilyDefaults(Generic[ConfigT, ModelT]):
 
     def training_note(self, options: Any) -> str:
         return ""
+
+
+def lesions_in_order(*groups: Sequence[type[LesionKind]]) -> tuple[type[LesionKind], ...]:
+    """The kinds of every group, each once, in the order their hooks apply (the order registered)."""
+    kinds = dict.fromkeys(kind for group in groups for kind in group)
+    return tuple(sorted(kinds, key=lambda kind: kind_order(kind_name(kind))))
 
 
 AnyFamily = Family[Any, Any]  # a family of any config and model class, as the registry holds them

@@ -49,7 +49,12 @@ class MemorySize(LesionKind):
     """Run with this much memory: [mem] slots, working-memory tokens, state cells."""
 
     kind: Literal["memory_size"] = "memory_size"
-    size: int = Field(ge=0, le=MAX_MEMORY_SIZE, description="up to the model's max_memory_size; 0 = no memory")
+    size: int = Field(
+        ge=0,
+        le=MAX_MEMORY_SIZE,
+        description="up to the model's max_memory_size; 0 = no memory",
+        json_schema_extra={"control": "slider", "upto": "max_memory_size", "start": "memory_size"},
+    )
     title: ClassVar[str] = "Memory size"
 
     def words(self, trained_memory: int) -> str:
@@ -60,7 +65,9 @@ class KnockoutSlots(LesionKind):
     """No query may attend these memory slots."""
 
     kind: Literal["knockout_slots"] = "knockout_slots"
-    slots: tuple[Annotated[int, Field(ge=0, le=MAX_MEMORY_SIZE)], ...] = Field(min_length=1, max_length=MAX_LISTED)
+    slots: tuple[Annotated[int, Field(ge=0, le=MAX_MEMORY_SIZE)], ...] = Field(
+        min_length=1, max_length=MAX_LISTED, json_schema_extra={"control": "slots", "upto": "max_memory_size"}
+    )
     title: ClassVar[str] = "Knock out memory slots"
 
     _sorted_slots = field_validator("slots")(_sorted_set)
@@ -97,7 +104,7 @@ class NoiseMemory(LesionKind):
 
     kind: Literal["noise_memory"] = "noise_memory"
     segment: int = Field(ge=0, le=MAX_INDEX)
-    scale: float = Field(gt=0, le=MAX_FACTOR, allow_inf_nan=False)
+    scale: float = Field(0.5, gt=0, le=MAX_FACTOR, allow_inf_nan=False)
     seed: int = Field(0, ge=0, le=MAX_SEED)
     title: ClassVar[str] = "Add noise to the memory at a segment"
 
@@ -111,7 +118,9 @@ class TransplantMemory(LesionKind):
 
     kind: Literal["transplant_memory"] = "transplant_memory"
     segment: int = Field(ge=0, le=MAX_INDEX)
-    donor: tuple[Annotated[int, Field(ge=0)], ...] = Field(min_length=1, max_length=MAX_INDEX)
+    donor: tuple[Annotated[int, Field(ge=0)], ...] = Field(
+        min_length=1, max_length=MAX_INDEX, description="the other input", json_schema_extra={"control": "input"}
+    )
     title: ClassVar[str] = "Transplant another input's memory"
 
     def words(self, trained_memory: int) -> str:
@@ -126,6 +135,7 @@ class Scale(LesionKind):
         pattern=HOOK_NAME,
         description="hook point name (`memlens hooks MODEL` lists them)",
         examples=["decoder.layers.1.cross_attn.z", "layers.3.ff.keys"],
+        json_schema_extra={"control": "hook"},
     )
     axis: str | None = Field(
         None, pattern=r"^[a-z_]{1,30}$", description="axis to index, e.g. head, ff_key; None = all"
@@ -135,6 +145,7 @@ class Scale(LesionKind):
     )
     factor: float = Field(0.0, ge=-MAX_FACTOR, le=MAX_FACTOR, allow_inf_nan=False, description="0 zeroes, 2 doubles")
     title: ClassVar[str] = "Scale a hook point"
+    advanced: ClassVar[bool] = True
 
     _sorted_index = field_validator("index")(_sorted_set)
 

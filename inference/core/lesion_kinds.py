@@ -3,6 +3,8 @@
 A lesion kind is a pydantic model tagged by its `kind` (a Literal of one name): its fields, with their bounds,
 are its parameters, declared once, and the API, the pages' forms and the cache key all read them from the model.
 It says itself in words for the note beside a lesioned result (`words`), and names its form (`title`).
+A field's schema may name the control a form shows it with (`json_schema_extra={"control": ...}`, read by
+app/services/lesion_forms.py) and the model's config property that bounds it (`"upto"`) or starts it (`"start"`).
 
 The core registers the kinds every family shares (inference.core.interventions); a family registers its own
 kinds by listing them in `Family.lesion_kinds`, from its folder. `Lesion` is the tagged union of every kind
@@ -30,6 +32,7 @@ class LesionKind(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     title: ClassVar[str]  # the form's legend, e.g. "Reset the memory at a segment"
+    advanced: ClassVar[bool] = False  # offered folded, under the page's other kinds (a kind for any hook point)
 
     @property
     def kind_name(self) -> str:

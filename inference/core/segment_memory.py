@@ -28,6 +28,8 @@ from inference.core.tracing import assembled_trace, recording, token_roles
 
 QUERY_AXIS, KEY_AXIS = "seg", "ctx"  # a segment's positions (read memory, tokens, write memory); what it attends to
 SEGMENT_AXES = {QUERY_AXIS: AxisRole.SEGMENT, KEY_AXIS: AxisRole.CONTEXT}  # the token axes of a segment model
+# What a segment model with memory tokens takes beyond the memory size and a scale (memory_lesion_hooks applies them)
+MEMORY_TOKEN_LESIONS = (KnockoutSlots, ResetMemory, TransplantMemory, NoiseMemory)
 
 
 @runtime_checkable

@@ -151,3 +151,11 @@ def compared_page(client, form: dict) -> str:
         assert answer.status_code == 200, answer.text
         page = page.replace(element, answer.text)
     return page
+
+
+def lesion_fields(**kinds: dict) -> dict:
+    """The form fields a page sends to ask for lesions (partials/lesions.html: a `lesion` box per kind, a
+    `<kind>.<field>` field per value), e.g. lesion_fields(memory_size={"size": 0}) ->
+    {"lesion": ["memory_size"], "memory_size.size": 0}."""
+    fields = {f"{kind}.{name}": value for kind, values in kinds.items() for name, value in values.items()}
+    return {"lesion": list(kinds), **fields}

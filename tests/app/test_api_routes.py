@@ -112,7 +112,8 @@ def test_api_blocks_sum_to_one(client):
             "/api/translate",
             {"model": MODEL, "text": TEXT, "interventions": [{"kind": "mask_memory"}]},
             400,
-            "mask_memory does not apply to a model of the memory_transformer family",
+            "mask_memory does not apply to this memory_transformer model; it takes memory_size, knockout_slots, "
+            "block_memory_reads, scale",
         ),
         (
             "/api/translate",

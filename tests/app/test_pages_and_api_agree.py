@@ -63,7 +63,8 @@ def post_json(client, path: str, body: dict) -> dict:
 
 
 def test_explore(client):
-    form = {"model": MT, "text": GERMAN, "memory_size": "1", "stack": "decoder.cross_attn", "layer": "1", "head": "1"}
+    form = {"model": MT, "text": GERMAN, "lesion": "memory_size", "memory_size.size": "1",
+            "stack": "decoder.cross_attn", "layer": "1", "head": "1"}  # fmt: skip
     page = post_html(client, "/explore/run", form)
     body = post_json(
         client,
@@ -155,7 +156,7 @@ def test_ff_key_cards(client):
 
 
 def test_attribution(client):
-    form = {"model": MT, "text": GERMAN, "position": "1", "knockout": "0"}
+    form = {"model": MT, "text": GERMAN, "position": "1", "lesion": "knockout_slots", "knockout_slots.slots": "0"}
     page = post_html(client, "/explore/attribution", form)
     body = post_json(
         client,
@@ -202,8 +203,8 @@ def test_focus(shipped_client):
 
 def test_segments(segments_client):
     stream = text(task_split("reverse", "test", 1)[0].stream)
-    page = post_html(segments_client, "/segments/run", {"model": "rmt", "text": stream, "segment": "1",
-                                                        "reset_at": "1"})  # fmt: skip
+    form = {"model": "rmt", "text": stream, "segment": "1", "lesion": "reset_memory", "reset_memory.segment": "1"}
+    page = post_html(segments_client, "/segments/run", form)
     body = post_json(
         segments_client,
         "/api/segments",
@@ -221,7 +222,8 @@ def test_segments(segments_client):
 def test_segments_of_memory_added_to_a_pretrained_model(shipped_client):
     copy = REPO_ROOT / "checkpoints" / "gpt2_copy_memory10"
     example = json.loads((copy / "config.json").read_text())["meta"]["example"]
-    form = {"model": "gpt2_copy_memory10", "text": example, "segment": "2", "knockout": ["0", "1", "2", "3"]}
+    form = {"model": "gpt2_copy_memory10", "text": example, "segment": "2", "lesion": "knockout_slots",
+            "knockout_slots.slots": ["0", "1", "2", "3"]}  # fmt: skip
     page = post_html(shipped_client, "/segments/run", form)
     body = post_json(
         shipped_client,

@@ -16,15 +16,18 @@ GERMAN = "Ein Hund läuft über die Wiese."
 ENGLISH = "The river flows through the old town and into the sea."
 # (family, path, the page's first view, the lesion the user then sets): a live route on a shipped checkpoint
 ROUTES = [
-    ("memory_transformer", "/explore/run", {"model": "memtransformer_10", "text": GERMAN}, {"memory_size": "5"}),
+    ("memory_transformer", "/explore/run", {"model": "memtransformer_10", "text": GERMAN},
+     {"lesion": "memory_size", "memory_size.size": "5"}),
     ("hugging_face_translator", "/explore/run",
      {"model": "marian_de_en_4_epochs", "text": GERMAN, "stack": "decoder.cross_attn"},
      {"ablate": "decoder.layers.0.cross_attn:1"}),
     ("working_memory", "/memory/run", {"model": "working_memory_de_en", "text": GERMAN}, {"lesion": "mask_memory"}),
     ("language_model", "/ff/run", {"model": "language_model", "text": ENGLISH}, {"edits": "layers.1.ff:3,4 x0"}),
     ("hugging_face", "/ff/run", {"model": "gpt2_enwiki", "text": ENGLISH}, {"edits": "layers.0.ff:5 x10"}),
-    ("recurrent_memory", "/segments/run", {"model": "rmt_copy"}, {"knockout": "1"}),
-    ("pretrained_memory", "/segments/run", {"model": "gpt2_copy_memory10"}, {"knockout": "0"}),
+    ("recurrent_memory", "/segments/run", {"model": "rmt_copy"},
+     {"lesion": "knockout_slots", "knockout_slots.slots": "1"}),
+    ("pretrained_memory", "/segments/run", {"model": "gpt2_copy_memory10"},
+     {"lesion": "knockout_slots", "knockout_slots.slots": "0"}),
     ("active_memory", "/state/run", {"model": "neural_gpu_addition"},
      {"lesion": "clamp_gate", "clamp_gate.gate": "update", "clamp_gate.value": "0.5"}),
 ]  # fmt: skip

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.app.conftest import HTMX, compared_page
+from tests.app.conftest import HTMX, compared_page, lesion_fields
 
 MODEL = "tiny_memtransformer"
 TEXT = "ein Hund spielt im Park"
@@ -66,12 +66,40 @@ def test_pages_send_figures_without_the_template_that_every_page_loads_once(clie
 
 def test_explore_page_offers_model_controls(client):
     page = client.get("/explore", params={"model": MODEL}).text
-    assert 'name="memory_size" min="0" max="9" value="3"' in page
-    assert page.count('name="knockout"') == 9
+    assert 'name="memory_size.size" min="0" max="9" value="3"' in page
+    assert page.count('name="knockout_slots.slots"') == 9
+    kinds = re.findall(r'<fieldset class="lesion" data-kind="([a-z_]+)">', page)
+    assert kinds == ["memory_size", "knockout_slots", "block_memory_reads", "scale"]  # what the family declares
+    assert re.search(
+        r'<summary>More lesions: scale a hook point</summary>\s*<fieldset class="lesion" data-kind="scale">', page
+    )
     for stack in ("encoder.attn", "decoder.self_attn", "decoder.cross_attn"):
         assert f'<option value="{stack}">' in page
     bottleneck = client.get("/explore", params={"model": "tiny_membottleneck"}).text
     assert '<option value="encoder.mem.attn">' in bottleneck and '<option value="encoder.seq.attn">' in bottleneck
+
+
+def test_every_lesion_kind_as_the_page_renders_it_reads_back_once_its_required_fields_are_set(client):
+    """The values a kind's fields start with in the page (a list default written out, an empty optional field) are
+    ones the form reads back: ticking a kind with only its required fields set runs it."""
+    page = client.get("/explore", params={"model": MODEL}).text
+    required = {
+        "memory_size": {},  # its slider starts at the trained size: no lesion
+        "knockout_slots": {"knockout_slots.slots": ["1"]},
+        "block_memory_reads": {"block_memory_reads.stacks": "decoder"},
+        "scale": {"scale.hook": "encoder.layers.0.attn.pattern"},
+    }
+    for kind, chosen in required.items():
+        fieldset = re.search(rf'<fieldset class="lesion" data-kind="{kind}">(.*?)</fieldset>', page, re.S).group(1)
+        shown = dict(
+            re.findall(
+                r'<input class="live" type="(?:number|text|range)" name="([^"]+)" [^>]*?value="([^"]*)"', fieldset
+            )
+        )
+        response = run(client, lesion=kind, **shown, **chosen)
+        assert response.status_code == 200, (kind, shown, response.text[-300:])
+        said = re.search(r'class="lesion-note">(.*?); the views show', response.text)
+        assert (said is None) == (kind == "memory_size"), kind  # every other kind is a lesion, said in words
 
 
 def test_explore_of_unknown_model_is_404(client):
@@ -94,7 +122,7 @@ def test_explore_run_renders_translation_and_figures(client):
 
 
 def test_explore_run_with_lesion_shows_both_translations(client):
-    response = run(client, memory_size=0, block_reads="decoder")
+    response = run(client, **lesion_fields(memory_size={"size": 0}, block_memory_reads={"stacks": "decoder"}))
     assert response.status_code == 200
     assert 'id="translation-lesioned"' in response.text
     note = html.unescape(re.search(r'class="lesion-note">(.*?); the views show', response.text)[1])
@@ -116,7 +144,8 @@ def figure_z(fragment: str, name: str) -> np.ndarray:
 
 def test_explore_scales_a_hook_point_and_shows_the_scaled_run(client):
     plain = run(client, stack="encoder.attn", layer=0)
-    scaled = run(client, stack="encoder.attn", layer=0, scale_hook="encoder.layers.0.attn.pattern", scale_factor=0)
+    scale = lesion_fields(scale={"hook": "encoder.layers.0.attn.pattern", "factor": 0})
+    scaled = run(client, stack="encoder.attn", layer=0, **scale)
     assert plain.status_code == scaled.status_code == 200 and 'id="translation-lesioned"' in scaled.text
     assert (
         figure_z(plain.text, "heatmap").max() > 0 and figure_z(scaled.text, "heatmap").max() == 0
@@ -140,17 +169,27 @@ def test_explore_scales_a_hook_point_and_shows_the_scaled_run(client):
         ({"text": "   "}, "the text is empty"),
         ({"text": "x" * 301}, "301 characters; the limit is 300"),
         ({"text": " ".join(["Hund"] * 60)}, "tokens; the limit is 40"),
-        ({"memory_size": 10}, "memory_size 10 is out of range"),
-        ({"memory_size": -1}, "memory_size"),
-        ({"memory_size": 2, "knockout": [2]}, "memory slot 2 is out of range"),
-        ({"block_reads": "sideways"}, "block_reads: Input should be 'none', 'encoder', 'decoder' or 'both'"),
+        (lesion_fields(memory_size={"size": 10}), "Memory size: size 10 is out of range for this model (0 to 9)"),
+        (lesion_fields(memory_size={"size": -1}), "Memory size: size: Input should be greater than or equal to 0"),
+        (lesion_fields(memory_size={"size": ""}), "Memory size: size: Field required"),
+        (lesion_fields(memory_size={"size": 2}, knockout_slots={"slots": [2]}), "memory slot 2 is out of range"),
+        (lesion_fields(knockout_slots={"slots": [9]}), "Knock out memory slots: slots 9 is out of range for this mod"),
+        (
+            lesion_fields(block_memory_reads={"stacks": "sideways"}),
+            "Block reads from memory: stacks: Input should be 'encoder', 'decoder' or 'both'",
+        ),
+        ({"lesion": "mask_memory"}, "mask_memory does not apply to this model; it takes memory_size, knockout_slots"),
+        ({"lesion": "sideways"}, "unknown lesion kind 'sideways'; the kinds are memory_size, knockout_slots"),
         ({"ablate": "decoder.layers.0.self_attn:7"}, "head [7] out of range for decoder.layers.0.self_attn.z (0 to 1)"),
         ({"ablate": "decoder.layers.0.self_attn"}, "cannot read head"),
         ({"ablate": "decoder.layers.0.self-attn:0"}, "cannot read head 'decoder.layers.0.self-attn:0'"),
         ({"ablate": "decoder.layers.5.self_attn:0"}, "unknown hook point 'decoder.layers.5.self_attn.z'"),
-        ({"scale_hook": "decoder.layers.9.ff.keys"}, "unknown hook point 'decoder.layers.9.ff.keys'"),
-        ({"scale_hook": "decoder layers"}, "scale_hook: String should match pattern"),
-        ({"scale_hook": "logits", "scale_factor": "nan"}, "scale_factor: Input should be a finite number"),
+        (lesion_fields(scale={"hook": "decoder.layers.9.ff.keys"}), "unknown hook point 'decoder.layers.9.ff.keys'"),
+        (lesion_fields(scale={"hook": "decoder layers"}), "Scale a hook point: hook: String should match pattern"),
+        (
+            lesion_fields(scale={"hook": "logits", "factor": "nan"}),
+            "Scale a hook point: factor: Input should be a finite number",
+        ),
         ({"stack": "encoder.mem.attn"}, "unknown stack"),
         ({"layer": 2}, "layer 2 is out of range"),
         ({"head": 2}, "head 2 is out of range"),
@@ -174,7 +213,9 @@ def test_tokens_are_escaped_in_the_page(client):
 
 def test_explore_attribution_fragment(client):
     response = client.post(
-        "/explore/attribution", data={"model": MODEL, "text": TEXT, "position": 0, "memory_size": 5}, headers=HTMX
+        "/explore/attribution",
+        data={"model": MODEL, "text": TEXT, "position": 0, **lesion_fields(memory_size={"size": 5})},
+        headers=HTMX,
     )
     assert response.status_code == 200 and 'id="figure-data-attribution"' in response.text
     assert "[mem4]" in response.text

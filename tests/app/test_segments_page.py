@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pytest
 
+from tests.app.conftest import lesion_fields
 from training.tasks.rmt_tasks import TOKENS, task_split, text
 
 SAMPLE = task_split("reverse", "test", 1)[0]
@@ -48,9 +49,13 @@ def test_the_page_offers_the_models_sample_and_its_memory_controls(client):
     assert page.status_code == 200
     assert "RMT, 4 memory tokens; segments of 17 tokens" in page.text and "trained on the reverse task" in page.text
     assert re.search(r"<textarea name=\"text\"[^>]*>[0-7]{24}&lt;bos&gt;[0-7]{24}</textarea>", page.text)
-    assert page.text.count('name="knockout"') == 4 and 'name="transplant_at"' in page.text
+    kinds = re.findall(r'<fieldset class="lesion" data-kind="([a-z_]+)">', page.text)
+    assert kinds == ["memory_size", "knockout_slots", "reset_memory", "transplant_memory", "noise_memory", "scale"]
+    assert page.text.count('name="knockout_slots.slots"') == 8  # up to twice the trained 4, those above 4 hidden
+    assert 'name="transplant_memory.donor"' in page.text
     xl = client.get("/segments?model=xl")
-    assert 'name="knockout"' not in xl.text and "cached states of earlier segments" in xl.text
+    assert re.findall(r'<fieldset class="lesion" data-kind="([a-z_]+)">', xl.text) == ["scale"]
+    assert "cached states of earlier segments" in xl.text
 
 
 def test_a_run_draws_the_strip_the_segment_and_the_memory_path(client):
@@ -89,11 +94,11 @@ def test_the_transformer_xl_map_shows_its_cache_and_has_no_memory_path(client):
 @pytest.mark.parametrize(
     "lesion",
     [
-        {"reset_at": 1},
-        {"knockout": [0, 2]},
-        {"noise_at": 1, "noise_scale": 3},
-        {"transplant_at": 2, "donor": OTHER},
-        {"knockout": [0, 1, 2, 3]},
+        lesion_fields(reset_memory={"segment": 1}),
+        lesion_fields(knockout_slots={"slots": [0, 2]}),
+        lesion_fields(noise_memory={"segment": 1, "scale": 3}),
+        lesion_fields(transplant_memory={"segment": 2, "donor": OTHER}),
+        lesion_fields(knockout_slots={"slots": [0, 1, 2, 3]}),
     ],  # every slot: the read memory, which attends memory alone, then attends nothing
 )
 def test_every_lesion_changes_the_run_after_its_segment_and_is_marked(client, lesion):
@@ -114,21 +119,26 @@ def test_every_lesion_changes_the_run_after_its_segment_and_is_marked(client, le
 def test_bad_segment_input_gets_a_clear_4xx(client):
     cases = [
         ({"segment": 3}, "segment 3 is out of range: this input has 3"),
-        ({"reset_at": 7}, "reset at segment 7: this input has 3 segments"),
-        ({"transplant_at": 1}, "give the other input whose memory to transplant"),
+        (lesion_fields(reset_memory={"segment": 7}), "reset at segment 7: this input has 3 segments"),
         (
-            {"transplant_at": 2, "donor": "0123"},
+            lesion_fields(transplant_memory={"segment": 1}),
+            "Transplant another input&#39;s memory: donor: Field required",
+        ),
+        (
+            lesion_fields(transplant_memory={"segment": 2, "donor": "0123"}),
             "the donor input has 4 tokens; it reaches segment 2 only with at least 34",
         ),
-        ({"knockout": [9]}, "memory slots [9] are out of range"),
+        (lesion_fields(knockout_slots={"slots": [9]}), "slots 9 is out of range for this model (0 to 7)"),
+        (lesion_fields(memory_size={"size": 2}, knockout_slots={"slots": [3]}), "memory slots [3] are out of range"),
         ({"head": 2}, "head 2 is out of range (0 to 1)"),
-        ({"noise_at": 1, "noise_scale": 0}, "noise_scale"),
+        (lesion_fields(noise_memory={"segment": 1, "scale": 0}), "Add noise to the memory at a segment: scale: Input"),
         ({"layer": 5}, "layer 5 is out of range"),
     ]
     for fields, message in cases:
         response = run(client, **fields)
         assert 400 <= response.status_code < 500 and message in response.text, (fields, response.text[-400:])
-    assert run(client, model="xl", reset_at=1).status_code == 400  # no memory to reset
+    xl = run(client, model="xl", **lesion_fields(reset_memory={"segment": 1}))  # no memory to reset
+    assert xl.status_code == 400 and "reset_memory does not apply to this model; it takes scale" in xl.text
     assert 400 <= client.post("/segments/run", data={"model": "rmt", "text": ""}).status_code < 500
 
 

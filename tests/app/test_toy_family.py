@@ -18,7 +18,7 @@ from app.main import create_app
 from app.settings import Settings
 from inference.core.checkpoint import CheckpointRegistry, save_checkpoint
 from inference.core.family import LoadedModel, build_model
-from tests.app.conftest import HTMX
+from tests.app.conftest import HTMX, lesion_fields
 from tests.app.test_routes import figure_z
 from tests.toy_family.family import ToySegmentsFamily
 from tests.toy_family.model import ToyRecord, ToySegmentsConfig
@@ -77,8 +77,14 @@ def test_the_home_page_links_the_toy_to_the_pages_its_capabilities_allow(toy_cli
 def test_the_explore_page_offers_the_controls_of_what_the_toy_can_do(toy_client):
     page = toy_client.get(f"/explore?model={MODEL}").text
     assert 'name="call"' in page and "Segment" in page  # it runs its layer once per segment
-    assert 'name="memory_size"' in page and 'max="4"' in page  # state slots: 2 trained, lesions up to 4
-    assert 'name="knockout"' not in page and 'name="decoding"' not in page  # no [mem] slots, no beam search
+    assert 'name="memory_size.size" min="0" max="4" value="2"' in page  # state slots: 2 trained, lesions up to 4
+    assert 'name="knockout_slots.slots"' not in page and 'name="decoding"' not in page  # no [mem] slots, no beam
+    kinds = re.findall(r'<fieldset class="lesion" data-kind="([a-z_]+)">', page)
+    assert kinds == [
+        "memory_size",
+        "toy_rotate_state",
+        "scale",
+    ]  # the shared kinds the toy takes, its own; scale folded
     assert '<option value="carry.enter">' in page  # its own hook points, for the scale lesion
 
 
@@ -107,11 +113,11 @@ def test_a_segment_out_of_range_is_refused_with_the_range(toy_client):
 
 def test_lesions_apply_to_the_toy(toy_client):
     plain = figure(run(toy_client, call=2), "heatmap")["data"][0]
-    reset = run(toy_client, call=2, scale_hook="carry.enter", scale_factor=0)  # the carried state zeroed
+    reset = run(toy_client, call=2, **lesion_fields(scale={"hook": "carry.enter", "factor": 0}))  # state zeroed
     assert "the views show the lesioned run" in reset
     zeroed = figure(reset, "heatmap")["data"][0]
     assert zeroed["y"] == plain["y"] and zeroed["z"] != plain["z"]
-    larger = figure(run(toy_client, call=2, memory_size=3), "heatmap")["data"][0]
+    larger = figure(run(toy_client, call=2, **lesion_fields(memory_size={"size": 3})), "heatmap")["data"][0]
     assert larger["y"][:3] == ["0 [state0]", "1 [state1]", "2 [state2]"]
 
 
@@ -136,7 +142,7 @@ def test_the_segments_page_serves_the_toy_by_its_capabilities_alone(toy_client):
     ).group(1)
     assert f'href="/segments?model={MODEL}"' in row
     page = toy_client.get(f"/segments?model={MODEL}")
-    assert page.status_code == 200 and 'name="reset_at"' not in page.text  # no memory tokens: no memory lesions
+    assert page.status_code == 200 and 'name="reset_memory.segment"' not in page.text  # no memory tokens
     response = toy_client.post("/segments/run", data={"model": MODEL, "text": TEXT, "segment": 1}, headers=HTMX)
     assert response.status_code == 200, response.text
     assert figure(response.text, "segment")["layout"]["title"]["text"].endswith("segment 1")
@@ -168,7 +174,7 @@ def test_a_bug_in_a_familys_run_is_a_500_with_an_error_id_and_its_traceback_logg
 
 def test_the_toy_lesion_kind_is_in_the_explore_form_with_its_bounds(toy_client):
     page = toy_client.get(f"/explore?model={MODEL}").text
-    form = re.search(r'<fieldset class="family-lesion" data-kind="toy_rotate_state">(.*?)</fieldset>', page, re.S)
+    form = re.search(r'<fieldset class="lesion" data-kind="toy_rotate_state">(.*?)</fieldset>', page, re.S)
     assert form, "the toy's own lesion kind is not in the form"
     assert "Rotate the carried state" in form.group(1)
     assert re.search(r'name="toy_rotate_state.shift"[^>]*min="1"[^>]*max="7"', form.group(1))

@@ -16,7 +16,7 @@ from app.main import create_app
 from inference.core import measured_examples
 from inference.core.checkpoint import save_checkpoint
 from inference.core.places import MEMORY_EXAMPLES_FILE, REPO_ROOT
-from tests.app.conftest import HTMX
+from tests.app.conftest import HTMX, lesion_fields
 from tests.app.test_jobs import upload, wait_for
 from tests.conftest import make_tiny_working_memory
 from training.studies.memory_examples import working_memory_checkpoints
@@ -69,7 +69,7 @@ def test_lesions_show_as_a_second_run(client, tiny_tokenizer):
     forced = run(client, **forcing("Hund")).text
     written = tiny_tokenizer.display_tokens(tiny_tokenizer.encode("Hund"))  # the typed word's pieces, in order
     assert memory_in(forced, "stream-lesioned")[: len(written)] == written
-    none = run(client, memory_size=0).text
+    none = run(client, **lesion_fields(memory_size={"size": 0})).text
     assert memory_in(none, "stream-lesioned") == [] and "memory size 0" in none
 
 
@@ -77,7 +77,8 @@ def test_lesions_show_as_a_second_run(client, tiny_tokenizer):
     ("form", "status", "message"),
     [
         ({"text": "  "}, 400, "the text is empty"),
-        ({"memory_size": 7}, 400, "allows 0 to 6"),
+        (lesion_fields(memory_size={"size": 7}), 400, "Memory size: size 7 is out of range for this model (0 to 6)"),
+        (lesion_fields(knockout_slots={"slots": [0]}), 400, "knockout_slots does not apply to this model; it takes"),
         ({"layer": 2}, 400, "layer 2 is out of range"),
         ({"seed": -1}, 422, "seed"),
         (forcing("Hund Park Wiese Kind Frau"), 400, "do not fit a memory of 3"),
@@ -109,7 +110,10 @@ def test_api_memory_returns_stream_steps_and_attention(client):
     knockout = client.post(
         "/api/memory", json={"model": WM, "text": TEXT, "interventions": [{"kind": "knockout_slots", "slots": [0]}]}
     )
-    assert knockout.status_code == 400 and "a working-memory model has none" in knockout.json()["detail"]
+    assert knockout.status_code == 400 and knockout.json()["detail"] == (
+        "knockout_slots does not apply to this working_memory model; it takes memory_size, scale, mask_memory, "
+        "force_memory"
+    )
 
 
 def test_cyrillic_input_round_trips(client):
@@ -196,7 +200,14 @@ def lesioned_translation(fragment: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "form", [{"memory_size": 0}, {"memory_size": 1}, {"memory_size": 6}, {"lesion": "mask_memory"}, forcing("Park")]
+    "form",
+    [
+        lesion_fields(memory_size={"size": 0}),
+        lesion_fields(memory_size={"size": 1}),
+        lesion_fields(memory_size={"size": 6}),
+        {"lesion": "mask_memory"},
+        forcing("Park"),
+    ],
 )
 def test_the_outcome_says_differences_only_when_the_translation_differs(client, form):
     for seed in range(3):
@@ -240,7 +251,9 @@ def test_an_input_without_memory_says_that_the_controls_have_nothing_to_act_on(s
     assert (
         'id="figure-memory-attention"' not in fragment and "this run wrote no memory tokens" in fragment
     )  # no empty heatmap
-    masked = shy_client.post("/memory/run", data={**form, "lesion": "mask_memory", "memory_size": 6}, headers=HTMX).text
+    masked = shy_client.post(
+        "/memory/run", data={**form, **lesion_fields(mask_memory={}, memory_size={"size": 6})}, headers=HTMX
+    ).text
     assert (
         outcome_of(masked)
         == "Nothing changed: this input wrote no memory tokens, so memory size and mask have nothing to act on."

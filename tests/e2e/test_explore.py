@@ -35,11 +35,12 @@ def test_memory_slider_changes_translation_and_heatmaps(page, server_url):
     open_explore(page, server_url)
     keys_before = heatmap_keys(page)
     assert sum("[mem" in key for key in keys_before) == 10
-    slider = page.locator("input[name=memory_size]")
+    slider = page.locator("input[name='memory_size.size']")
     with page.expect_response(lambda response: response.url.endswith("/explore/run")):
         slider.fill("0")  # fires input and change, as a released drag does
     page.wait_for_selector("#translation-lesioned")
-    assert page.text_content("#memory-size-value") == "0"
+    assert page.text_content("fieldset[data-kind=memory_size] .slider-value") == "0"
+    assert page.is_checked("input[name=lesion][value=memory_size]")  # moving the slider asked for the lesion
     keys_after = heatmap_keys(page)
     assert not any("[mem" in key for key in keys_after)
     assert len(keys_after) == len(keys_before) - 10
@@ -91,7 +92,8 @@ def test_scaling_a_hook_point_reruns_and_the_views_follow(page, server_url):
     open_explore(page, server_url)
     assert page.input_value("select[name=stack]") == "encoder.attn" and page.input_value("select[name=layer]") == "0"
     assert heatmap_max(page) > 0
+    page.click("details.more-lesions > summary")  # the scale kind is folded under the model's other kinds
     with page.expect_response(lambda response: response.url.endswith("/explore/run")):
-        page.select_option("select[name=scale_hook]", "encoder.layers.0.attn.pattern")  # by the default factor, 0
+        page.select_option("select[name='scale.hook']", "encoder.layers.0.attn.pattern")  # by the default factor, 0
     page.wait_for_selector("#translation-lesioned")
     assert page.text_content("#translation-plain").strip() and heatmap_max(page) == 0

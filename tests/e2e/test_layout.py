@@ -116,7 +116,7 @@ def test_explore_runs(page, server_url, swaps):
 def test_lesion_toggles(page, server_url, swaps):
     explore(page, server_url)
     for i in range(swaps):
-        swap(page, page.set_checked, "input[name=knockout][value='0']", i % 2 == 0)
+        swap(page, page.set_checked, "input[name='knockout_slots.slots'][value='0']", i % 2 == 0)
     assert_layout(page, 3)
 
 
@@ -124,8 +124,8 @@ def test_lesion_toggles(page, server_url, swaps):
 def test_memory_size_changes(page, server_url, swaps):
     explore(page, server_url)
     for size in ["5", "0", "15", "3", "10"][:swaps]:
-        swap(page, page.fill, "input[name=memory_size]", size)
-    assert page.text_content("#memory-size-value") == size
+        swap(page, page.fill, "input[name='memory_size.size']", size)
+    assert page.text_content("fieldset[data-kind=memory_size] .slider-value") == size
     assert_layout(page, 3)
 
 

@@ -32,8 +32,14 @@ def open_segments(page, url: str, model: str = "rmt") -> None:
 
 def type_number(page, name: str, value: str) -> None:
     """Type into a number field and leave it, as a person does: the change re-runs the model."""
-    page.fill(f"input[name={name}]", value)
-    page.press(f"input[name={name}]", "Tab")
+    page.fill(f"input[name='{name}']", value)
+    page.press(f"input[name='{name}']", "Tab")
+
+
+def type_text(page, name: str, value: str) -> None:
+    """Type into a text box and leave it."""
+    page.fill(f"textarea[name='{name}']", value)
+    page.press(f"textarea[name='{name}']", "Tab")
 
 
 def box(page, selector: str) -> tuple[int, int]:
@@ -63,24 +69,31 @@ def test_segment_layer_and_head_redraw_the_map_which_keeps_its_shape(page, segme
 
 
 @pytest.mark.parametrize(
-    ("control", "value"), [("reset_at", "1"), ("noise_at", "1"), ("knockout", None), ("transplant_at", "2")]
+    ("control", "value"),
+    [
+        ("reset_memory.segment", "1"),
+        ("noise_memory.segment", "1"),
+        ("knockout", None),
+        ("transplant_memory.segment", "2"),
+    ],
 )
 def test_every_memory_lesion_adds_the_lesioned_and_changed_rows(page, segments_server, control, value):
     open_segments(page, segments_server)
     assert strip_rows(page) == ["plain"]
     if control == "knockout":
-        swap(page, page.check, "input[name=knockout][value='1']")
-    elif control == "transplant_at":
-        page.fill("textarea[name=donor]", DONOR)
+        swap(page, page.check, "input[name='knockout_slots.slots'][value='1']")
+    elif control == "transplant_memory.segment":
+        swap(page, type_text, page, "transplant_memory.donor", DONOR)  # its segment still empty: a plain run
+        assert strip_rows(page) == ["plain"] and not page.is_checked("input[name=lesion][value=transplant_memory]")
         swap(page, type_number, page, control, value)
     else:
         swap(page, type_number, page, control, value)
     assert strip_rows(page) == ["plain", "lesioned", "changed"]
     said = {
-        "reset_at": "memory reset at segment 1",
-        "noise_at": "noise of scale 0.5 added to the memory at segment 1 (seed 0)",
+        "reset_memory.segment": "memory reset at segment 1",
+        "noise_memory.segment": "noise of scale 0.5 added to the memory at segment 1 (seed 0)",
         "knockout": "memory slot 1 knocked out",
-        "transplant_at": "another input's memory transplanted into segment 2",
+        "transplant_memory.segment": "another input's memory transplanted into segment 2",
     }
     assert page.text_content(".lesion-note").startswith(said[control] + ": ")
     assert page.locator("#accuracy-lesioned").is_visible()
@@ -89,7 +102,7 @@ def test_every_memory_lesion_adds_the_lesioned_and_changed_rows(page, segments_s
 
 def test_a_lesion_out_of_range_is_said_on_the_page(page, segments_server):
     open_segments(page, segments_server)
-    type_number(page, "reset_at", "9")
+    type_number(page, "reset_memory.segment", "9")
     page.wait_for_selector("#errors .error", timeout=30_000)
     assert "reset at segment 9: this input has 3 segments" in page.text_content("#errors .error")
 
@@ -98,7 +111,7 @@ def test_transformer_xl_shows_its_cache_and_no_lesion_controls(page, segments_se
     open_segments(page, segments_server, model="xl")
     swap(page, type_number, page, "segment", "2")
     labels = page.locator("#figure-segment .annotation-text").all_text_contents()
-    assert "sequence → cache" in labels and page.locator("input[name=reset_at]").count() == 0
+    assert "sequence → cache" in labels and page.locator("input[name='reset_memory.segment']").count() == 0
     assert_layout(page, figures=2)
 
 
@@ -111,7 +124,7 @@ def test_memory_added_to_the_shipped_gpt2_copies_until_it_is_reset(page, server_
     page.wait_for_selector("#figure-segment .main-svg", timeout=90_000)
     assert page.text_content("#accuracy-plain").strip() == "100.0%"
     assert_layout(page, figures=4)
-    swap(page, type_number, page, "reset_at", "1")
+    swap(page, type_number, page, "reset_memory.segment", "1")
     assert strip_rows(page) == ["plain", "lesioned", "changed"]
     assert page.text_content(".lesion-note").startswith("memory reset at segment 1: ")
     assert float(page.text_content("#accuracy-lesioned").strip().rstrip("%")) < 50
@@ -139,7 +152,7 @@ def test_the_shipped_rmt_language_model_states_what_its_memory_is_worth(page, se
     assert box["x"] >= 0 and box["x"] + box["width"] <= page.viewport_size["width"]
     for control in ("#segments button[type=submit]", "textarea[name=text]", "select[name=model]"):
         assert not overlaps(box, page.locator(control).bounding_box()), control
-    swap(page, type_number, page, "reset_at", "1")
+    swap(page, type_number, page, "reset_memory.segment", "1")
     assert strip_rows(page) == ["plain", "lesioned", "changed"]
     assert page.locator("#carried-state").bounding_box() == box
     assert_layout(page, figures=4)

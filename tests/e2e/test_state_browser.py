@@ -74,8 +74,9 @@ def test_a_lesion_reruns_and_marks_the_changed_output_keeping_the_figures_shape(
     page.fill("input[name='edit_state.start']", "3")  # the state edit's fields, from its kind's model
     page.fill("input[name='edit_state.stop']", "6")
     page.fill("input[name='edit_state.from_step']", "10")
-    page.select_option("select[name='edit_state.mode']", "zero")
-    swap(page, page.check, "input[name=lesion][value=edit_state]")
+    assert not page.is_checked("input[name=lesion][value=edit_state]")  # its mode, which it requires, not chosen
+    swap(page, page.select_option, "select[name='edit_state.mode']", "zero")  # the last field it requires: it runs
+    assert page.is_checked("input[name=lesion][value=edit_state]")
     assert page.text_content("#output-plain") == "000000010"
     assert page.locator("#output-lesioned .diff-removed, #output-lesioned .diff-added").count() >= 1
     assert page.locator("#output-lesioned").is_visible()

@@ -72,7 +72,8 @@ def explored_at(page, url: str, segment: int) -> str:
 def test_a_lesion_on_the_carried_state_redraws_the_maps(page, toy_server):
     url, _ = toy_server
     before = explored_at(page, url, 1)
-    swap(page, page.select_option, "select[name=scale_hook]", "carry.enter")
+    page.click("details.more-lesions > summary")  # the scale kind is folded under the model's other kinds
+    swap(page, page.select_option, "select[name='scale.hook']", "carry.enter")
     assert "the views show the lesioned run" in page.text_content(".lesion-note")
     assert page.text_content("#figure-data-heatmap") != before
     assert_layout(page, figures=4)
@@ -83,7 +84,7 @@ def test_the_toy_lesion_kind_is_a_control_of_its_own_that_redraws_the_maps(page,
     clear of the other controls; checking it re-runs the view lesioned and says the lesion in words."""
     url, _ = toy_server
     before = explored_at(page, url, 2)
-    kind = page.locator("fieldset.family-lesion[data-kind=toy_rotate_state]")
+    kind = page.locator("fieldset.lesion[data-kind=toy_rotate_state]")
     assert kind.is_visible() and "Rotate the carried state" in kind.text_content()
     shift = kind.locator("input[name='toy_rotate_state.shift']")
     assert (shift.get_attribute("min"), shift.get_attribute("max"), shift.input_value()) == ("1", "7", "1")

@@ -90,7 +90,7 @@ def rerun(page, action) -> None:
 
 
 def set_memory_size(page, size: int) -> None:
-    page.locator("input[name=memory_size]").evaluate(
+    page.locator("input[name='memory_size.size']").evaluate(
         "(e, size) => { e.value = size; e.dispatchEvent(new Event('change', {bubbles: true})); }", size
     )
 
@@ -116,7 +116,8 @@ def test_an_input_without_memory_says_so_and_force_memory_writes_it(page, server
     assert "differences marked" not in page.text_content(".translations")
     rerun(page, lambda: page.uncheck("input[name=lesion][value=mask_memory]"))
     page.fill('input[name="force_memory.tokens"]', "Katze")  # the kind's field, from its model: words
-    rerun(page, lambda: page.check("input[name=lesion][value=force_memory]"))
+    assert page.is_checked("input[name=lesion][value=force_memory]")  # typing its one required field asks for it
+    rerun(page, lambda: page.press('input[name="force_memory.tokens"]', "Tab"))  # leaving the field runs it
     assert page.locator("#stream-lesioned .wm-token").all_text_contents() == ["Katze"]
     assert page.locator("#steps tbody tr.wm-row td:nth-child(3)").all_text_contents() == ["memory (forced)"]
     assert page.text_content("#lesion-outcome").startswith("The translation changed")

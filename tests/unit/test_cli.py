@@ -52,7 +52,9 @@ def test_translate_shows_working_memory_and_takes_its_lesions(tiny_tokenizer, tm
     assert main(args + ["--lesion", '{"kind": "force_memory", "tokens": []}', "ein Hund"]) == 2
     assert "--lesion: Tuple should have at least 1 item" in capsys.readouterr().err
     assert main(args + ["--knockout", "0", "--", "ein Hund"]) == 2
-    assert "working-memory model has none" in capsys.readouterr().err
+    assert "knockout_slots does not apply to this working_memory model; it takes memory_size, scale" in (
+        capsys.readouterr().err
+    )
 
 
 def test_models_shows_a_language_model_with_its_perplexity(tiny_tokenizer, tmp_path, capsys):

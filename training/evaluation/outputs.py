@@ -19,9 +19,8 @@ import json
 from pathlib import Path
 
 from inference.core.capabilities import Capability
-from inference.core.controls import LesionControls, lesion_interventions
 from inference.core.family import LoadedModel, capabilities_of
-from inference.core.interventions import NO_INTERVENTIONS, Interventions
+from inference.core.interventions import NO_INTERVENTIONS, Interventions, MemorySize
 from inference.runs.lesion import lesion_sizes
 from inference.runs.memory_corpus import memory_lesions
 from inference.runs.translate import translate_all
@@ -51,7 +50,7 @@ def conditions(loaded: LoadedModel) -> dict[str, Interventions]:
     if config.memory_size:
         for size in lesion_sizes(config.memory_size, config.max_memory_size):
             if size != config.memory_size:
-                asked[memory_condition(size)] = lesion_interventions(LesionControls(memory_size=size))
+                asked[memory_condition(size)] = Interventions.of(MemorySize(size=size))
     if Capability.WORKING_MEMORY in capabilities_of(config):
         asked[MASKED] = memory_lesions()["masked"]
     return asked

@@ -10,14 +10,21 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability
-from inference.core.family import FamilyDefaults, LoadedModel
+from inference.core.family import FamilyDefaults, LoadedModel, lesions_in_order
 from inference.core.hooks import HookFn, HookPoint
 from inference.core.interventions import (
     Intervention,
     KnockoutSlots,
 )
+from inference.core.lesion_kinds import LesionKind
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.segment_memory import SEGMENT_AXES, knocked_out_slots, memory_lesion_hooks, segment_trace
+from inference.core.segment_memory import (
+    MEMORY_TOKEN_LESIONS,
+    SEGMENT_AXES,
+    knocked_out_slots,
+    memory_lesion_hooks,
+    segment_trace,
+)
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
 from inference.families.hugging_face.memory_model import FAMILY_NAME, MemoryAugmentedLM, PretrainedMemoryConfig
@@ -38,6 +45,9 @@ class PretrainedMemoryFamily(FamilyDefaults):
 
     def capabilities(self, config: PretrainedMemoryConfig) -> frozenset[Capability]:
         return frozenset({Capability.ATTENTION, Capability.SEGMENTS, Capability.NEXT_TOKEN, Capability.MEMORY_TOKENS})
+
+    def applicable_lesions(self, config: PretrainedMemoryConfig) -> tuple[type[LesionKind], ...]:
+        return lesions_in_order(super().applicable_lesions(config), MEMORY_TOKEN_LESIONS)
 
     def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
         return next_token_loss(model, batch, objective.label_smoothing)

@@ -12,11 +12,12 @@ from torch import nn
 from inference.core.axes import ENCODER_DECODER_AXES, AxisKey, AxisPart, TokenAxis
 from inference.core.capabilities import Capability, config_of
 from inference.core.decoding import strip_after_eos
-from inference.core.family import FamilyDefaults, LoadedModel
+from inference.core.family import FamilyDefaults, LoadedModel, lesions_in_order
 from inference.core.ff_memories import FFMemories, decoder_ff_memories
 from inference.core.hook_names import MASK, kind_of
 from inference.core.hooks import HookFn, HookPoint, hook_points
 from inference.core.interventions import BlockMemoryReads, Intervention, InterventionError, Interventions, KnockoutSlots
+from inference.core.lesion_kinds import LesionKind
 from inference.core.losses import StepObjective, teacher_forced_loss
 from inference.core.trace import Role, Trace, TraceRequest
 from inference.core.tracing import (
@@ -56,6 +57,10 @@ class MemoryTransformerFamily(FamilyDefaults):
 
     def build(self, config: MemoryTransformerConfig) -> MemoryTransformer:
         return MemoryTransformer(config)
+
+    def applicable_lesions(self, config: MemoryTransformerConfig) -> tuple[type[LesionKind], ...]:
+        slots = (KnockoutSlots, BlockMemoryReads) if config.max_memory_size else ()
+        return lesions_in_order(super().applicable_lesions(config), slots)
 
     def training_loss(self, model: nn.Module, batch: Any, objective: StepObjective) -> torch.Tensor:
         return teacher_forced_loss(model, batch, objective.label_smoothing)

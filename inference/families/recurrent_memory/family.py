@@ -10,13 +10,14 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability
-from inference.core.family import FamilyDefaults, LoadedModel
+from inference.core.family import FamilyDefaults, LoadedModel, lesions_in_order
 from inference.core.hooks import HookFn
 from inference.core.interventions import (
     Intervention,
 )
+from inference.core.lesion_kinds import LesionKind
 from inference.core.losses import StepObjective, next_token_loss
-from inference.core.segment_memory import SEGMENT_AXES, memory_lesion_hooks, segment_trace
+from inference.core.segment_memory import MEMORY_TOKEN_LESIONS, SEGMENT_AXES, memory_lesion_hooks, segment_trace
 from inference.core.trace import Trace, TraceRequest
 from inference.core.tracing import model_as
 from inference.families.recurrent_memory.lesions import knockout_hooks
@@ -46,6 +47,9 @@ class RecurrentMemoryFamily(FamilyDefaults):
         found |= {Capability.MEMORY_TOKENS} if config.memory_size else set()
         found |= {Capability.SEGMENT_CACHE} if config.cache_length else set()
         return frozenset(found)
+
+    def applicable_lesions(self, config: RecurrentMemoryConfig) -> tuple[type[LesionKind], ...]:
+        return lesions_in_order(super().applicable_lesions(config), MEMORY_TOKEN_LESIONS if config.memory_size else ())
 
     def trace(self, loaded: LoadedModel, request: TraceRequest) -> Trace:
         """One teacher-forced pass over the text, segment by segment (inference.core.segment_memory.segment_trace)."""

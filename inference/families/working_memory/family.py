@@ -17,11 +17,9 @@ from inference.core.ff_memories import FFMemories, decoder_ff_memories
 from inference.core.hook_names import MASK, WORKING_MEMORY_CHOICE, WORKING_MEMORY_WRITTEN, kind_of
 from inference.core.hooks import HookFn, HookPoint, hook_points, select_hook_names
 from inference.core.interventions import (
-    BlockMemoryReads,
     Intervention,
     InterventionError,
     Interventions,
-    KnockoutSlots,
 )
 from inference.core.losses import StepObjective
 from inference.core.memory_decisions import CHOICE_COLUMN, MEMORY_TYPE, TARGET_TYPE
@@ -152,10 +150,6 @@ class WorkingMemoryFamily(FamilyDefaults):
     def intervention_hooks(
         self, model: WorkingMemoryTransformer, intervention: Intervention, memory_size: int
     ) -> list[tuple[str, HookFn]] | None:
-        if isinstance(intervention, KnockoutSlots | BlockMemoryReads):
-            raise InterventionError(
-                f"{intervention.kind} acts on [mem] slots; a working-memory model has none (use mask_memory)"
-            )
         if isinstance(intervention, MaskMemory):
             return _mask_memory_hooks(model)
         if isinstance(intervention, ForceMemory):
