@@ -40,7 +40,7 @@ EXPLORE = Page(
     "explore",
     "/explore",
     "attention",
-    lambda c: C.ATTENTION in c and C.WORKING_MEMORY not in c,  # a working-memory decoder's views are /memory
+    lambda c: C.ATTENTION in c,  # a working-memory decoder's own views are /memory, its attention here too
     home_to=lambda c: C.GENERATES_TEXT not in c,  # a language model's own page is its FF memories
     opens_with=("POST", "/explore/run"),
 )

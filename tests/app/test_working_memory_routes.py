@@ -155,17 +155,27 @@ def test_attribution_onto_slots_is_refused_for_working_memory(client):
     response = client.post("/api/attribution", json={"model": WM, "text": TEXT, "position": 0})
     assert response.status_code == 400
     assert response.json()["detail"] == (
-        f"{WM} is not a token-and-slot attribution model: its views are on the working memory (/memory) and FF "
-        "memories (/ff) pages; "
+        f"{WM} is not a token-and-slot attribution model: its views are on the working memory (/memory), explore "
+        "(/explore) and FF memories (/ff) pages; "
         "token-and-slot attribution models: tiny_membottleneck, tiny_memtransformer, tiny_transformer"
     )
 
 
-def test_explore_points_a_working_memory_model_to_its_page(client):
-    response = client.get("/explore", params={"model": WM, "text": "Собака"})
-    assert response.status_code == 400
-    where = f"/memory?model={WM}&amp;text=%D0%A1%D0%BE%D0%B1%D0%B0%D0%BA%D0%B0"  # the input kept
-    assert f'{WM} is shown on <a href="{where}">the working memory page</a>' in response.text
+def test_explore_shows_a_working_memory_models_attention_under_its_own_lesions(client):
+    """Explore takes every model with attention: the working-memory decoder's maps, with the lesion kinds its family
+    declares (its own mask and forced memory beside the memory size); its own page stays the Working memory page."""
+    page = client.get("/explore", params={"model": WM, "text": TEXT}).text
+    kinds = re.findall(r'<fieldset class="lesion" data-kind="([a-z_]+)">', page)
+    assert kinds == ["memory_size", "mask_memory", "force_memory", "scale"]
+    masked = client.post(
+        "/explore/run",
+        data={"model": WM, "text": TEXT, "stack": "decoder.self_attn", "lesion": "mask_memory"},
+        headers=HTMX,
+    )
+    assert masked.status_code == 200 and 'class="lesion-note">memory masked' in masked.text
+    home = client.get("/").text
+    row = re.search(rf'<td class="name">{WM}<br><small class="pages">(.*?)</small>', home, re.S).group(1)
+    assert row.index(f'href="/memory?model={WM}"') < row.index(f'href="/explore?model={WM}"')  # its own page first
 
 
 def test_address_with_a_seed_reproduces_the_view(client):
