@@ -48,11 +48,11 @@ def list_models(args: argparse.Namespace) -> int:
         print(f"no checkpoints under {', '.join(str(root) for root in registry.roots)}")
     for name, entry in registry.entries.items():
         if entry.ok and entry.config is not None:
-            tests = {split: bleu for split, bleu in entry.metrics.get("bleu", {}).items() if split != "val"}
+            tests = {split: bleu for split, bleu in (entry.metrics.bleu or {}).items() if split != "val"}
             scores = [f"BLEU {split} {bleu:.2f}" for split, bleu in tests.items()]
             scores += [
                 f"word perplexity {split} {value:.1f}"
-                for split, value in entry.metrics.get("word_perplexity", {}).items()
+                for split, value in (entry.metrics.word_perplexity or {}).items()
                 if split.startswith("wikitext103")
             ]
             print(f"{name:28s} {entry.kind:32s} memory {entry.config.memory_size:3d}  {' '.join(scores) or 'BLEU -'}")

@@ -27,10 +27,10 @@ def models(gateway: GatewayDep) -> ModelsResponse:
                 config=asdict(entry.config),
                 capabilities=sorted(gateway.capabilities(name)),
                 meta=entry.record.as_json(),
-                bleu=entry.metrics.get("bleu"),
-                chrf=entry.metrics.get("chrf"),
-                lesion=entry.metrics.get("lesion"),
-                word_perplexity=entry.metrics.get("word_perplexity"),
+                bleu=entry.metrics.bleu,
+                chrf=entry.metrics.chrf,
+                lesion=entry.metrics.lesion,
+                word_perplexity=entry.metrics.word_perplexity,
                 carried_state=None if measured is None else measured.fields(),
             )
         )

@@ -27,7 +27,6 @@ from app.services.gating import PageModel
 from app.services.pages import SEGMENTS
 from app.services.segments import run_segments, segment_controls
 from inference.analyses.carried_state import carried_state_measure
-from inference.core.checkpoint import MEMORY_PROBE_KEY
 
 router = APIRouter(include_in_schema=False)
 SegmentsModel = Annotated[PageModel, Depends(ModelFor(SEGMENTS))]
@@ -67,8 +66,9 @@ def segments_run(
     figures = {}
     if run.plain_hits is not None:
         figures["strip"] = figure_json(hits_strip(run.tokens, run.spans, run.plain_hits, run.lesioned_hits))
-    if MEMORY_PROBE_KEY in model.loaded.metrics:  # measured offline (python -m training memory-probe): near the top
-        figures["probe"] = figure_json(probe_figure(model.loaded.metrics[MEMORY_PROBE_KEY], segment))
+    probed = model.loaded.metrics.memory_probe  # measured offline (python -m training memory-probe): near the top
+    if probed is not None:
+        figures["probe"] = figure_json(probe_figure(probed, segment))
     figures["segment"] = figure_json(segment_attention(run.view, head, autoscale))
     if run.path is not None:
         figures["operations"] = figure_json(memory_operations_grid(run.operations, run.controls.stack))

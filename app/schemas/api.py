@@ -20,6 +20,7 @@ from inference.core.bounds import MAX_COMPARED_MODELS, MAX_INDEX, MAX_NAME_CHARS
 from inference.core.capabilities import Capability
 from inference.core.decoding import Decoding
 from inference.core.interventions import Interventions
+from inference.core.model_results import LesionCurve, Scores
 from inference.core.trace import Role
 
 DEMO_TEXT = "Ein Hund läuft über die Wiese."
@@ -246,10 +247,10 @@ class ModelInfo(BaseModel):
     config: dict[str, Any]
     capabilities: list[Capability] = Field(description="what the model can do; pages and views follow from these")
     meta: dict[str, Any]
-    bleu: dict[str, float] | None
-    chrf: dict[str, float] | None
-    lesion: dict[str, Any] | None
-    word_perplexity: dict[str, float] | None
+    bleu: Scores | None
+    chrf: Scores | None
+    lesion: LesionCurve | None
+    word_perplexity: Scores | None
     carried_state: dict[str, Any] | None = Field(
         description="a segment language model's perplexity as trained and with what it carries between segments "
         "removed, measured offline, with the difference's bootstrap interval and its verdict; null: not measured"

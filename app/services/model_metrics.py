@@ -4,12 +4,17 @@ test"), so a language model's perplexity never sits under a BLEU header."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from inference.core.checkpoint import RegistryEntry
+from inference.core.model_results import ModelResults, Scores
 
-# metric key in metrics.json -> (header word, value format)
-METRICS = {"bleu": ("BLEU", "{:.2f}"), "word_perplexity": ("word perplexity", "{:.1f}")}
+# a score of the results -> (header word, value format, the scores by split)
+METRICS: dict[str, tuple[str, str, Callable[[ModelResults], Scores | None]]] = {
+    "bleu": ("BLEU", "{:.2f}", lambda results: results.bleu),
+    "word_perplexity": ("word perplexity", "{:.1f}", lambda results: results.word_perplexity),
+}
 TEST_SETS = {
     "test_2016_flickr": "Multi30k test 2016",
     "test_tatoeba": "Tatoeba test (ru-en)",
@@ -29,9 +34,10 @@ class MetricColumn:
     def header(self) -> str:
         return f"{METRICS[self.metric][0]} {TEST_SETS.get(self.split, self.split.replace('_', ' '))}"
 
-    def cell(self, metrics: dict) -> str:
-        value = metrics.get(self.metric, {}).get(self.split)
-        return METRICS[self.metric][1].format(value) if isinstance(value, int | float) else "-"
+    def cell(self, results: ModelResults) -> str:
+        _, shown, scores = METRICS[self.metric]
+        value = (scores(results) or {}).get(self.split)
+        return shown.format(value) if value is not None else "-"
 
 
 @dataclass(frozen=True)
@@ -41,8 +47,8 @@ class TaskAccuracyColumn:
 
     header = "task accuracy, test"
 
-    def cell(self, metrics: dict) -> str:
-        test = metrics.get("test")
+    def cell(self, results: ModelResults) -> str:
+        test = results.test
         if isinstance(test, list):
             trained = next((row for row in test if row.get("factor") == 1), None)
             return f"{trained['sequence']:.2f} of sequences" if trained else "-"
@@ -57,12 +63,12 @@ def metric_columns(entries: list[RegistryEntry]) -> list[MetricColumn | TaskAccu
     found = {
         MetricColumn(metric, split)
         for entry in entries
-        for metric in METRICS
-        for split in entry.metrics.get(metric, {})
+        for metric, (_, _, scores) in METRICS.items()
+        for split in scores(entry.metrics) or {}
         if "test" in split
     }
     order = list(TEST_SETS)
-    tasks = [TaskAccuracyColumn()] if any("task" in entry.metrics for entry in entries) else []
+    tasks = [TaskAccuracyColumn()] if any(entry.metrics.task is not None for entry in entries) else []
     return (
         sorted(
             found,

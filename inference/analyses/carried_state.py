@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from inference.core.checkpoint import CARRIED_STATE_KEY
+from inference.core.model_results import ModelResults
 
 AS_TRAINED, WITHOUT = "as_trained", "without_carried_state"  # the record's two scorings
 SPLIT = "enwiki_val"  # the text the study scores
@@ -43,11 +43,11 @@ class CarriedStateMeasure:
         return "no measurable difference: the interval includes zero"
 
 
-def carried_state_measure(metrics: dict) -> CarriedStateMeasure | None:
-    """The measure of a checkpoint's metrics.json; None where it was not measured or its record is unreadable
+def carried_state_measure(results: ModelResults) -> CarriedStateMeasure | None:
+    """The measure of a checkpoint's results; None where it was not measured or its record is unreadable
     (a hand-edited or older file), so that the page states only a figure it can read whole."""
-    record = metrics.get(CARRIED_STATE_KEY)
-    if not isinstance(record, dict):
+    record = results.carried_state
+    if record is None:
         return None
     try:
         difference, perplexity = record["difference"], record["perplexity"]

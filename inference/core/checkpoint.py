@@ -6,7 +6,8 @@ A checkpoint is a folder:
     model.safetensors  weights (shared weights stored once; float32, or float16
                        where meta says "weights_dtype": "float16")
     tokenizer.json     Hugging Face tokenizers format
-    metrics.json       training curve, BLEU, lesion tables (free-form JSON object)
+    metrics.json       what the run measured: BLEU, perplexity, lesion curves, task accuracy, studies
+                       (inference.core.model_results: typed, checked where written and read)
 
 Loading validates every file and never unpickles. The registry scans a root
 folder, checks each entry cheaply (JSON parses, files exist, tensor names and
@@ -43,6 +44,7 @@ from inference.core.family import (
 from inference.core.family_folders import load_families
 from inference.core.folders import FolderReader, folder_reader_for, folder_writer_for
 from inference.core.model_record import ModelRecord, RecordError, read_record
+from inference.core.model_results import NO_RESULTS, ModelResults, ResultsError, current_values, read_results
 from inference.core.places import select_device
 from inference.core.tokenizer import TextTokenizer
 
@@ -77,6 +79,7 @@ def save_checkpoint(
     fails here). weights_dtype "float16" stores rounded weights (the model itself is left as it is) and says so
     in the record; metrics should then be measured on the rounded weights (`python -m training store-half`)."""
     record = stored_record(model, meta, weights_dtype)
+    read_results(metrics or {})  # nothing is written where the results would not read
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     config = {"format_version": FORMAT_VERSION, "model": asdict(config_of(model)), "meta": record.as_json()}
@@ -86,7 +89,7 @@ def save_checkpoint(
         str(folder / "model.safetensors"),
     )
     tokenizer.save(folder / "tokenizer.json")
-    (folder / "metrics.json").write_text(json.dumps(metrics or {}, indent=2) + "\n")
+    write_metrics(folder, metrics or {})
     return folder
 
 
@@ -114,6 +117,7 @@ def save_folder(
     if writer is None:
         return save_checkpoint(folder, model, tokenizer, meta, metrics, weights_dtype)
     record = stored_record(model, meta, weights_dtype)
+    read_results(metrics or {})  # nothing is written where the results would not read
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     writer.save(folder, model, tokenizer, record.as_json(), metrics or {}, weights_dtype)
@@ -146,8 +150,15 @@ def store_study(folder: str | Path, key: str, record: dict) -> None:
     if key not in STUDY_KEYS:
         raise ValueError(f"{key!r} is not a study key ({', '.join(STUDY_KEYS)})")
     path = Path(folder) / "metrics.json"
-    metrics = {**(read_json_object(path) if path.exists() else {}), key: record}
-    path.write_text(json.dumps(metrics, indent=2) + "\n")
+    write_metrics(folder, {**(read_json_object(path) if path.exists() else {}), key: record})
+
+
+def write_metrics(folder: str | Path, metrics: dict) -> None:
+    """Write a folder's metrics.json, in the current version, its keys in the order given, once they read as
+    results: a key misspelt or of the wrong shape fails here (ResultsError), not where a page reads it."""
+    values = current_values(metrics)
+    read_results(values)
+    (Path(folder) / "metrics.json").write_text(json.dumps(values, indent=2) + "\n")
 
 
 def read_json_object(path: Path) -> dict:
@@ -206,8 +217,20 @@ def outside(reader: FolderReader, step: Callable[[], Result]) -> Result:
         raise CheckpointError(f"a {reader.format} folder MemLens cannot open: {error}") from None
 
 
+def read_metrics(folder: Path, optional: bool = False) -> ModelResults:
+    """The folder's metrics.json as results (`optional`: a folder of another format may lack it); CheckpointError
+    naming a field that does not read."""
+    path = folder / "metrics.json"
+    if optional and not path.exists():
+        return NO_RESULTS
+    try:
+        return read_results(read_json_object(path))
+    except ResultsError as error:
+        raise CheckpointError(str(error)) from None
+
+
 def optional_json(folder: Path, name: str) -> dict:
-    """A JSON object a folder of another format may lack: metrics.json, or OUTSIDE_META."""
+    """A JSON object a folder of another format may lack (OUTSIDE_META)."""
     return read_json_object(folder / name) if (folder / name).exists() else {}
 
 
@@ -270,11 +293,11 @@ def load_checkpoint(folder: str | Path, device: torch.device | str | None = None
     config, record, reader = read_config(folder)
     if reader is not None:
         model, tokenizer = outside(reader, lambda: reader.load(folder, config, device))
-        return LoadedModel(folder.name, model.eval(), tokenizer, record, optional_json(folder, "metrics.json"))
+        return LoadedModel(folder.name, model.eval(), tokenizer, record, read_metrics(folder, optional=True))
     model = build_model(config)
     check_weights(folder, parameter_shapes(model))
     tokenizer = load_tokenizer(folder, config)
-    metrics = read_json_object(folder / "metrics.json")
+    metrics = read_metrics(folder)
     # Names, shapes and size were checked above; float16 weights become
     # float32 here, as load_state_dict casts into the float32 model.
     load_model(model, str(folder / "model.safetensors"), strict=True)
@@ -288,7 +311,7 @@ class RegistryEntry:
     path: Path
     config: FamilyConfig | None = None
     record: ModelRecord = field(default_factory=ModelRecord)
-    metrics: dict = field(default_factory=dict)
+    metrics: ModelResults = NO_RESULTS
     error: str | None = None  # why the entry cannot be used
 
     @property
@@ -412,12 +435,12 @@ class CheckpointRegistry:
             entry.config = config
             if reader is not None:
                 outside(reader, lambda: reader.check(folder, config))
-                entry.metrics = optional_json(folder, "metrics.json")
+                entry.metrics = read_metrics(folder, optional=True)
                 return entry
             with torch.device("meta"):  # shapes without memory
                 shapes = parameter_shapes(build_model(entry.config))
             check_weights(folder, shapes)
-            entry.metrics = read_json_object(folder / "metrics.json")
+            entry.metrics = read_metrics(folder)
             load_tokenizer(folder, entry.config)  # a few ms: a broken tokenizer is found at start-up, not on first use
         except CheckpointError as error:
             entry.error = str(error)

@@ -28,6 +28,7 @@ from inference.core.family_folders import load_families
 from inference.core.interventions import MemorySize, Scale
 from inference.core.lesion_kinds import LesionKind, check_lesion_kind, kind_name, kind_order, register_lesion_kind
 from inference.core.model_record import ModelRecord
+from inference.core.model_results import NO_RESULTS, ModelResults
 
 if TYPE_CHECKING:
     import torch
@@ -386,7 +387,7 @@ class LoadedModel:
     model: torch.nn.Module
     tokenizer: TextTokenizer
     record: ModelRecord = field(default_factory=ModelRecord)  # how it was made (config.json's meta)
-    metrics: dict = field(default_factory=dict)
+    metrics: ModelResults = NO_RESULTS  # what its run measured (metrics.json)
 
     @property
     def config(self) -> FamilyConfig:

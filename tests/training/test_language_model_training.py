@@ -184,7 +184,7 @@ def test_language_model_checkpoint_serves_through_the_registry(trained_lm):
     assert entry.config.family == "language_model" and entry.record.corpus == "enwiki"
     assert "89 articles" in entry.record.training_data
     assert (
-        f"{entry.metrics['train']['steps']} steps of 8 blocks" in entry.record.description
+        f"{entry.metrics.train and entry.metrics.train['steps']} steps of 8 blocks" in entry.record.description
     )  # what was trained, not the configured epochs
     loaded = registry.get("tiny_lm_test")
     assert isinstance(loaded.model, LanguageModel) and loaded.config.vocab_size == loaded.tokenizer.vocab_size

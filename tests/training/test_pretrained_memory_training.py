@@ -73,7 +73,9 @@ def test_the_gpt2_is_an_ordinary_hugging_face_folder_that_learnt_the_text(traine
     assert "3 epochs" not in entry.record.description and "steps of 8 blocks" in entry.record.description
     loaded = load_checkpoint(trained_gpt2, "cpu")
     assert isinstance(loaded.model, HookedCausalLM)
-    assert remeasure(loaded, synthetic_lm_data_dir) == {k: v for k, v in metrics.items() if k != "train"}
+    assert remeasure(loaded, synthetic_lm_data_dir) == {
+        k: v for k, v in metrics.items() if k not in ("version", "train")
+    }
 
 
 def test_store_half_rounds_the_hugging_face_folder_and_remeasures_it(trained_gpt2, synthetic_lm_data_dir, tmp_path):
@@ -115,7 +117,9 @@ def test_memory_added_to_the_gpt2_trains_on_segments_from_its_weights(trained_gp
         assert loaded.tokenizer.encode("the cat") == base.tokenizer.encode("the cat")  # the GPT-2's tokens
         metrics = json.loads((folder / "metrics.json").read_text())
         assert metrics["perplexity_counts"]["context"] == 24
-        assert remeasure(loaded, synthetic_lm_data_dir) == {k: v for k, v in metrics.items() if k != "train"}
+        assert remeasure(loaded, synthetic_lm_data_dir) == {
+            k: v for k, v in metrics.items() if k not in ("version", "train")
+        }
         meta = json.loads((folder / "config.json").read_text())["meta"]
         assert f"from {trained_gpt2}" in meta["description"] and "segments of 8 tokens" in meta["description"]
     carried = load_checkpoint(memory_runs[True], "cpu")

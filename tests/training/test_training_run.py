@@ -203,12 +203,12 @@ def test_store_half_remeasures_metrics_on_the_float16_weights(tmp_path, trained,
     assert loaded.record.weights_dtype == "float16" and {
         t.dtype for t in load_file(folder / "model.safetensors").values()
     } == {torch.float16}
-    assert loaded.metrics["train"] == before["train"]
+    assert loaded.metrics.train == before["train"]
     # The numbers are those of the stored weights: measuring them again gives the same.
     expected = evaluation_metrics(
         loaded.model, loaded.tokenizer, CORPORA["multi30k"], CORPORA["multi30k"].read(synthetic_data_dir)
     )
-    assert {k: v for k, v in loaded.metrics.items() if k != "train"} == expected
+    assert {k: v for k, v in loaded.metrics.as_json().items() if k not in ("version", "train")} == expected
     assert not list(tmp_path.glob(".*"))  # the staging folder is gone
 
 
@@ -252,13 +252,11 @@ def test_quick_run_trains_and_evaluates_on_the_first_pairs(tmp_path, synthetic_d
         assert bar in progress, bar
     assert "5/5 [" in progress and "4/4 [" in progress
     loaded = load_checkpoint(folder, "cpu")
-    assert loaded.metrics["train"]["steps"] == 64 // 16
+    assert loaded.metrics.train is not None and loaded.metrics.train["steps"] == 64 // 16
     assert loaded.record.training_data.endswith("train (64 pairs)") and loaded.record.max_eval_pairs == 5
     assert "evaluated on the first 5 pairs of each held-out split" in loaded.record.description
     first = {
         split: pairs[:5] for split, pairs in CORPORA["multi30k"].read(synthetic_data_dir).items() if split != "train"
     }
-    assert loaded.metrics["bleu"] == score_splits(loaded.model, loaded.tokenizer, first)["bleu"]
-    assert (
-        remeasure(loaded, synthetic_data_dir)["bleu"] == loaded.metrics["bleu"]
-    )  # store-half re-measures the same pairs
+    assert loaded.metrics.bleu == score_splits(loaded.model, loaded.tokenizer, first)["bleu"]
+    assert remeasure(loaded, synthetic_data_dir)["bleu"] == loaded.metrics.bleu  # store-half re-measures the same

@@ -9,6 +9,7 @@ import pytest
 
 from inference.analyses.carried_state import carried_state_measure
 from inference.core.checkpoint import store_study
+from inference.core.model_results import ModelResults
 
 
 def record(low: float, high: float) -> dict:
@@ -30,7 +31,7 @@ def record(low: float, high: float) -> dict:
     ],
 )
 def test_the_verdict_follows_the_interval(low, high, verdict):
-    measure = carried_state_measure({"carried_state": record(low, high)})
+    measure = carried_state_measure(ModelResults(carried_state=record(low, high)))
     assert measure is not None and measure.verdict == verdict
     assert (measure.text, measure.articles, measure.tokens) == ("enwiki validation", 120, 41918)
     assert (measure.as_trained, measure.without) == (129.571, 132.674)
@@ -38,17 +39,17 @@ def test_the_verdict_follows_the_interval(low, high, verdict):
 
 
 def test_no_record_or_an_unreadable_one_gives_no_measure():
-    assert carried_state_measure({}) is None
-    assert carried_state_measure({"carried_state": None}) is None
+    assert carried_state_measure(ModelResults()) is None
+    assert carried_state_measure(ModelResults(carried_state=None)) is None
     broken = record(1.0, 2.0)
     del broken["difference"]["low"]
-    assert carried_state_measure({"carried_state": broken}) is None
+    assert carried_state_measure(ModelResults(carried_state=broken)) is None
     broken = record(1.0, 2.0)
     broken["perplexity"]["as_trained"] = "n/a"
-    assert carried_state_measure({"carried_state": broken}) is None
+    assert carried_state_measure(ModelResults(carried_state=broken)) is None
     broken = record(1.0, 2.0)
     broken["text"]["articles"] = float("inf")  # json reads Infinity; int() of it overflows
-    assert carried_state_measure({"carried_state": broken}) is None
+    assert carried_state_measure(ModelResults(carried_state=broken)) is None
 
 
 def test_a_study_is_stored_with_the_files_other_keys_kept(tmp_path):
@@ -56,6 +57,7 @@ def test_a_study_is_stored_with_the_files_other_keys_kept(tmp_path):
     store_study(tmp_path, "carried_state", {"difference": {"perplexity": 3.1}})
     store_study(tmp_path, "memory_probe", {"new": 2})
     assert json.loads((tmp_path / "metrics.json").read_text()) == {
+        "version": 2,  # written in the current version
         "bleu": {"val": 30.5},
         "memory_probe": {"new": 2},
         "carried_state": {"difference": {"perplexity": 3.1}},

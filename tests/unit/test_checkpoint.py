@@ -27,7 +27,7 @@ def test_checkpoint_round_trips_exactly(tiny, tmp_path):
     assert original.keys() == restored.keys()
     assert all(torch.equal(original[k], restored[k]) for k in original)
     assert torch.equal(run_with_trace(tiny, SOURCES).logits, run_with_trace(loaded, SOURCES).logits)
-    assert loaded.metrics == {"bleu": {"val": 1.0}}
+    assert loaded.metrics.as_json() == {"version": 2, "bleu": {"val": 1.0}}
 
 
 def test_shared_controller_stays_shared_after_loading(tiny_tokenizer, tmp_path):

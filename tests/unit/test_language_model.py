@@ -128,5 +128,5 @@ def test_checkpoint_round_trips_through_the_registry(model, tiny_tokenizer, tmp_
 
     registry = CheckpointRegistry(tmp_path, device="cpu")
     assert registry.available() == ["lm"]
-    assert registry.entries["lm"].metrics == {"perplexity": {"wikitext2_test": 99.0}}
+    assert registry.entries["lm"].metrics.perplexity == {"wikitext2_test": 99.0}
     assert registry.get("lm").config.family == "language_model"

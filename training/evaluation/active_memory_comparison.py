@@ -12,6 +12,7 @@ from pathlib import Path
 
 from inference.analyses.quality import corpus_quality
 from inference.core.checkpoint import load_checkpoint
+from inference.core.model_results import needed
 from inference.core.places import resolve_data_dir
 from inference.runs.translate import translate_all
 from training.data.translation import read_multi30k
@@ -84,13 +85,14 @@ def measure_translation(checkpoints: Path, configs: Path, data_dir: str | Path |
             name: asdict(corpus_quality([hypotheses[i] for i in rows], [references[i] for i in rows])) if rows else None
             for name, rows in bucket_rows.items()
         }
-        train = loaded.metrics.get("train", {})
+        results = loaded.metrics
+        train = results.train or {}
         rows[label] = {
             "folder": folder,
             "paper": paper,
             "description": loaded.record.description or "",
-            "perplexity": loaded.metrics["perplexity"][TEST_SPLIT],
-            "validation_bleu": loaded.metrics["bleu"]["val"],
+            "perplexity": needed(results.perplexity, "perplexity")[TEST_SPLIT],
+            "validation_bleu": needed(results.bleu, "BLEU")["val"],
             **asdict(corpus_quality(hypotheses, references)),
             "by_source_length": by_bucket,
             "epochs": train.get("epochs"),

@@ -4,7 +4,6 @@ weights in float16 with its metrics re-measured on them."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import asdict
@@ -14,7 +13,15 @@ import torch
 from torch import nn
 
 from inference.core.capabilities import Capability, FamilyConfig, config_of
-from inference.core.checkpoint import STUDY_KEYS, CheckpointError, folder_files, load_checkpoint, save_folder
+from inference.core.checkpoint import (
+    STUDY_KEYS,
+    CheckpointError,
+    folder_files,
+    load_checkpoint,
+    read_json_object,
+    save_folder,
+    write_metrics,
+)
 from inference.core.family import LoadedModel, build_model, capabilities_of, family_of, family_of_config
 from inference.core.model_record import ModelRecord
 from inference.core.places import REPO_ROOT, resolve_data_dir
@@ -129,7 +136,7 @@ def initial_model(config: TrainConfig, train_pairs: list[Pair], run: RunDir) -> 
         )
         return build_model(config.model_config(tokenizer)), tokenizer, 0
     source = load_checkpoint(config.init_from_folder, device="cpu")
-    schedule_steps = source.metrics.get("train", {}).get("schedule_steps")
+    schedule_steps = (source.metrics.train or {}).get("schedule_steps")
     if schedule_steps is None:
         raise CheckpointError(
             f"{config.init_from_folder}/metrics.json lacks train.schedule_steps, "
@@ -236,8 +243,7 @@ def recompute_lesion(folder: str | Path, data_dir: str | Path | None = None, dev
     corpus, splits = evaluation_splits(loaded, data_dir)
     table = lesion_table(loaded.model, loaded.tokenizer, splits[corpus.headline])
     table["split"] = corpus.headline
-    metrics = {**loaded.metrics, "lesion": table}
-    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")  # the layout save_checkpoint writes
+    write_metrics(folder, {**read_json_object(folder / "metrics.json"), "lesion": table})  # its other keys as on disk
     return table
 
 
@@ -274,7 +280,8 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
             f"{folder} holds {', '.join(others)}, made from its current weights "
             "and not re-measured by store-half; nothing was changed"
         )
-    studies = [key for key in STUDY_KEYS if key in loaded.metrics]
+    on_disk = read_json_object(folder / "metrics.json")  # rewritten with its keys in their order
+    studies = [key for key in STUDY_KEYS if key in on_disk]
     if studies:
         raise CheckpointError(
             f"{folder}/metrics.json holds {', '.join(studies)}, a study of its current weights that store-half does "
@@ -284,16 +291,16 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
     shutil.rmtree(staging, ignore_errors=True)
     try:
         meta = loaded.record.model_copy(update={"format": None})  # a reader's, not the folder's
-        save_folder(staging, loaded.model, loaded.tokenizer, meta, loaded.metrics, weights_dtype="float16")
+        save_folder(staging, loaded.model, loaded.tokenizer, meta, on_disk, weights_dtype="float16")
         measured = remeasure(load_checkpoint(staging, device), data_dir)  # the stored weights, read back as float32
-        unmeasured = missing_numbers({k: v for k, v in loaded.metrics.items() if k != "train"}, measured)
+        unmeasured = missing_numbers({k: v for k, v in on_disk.items() if k not in ("version", "train")}, measured)
         if unmeasured:
             raise CheckpointError(
                 f"{folder}/metrics.json holds numbers the training code does not measure, "
                 f"e.g. {unmeasured[0]}; nothing was changed"
             )
-        metrics = {**loaded.metrics, **measured}
-        (staging / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")  # the layout save_checkpoint writes
+        metrics = {**on_disk, **measured}
+        write_metrics(staging, metrics)
         if (folder / OUTPUTS_FILE).exists():
             store_outputs(staging, data_dir, device, log=lambda line: None)  # the stored weights' outputs
         for name in [name for name in kept if (staging / name).exists()]:
@@ -301,15 +308,15 @@ def store_half(folder: str | Path, data_dir: str | Path | None = None, device: s
             os.replace(staging / name, folder / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return loaded.metrics, metrics
+    return on_disk, metrics
 
 
 def remeasure(loaded: LoadedModel, data_dir: str | Path | None = None) -> dict:
     """The measured part of metrics.json (all but "train"), as the training run measures it."""
     if Capability.NEXT_TOKEN in capabilities_of(loaded.config):
-        if "perplexity_counts" not in loaded.metrics:
+        counts = loaded.metrics.perplexity_counts  # the scoring window and the texts the run measured
+        if counts is None:
             raise CheckpointError(f"{loaded.name} has no perplexity record: only a language-model run can remeasure it")
-        counts = loaded.metrics["perplexity_counts"]  # the scoring window and the texts the run measured
         wikitext = [split for split in counts["splits"] if split in WIKITEXT_FILES]
         return remeasure_language_model(
             loaded.model, loaded.tokenizer, data_dir, loaded.device, counts["context"], wikitext

@@ -42,6 +42,7 @@ from inference.core.capabilities import Capability, config_of
 from inference.core.checkpoint import CARRIED_STATE_KEY, CheckpointError, load_checkpoint, store_study
 from inference.core.family import LoadedModel, build_model, capabilities_of
 from inference.core.interventions import Interventions, ResetMemory
+from inference.core.model_results import ModelResults, needed
 from inference.core.places import resolve_data_dir
 from inference.core.segment_memory import SegmentConfig, segment_config
 from inference.core.tokenizer import TextTokenizer
@@ -61,11 +62,9 @@ def validation_stream(tokenizer: TextTokenizer, documents: Sequence[Document]) -
     return evaluation_stream(tokenize_documents(tokenizer, documents), tokenizer.eos_id)
 
 
-def scoring_context(metrics: dict) -> tuple[int, int]:
+def scoring_context(results: ModelResults) -> tuple[int, int]:
     """(context, stride) of the run's own perplexity windows, from its metrics.json."""
-    counts = metrics.get("perplexity_counts")
-    if not counts:
-        raise ValueError("the checkpoint's metrics.json has no perplexity_counts: not a language-model run")
+    counts = needed(results.perplexity_counts, "perplexity_counts: not a language-model run")
     return counts["context"], counts["stride"]
 
 

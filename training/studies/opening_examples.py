@@ -39,6 +39,7 @@ from inference.core.checkpoint import load_checkpoint, model_folders
 from inference.core.decoding import CONTINUATION_TOKENS
 from inference.core.family import LoadedModel, capabilities_of
 from inference.core.measured_examples import memory_examples
+from inference.core.model_results import needed
 from inference.core.places import OPENING_EXAMPLES_FILE, resolve_data_dir
 from inference.core.trace import Role
 from inference.core.tracing import run_with_trace
@@ -106,7 +107,8 @@ def first_right(candidates: Iterator[tuple[str, str]], answer: Callable[[str, st
 def neural_gpu_opening(loaded: LoadedModel) -> Opening:
     """The answer decoded: the first validation sample answered right."""
     task = neural_gpu_tasks.task_of(loaded.name, loaded.record.task)
-    samples = neural_gpu_tasks.task_split(task, "val", loaded.metrics["training"]["max_length"], NEURAL_GPU_VALIDATION)
+    settings = needed(loaded.metrics.training, "task run's settings")
+    samples = neural_gpu_tasks.task_split(task, "val", settings["max_length"], NEURAL_GPU_VALIDATION)
 
     def decoded(text: str, expected: str) -> tuple[str, bool]:
         output = run_with_trace(loaded, text, names=[], seed=SEED).outputs[0]

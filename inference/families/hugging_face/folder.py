@@ -19,7 +19,7 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from inference.core.capabilities import FamilyConfig
-from inference.core.checkpoint import OUTSIDE_META, WEIGHTS_DTYPES, cast_copy
+from inference.core.checkpoint import OUTSIDE_META, WEIGHTS_DTYPES, cast_copy, write_metrics
 from inference.core.tokenizer import SpecialIds, TextTokenizer, unknown_id
 from inference.families.hugging_face.architectures import ARCHITECTURES, Architecture, architecture, read_sizes
 from inference.families.hugging_face.model import (
@@ -165,7 +165,7 @@ class HuggingFaceReader:
             raise ValueError(f"a {type(model).__name__} is not a Hugging Face model MemLens wraps")
         stored.hf.save_pretrained(folder)
         tokenizer.save(folder / TOKENIZER)
-        (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_metrics(folder, metrics)
         (folder / OUTSIDE_META).write_text(json.dumps(meta, indent=2) + "\n")
 
 
