@@ -26,11 +26,8 @@ from inference.analyses.segments import (
 )
 from inference.core.capabilities import Capability
 from inference.core.hook_names import EVERY_PATTERN
-from inference.core.interventions import NoiseMemory, ResetMemory, TransplantMemory
 from inference.core.segment_memory import segment_setup
 from inference.core.trace import Trace
-
-SEGMENT_LESIONS = {"reset_memory": "reset", "noise_memory": "noise", "transplant_memory": "transplant"}
 
 
 @dataclass(frozen=True)
@@ -92,11 +89,8 @@ def run_segments(gateway: ModelGateway, model: PageModel, request: SegmentsReque
         count = len(segment_spans(plain, pattern).starts)
         if request.segment >= count:
             raise InputError(f"segment {request.segment} is out of range: this input has {count} (0 to {count - 1})")
-        for item in lesion:
-            if isinstance(item, ResetMemory | NoiseMemory | TransplantMemory) and item.segment >= count:
-                raise InputError(
-                    f"{SEGMENT_LESIONS[item.kind]} at segment {item.segment}: this input has {count} segments"
-                )
+        for item in lesion:  # each kind bounds itself (check_within): the segment lesions by the segments counted
+            item.check_within({"segments": count})
 
     runs = plain_then_lesioned(gateway, model.loaded, request.text, lesion, segment_hooks(controls.memory), check=check)
     plain, shown = runs.plain, runs.shown

@@ -17,7 +17,7 @@ never forked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, RootModel, field_validator, model_validator
@@ -87,6 +87,13 @@ class BlockMemoryReads(LesionKind):
         return f"reads from memory blocked in {READS[self.stacks]}"
 
 
+def _check_segment(segment: int, extent: Mapping[str, int], lesion: str) -> None:
+    """A segment lesion within the input's segments (`extent["segments"]`, as a page counted them)."""
+    segments = extent.get("segments")
+    if segments is not None and segment >= segments:
+        raise InterventionError(f"{lesion} at segment {segment}: this input has {segments} segments")
+
+
 class ResetMemory(LesionKind):
     """Segment models: the memory entering segment `segment` is the initial memory, as at the start of a run."""
 
@@ -96,6 +103,9 @@ class ResetMemory(LesionKind):
 
     def words(self, trained_memory: int) -> str:
         return f"memory reset at segment {self.segment}"
+
+    def check_within(self, extent: Mapping[str, int]) -> None:
+        _check_segment(self.segment, extent, "reset")
 
 
 class NoiseMemory(LesionKind):
@@ -111,6 +121,9 @@ class NoiseMemory(LesionKind):
     def words(self, trained_memory: int) -> str:
         return f"noise of scale {self.scale:g} added to the memory at segment {self.segment} (seed {self.seed})"
 
+    def check_within(self, extent: Mapping[str, int]) -> None:
+        _check_segment(self.segment, extent, "noise")
+
 
 class TransplantMemory(LesionKind):
     """Segment models: the memory entering segment `segment` is the one another input (`donor`, token ids)
@@ -125,6 +138,9 @@ class TransplantMemory(LesionKind):
 
     def words(self, trained_memory: int) -> str:
         return f"another input's memory transplanted into segment {self.segment}"
+
+    def check_within(self, extent: Mapping[str, int]) -> None:
+        _check_segment(self.segment, extent, "transplant")
 
 
 class Scale(LesionKind):
