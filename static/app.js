@@ -4,10 +4,13 @@
 function syncSlots() {
   document.querySelectorAll("fieldset.lesion input[type=range]").forEach((slider) => {
     slider.closest("label").querySelector(".slider-value").textContent = slider.value;
-    slider.form?.querySelectorAll(`.slots[data-upto="${slider.dataset.upto}"] .slot`).forEach((label) => {
-      const present = Number(label.dataset.slot) < Number(slider.value);
-      label.hidden = !present;
-      if (!present) label.querySelector("input").checked = false;
+    slider.form?.querySelectorAll(`.slots[data-upto="${slider.dataset.upto}"]`).forEach((slots) => {
+      slots.querySelectorAll(".slot").forEach((label) => {
+        const present = Number(label.dataset.slot) < Number(slider.value);
+        label.hidden = !present;
+        if (!present) label.querySelector("input").checked = false;
+      });
+      tickLesion(slots.closest("fieldset.lesion"));  // a knock-out left with no slot asks for nothing
     });
   });
 }
@@ -17,10 +20,12 @@ function syncSlots() {
 function fieldHasValue(field) {
   return field.matches("input, select, textarea") ? field.value.trim() !== "" : field.querySelector("input:checked") !== null;
 }
+function tickLesion(fieldset) {
+  fieldset.querySelector("input[name=lesion]").checked = [...fieldset.querySelectorAll("[data-required]")].every(fieldHasValue);
+}
 function tickLesionOf(event) {
   const fieldset = event.target.closest?.("fieldset.lesion");
-  if (!fieldset || event.target.name === "lesion") return;
-  fieldset.querySelector("input[name=lesion]").checked = [...fieldset.querySelectorAll("[data-required]")].every(fieldHasValue);
+  if (fieldset && event.target.name !== "lesion") tickLesion(fieldset);
 }
 document.addEventListener("input", tickLesionOf, true);
 document.addEventListener("change", tickLesionOf, true);

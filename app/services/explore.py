@@ -98,6 +98,11 @@ def run_explore(gateway: ModelGateway, model: PageModel, request: ExploreRequest
     memory = model.can(Capability.MEMORY_TOKENS)
     names = MEMORY_OPERATION_HOOKS if memory else [EVERY_PATTERN]
     budget = continuation_budget(gateway, model, request.new_tokens)
+
+    def check(plain: Trace) -> None:  # a segment lesion within the segments the plain run read
+        if model.can(Capability.SEGMENTS):
+            request.interventions.check_within({"segments": len(call_indices(plain.captures[name]))})
+
     runs = plain_then_lesioned(
         gateway,
         model.loaded,
@@ -106,6 +111,7 @@ def run_explore(gateway: ModelGateway, model: PageModel, request: ExploreRequest
         names,
         decoding=request.decoding,
         max_new_tokens=budget,
+        check=check,
     )
     shown_run = runs.shown
     calls = [layer_attention(shown_run, stack, request.layer, **at) for at in call_indices(shown_run.captures[name])]

@@ -74,6 +74,11 @@ class FieldControl:
         return ", ".join(map(str, self.default)) if isinstance(self.default, list | tuple) else str(self.default)
 
     @property
+    def chosen(self) -> frozenset[str]:
+        """The slots a slots field starts ticked (a page opened with a knock-out in its address)."""
+        return frozenset(part.strip() for part in self.shown.split(",") if part.strip())
+
+    @property
     def most_chars(self) -> int:
         return MAX_FIELD_CHARS if self.control == "input" else MAX_LIST_CHARS
 
@@ -229,9 +234,14 @@ def parse_lesion_forms(asked: AskedLesions, forms: Sequence[LesionKindForm], rea
 
 
 def _check_model_bounds(lesion: LesionKind, form: LesionKindForm) -> None:
-    """A field the model bounds (`upto`) within it: an InputError naming the model's bound otherwise."""
+    """A field the model bounds (`upto`) within it, a hook one of its hook points: an InputError naming the model's
+    bound otherwise."""
     for field in form.fields:
         value = getattr(lesion, field.name.partition(".")[2])
+        if field.control == "hook" and value not in field.choices:
+            raise InputError(
+                f"{form.title}: {shown(value)} is not a hook point of this model; `memlens hooks MODEL` lists them"
+            )
         top = max(value, default=0) if isinstance(value, tuple) else value
         if field.upto and field.maximum is not None and top > field.maximum:
             raise InputError(f"{form.title}: {field.label} {top} is out of range for this model ({field.bounds})")

@@ -89,8 +89,7 @@ def run_segments(gateway: ModelGateway, model: PageModel, request: SegmentsReque
         count = len(segment_spans(plain, pattern).starts)
         if request.segment >= count:
             raise InputError(f"segment {request.segment} is out of range: this input has {count} (0 to {count - 1})")
-        for item in lesion:  # each kind bounds itself (check_within): the segment lesions by the segments counted
-            item.check_within({"segments": count})
+        lesion.check_within({"segments": count})
 
     runs = plain_then_lesioned(gateway, model.loaded, request.text, lesion, segment_hooks(controls.memory), check=check)
     plain, shown = runs.plain, runs.shown

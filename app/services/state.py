@@ -71,8 +71,7 @@ def check_lesion(lesion: Interventions, steps: StateSteps) -> None:
         "length": len(steps.positions),
         "encoder_steps": steps.stacks.count("encoder"),
     }
-    for item in lesion:
-        item.check_within(extent)
+    lesion.check_within(extent)
 
 
 def output_tokens(trace: Trace) -> list[str]:

@@ -14,7 +14,6 @@ from inference.core.bounds import MAX_NAME_CHARS
 
 _NAME = rf"[A-Za-z0-9_.]{{1,{MAX_NAME_CHARS}}}"
 HOOK_NAME = rf"^{_NAME}$"  # what a hook or module name a client sends may look like
-HOOK_NAME_OR_NONE = rf"^({_NAME})?$"  # the same, or "" for none
 LOGITS = "logits"
 DECODER_SELF_ATTENTION = "decoder.self_attn"  # the stack a decoder-only reading of memory attends in (working memory)
 PATTERN = "pattern"

@@ -241,6 +241,12 @@ class Interventions(RootModel[tuple[Intervention, ...]]):
     def is_noop(self) -> bool:
         return not self.root
 
+    def check_within(self, extent: Mapping[str, int]) -> None:
+        """Refuse (InterventionError) a lesion beyond the run a page measured, as each kind bounds itself
+        (`LesionKind.check_within`; `extent`: e.g. {"segments": 3})."""
+        for item in self.root:
+            item.check_within(extent)
+
 
 def _merged_scales(items: tuple) -> tuple:
     """Scales of the same hook, axis and factor as one scale over all their indices."""

@@ -1,8 +1,10 @@
 """What a checkpoint measured of its model, typed: `ModelResults`, its metrics.json.
 
 Every key a run writes there is a field here, with its type, so a key misspelt or of the wrong shape fails where it
-is written (`save_checkpoint`, `store_study` check the object before they write it) and where it is read (a folder
-whose metrics.json does not read is listed broken, saying which field). Readers read fields, never keys. The scores
+is written (`save_checkpoint`, `store_study`, `write_metrics` check the object before they write it) and where it is
+read (a folder whose metrics.json does not read is listed broken, saying which field). Every reader of a loaded
+model's results reads fields, never keys; the results report (training/report), which summarises the files
+themselves, still reads them as JSON. The scores
 of a translator or a language model are by split (`Scores`); the studies of the current weights measured offline
 after training (`carried_state`, `memory_probe`) keep the shape their study module reads; a training run's own
 bookkeeping (its schedule, curves, the task run's settings) is kept as the run wrote it.
@@ -76,10 +78,6 @@ class ModelResults(BaseModel):
     training: dict[str, Any] | None = Field(None, description="the task run's settings")
     final_pull: float | None = None
     sets_apart: float | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        """The results as metrics.json holds them: the version, then the fields measured, in the order declared."""
-        return self.model_dump(mode="json", exclude_none=True)
 
 
 NO_RESULTS = ModelResults()

@@ -107,20 +107,24 @@ def test_the_models_own_bounds_and_kinds_are_checked_where_the_form_is_read(memt
         asked_lesions({"transplant_memory.donor": "x" * 20_001}, ["transplant_memory"])
 
 
-def test_an_input_field_is_read_as_the_model_reads_a_text_and_a_default_fills_in():
-    forms = [lesion_form_of(TransplantMemory), lesion_form_of(NoiseMemory), lesion_form_of(Scale)]
+def test_an_input_field_is_read_as_the_model_reads_a_text_and_a_default_fills_in(memtransformer):
+    (scale,) = [form for form in lesion_forms_for(memtransformer) if form.kind == "scale"]  # its hooks resolved
+    forms = [lesion_form_of(TransplantMemory), lesion_form_of(NoiseMemory), scale]
+    hook = "decoder.layers.0.cross_attn.z"
     sent = {
         "transplant_memory.segment": "2",
         "transplant_memory.donor": "one three",
         "noise_memory.segment": "1",
-        "scale.hook": "layers.0.attn.z",
+        "scale.hook": hook,
     }
     asked = asked_lesions(sent, ["transplant_memory", "noise_memory", "scale"])
     assert parse_lesion_forms(asked, forms, READERS) == [
         TransplantMemory(segment=2, donor=(3, 5)),  # "one" -> 3, "three" -> 5
         NoiseMemory(segment=1, scale=0.5, seed=0),  # the scale and seed the model gives when left out
-        Scale(hook="layers.0.attn.z", factor=0.0),
+        Scale(hook=hook, factor=0.0),
     ]
+    with pytest.raises(InputError, match="^Scale a hook point: 'layers.0.attn.z' is not a hook point of this model"):
+        parse_lesion_forms(asked_lesions({"scale.hook": "layers.0.attn.z"}, ["scale"]), [scale], READERS)
 
 
 def test_a_page_opened_with_a_lesion_in_its_address_starts_with_it_ticked_and_filled_in(memtransformer):
@@ -129,3 +133,6 @@ def test_a_page_opened_with_a_lesion_in_its_address_starts_with_it_ticked_and_fi
     assert forms["memory_size"].asked and not forms["knockout_slots"].asked
     (size,) = forms["memory_size"].fields
     assert (size.default, size.model_value) == ("0", TINY_MEMORY)  # shown at 0; the model's own is still 3
+    slots = AskedLesions(("knockout_slots",), (("knockout_slots.slots", "2,4"),))
+    (knockout,) = next(form for form in lesion_forms_for(memtransformer, slots) if form.kind == "knockout_slots").fields
+    assert knockout.chosen == {"2", "4"}  # the boxes ticked

@@ -102,6 +102,18 @@ def test_every_lesion_kind_as_the_page_renders_it_reads_back_once_its_required_f
         assert (said is None) == (kind == "memory_size"), kind  # every other kind is a lesion, said in words
 
 
+def test_an_address_opens_explore_with_its_lesions_set(client):
+    page = client.get(
+        "/explore", params={"model": MODEL, "lesion": ["knockout_slots", "memory_size"], "knockout_slots.slots": "2",
+                            "memory_size.size": "5"},
+    ).text  # fmt: skip
+    assert '<input class="live" type="checkbox" name="lesion" value="knockout_slots" checked' in page
+    assert re.findall(r'name="knockout_slots.slots" value="(\d+)" checked', page) == ["2"]
+    assert 'name="memory_size.size" min="0" max="9" value="5"' in page
+    bad = client.get("/explore", params={"model": MODEL, "lesion": "scale", "scale.hook": "decoder.layers.9.ff.keys"})
+    assert bad.status_code == 400 and "is not a hook point of this model" in html.unescape(bad.text)
+
+
 def test_explore_of_unknown_model_is_404(client):
     response = client.get("/explore", params={"model": "nope"})
     assert response.status_code == 404 and response.headers["content-type"].startswith("text/html")
@@ -184,7 +196,10 @@ def test_explore_scales_a_hook_point_and_shows_the_scaled_run(client):
         ({"ablate": "decoder.layers.0.self_attn"}, "cannot read head"),
         ({"ablate": "decoder.layers.0.self-attn:0"}, "cannot read head 'decoder.layers.0.self-attn:0'"),
         ({"ablate": "decoder.layers.5.self_attn:0"}, "unknown hook point 'decoder.layers.5.self_attn.z'"),
-        (lesion_fields(scale={"hook": "decoder.layers.9.ff.keys"}), "unknown hook point 'decoder.layers.9.ff.keys'"),
+        (
+            lesion_fields(scale={"hook": "decoder.layers.9.ff.keys"}),
+            "Scale a hook point: 'decoder.layers.9.ff.keys' is not a hook point of this model",
+        ),
         (lesion_fields(scale={"hook": "decoder layers"}), "Scale a hook point: hook: String should match pattern"),
         (
             lesion_fields(scale={"hook": "logits", "factor": "nan"}),

@@ -142,6 +142,15 @@ def test_bad_segment_input_gets_a_clear_4xx(client):
     assert 400 <= client.post("/segments/run", data={"model": "rmt", "text": ""}).status_code < 500
 
 
+def test_explore_bounds_a_segment_lesion_by_the_segments_its_input_has(client):
+    """Explore offers a segment model's segment lesions too, and refuses one beyond the input as Segments does."""
+    form = {"model": "rmt", "text": STREAM, "stack": "attn", **lesion_fields(reset_memory={"segment": 3})}
+    beyond = client.post("/explore/run", data=form, headers={"HX-Request": "true"})
+    assert beyond.status_code == 400 and "reset at segment 3: this input has 3 segments" in beyond.text
+    within = client.post("/explore/run", data={**form, "reset_memory.segment": "2"}, headers={"HX-Request": "true"})
+    assert within.status_code == 200 and "memory reset at segment 2" in within.text
+
+
 def test_a_language_model_page_states_what_its_memory_is_worth_as_measured(shipped_client):
     """The shipped RMT language model's record (metrics.json, "carried_state"): negative log-likelihood 179,110.817
     nats as trained and 182,215.444 with the memory reset at every segment, over 41,918 scored tokens; the page and

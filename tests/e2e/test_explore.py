@@ -97,3 +97,17 @@ def test_scaling_a_hook_point_reruns_and_the_views_follow(page, server_url):
         page.select_option("select[name='scale.hook']", "encoder.layers.0.attn.pattern")  # by the default factor, 0
     page.wait_for_selector("#translation-lesioned")
     assert page.text_content("#translation-plain").strip() and heatmap_max(page) == 0
+
+
+def test_a_knock_out_of_slots_the_slider_removes_asks_for_nothing(page, server_url):
+    """Knocking out slot 7 ticks its kind; the memory-size slider moved below it hides and unticks the slot, and the
+    kind with it: the run that follows is the memory size alone, not a knock-out of no slot."""
+    open_explore(page, server_url)
+    swap(page, page.check, "input[name='knockout_slots.slots'][value='7']")
+    assert page.is_checked("input[name=lesion][value=knockout_slots]")
+    assert page.text_content(".lesion-note").startswith("memory slot 7 knocked out")
+    slider = page.locator("input[name='memory_size.size']")
+    swap(page, slider.fill, "5")  # fires input and change, as a released drag does
+    assert not page.is_checked("input[name=lesion][value=knockout_slots]")
+    assert page.locator("input[name='knockout_slots.slots'][value='7']").is_hidden()
+    assert page.text_content(".lesion-note").startswith("memory size 5 (trained with 10)")

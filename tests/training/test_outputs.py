@@ -32,11 +32,12 @@ def test_outputs_hold_every_condition_and_score_as_the_metrics(tmp_path, trained
     # lesion sizes 0, 2 (trained: the model as trained) and 5
     assert list(record["outputs"]) == [AS_TRAINED, memory_condition(0), memory_condition(5)]
     assert all(len(outputs) == len(test) for outputs in record["outputs"].values())
-    metrics = load_checkpoint(folder, "cpu").metrics.as_json()
+    results = load_checkpoint(folder, "cpu").metrics
+    assert results.bleu is not None and results.lesion is not None
     references = [reference for _, reference in test]
     scored = {name: corpus_quality(outputs, references) for name, outputs in record["outputs"].items()}
-    assert scored[AS_TRAINED].bleu == pytest.approx(metrics["bleu"]["test_2016_flickr"])
-    by_size = dict(zip(metrics["lesion"]["memory_size"], metrics["lesion"]["bleu"]))
+    assert scored[AS_TRAINED].bleu == pytest.approx(results.bleu["test_2016_flickr"])
+    by_size = dict(zip(results.lesion.memory_size, results.lesion.bleu))
     assert scored[memory_condition(0)].bleu == pytest.approx(by_size[0])
     assert scored[memory_condition(5)].bleu == pytest.approx(by_size[5])
 
@@ -81,11 +82,12 @@ def test_store_half_translates_the_outputs_again_on_the_stored_weights(tmp_path,
     write_outputs(folder, before)
     assert main(["store-half", str(folder), "--data-dir", str(synthetic_data_dir), "--device", "cpu"]) == 0
     after = read_outputs(folder)
-    metrics = load_checkpoint(folder, "cpu").metrics.as_json()
+    results = load_checkpoint(folder, "cpu").metrics
+    assert results.bleu is not None
     references = [reference for _, reference in CORPORA["multi30k"].read(synthetic_data_dir)["test_2016_flickr"]]
     assert "stale" not in after["outputs"][AS_TRAINED]
     assert corpus_quality(after["outputs"][AS_TRAINED], references).bleu == pytest.approx(
-        metrics["bleu"]["test_2016_flickr"]
+        results.bleu["test_2016_flickr"]
     )
     assert not list(tmp_path.glob(".*"))
 

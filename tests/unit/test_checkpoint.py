@@ -9,6 +9,7 @@ from safetensors import safe_open
 
 from inference.core.checkpoint import CheckpointError, CheckpointRegistry, load_checkpoint, save_checkpoint
 from inference.core.model_record import ModelRecord
+from inference.core.model_results import ModelResults
 from inference.core.tracing import run_with_trace
 from tests.conftest import SOURCES, make_tiny
 
@@ -27,7 +28,7 @@ def test_checkpoint_round_trips_exactly(tiny, tmp_path):
     assert original.keys() == restored.keys()
     assert all(torch.equal(original[k], restored[k]) for k in original)
     assert torch.equal(run_with_trace(tiny, SOURCES).logits, run_with_trace(loaded, SOURCES).logits)
-    assert loaded.metrics.as_json() == {"version": 2, "bleu": {"val": 1.0}}
+    assert loaded.metrics == ModelResults(bleu={"val": 1.0})
 
 
 def test_shared_controller_stays_shared_after_loading(tiny_tokenizer, tmp_path):
