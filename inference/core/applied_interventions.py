@@ -48,7 +48,8 @@ def intervention_hooks(model: nn.Module, interventions: Interventions, memory_si
     """Validate `interventions` against the model and return their hooks, in order."""
     family = family_of_model(model)
     takes = family.applicable_lesions(config_of(model))
-    refused = [item.kind_name for item in interventions if type(item) not in (*takes, MemorySize)]  # sized below
+    # a memory size is checked by effective_memory_size, which allows size 0 (no memory) of any model
+    refused = [item.kind_name for item in interventions if type(item) not in (*takes, MemorySize)]
     if refused:
         raise InterventionError(
             f"{refused[0]} does not apply to this {family.name} model; it takes "

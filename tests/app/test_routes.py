@@ -83,13 +83,16 @@ def test_every_lesion_kind_as_the_page_renders_it_reads_back_once_its_required_f
     """The values a kind's fields start with in the page (a list default written out, an empty optional field) are
     ones the form reads back: ticking a kind with only its required fields set runs it."""
     page = client.get("/explore", params={"model": MODEL}).text
-    required = {
-        "memory_size": {},  # its slider starts at the trained size: no lesion
-        "knockout_slots": {"knockout_slots.slots": ["1"]},
-        "block_memory_reads": {"block_memory_reads.stacks": "decoder"},
-        "scale": {"scale.hook": "encoder.layers.0.attn.pattern"},
+    required = {  # kind -> (its required fields, the lesion in words: the defaults as rendered reached the run)
+        "memory_size": ({}, None),  # its slider starts at the trained size: no lesion
+        "knockout_slots": ({"knockout_slots.slots": ["1"]}, "memory slot 1 knocked out"),
+        "block_memory_reads": (
+            {"block_memory_reads.stacks": "decoder"},
+            "reads from memory blocked in the decoder's cross-attention",
+        ),
+        "scale": ({"scale.hook": "encoder.layers.0.attn.pattern"}, "encoder.layers.0.attn.pattern zeroed"),
     }
-    for kind, chosen in required.items():
+    for kind, (chosen, words) in required.items():
         fieldset = re.search(rf'<fieldset class="lesion" data-kind="{kind}">(.*?)</fieldset>', page, re.S).group(1)
         shown = dict(
             re.findall(
@@ -99,7 +102,10 @@ def test_every_lesion_kind_as_the_page_renders_it_reads_back_once_its_required_f
         response = run(client, lesion=kind, **shown, **chosen)
         assert response.status_code == 200, (kind, shown, response.text[-300:])
         said = re.search(r'class="lesion-note">(.*?); the views show', response.text)
-        assert (said is None) == (kind == "memory_size"), kind  # every other kind is a lesion, said in words
+        if words is None:
+            assert said is None, kind
+        else:  # the rendered defaults as read: factor 0 (zeroed), no axis (the whole tensor)
+            assert said is not None and html.unescape(said.group(1)).startswith(f"{words}: "), (kind, said)
 
 
 def test_an_address_opens_explore_with_its_lesions_set(client):

@@ -6,6 +6,7 @@ import base64
 import json
 
 from tests.e2e.conftest import open_page, swap, wait_until
+from tests.e2e.test_layout import assert_layout
 
 MODEL = "memtransformer_10"
 SENTENCE = "Ein Hund rennt mit einem Ball im Maul über die Wiese."
@@ -106,8 +107,11 @@ def test_a_knock_out_of_slots_the_slider_removes_asks_for_nothing(page, server_u
     swap(page, page.check, "input[name='knockout_slots.slots'][value='7']")
     assert page.is_checked("input[name=lesion][value=knockout_slots]")
     assert page.text_content(".lesion-note").startswith("memory slot 7 knocked out")
+    assert_layout(page, figures=3)
     slider = page.locator("input[name='memory_size.size']")
     swap(page, slider.fill, "5")  # fires input and change, as a released drag does
     assert not page.is_checked("input[name=lesion][value=knockout_slots]")
     assert page.locator("input[name='knockout_slots.slots'][value='7']").is_hidden()
     assert page.text_content(".lesion-note").startswith("memory size 5 (trained with 10)")
+    assert sum("[mem" in key for key in heatmap_keys(page)) == 5  # the maps follow the 5 slots left
+    assert_layout(page, figures=3)  # the lesions' controls, longer now, cover no button and keep the figures' shape
